@@ -1,0 +1,158 @@
+//! The decisions of the PersistentVolume controller: what to do with one
+//! volume or one claim, given the newest state the controller knows.
+//!
+//! # What the controller guarantees
+//!
+//! A claim (PVC) asks for storage; a volume (PV) is storage. Binding links
+//! them both ways: the volume's `spec.claimRef` names the claim (with its
+//! UID), and the claim's `spec.volumeName` names the volume. The controller
+//! keeps these invariants, under faults and restarts:
+//!
+//! - a volume's claimRef names at most one claim, and a Bound claim's volume
+//!   points back at it by name and UID;
+//! - a pending claim for which a fitting Available volume exists gets bound,
+//!   and is never left Pending because of the controller's own stale view;
+//! - bad input (an unparsable quantity, an unknown access mode, a claimRef to
+//!   a missing namespace) gets a Warning event and a log line, and the
+//!   controller goes on serving every other object.
+//!
+//! # States
+//!
+//! A volume is `Pending` when created, `Available` while no claim holds it,
+//! `Bound` while its claim exists, `Released` once its claim is gone (and the
+//! reclaim policy runs), and `Failed` when reclaiming went wrong. A claim is
+//! `Pending` until bound, `Bound`, and `Lost` when its volume vanished or was
+//! given to someone else; a Lost claim is bound again if its volume returns.
+//!
+//! The annotation `pv.kubernetes.io/bind-completed` on a claim separates the
+//! two halves of claim handling: without it the claim is unbound (maybe
+//! half-bound after a crash) and the controller finds or finishes a binding;
+//! with it the claim was bound once and the controller only checks that the
+//! binding still holds. `pv.kubernetes.io/bound-by-controller` marks a
+//! binding the controller made itself (and may undo), as opposed to one a
+//! user pre-set by writing `claimRef` or `volumeName`.
+//!
+//! # The order of the four binding writes, and why
+//!
+//! Binding takes four writes, each of which can fail or be overtaken:
+//! 1. the volume's spec gets the claimRef (this is the reservation: once it
+//!    is stored, no other claim can take the volume, because a volume whose
+//!    claimRef names another claim never matches);
+//! 2. the volume's status becomes Bound;
+//! 3. the claim's spec gets `volumeName` and the annotations;
+//! 4. the claim's status becomes Bound, with the volume's capacity and modes.
+//!
+//! The volume goes first because it is the shared resource; a crash after
+//! any step leaves a state that the next sync recognises and completes
+//! ("complete bind after crash"), and a crash before step 1 leaves nothing.
+//!
+//! # Why a second cache
+//!
+//! The four writes come back as watch events in any order and late. If the
+//! controller decided from the watch stream alone, it would offer a volume it
+//! has just reserved to the next claim, or write a status onto a spec it has
+//! already replaced (and get a conflict). So every successful write's answer
+//! goes into the shadow cache at once, and the cache keeps the newest version
+//! of each object by resourceVersion; decisions read only from it.
+//!
+//! # How decisions are written
+//!
+//! Each sync first classifies the object into a situation enum (see
+//! [`claim`] and [`volume`]), then acts on it with an exhaustive `match`, so
+//! that every case is accounted for, including those where nothing is done.
+
+mod binding;
+mod claim;
+mod provision;
+mod reclaim;
+mod volume;
+mod writes;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::Client;
+use kube::runtime::reflector::Store;
+
+use crate::cache::ShadowCache;
+use crate::events::EventRecorder;
+use crate::keys::ClaimKey;
+use crate::queue::WorkQueue;
+
+pub use claim::{BoundClaimSituation, UnboundClaimSituation};
+pub use volume::VolumeSituation;
+
+/// Settings that change what the controller decides (as opposed to how it is
+/// wired).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Whether claims with a storage class get handed to a provisioner
+    /// (`--enable-dynamic-provisioning`).
+    pub enable_dynamic_provisioning: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { enable_dynamic_provisioning: true }
+    }
+}
+
+/// Read-only views of the objects the controller consults but does not own.
+#[derive(Clone)]
+pub struct Listers {
+    /// StorageClasses, for binding mode, provisioner and default class.
+    pub classes: Store<StorageClass>,
+    /// Pods, to tell which claims wait for scheduling.
+    pub pods: Store<Pod>,
+    /// Nodes, for provisioning on a selected node.
+    pub nodes: Store<Node>,
+}
+
+/// Everything a sync needs: the client, the shadow cache, listers, the event
+/// recorder and the claim queue (a volume sync may ask for a claim sync).
+pub struct Controller {
+    client: Client,
+    cache: Arc<ShadowCache>,
+    listers: Listers,
+    recorder: EventRecorder,
+    claim_queue: WorkQueue<ClaimKey>,
+    settings: Settings,
+}
+
+impl Controller {
+    /// A controller over the given cache and listers.
+    pub fn new(
+        client: Client,
+        cache: Arc<ShadowCache>,
+        listers: Listers,
+        recorder: EventRecorder,
+        claim_queue: WorkQueue<ClaimKey>,
+        settings: Settings,
+    ) -> Self {
+        Self { client, cache, listers, recorder, claim_queue, settings }
+    }
+
+    /// The shadow cache the controller decides from.
+    pub fn cache(&self) -> &Arc<ShadowCache> {
+        &self.cache
+    }
+
+    /// Syncs one claim: binds it, finishes a half-done binding, hands it to a
+    /// provisioner, or marks it Pending or Lost.
+    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(claim)))]
+    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> crate::error::Result<()> {
+        if crate::objects::has_annotation(&claim.metadata, crate::constants::ANN_BIND_COMPLETED) {
+            self.sync_bound_claim(claim).await
+        } else {
+            self.sync_unbound_claim(claim).await
+        }
+    }
+
+    /// Syncs one volume: keeps its phase in line with its claim, releases it
+    /// when the claim is gone, and runs its reclaim policy.
+    #[tracing::instrument(skip_all, fields(volume = %crate::keys::VolumeName::of(volume)))]
+    pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> crate::error::Result<()> {
+        self.sync_volume_inner(volume).await
+    }
+}

@@ -1,0 +1,201 @@
+//! Claims no existing volume can serve: delayed binding, the retroactive
+//! default StorageClass, and the hand-off to a provisioner.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+
+use super::Controller;
+use crate::constants::{
+    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
+    ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
+};
+use crate::error::{Error, Result};
+use crate::events::reference_of;
+use crate::keys::ClaimKey;
+use crate::objects::{annotation, claim_class, claim_has_class};
+
+impl Controller {
+    /// The StorageClass of the given name, from the lister.
+    pub(super) fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        self.listers.classes.get(&ObjectRef::new(name))
+    }
+
+    /// Whether binding of this claim waits for a pod to be scheduled
+    /// (its class has `volumeBindingMode: WaitForFirstConsumer`). A class that
+    /// does not exist means no delay; a class without a binding mode is an
+    /// error, as upstream.
+    pub(super) fn is_delay_binding(&self, claim: &PersistentVolumeClaim) -> Result<bool> {
+        let class_name = claim_class(claim);
+        if class_name.is_empty() {
+            return Ok(false);
+        }
+        let Some(class) = self.storage_class(class_name) else {
+            return Ok(false);
+        };
+        match class.volume_binding_mode.as_deref() {
+            None => Err(Error::StorageClass(format!(
+                "VolumeBindingMode not set for StorageClass {class_name:?}"
+            ))),
+            Some(mode) => Ok(mode == "WaitForFirstConsumer"),
+        }
+    }
+
+    /// Tells the user why a delayed-binding claim is still Pending: no pod
+    /// uses it yet, or its pods are not scheduled yet.
+    pub(super) async fn event_for_waiting_claim(&self, claim: &Arc<PersistentVolumeClaim>) {
+        let waiting = self.unscheduled_pods_using(claim);
+        let (reason, message) = match waiting.as_slice() {
+            [] => (
+                reasons::WAIT_FOR_FIRST_CONSUMER,
+                "waiting for first consumer to be created before binding".to_string(),
+            ),
+            [one] => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {one} to be scheduled")),
+            many => (
+                reasons::WAIT_FOR_POD_SCHEDULED,
+                format!("waiting for pods {} to be scheduled", many.join(",")),
+            ),
+        };
+        self.event(reference_of(claim.as_ref()), EventType::Normal, reason, message).await;
+    }
+
+    /// Names of the pods that use the claim, are not finished and have no
+    /// node yet, sorted.
+    fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
+        let key = ClaimKey::of(claim);
+        let mut names: Vec<String> = self
+            .listers
+            .pods
+            .state()
+            .iter()
+            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
+            .filter(|pod| pod_uses_claim(pod, &key.name))
+            .filter(|pod| !pod_is_terminated(pod))
+            .filter(|pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("").is_empty())
+            .filter_map(|pod| pod.metadata.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Gives a claim that has no class at all the cluster's default class,
+    /// so that claims created before a default existed get provisioned.
+    /// Returns whether the claim was updated (its next sync continues).
+    pub(super) async fn assign_default_class(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<bool> {
+        if claim_has_class(claim) {
+            return Ok(false);
+        }
+        let Some(class) = default_class(&self.listers.classes.state()) else {
+            return Ok(false);
+        };
+        let class_name = class.metadata.name.clone().unwrap_or_default();
+        let mut changed = PersistentVolumeClaim::clone(claim);
+        changed.spec.get_or_insert_with(Default::default).storage_class_name = Some(class_name.clone());
+        self.update_claim(&changed).await?;
+        tracing::info!(class = %class_name, "assigned the default storage class to the claim");
+        Ok(true)
+    }
+
+    /// Hands a claim to the provisioner of its class. External provisioners
+    /// are told through the storage-provisioner annotations; in-tree plugin
+    /// names this controller does not serve are reported.
+    pub(super) async fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+        if !self.settings.enable_dynamic_provisioning {
+            tracing::debug!("dynamic provisioning is disabled, claim left alone");
+            return Ok(());
+        }
+        let class_name = claim_class(claim);
+        let Some(class) = self.storage_class(class_name) else {
+            let message = format!("storageclass.storage.k8s.io {class_name:?} not found");
+            self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::PROVISIONING_FAILED, message)
+                .await;
+            return Ok(());
+        };
+        let provisioner = class.provisioner.clone();
+        if provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
+            self.event(
+                reference_of(claim.as_ref()),
+                EventType::Warning,
+                reasons::PROVISIONING_FAILED,
+                "no provisionable volume plugin matched".to_string(),
+            )
+            .await;
+            return Ok(());
+        }
+        let claim = self.set_claim_provisioner(claim, &provisioner).await?;
+        let message = format!(
+            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
+        );
+        self.event(reference_of(claim.as_ref()), EventType::Normal, reasons::EXTERNAL_PROVISIONING, message)
+            .await;
+        Ok(())
+    }
+
+    /// Writes both storage-provisioner annotations when the GA one differs.
+    async fn set_claim_provisioner(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        provisioner: &str,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        if annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner) {
+            return Ok(Arc::clone(claim));
+        }
+        let mut changed = PersistentVolumeClaim::clone(claim);
+        let annotations = changed.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.insert(ANN_STORAGE_PROVISIONER.to_string(), provisioner.to_string());
+        annotations.insert(ANN_BETA_STORAGE_PROVISIONER.to_string(), provisioner.to_string());
+        let stored = self.update_claim(&changed).await?;
+        tracing::info!(provisioner, "claim handed to its provisioner");
+        Ok(stored)
+    }
+}
+
+/// The default StorageClass: among classes annotated as default, the newest
+/// by creation time, ties broken by name.
+pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>> {
+    classes
+        .iter()
+        .filter(|class| {
+            annotation(&class.metadata, ANN_IS_DEFAULT_CLASS) == Some("true")
+                || annotation(&class.metadata, ANN_BETA_IS_DEFAULT_CLASS) == Some("true")
+        })
+        .max_by(|a, b| {
+            let created = |c: &StorageClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            created(a)
+                .cmp(&created(b))
+                .then_with(|| b.metadata.name.cmp(&a.metadata.name))
+        })
+        .cloned()
+}
+
+/// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
+fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
+    let pod_name = pod.metadata.name.as_deref().unwrap_or("");
+    pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()).any(|volume| {
+        let direct = volume.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == claim_name);
+        let ephemeral =
+            volume.ephemeral.is_some() && format!("{pod_name}-{}", volume.name) == claim_name;
+        direct || ephemeral
+    })
+}
+
+/// Whether a pod will not run again: Succeeded or Failed, or being deleted
+/// with every container stopped.
+pub fn pod_is_terminated(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return true;
+    }
+    pod.metadata.deletion_timestamp.is_some()
+        && status
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_none_or(|statuses| {
+                statuses.iter().all(|c| {
+                    c.state.as_ref().is_none_or(|state| state.running.is_none())
+                })
+            })
+}

@@ -1,0 +1,171 @@
+//! Volume decisions: keep a volume's phase in line with its claim, release it
+//! when the claim is gone, and undo bindings the claim no longer wants.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::runtime::events::EventType;
+
+use super::Controller;
+use super::binding::phase;
+use super::claim::requested_volume;
+use super::writes::volume_phase;
+use crate::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
+use crate::error::{Result, api};
+use crate::events::reference_of;
+use crate::keys::{ClaimKey, VolumeName};
+use crate::objects::{claim_volume_mode, has_annotation, volume_mode};
+
+/// Where a volume stands relative to the claim its claimRef names.
+#[derive(Debug)]
+pub enum VolumeSituation {
+    /// No claimRef: the volume is free.
+    Unclaimed,
+    /// A claimRef without UID: a user reserved the volume for a claim that
+    /// has not been bound yet.
+    PreBound,
+    /// The claim is gone (or was replaced by one with another UID).
+    ClaimMissing,
+    /// The claim exists but names no volume yet: the claim sync finishes it.
+    ClaimNotBoundYet(Arc<PersistentVolumeClaim>),
+    /// The claim names this volume: all is bound.
+    ClaimBoundHere,
+    /// The claim names another volume.
+    ClaimBoundElsewhere,
+}
+
+/// Classifies a volume given the claim its claimRef names (already checked to
+/// have the claimRef's UID; `None` when missing or replaced).
+pub fn classify_volume(
+    volume: &PersistentVolume,
+    claim: Option<Arc<PersistentVolumeClaim>>,
+) -> VolumeSituation {
+    let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        return VolumeSituation::Unclaimed;
+    };
+    if reference.uid.as_deref().unwrap_or("").is_empty() {
+        return VolumeSituation::PreBound;
+    }
+    let Some(claim) = claim else {
+        return VolumeSituation::ClaimMissing;
+    };
+    match requested_volume(&claim) {
+        None => VolumeSituation::ClaimNotBoundYet(claim),
+        Some(name) if name == VolumeName::of(volume).0 => VolumeSituation::ClaimBoundHere,
+        Some(_) => VolumeSituation::ClaimBoundElsewhere,
+    }
+}
+
+impl Controller {
+    pub(super) async fn sync_volume_inner(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+        let claim = self.claim_of_volume(volume).await?;
+        match classify_volume(volume, claim) {
+            VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
+                self.set_volume_phase(volume, phase::AVAILABLE, None).await.map(drop)
+            }
+            VolumeSituation::ClaimMissing => self.release_and_reclaim(volume).await,
+            VolumeSituation::ClaimNotBoundYet(claim) => {
+                if volume_mode(volume) != claim_volume_mode(&claim) {
+                    // The claim sync will never pick this volume; say why on
+                    // both objects instead of waiting silently.
+                    let volume_message = format!(
+                        "Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.",
+                        claim.metadata.name.as_deref().unwrap_or("")
+                    );
+                    self.event(reference_of(volume.as_ref()), EventType::Warning, reasons::VOLUME_MISMATCH, volume_message)
+                        .await;
+                    let claim_message = format!(
+                        "Cannot bind PersistentVolume {:?} to requested PersistentVolumeClaim due to incompatible volumeMode.",
+                        VolumeName::of(volume).0
+                    );
+                    self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::VOLUME_MISMATCH, claim_message)
+                        .await;
+                    return Ok(());
+                }
+                // Bound on the volume side only: a provisioner or a crash
+                // mid-bind left it so. The claim sync finishes the binding.
+                tracing::debug!(claim = %ClaimKey::of(&claim), "volume waits for its claim to be bound");
+                self.claim_queue.add(ClaimKey::of(&claim));
+                Ok(())
+            }
+            VolumeSituation::ClaimBoundHere => {
+                self.set_volume_phase(volume, phase::BOUND, None).await.map(drop)
+            }
+            VolumeSituation::ClaimBoundElsewhere => {
+                let provisioned = has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED);
+                if provisioned && reclaim_policy(volume) == "Delete" {
+                    // Provisioned for this claim, which took another volume:
+                    // this one is not needed any more.
+                    self.release_and_reclaim(volume).await
+                } else {
+                    tracing::debug!(
+                        by_controller = has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER),
+                        "claim is bound to another volume, unbinding"
+                    );
+                    self.unbind_volume(volume).await
+                }
+            }
+        }
+    }
+
+    /// The claim a volume's claimRef names, if it exists with the claimRef's
+    /// UID. A claim missing from the shadow cache is looked up on the server
+    /// before the volume is released: releasing because of a stale cache would
+    /// reclaim a volume in use.
+    async fn claim_of_volume(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
+        let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+            return Ok(None);
+        };
+        let uid = reference.uid.clone().unwrap_or_default();
+        if uid.is_empty() {
+            return Ok(None);
+        }
+        let key = ClaimKey::new(
+            reference.namespace.clone().unwrap_or_default(),
+            reference.name.clone().unwrap_or_default(),
+        );
+        let cached = self.cache.claim(&key);
+        let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.clone());
+        if cached_uid.as_deref() == Some(uid.as_str()) {
+            return Ok(cached);
+        }
+        let phase = volume_phase(volume);
+        if cached.is_none() && (phase == phase::RELEASED || phase == phase::FAILED) {
+            return Ok(None);
+        }
+        if key.namespace.is_empty() || key.name.is_empty() {
+            return Ok(None);
+        }
+        let live = self
+            .claims_api(&key.namespace)
+            .get_opt(&key.name)
+            .await
+            .map_err(api(|| format!("getting claim {key}")))?;
+        Ok(live.filter(|c| c.metadata.uid.as_deref() == Some(uid.as_str())).map(Arc::new))
+    }
+
+    /// Marks a volume Released (unless it already is, or Failed) and runs
+    /// its reclaim policy.
+    async fn release_and_reclaim(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+        let phase = volume_phase(volume);
+        let volume = if phase != phase::RELEASED && phase != phase::FAILED {
+            tracing::info!(policy = reclaim_policy(volume), "volume released, reclaim policy will run");
+            self.set_volume_phase(volume, phase::RELEASED, None).await?
+        } else {
+            Arc::clone(volume)
+        };
+        self.reclaim_volume(&volume).await
+    }
+}
+
+/// A volume's reclaim policy as written ("" when unset).
+pub(super) fn reclaim_policy(volume: &PersistentVolume) -> &str {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+        .unwrap_or("")
+}

@@ -1,0 +1,144 @@
+//! The controller's writes to the API server. Every successful write's answer
+//! goes into the shadow cache before the function returns, so the next
+//! decision sees it even when its watch event has not arrived yet.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use kube::api::PostParams;
+use kube::runtime::events::EventType;
+
+use super::Controller;
+use crate::error::{Result, api};
+use crate::events::reference_of;
+use crate::keys::{ClaimKey, VolumeName};
+
+impl Controller {
+    fn volumes_api(&self) -> Api<PersistentVolume> {
+        Api::all(self.client.clone())
+    }
+
+    pub(super) fn claims_api(&self, namespace: &str) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// Writes a volume's spec and metadata, and stores the answer.
+    pub(super) async fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>> {
+        let name = VolumeName::of(volume);
+        let stored = self
+            .volumes_api()
+            .replace(&name.0, &PostParams::default(), volume)
+            .await
+            .map_err(api(|| format!("updating volume {name:?}")))?;
+        self.store_volume(stored)
+    }
+
+    /// Writes a volume's status, and stores the answer.
+    pub(super) async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>> {
+        let name = VolumeName::of(volume);
+        let stored = self
+            .volumes_api()
+            .replace_status(&name.0, &PostParams::default(), volume)
+            .await
+            .map_err(api(|| format!("updating status of volume {name:?}")))?;
+        self.store_volume(stored)
+    }
+
+    /// Writes a claim's spec and metadata, and stores the answer.
+    pub(super) async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>> {
+        let key = ClaimKey::of(claim);
+        let stored = self
+            .claims_api(&key.namespace)
+            .replace(&key.name, &PostParams::default(), claim)
+            .await
+            .map_err(api(|| format!("updating claim {key}")))?;
+        self.store_claim(stored)
+    }
+
+    /// Writes a claim's status, and stores the answer.
+    pub(super) async fn update_claim_status(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        let key = ClaimKey::of(claim);
+        let stored = self
+            .claims_api(&key.namespace)
+            .replace_status(&key.name, &PostParams::default(), claim)
+            .await
+            .map_err(api(|| format!("updating status of claim {key}")))?;
+        self.store_claim(stored)
+    }
+
+    fn store_volume(&self, volume: PersistentVolume) -> Result<Arc<PersistentVolume>> {
+        let volume = Arc::new(volume);
+        self.cache.offer_volume(Arc::clone(&volume))?;
+        Ok(volume)
+    }
+
+    fn store_claim(&self, claim: PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>> {
+        let claim = Arc::new(claim);
+        self.cache.offer_claim(Arc::clone(&claim))?;
+        Ok(claim)
+    }
+
+    /// Sets a volume's phase (and message) when it differs; returns the
+    /// volume as it now is.
+    pub(super) async fn set_volume_phase(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        phase: &str,
+        message: Option<String>,
+    ) -> Result<Arc<PersistentVolume>> {
+        if volume_phase(volume) == phase {
+            tracing::debug!(phase, "volume phase already set");
+            return Ok(Arc::clone(volume));
+        }
+        let mut changed = PersistentVolume::clone(volume);
+        let status = changed.status.get_or_insert_with(Default::default);
+        status.phase = Some(phase.to_string());
+        status.message = message;
+        let stored = self.update_volume_status(&changed).await?;
+        tracing::info!(phase, "volume entered phase");
+        Ok(stored)
+    }
+
+    /// Sets a volume's phase and, only when the phase changes, records an
+    /// event; the message also goes into the volume's status.
+    pub(super) async fn set_volume_phase_with_event(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        phase: &str,
+        event_type: EventType,
+        reason: &str,
+        message: String,
+    ) -> Result<Arc<PersistentVolume>> {
+        if volume_phase(volume) == phase {
+            return Ok(Arc::clone(volume));
+        }
+        let stored = self.set_volume_phase(volume, phase, Some(message.clone())).await?;
+        self.event(reference_of(stored.as_ref()), event_type, reason, message).await;
+        Ok(stored)
+    }
+
+    /// Records an event about an object; best effort.
+    pub(super) async fn event(
+        &self,
+        regarding: k8s_openapi::api::core::v1::ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        message: String,
+    ) {
+        self.recorder.record(regarding, event_type, reason, message).await;
+    }
+}
+
+/// The phase of a volume, "" when it has none yet.
+pub(super) fn volume_phase(volume: &PersistentVolume) -> &str {
+    volume.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// The phase of a claim, "" when it has none yet.
+pub(super) fn claim_phase(claim: &PersistentVolumeClaim) -> &str {
+    claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
