@@ -9,3 +9,6 @@
 
 pub mod constants;
 pub mod keys;
+pub mod queue;
+pub mod operations;
+pub mod events;
