@@ -64,12 +64,18 @@ pub struct OperationName {
 impl OperationName {
     /// The recycle operation of a volume: `recycle-<pv>[<uid>]`.
     pub fn recycle(pv_name: &str, pv_uid: &str) -> Self {
-        Self { kind: OperationKind::Recycle, name: format!("recycle-{pv_name}[{pv_uid}]") }
+        Self {
+            kind: OperationKind::Recycle,
+            name: format!("recycle-{pv_name}[{pv_uid}]"),
+        }
     }
 
     /// The delete operation of a volume: `delete-<pv>[<uid>]`.
     pub fn delete(pv_name: &str, pv_uid: &str) -> Self {
-        Self { kind: OperationKind::Delete, name: format!("delete-{pv_name}[{pv_uid}]") }
+        Self {
+            kind: OperationKind::Delete,
+            name: format!("delete-{pv_name}[{pv_uid}]"),
+        }
     }
 
     /// The provision operation of a claim: `provision-<ns>/<claim>[<uid>]`.
@@ -228,19 +234,29 @@ impl OperationTracker {
                     OperationOutcome::Panicked
                 }
             };
-            tracker.finish(OperationReport { elapsed: started.elapsed(), name, started, outcome });
+            tracker.finish(OperationReport {
+                elapsed: started.elapsed(),
+                name,
+                started,
+                outcome,
+            });
         });
         Ok(())
     }
 
     /// Whether an operation of this name is running now.
     pub fn is_running(&self, name: &OperationName) -> bool {
-        self.lock().get(name).is_some_and(|op| op.running_since.is_some())
+        self.lock()
+            .get(name)
+            .is_some_and(|op| op.running_since.is_some())
     }
 
     /// How many operations are running now.
     pub fn running_count(&self) -> usize {
-        self.lock().values().filter(|op| op.running_since.is_some()).count()
+        self.lock()
+            .values()
+            .filter(|op| op.running_since.is_some())
+            .count()
     }
 
     /// Waits until no operation is running (upstream's `WaitForCompletion`),
@@ -261,7 +277,10 @@ impl OperationTracker {
         let mut operations = self.lock();
         match operations.entry(name.clone()) {
             Entry::Vacant(vacant) => {
-                vacant.insert(Operation { running_since: Some(now), last_failure: None });
+                vacant.insert(Operation {
+                    running_since: Some(now),
+                    last_failure: None,
+                });
                 Ok(())
             }
             Entry::Occupied(mut occupied) => {
@@ -317,7 +336,10 @@ impl OperationTracker {
     fn lock(&self) -> MutexGuard<'_, HashMap<OperationName, Operation>> {
         // No code panics while holding the lock, so a poisoned map is still
         // consistent.
-        self.inner.operations.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -366,8 +388,14 @@ mod tests {
 
     #[test]
     fn names_are_spelled_as_upstream() {
-        assert_eq!(OperationName::recycle("pv1", "u1").to_string(), "recycle-pv1[u1]");
-        assert_eq!(OperationName::delete("pv1", "u1").as_str(), "delete-pv1[u1]");
+        assert_eq!(
+            OperationName::recycle("pv1", "u1").to_string(),
+            "recycle-pv1[u1]"
+        );
+        assert_eq!(
+            OperationName::delete("pv1", "u1").as_str(),
+            "delete-pv1[u1]"
+        );
         let provision = OperationName::provision("ns", "claim", "u2");
         assert_eq!(provision.as_str(), "provision-ns/claim[u2]");
         assert_eq!(provision.kind(), OperationKind::Provision);
@@ -378,7 +406,10 @@ mod tests {
         let tracker = OperationTracker::new();
         let (release, released) = oneshot::channel::<()>();
         tracker
-            .run(op(), async move { released.await.map_err(|e| e.to_string()) })
+            .run(
+                op(),
+                async move { released.await.map_err(|e| e.to_string()) },
+            )
             .expect("first start");
         assert!(tracker.is_running(&op()));
         assert_eq!(
@@ -386,7 +417,9 @@ mod tests {
             Err(OperationError::AlreadyRunning { name: op() })
         );
         // Another name is independent.
-        tracker.run(OperationName::recycle("pv1", "uid-1"), succeed()).expect("other name");
+        tracker
+            .run(OperationName::recycle("pv1", "uid-1"), succeed())
+            .expect("other name");
         release.send(()).expect("operation waits");
         tracker.wait_idle().await;
         assert!(!tracker.is_running(&op()));
@@ -418,11 +451,16 @@ mod tests {
             run_to_end(&tracker, fail()).await.expect("start allowed");
             tokio::time::advance(MAX_BACKOFF).await;
         }
-        run_to_end(&tracker, succeed()).await.expect("start allowed");
+        run_to_end(&tracker, succeed())
+            .await
+            .expect("start allowed");
         assert_eq!(tracker.run(op(), succeed()), Ok(()));
         tracker.wait_idle().await;
         run_to_end(&tracker, fail()).await.expect("start allowed");
-        assert_eq!(remaining(tracker.run(op(), succeed())), Some(INITIAL_BACKOFF));
+        assert_eq!(
+            remaining(tracker.run(op(), succeed())),
+            Some(INITIAL_BACKOFF)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -442,7 +480,10 @@ mod tests {
         tracker.wait_idle().await;
         let report = received.recv().await.expect("report");
         assert_eq!(report.outcome, OperationOutcome::Panicked);
-        assert_eq!(remaining(tracker.run(op(), succeed())), Some(INITIAL_BACKOFF));
+        assert_eq!(
+            remaining(tracker.run(op(), succeed())),
+            Some(INITIAL_BACKOFF)
+        );
         assert_eq!(tracker.running_count(), 0);
     }
 
@@ -461,7 +502,10 @@ mod tests {
         let report = received.recv().await.expect("report");
         assert_eq!(report.name, op());
         assert_eq!(report.elapsed, Duration::from_secs(7));
-        assert_eq!(report.outcome, OperationOutcome::Failed("quota exceeded".to_string()));
+        assert_eq!(
+            report.outcome,
+            OperationOutcome::Failed("quota exceeded".to_string())
+        );
         assert!(!report.outcome.is_success());
     }
 

@@ -39,7 +39,9 @@ pub struct WorkQueue<K> {
 
 impl<K> Clone for WorkQueue<K> {
     fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
@@ -215,7 +217,10 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     fn lock(&self) -> MutexGuard<'_, State<K>> {
         // No code panics while holding the lock, so a poisoned state is still
         // consistent.
-        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -318,7 +323,10 @@ mod tests {
 
     /// Whether a worker gets a key without waiting (lets ready tasks run first).
     async fn try_get(queue: &WorkQueue<&'static str>) -> Option<&'static str> {
-        tokio::time::timeout(Duration::ZERO, queue.get()).await.ok().flatten()
+        tokio::time::timeout(Duration::ZERO, queue.get())
+            .await
+            .ok()
+            .flatten()
     }
 
     #[tokio::test(start_paused = true)]
