@@ -212,7 +212,8 @@ impl OperationTracker {
     /// Starts `operation` on a tokio task unless an operation of the same
     /// name is running or in backoff after a failure. An error from the
     /// operation (or a panic) starts a backoff of 500 ms, doubling with each
-    /// further failure up to 2 min 2 s; a success clears it.
+    /// further failure up to 2 min 2 s; a success clears it. Must be called
+    /// from within a tokio runtime, which runs the operation.
     pub fn run<F, E>(&self, name: OperationName, operation: F) -> Result<(), OperationError>
     where
         F: Future<Output = Result<(), E>> + Send + 'static,

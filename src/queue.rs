@@ -62,7 +62,7 @@ struct State<K> {
     /// Keys to add later, by due time; entries whose sequence number is no
     /// longer in `delayed_keys` were superseded by an earlier due time.
     delayed: BinaryHeap<Reverse<(Instant, u64)>>,
-    /// The key and due time behind each live sequence number in `delayed`.
+    /// The key behind each live sequence number in `delayed`.
     delayed_keys: HashMap<u64, K>,
     /// The live sequence number and due time of each delayed key.
     delayed_by_key: HashMap<K, (Instant, u64)>,
