@@ -8,4 +8,7 @@
 //! API server (`memapi`) to prove it on.
 
 pub mod constants;
+pub mod events;
 pub mod keys;
+pub mod operations;
+pub mod queue;

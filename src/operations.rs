@@ -1,0 +1,539 @@
+//! The operation tracker: runs long reclaim and provisioning operations in
+//! the background, at most one per name, with exponential backoff after a
+//! failure (upstream's goroutinemap with `exponentialBackOffOnError`).
+//!
+//! Every sync of a released volume or a pending claim asks for the same
+//! operation again; the tracker is what keeps a volume from being recycled
+//! or deleted twice, or a claim from getting two volumes, and keeps a failing
+//! operation from being retried on every resync.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Wait after an operation's first failure before it may run again.
+pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+
+/// Longest wait after repeated failures (upstream: 2 min 2 s).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(122);
+
+/// What an operation does, for logs and metrics labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OperationKind {
+    /// Scrubbing a released volume so it can be bound again.
+    Recycle,
+    /// Deleting a released volume's storage.
+    Delete,
+    /// Creating a volume for a claim.
+    Provision,
+}
+
+impl OperationKind {
+    /// The kind as upstream spells it in operation names and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Recycle => "recycle",
+            Self::Delete => "delete",
+            Self::Provision => "provision",
+        }
+    }
+}
+
+impl fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The identity of an operation: one volume or claim object (by UID, so a
+/// re-created object of the same name gets its own operation) and what is
+/// done to it. Spelled as upstream does, e.g. `delete-pv1[uid]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OperationName {
+    kind: OperationKind,
+    name: String,
+}
+
+impl OperationName {
+    /// The recycle operation of a volume: `recycle-<pv>[<uid>]`.
+    pub fn recycle(pv_name: &str, pv_uid: &str) -> Self {
+        Self {
+            kind: OperationKind::Recycle,
+            name: format!("recycle-{pv_name}[{pv_uid}]"),
+        }
+    }
+
+    /// The delete operation of a volume: `delete-<pv>[<uid>]`.
+    pub fn delete(pv_name: &str, pv_uid: &str) -> Self {
+        Self {
+            kind: OperationKind::Delete,
+            name: format!("delete-{pv_name}[{pv_uid}]"),
+        }
+    }
+
+    /// The provision operation of a claim: `provision-<ns>/<claim>[<uid>]`.
+    pub fn provision(namespace: &str, claim_name: &str, claim_uid: &str) -> Self {
+        Self {
+            kind: OperationKind::Provision,
+            name: format!("provision-{namespace}/{claim_name}[{claim_uid}]"),
+        }
+    }
+
+    /// What the operation does.
+    pub fn kind(&self) -> OperationKind {
+        self.kind
+    }
+
+    /// The name as a string, e.g. for log fields.
+    pub fn as_str(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Display for OperationName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Why an operation was not started. Both are expected during normal work:
+/// the caller logs them at debug level and relies on a later sync to ask again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OperationError {
+    /// An operation of this name is still running.
+    #[error("operation {name} is already running")]
+    AlreadyRunning {
+        /// The operation that was refused.
+        name: OperationName,
+    },
+    /// The last run of this operation failed and its backoff has not passed.
+    #[error("operation {name} failed recently; retry allowed in {remaining:?}")]
+    Backoff {
+        /// The operation that was refused.
+        name: OperationName,
+        /// Time left until the operation may start again.
+        remaining: Duration,
+    },
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperationOutcome {
+    /// The operation's future returned `Ok`.
+    Succeeded,
+    /// The operation's future returned an error (its message).
+    Failed(String),
+    /// The operation's task panicked or was cancelled.
+    Panicked,
+}
+
+impl OperationOutcome {
+    /// Whether the operation succeeded, e.g. for a metric's status label.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Self::Succeeded)
+    }
+}
+
+/// A finished operation, handed to the completion hook so the caller can
+/// record its duration and result in metrics.
+#[derive(Debug, Clone)]
+pub struct OperationReport {
+    /// The operation.
+    pub name: OperationName,
+    /// When it started.
+    pub started: Instant,
+    /// How long it ran.
+    pub elapsed: Duration,
+    /// How it ended.
+    pub outcome: OperationOutcome,
+}
+
+type CompletionHook = Arc<dyn Fn(&OperationReport) + Send + Sync>;
+
+/// Runs operations in the background, one per name, with backoff after
+/// failures. Cloning gives another handle on the same tracker.
+#[derive(Clone)]
+pub struct OperationTracker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    operations: Mutex<HashMap<OperationName, Operation>>,
+    /// Woken whenever an operation finishes.
+    finished: Notify,
+    on_completion: Option<CompletionHook>,
+}
+
+/// The tracker's record of one name: a running operation, or the backoff
+/// left by a failed one.
+struct Operation {
+    /// Start time of the running operation; `None` when nothing runs.
+    running_since: Option<Instant>,
+    /// When the last run failed, and how long to wait after it.
+    last_failure: Option<(Instant, Duration)>,
+}
+
+impl Default for OperationTracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OperationTracker {
+    /// A tracker with nothing running.
+    pub fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// A tracker that calls `hook` each time an operation finishes, e.g. to
+    /// observe an operation-duration metric. The hook runs on the
+    /// operation's task and should be quick.
+    pub fn with_completion_hook(hook: impl Fn(&OperationReport) + Send + Sync + 'static) -> Self {
+        Self::build(Some(Arc::new(hook)))
+    }
+
+    fn build(on_completion: Option<CompletionHook>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                operations: Mutex::new(HashMap::new()),
+                finished: Notify::new(),
+                on_completion,
+            }),
+        }
+    }
+
+    /// Starts `operation` on a tokio task unless an operation of the same
+    /// name is running or in backoff after a failure. An error from the
+    /// operation (or a panic) starts a backoff of 500 ms, doubling with each
+    /// further failure up to 2 min 2 s; a success clears it. Must be called
+    /// from within a tokio runtime, which runs the operation.
+    pub fn run<F, E>(&self, name: OperationName, operation: F) -> Result<(), OperationError>
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        let started = Instant::now();
+        self.reserve(&name, started)?;
+        tracing::debug!(operation = %name, "operation started");
+        let tracker = self.clone();
+        // The operation runs on a task of its own, so that a panic in it ends
+        // that task only and reaches the tracker as a join error.
+        let task = tokio::spawn(operation);
+        tokio::spawn(async move {
+            let outcome = match task.await {
+                Ok(Ok(())) => OperationOutcome::Succeeded,
+                Ok(Err(error)) => OperationOutcome::Failed(error.to_string()),
+                Err(join_error) => {
+                    tracing::error!(operation = %name, error = %join_error, "operation panicked");
+                    OperationOutcome::Panicked
+                }
+            };
+            tracker.finish(OperationReport {
+                elapsed: started.elapsed(),
+                name,
+                started,
+                outcome,
+            });
+        });
+        Ok(())
+    }
+
+    /// Whether an operation of this name is running now.
+    pub fn is_running(&self, name: &OperationName) -> bool {
+        self.lock()
+            .get(name)
+            .is_some_and(|op| op.running_since.is_some())
+    }
+
+    /// How many operations are running now.
+    pub fn running_count(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|op| op.running_since.is_some())
+            .count()
+    }
+
+    /// Waits until no operation is running (upstream's `WaitForCompletion`),
+    /// so tests can check the results of the operations a sync started.
+    pub async fn wait_idle(&self) {
+        loop {
+            let mut finished = pin!(self.inner.finished.notified());
+            finished.as_mut().enable();
+            if self.running_count() == 0 {
+                return;
+            }
+            finished.await;
+        }
+    }
+
+    /// Marks `name` as running, or says why it may not run now.
+    fn reserve(&self, name: &OperationName, now: Instant) -> Result<(), OperationError> {
+        let mut operations = self.lock();
+        match operations.entry(name.clone()) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(Operation {
+                    running_since: Some(now),
+                    last_failure: None,
+                });
+                Ok(())
+            }
+            Entry::Occupied(mut occupied) => {
+                let operation = occupied.get_mut();
+                if operation.running_since.is_some() {
+                    return Err(OperationError::AlreadyRunning { name: name.clone() });
+                }
+                if let Some((failed_at, backoff)) = operation.last_failure {
+                    let retry_at = failed_at + backoff;
+                    if now < retry_at {
+                        return Err(OperationError::Backoff {
+                            name: name.clone(),
+                            remaining: retry_at - now,
+                        });
+                    }
+                }
+                operation.running_since = Some(now);
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(&self, report: OperationReport) {
+        {
+            let mut operations = self.lock();
+            match &report.outcome {
+                OperationOutcome::Succeeded => {
+                    operations.remove(&report.name);
+                    tracing::debug!(operation = %report.name, elapsed = ?report.elapsed, "operation succeeded");
+                }
+                OperationOutcome::Failed(_) | OperationOutcome::Panicked => {
+                    if let Some(operation) = operations.get_mut(&report.name) {
+                        let backoff = next_backoff(operation.last_failure.map(|(_, b)| b));
+                        operation.running_since = None;
+                        operation.last_failure = Some((Instant::now(), backoff));
+                        tracing::warn!(
+                            operation = %report.name,
+                            elapsed = ?report.elapsed,
+                            outcome = ?report.outcome,
+                            retry_after = ?backoff,
+                            "operation failed"
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(hook) = &self.inner.on_completion {
+            hook(&report);
+        }
+        self.inner.finished.notify_waiters();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<OperationName, Operation>> {
+        // No code panics while holding the lock, so a poisoned map is still
+        // consistent.
+        self.inner
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The backoff after a failure, given the backoff after the previous one.
+fn next_backoff(previous: Option<Duration>) -> Duration {
+    match previous {
+        None => INITIAL_BACKOFF,
+        Some(previous) => previous.saturating_mul(2).min(MAX_BACKOFF),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::{mpsc, oneshot};
+
+    fn op() -> OperationName {
+        OperationName::delete("pv1", "uid-1")
+    }
+
+    async fn fail() -> Result<(), String> {
+        Err("storage backend unavailable".to_string())
+    }
+
+    async fn succeed() -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Starts `operation` under the test name and waits until it finished;
+    /// fails when the tracker refused to start it.
+    async fn run_to_end<F>(tracker: &OperationTracker, operation: F) -> Result<(), OperationError>
+    where
+        F: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        tracker.run(op(), operation)?;
+        tracker.wait_idle().await;
+        Ok(())
+    }
+
+    fn remaining(result: Result<(), OperationError>) -> Option<Duration> {
+        match result {
+            Err(OperationError::Backoff { remaining, .. }) => Some(remaining),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn names_are_spelled_as_upstream() {
+        assert_eq!(
+            OperationName::recycle("pv1", "u1").to_string(),
+            "recycle-pv1[u1]"
+        );
+        assert_eq!(
+            OperationName::delete("pv1", "u1").as_str(),
+            "delete-pv1[u1]"
+        );
+        let provision = OperationName::provision("ns", "claim", "u2");
+        assert_eq!(provision.as_str(), "provision-ns/claim[u2]");
+        assert_eq!(provision.kind(), OperationKind::Provision);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn second_start_of_a_running_operation_is_refused() {
+        let tracker = OperationTracker::new();
+        let (release, released) = oneshot::channel::<()>();
+        tracker
+            .run(
+                op(),
+                async move { released.await.map_err(|e| e.to_string()) },
+            )
+            .expect("first start");
+        assert!(tracker.is_running(&op()));
+        assert_eq!(
+            tracker.run(op(), succeed()),
+            Err(OperationError::AlreadyRunning { name: op() })
+        );
+        // Another name is independent.
+        tracker
+            .run(OperationName::recycle("pv1", "uid-1"), succeed())
+            .expect("other name");
+        release.send(()).expect("operation waits");
+        tracker.wait_idle().await;
+        assert!(!tracker.is_running(&op()));
+        assert_eq!(tracker.run(op(), succeed()), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failure_backoff_doubles_and_is_capped() {
+        let tracker = OperationTracker::new();
+        let mut expected = INITIAL_BACKOFF;
+        for _ in 0..12 {
+            run_to_end(&tracker, fail()).await.expect("start allowed");
+            assert_eq!(remaining(tracker.run(op(), succeed())), Some(expected));
+            tokio::time::advance(expected - Duration::from_millis(1)).await;
+            assert_eq!(
+                remaining(tracker.run(op(), succeed())),
+                Some(Duration::from_millis(1))
+            );
+            tokio::time::advance(Duration::from_millis(1)).await;
+            expected = (expected * 2).min(MAX_BACKOFF);
+        }
+        assert_eq!(expected, MAX_BACKOFF);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn success_clears_the_backoff() {
+        let tracker = OperationTracker::new();
+        for _ in 0..3 {
+            run_to_end(&tracker, fail()).await.expect("start allowed");
+            tokio::time::advance(MAX_BACKOFF).await;
+        }
+        run_to_end(&tracker, succeed())
+            .await
+            .expect("start allowed");
+        assert_eq!(tracker.run(op(), succeed()), Ok(()));
+        tracker.wait_idle().await;
+        run_to_end(&tracker, fail()).await.expect("start allowed");
+        assert_eq!(
+            remaining(tracker.run(op(), succeed())),
+            Some(INITIAL_BACKOFF)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn panic_counts_as_failure() {
+        let (reports, mut received) = mpsc::unbounded_channel();
+        let tracker = OperationTracker::with_completion_hook(move |report| {
+            let _ = reports.send(report.clone());
+        });
+        tracker
+            .run(op(), async {
+                if true {
+                    panic!("plugin bug");
+                }
+                Ok::<(), String>(())
+            })
+            .expect("start allowed");
+        tracker.wait_idle().await;
+        let report = received.recv().await.expect("report");
+        assert_eq!(report.outcome, OperationOutcome::Panicked);
+        assert_eq!(
+            remaining(tracker.run(op(), succeed())),
+            Some(INITIAL_BACKOFF)
+        );
+        assert_eq!(tracker.running_count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn completion_hook_gets_duration_and_outcome() {
+        let (reports, mut received) = mpsc::unbounded_channel();
+        let tracker = OperationTracker::with_completion_hook(move |report| {
+            let _ = reports.send(report.clone());
+        });
+        tracker
+            .run(op(), async {
+                tokio::time::sleep(Duration::from_secs(7)).await;
+                Err("quota exceeded")
+            })
+            .expect("start allowed");
+        let report = received.recv().await.expect("report");
+        assert_eq!(report.name, op());
+        assert_eq!(report.elapsed, Duration::from_secs(7));
+        assert_eq!(
+            report.outcome,
+            OperationOutcome::Failed("quota exceeded".to_string())
+        );
+        assert!(!report.outcome.is_success());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_idle_waits_for_every_running_operation() {
+        let tracker = OperationTracker::new();
+        for (i, secs) in [3u64, 1, 2].into_iter().enumerate() {
+            let name = OperationName::provision("ns", &format!("claim{i}"), "uid");
+            tracker
+                .run(name, async move {
+                    tokio::time::sleep(Duration::from_secs(secs)).await;
+                    Ok::<(), String>(())
+                })
+                .expect("start allowed");
+        }
+        assert_eq!(tracker.running_count(), 3);
+        let started = Instant::now();
+        tracker.wait_idle().await;
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(tracker.running_count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_idle_returns_at_once_when_nothing_runs() {
+        let tracker = OperationTracker::new();
+        let started = Instant::now();
+        tracker.wait_idle().await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+}
