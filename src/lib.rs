@@ -7,8 +7,17 @@
 //! data structures (`cache`, `index`, `queue`) in between and an in-memory
 //! API server (`memapi`) to prove it on.
 
+pub mod cache;
 pub mod constants;
+pub mod controller;
+pub mod controller_base;
+pub mod error;
 pub mod events;
+pub mod index;
 pub mod keys;
+pub mod objects;
 pub mod operations;
+pub mod options;
+pub mod quantity;
 pub mod queue;
+pub mod ratelimit;

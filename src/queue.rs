@@ -202,6 +202,14 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.len() == 0
     }
 
+    /// Whether no key is ready, being processed, or waiting for a retry:
+    /// the controller has nothing left to do until something changes.
+    pub fn is_idle(&self) -> bool {
+        let mut state = self.lock();
+        state.promote_due(Instant::now());
+        state.waiting.is_empty() && state.processing.is_empty() && state.delayed.is_empty()
+    }
+
     /// Stops the queue: waiting workers return `None` at once, later adds
     /// are ignored and delayed keys are dropped.
     pub fn shut_down(&self) {

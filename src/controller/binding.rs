@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::runtime::events::EventType;
+use crate::events::EventType;
 
 use super::Controller;
 use super::writes::claim_phase;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::runtime::events::EventType;
+use crate::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;

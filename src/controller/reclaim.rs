@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
-use kube::runtime::events::EventType;
+use crate::events::EventType;
 
 use super::Controller;
 use super::binding::phase;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::PostParams;
-use kube::runtime::events::EventType;
+use crate::events::EventType;
 
 use super::Controller;
 use crate::error::{Result, api};
