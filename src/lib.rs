@@ -8,5 +8,7 @@
 //! API server (`memapi`) to prove it on.
 
 pub mod constants;
+pub mod index;
 pub mod keys;
+pub mod objects;
 pub mod quantity;
