@@ -7,6 +7,7 @@
 //! data structures (`cache`, `index`, `queue`) in between and an in-memory
 //! API server (`memapi`) to prove it on.
 
+pub mod cache;
 pub mod constants;
 pub mod index;
 pub mod keys;

@@ -54,15 +54,13 @@ impl fmt::Display for ObjectName {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ObjectError {
     /// A size (capacity or request) is not a valid quantity.
-    #[error("{object}: {field} {value:?} is invalid: {source}")]
+    #[error("{object}: {field} is invalid: {source}")]
     Quantity {
         /// The object the size belongs to.
         object: ObjectName,
         /// The field path, e.g. `spec.capacity[storage]`.
         field: &'static str,
-        /// The text of the quantity.
-        value: String,
-        /// Why it could not be read.
+        /// Why it could not be read (with the text of the quantity).
         #[source]
         source: QuantityError,
     },
@@ -141,7 +139,6 @@ fn storage_amount(
         Some(quantity) => Amount::from_quantity(quantity).map_err(|source| ObjectError::Quantity {
             object: object(),
             field,
-            value: quantity.0.clone(),
             source,
         }),
     }
@@ -709,8 +706,8 @@ mod tests {
         let err = volume_capacity(&volume("v9", "lots").build()).err();
         assert!(matches!(
             &err,
-            Some(ObjectError::Quantity { object: ObjectName::Volume(name), field: "spec.capacity[storage]", value, .. })
-                if name.0 == "v9" && value == "lots"
+            Some(ObjectError::Quantity { object: ObjectName::Volume(name), field: "spec.capacity[storage]", source })
+                if name.0 == "v9" && source.input == "lots"
         ));
         let err = claim_request(&claim("c9", "1X").build()).err();
         let message = err.map(|e| e.to_string()).unwrap_or_default();
