@@ -14,7 +14,8 @@
 //!    VolumeAttributesClass differs from the claim's, or when it is being
 //!    deleted.
 //! 3. A volume pre-bound to the claim (claimRef names it) that passes step 2
-//!    is taken at once, whatever its phase, labels or class.
+//!    is taken at once, whatever its phase, labels or class (of several in
+//!    one group, the first by name).
 //! 4. Otherwise, under delayed binding (WaitForFirstConsumer) nothing else is
 //!    taken: the scheduler binds such claims. Without it, the smallest
 //!    Available volume of the claim's class whose labels fit the claim's
