@@ -53,6 +53,21 @@ pub enum BaseError {
     CacheSync(&'static str, String),
 }
 
+/// Tells whether the controller's queues are idle; see
+/// [`ControllerBase::idle_probe`].
+#[derive(Clone)]
+pub struct IdleProbe {
+    volumes: WorkQueue<VolumeName>,
+    claims: WorkQueue<ClaimKey>,
+}
+
+impl IdleProbe {
+    /// Whether nothing is queued, being processed, or waiting for a retry.
+    pub fn is_idle(&self) -> bool {
+        self.volumes.is_idle() && self.claims.is_idle()
+    }
+}
+
 /// The running parts of the controller, built once and then run.
 pub struct ControllerBase {
     controller: Arc<Controller>,
@@ -125,9 +140,10 @@ impl ControllerBase {
         &self.controller
     }
 
-    /// Whether nothing is queued or being processed.
-    pub fn is_idle(&self) -> bool {
-        self.volume_queue.is_idle() && self.claim_queue.is_idle()
+    /// A handle that tells, while the controller runs, whether it has
+    /// nothing queued, in progress or waiting for a retry.
+    pub fn idle_probe(&self) -> IdleProbe {
+        IdleProbe { volumes: self.volume_queue.clone(), claims: self.claim_queue.clone() }
     }
 
     /// Starts the watchers and waits until every lister holds a complete
@@ -298,7 +314,7 @@ fn on_volume_event(
                 offer_logged(cache.offer_volume(volume));
             }
             for name in cache.volume_names() {
-                queue.add(VolumeName(name));
+                queue.add(name);
             }
         }
     }

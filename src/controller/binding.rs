@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
 use crate::objects::{claim_reference, has_annotation, is_volume_bound_to_claim};
-use crate::quantity::parse_quantity;
+use crate::quantity::Amount;
 
 /// Phase names, as the API spells them.
 pub(super) mod phase {
@@ -234,14 +234,14 @@ fn bound_claim_capacity(volume: &PersistentVolume) -> Result<Quantity> {
         .annotations
         .as_ref()
         .and_then(|a| a.get(ANN_PRE_RESIZE_CAPACITY))
-        .filter(|value| parse_quantity(value).is_ok());
+        .filter(|value| Amount::parse(value).is_ok());
     Ok(pre_resize.map(|value| Quantity(value.clone())).unwrap_or(capacity))
 }
 
 /// Whether two quantities are the same amount (not the same spelling).
 fn same_quantity(a: Option<&Quantity>, b: Option<&Quantity>) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => match (parse_quantity(&a.0), parse_quantity(&b.0)) {
+        (Some(a), Some(b)) => match (Amount::from_quantity(a), Amount::from_quantity(b)) {
             (Ok(x), Ok(y)) => x == y,
             _ => a.0 == b.0,
         },

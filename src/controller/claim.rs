@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::ClaimKey;
 use crate::objects::{
-    access_modes, claim_class, claim_request, claim_volume_attributes_class, claim_volume_mode,
-    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_capacity, volume_class,
-    volume_attributes_class, volume_mode,
+    claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode, has_annotation,
+    is_being_deleted, is_volume_bound_to_claim, volume_access_modes, volume_capacity, volume_class,
+    volume_mode, volume_vac,
 };
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
@@ -263,17 +263,15 @@ pub fn check_volume_satisfies_claim(
     if volume_class(volume) != claim_class(claim) {
         return Err("storageClassName does not match".to_string());
     }
-    if volume_attributes_class(volume) != claim_volume_attributes_class(claim) {
+    if volume_vac(volume) != claim_vac(claim) {
         return Err("volumeAttributesClassName does not match".to_string());
     }
     if volume_mode(volume) != claim_volume_mode(claim) {
         return Err("incompatible volumeMode".to_string());
     }
-    let wanted = access_modes(claim.spec.as_ref().and_then(|s| s.access_modes.as_deref()))
-        .map_err(|e| e.to_string())?;
-    let offered = access_modes(volume.spec.as_ref().and_then(|s| s.access_modes.as_deref()))
-        .map_err(|e| e.to_string())?;
-    if !offered.contains_all(wanted) {
+    let wanted = claim_access_modes(claim).map_err(|e| e.to_string())?;
+    let offered = volume_access_modes(volume).map_err(|e| e.to_string())?;
+    if !offered.is_superset_of(wanted) {
         return Err("incompatible accessMode".to_string());
     }
     Ok(())
