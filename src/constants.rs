@@ -57,7 +57,8 @@ pub const FINALIZER_PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 
 /// Finalizer owned by external provisioners; the controller only removes it
 /// from volumes whose storage it deletes itself.
-pub const FINALIZER_EXTERNAL_PROVISIONER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+pub const FINALIZER_EXTERNAL_PROVISIONER: &str =
+    "external-provisioner.volume.kubernetes.io/finalizer";
 
 /// Prefix of in-tree plugin names; a provisioner or deleter name without it is
 /// served by an external program.

@@ -34,7 +34,10 @@ pub struct ClaimKey {
 impl ClaimKey {
     /// A key from its parts.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
     }
 
     /// The key of a claim object; empty parts where the object lacks them.

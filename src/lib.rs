@@ -9,3 +9,4 @@
 
 pub mod constants;
 pub mod keys;
+pub mod memapi;

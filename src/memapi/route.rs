@@ -1,0 +1,164 @@
+//! URL routing: turns a request path and query string into what is being
+//! asked for (a discovery document or a resource, namespace, name and
+//! subresource) and its query parameters.
+
+use super::resources::{self, ResourceKind};
+use super::status::ApiError;
+
+/// What a URL path addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `/version`
+    Version,
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/api/v1` or `/apis/{group}/{version}`
+    GroupVersion(String, String),
+    /// A resource collection or object.
+    Resource(ResourceRoute),
+}
+
+/// A resource collection, or one object, with an optional subresource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRoute {
+    /// The resource.
+    pub kind: &'static ResourceKind,
+    /// Namespace from the URL (`None`: cluster-wide or all namespaces).
+    pub namespace: Option<String>,
+    /// Object name (`None`: the collection).
+    pub name: Option<String>,
+    /// Subresource, e.g. "status".
+    pub subresource: Option<String>,
+}
+
+/// Parses a path such as `/api/v1/namespaces/ns/persistentvolumeclaims/c1/status`.
+pub fn parse(path: &str) -> Result<Route, ApiError> {
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Ok(Route::Version),
+        ["api"] => return Ok(Route::CoreVersions),
+        ["apis"] => return Ok(Route::Groups),
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Err(ApiError::no_route(path)),
+    };
+    if !known_group_version(group, version) {
+        return Err(ApiError::no_route(path));
+    }
+    let lookup = |plural: &str| {
+        resources::by_path(group, version, plural).ok_or_else(|| ApiError::no_route(path))
+    };
+    let route = |kind, namespace: Option<&str>, name: Option<&str>, sub: Option<&str>| {
+        Route::Resource(ResourceRoute {
+            kind,
+            namespace: namespace.map(str::to_string),
+            name: name.map(str::to_string),
+            subresource: sub.map(str::to_string),
+        })
+    };
+    let namespaced_plural =
+        |p: &str| resources::by_path(group, version, p).filter(|k| k.namespaced);
+    match rest {
+        [] => Ok(Route::GroupVersion(group.to_string(), version.to_string())),
+        ["namespaces", ns, plural, tail @ ..] if namespaced_plural(plural).is_some() => {
+            let kind = lookup(plural)?;
+            match tail {
+                [] => Ok(route(kind, Some(ns), None, None)),
+                [name] => Ok(route(kind, Some(ns), Some(name), None)),
+                [name, sub] => Ok(route(kind, Some(ns), Some(name), Some(sub))),
+                _ => Err(ApiError::no_route(path)),
+            }
+        }
+        [plural] => Ok(route(lookup(plural)?, None, None, None)),
+        [plural, name] => Ok(route(lookup(plural)?, None, Some(name), None)),
+        [plural, name, sub] => Ok(route(lookup(plural)?, None, Some(name), Some(sub))),
+        _ => Err(ApiError::no_route(path)),
+    }
+}
+
+/// Whether any served resource lives in this group version.
+fn known_group_version(group: &str, version: &str) -> bool {
+    resources::KINDS
+        .iter()
+        .any(|k| k.group == group && k.version == version)
+}
+
+/// Decodes `%XX` escapes (and `+` as space when `plus` is set) in a URL part.
+fn decode(s: &str, plus: bool) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or_default();
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    Err(_) => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' if plus => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn percent_decode(s: &str) -> String {
+    decode(s, false)
+}
+
+/// The decoded query parameters of a request.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pairs: Vec<(String, String)>,
+}
+
+impl Query {
+    /// Parses `a=b&c=d` (the part after `?`).
+    pub fn parse(raw: Option<&str>) -> Self {
+        let pairs = raw
+            .unwrap_or_default()
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| match p.split_once('=') {
+                Some((k, v)) => (decode(k, true), decode(v, true)),
+                None => (decode(p, true), String::new()),
+            })
+            .collect();
+        Self { pairs }
+    }
+
+    /// The last value of a parameter, if present.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a boolean parameter is set to `true` or `1`.
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+}
