@@ -29,14 +29,22 @@ fn labelled(name: &str, labels: &[(&str, &str)]) -> PersistentVolume {
 #[tokio::test]
 async fn label_selectors() {
     let mem = MemApi::new();
-    mem.create(&labelled("a", &[("tier", "gold"), ("env", "prod")])).unwrap();
+    mem.create(&labelled("a", &[("tier", "gold"), ("env", "prod")]))
+        .unwrap();
     mem.create(&labelled("b", &[("tier", "silver")])).unwrap();
     mem.create(&labelled("c", &[])).unwrap();
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
     let sel = |s: &str| {
         let pvs = pvs.clone();
         let s = s.to_string();
-        async move { names(&pvs.list(&ListParams::default().labels(&s)).await.unwrap().items) }
+        async move {
+            names(
+                &pvs.list(&ListParams::default().labels(&s))
+                    .await
+                    .unwrap()
+                    .items,
+            )
+        }
     };
     assert_eq!(sel("tier=gold").await, ["a"]);
     assert_eq!(sel("tier==silver").await, ["b"]);
@@ -46,7 +54,10 @@ async fn label_selectors() {
     assert_eq!(sel("tier").await, ["a", "b"]);
     assert_eq!(sel("!tier").await, ["c"]);
     assert_eq!(sel("tier,env=prod").await, ["a"]);
-    let err = pvs.list(&ListParams::default().labels("tier in gold")).await.unwrap_err();
+    let err = pvs
+        .list(&ListParams::default().labels("tier in gold"))
+        .await
+        .unwrap_err();
     assert_eq!(code(err), 400);
 }
 
@@ -76,15 +87,33 @@ reason: ProvisioningFailed
     .unwrap();
     let all: Api<Pod> = Api::all(mem.client());
     let lp = |f: &str| ListParams::default().fields(f);
-    assert_eq!(names(&all.list(&lp("spec.nodeName=node-b")).await.unwrap().items), ["p2"]);
-    assert_eq!(names(&all.list(&lp("status.phase=Pending")).await.unwrap().items), ["p2"]);
-    assert_eq!(names(&all.list(&lp("metadata.namespace=ns1")).await.unwrap().items), ["p1"]);
-    assert_eq!(names(&all.list(&lp("metadata.name!=p1")).await.unwrap().items), ["p2"]);
+    assert_eq!(
+        names(&all.list(&lp("spec.nodeName=node-b")).await.unwrap().items),
+        ["p2"]
+    );
+    assert_eq!(
+        names(&all.list(&lp("status.phase=Pending")).await.unwrap().items),
+        ["p2"]
+    );
+    assert_eq!(
+        names(&all.list(&lp("metadata.namespace=ns1")).await.unwrap().items),
+        ["p1"]
+    );
+    assert_eq!(
+        names(&all.list(&lp("metadata.name!=p1")).await.unwrap().items),
+        ["p2"]
+    );
     assert_eq!(code(all.list(&lp("spec.bogus=x")).await.unwrap_err()), 400);
     let ns1: Api<Pod> = Api::namespaced(mem.client(), "ns1");
-    assert_eq!(names(&ns1.list(&ListParams::default()).await.unwrap().items), ["p1"]);
+    assert_eq!(
+        names(&ns1.list(&ListParams::default()).await.unwrap().items),
+        ["p1"]
+    );
     let events: Api<Event> = Api::namespaced(mem.client(), "ns1");
-    let found = events.list(&lp("involvedObject.name=claim1")).await.unwrap();
+    let found = events
+        .list(&lp("involvedObject.name=claim1"))
+        .await
+        .unwrap();
     assert_eq!(names(&found.items), ["e1"]);
 }
 
@@ -92,7 +121,8 @@ reason: ProvisioningFailed
 async fn pagination_with_limit_and_continue() {
     let mem = MemApi::new();
     for i in 0..7 {
-        mem.create(&pvc(&format!("ns{}", i % 2), &format!("c{i}"), "1Gi")).unwrap();
+        mem.create(&pvc(&format!("ns{}", i % 2), &format!("c{i}"), "1Gi"))
+            .unwrap();
     }
     let claims: Api<PersistentVolumeClaim> = Api::all(mem.client());
     let mut lp = ListParams::default().limit(3);
@@ -110,11 +140,14 @@ async fn pagination_with_limit_and_continue() {
         pages.push(names(&page.items));
         token = page.metadata.continue_;
     }
-    assert_eq!(pages, vec![
-        vec!["c0", "c2", "c4"],
-        vec!["c6", "c1", "c3"],
-        vec!["c5", "late"],
-    ]);
+    assert_eq!(
+        pages,
+        vec![
+            vec!["c0", "c2", "c4"],
+            vec!["c6", "c1", "c3"],
+            vec!["c5", "late"],
+        ]
+    );
     let bad = ListParams::default().continue_token("zz");
     assert_eq!(code(claims.list(&bad).await.unwrap_err()), 400);
     // The typed listing helper sorts by namespace/name.
@@ -157,6 +190,9 @@ metadata: {name: ns}
     assert_eq!(sc.reclaim_policy.as_deref(), Some("Delete"));
     let v = mem.get::<PersistentVolume>(None, "pv1").unwrap();
     assert_eq!(v.status.unwrap().phase.as_deref(), Some("Bound"));
-    assert!(mem.load_yaml("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n").is_err());
+    assert!(
+        mem.load_yaml("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n")
+            .is_err()
+    );
     assert!(mem.load_yaml("a: [unclosed").is_err());
 }

@@ -17,24 +17,40 @@ async fn error_once_then_n_times_then_counters() {
     let mem = MemApi::new();
     mem.create(&pv("pv1", "1Gi")).unwrap();
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
-    mem.add_reactor(Reactor::on(Verb::Get, "persistentvolumes").name("pv1").error(503));
+    mem.add_reactor(
+        Reactor::on(Verb::Get, "persistentvolumes")
+            .name("pv1")
+            .error(503),
+    );
     let err = pvs.get("pv1").await.unwrap_err();
     assert_eq!(reason(&err), "ServiceUnavailable");
     assert_eq!(code(err), 503);
     pvs.get("pv1").await.unwrap();
 
-    mem.add_reactor(Reactor::on(Verb::Update, "persistentvolumes").error(409).times(2));
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .error(409)
+            .times(2),
+    );
     let v = pvs.get("pv1").await.unwrap();
     for _ in 0..2 {
-        let err = pvs.replace("pv1", &PostParams::default(), &v).await.unwrap_err();
+        let err = pvs
+            .replace("pv1", &PostParams::default(), &v)
+            .await
+            .unwrap_err();
         assert_eq!(reason(&err), "Conflict");
     }
-    pvs.replace("pv1", &PostParams::default(), &v).await.unwrap();
+    pvs.replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
 
     let stats = mem.requests();
     assert_eq!(stats.count(Verb::Get, "persistentvolumes", None), 3);
     assert_eq!(stats.count(Verb::Update, "persistentvolumes", None), 3);
-    assert_eq!(stats.count_code(Verb::Update, "persistentvolumes", None, 200), 1);
+    assert_eq!(
+        stats.count_code(Verb::Update, "persistentvolumes", None, 200),
+        1
+    );
     assert_eq!(stats.total_with_code(409), 2);
     assert_eq!(stats.log().len(), 6);
     assert_eq!(stats.log()[0].code, Some(503));
@@ -47,14 +63,29 @@ async fn status_subresource_reactor_and_clear() {
     let mem = MemApi::new();
     let v = mem.create(&pv("pv1", "1Gi")).unwrap();
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
-    mem.add_reactor(Reactor::on(Verb::Update, "persistentvolumes").subresource("status").error(500).always());
-    let err = pvs.replace_status("pv1", &PostParams::default(), &v).await.unwrap_err();
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .subresource("status")
+            .error(500)
+            .always(),
+    );
+    let err = pvs
+        .replace_status("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap_err();
     assert_eq!(reason(&err), "InternalError");
-    pvs.replace("pv1", &PostParams::default(), &v).await.unwrap();
+    pvs.replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
     mem.clear_reactors();
-    pvs.replace_status("pv1", &PostParams::default(), &v).await.unwrap();
+    pvs.replace_status("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
     let stats = mem.requests();
-    assert_eq!(stats.count(Verb::Update, "persistentvolumes", Some("status")), 2);
+    assert_eq!(
+        stats.count(Verb::Update, "persistentvolumes", Some("status")),
+        2
+    );
     assert_eq!(stats.count(Verb::Update, "persistentvolumes", None), 1);
 }
 
@@ -63,11 +94,16 @@ async fn dropped_connection_is_a_service_error() {
     let mem = MemApi::new();
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
     mem.add_reactor(Reactor::on(Verb::Create, "persistentvolumes").drop_connection());
-    let err = pvs.create(&PostParams::default(), &pv("pv1", "1Gi")).await.unwrap_err();
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
     assert!(!matches!(err, kube::Error::Api(_)), "{err:?}");
     assert!(mem.get::<PersistentVolume>(None, "pv1").is_none());
     assert_eq!(mem.requests().total_dropped(), 1);
-    pvs.create(&PostParams::default(), &pv("pv1", "1Gi")).await.unwrap();
+    pvs.create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -84,10 +120,17 @@ async fn delay_uses_tokio_time() {
 #[tokio::test]
 async fn probability_is_seeded_and_roughly_right() {
     let run = || async {
-        let mem = MemApi::with_config(MemApiConfig { seed: 7, ..MemApiConfig::default() });
+        let mem = MemApi::with_config(MemApiConfig {
+            seed: 7,
+            ..MemApiConfig::default()
+        });
         mem.create(&pv("pv1", "1Gi")).unwrap();
         let pvs: Api<PersistentVolume> = Api::all(mem.client());
-        mem.add_reactor(Reactor::on(Verb::Get, "persistentvolumes").error(429).probability(0.3));
+        mem.add_reactor(
+            Reactor::on(Verb::Get, "persistentvolumes")
+                .error(429)
+                .probability(0.3),
+        );
         let mut outcomes = Vec::new();
         for _ in 0..200 {
             outcomes.push(pvs.get("pv1").await.is_ok());
@@ -124,19 +167,72 @@ async fn bad_requests_get_status_bodies() {
     let cases = [
         ("GET", "/api/v1/gadgets", json_ct, "", 404),
         ("GET", "/apis/nope.io/v1/things", json_ct, "", 404),
-        ("POST", "/api/v1/persistentvolumes", json_ct, "{not json", 400),
+        (
+            "POST",
+            "/api/v1/persistentvolumes",
+            json_ct,
+            "{not json",
+            400,
+        ),
         ("POST", "/api/v1/persistentvolumes", json_ct, "[1,2]", 400),
-        ("POST", "/api/v1/persistentvolumes", json_ct, r#"{"metadata":{}}"#, 422),
-        ("POST", "/api/v1/namespaces/a/persistentvolumeclaims", json_ct,
-            r#"{"metadata":{"name":"c","namespace":"b"}}"#, 400),
-        ("PUT", "/api/v1/persistentvolumes/pv1", json_ct, r#"{"metadata":{"name":"other"}}"#, 400),
-        ("PATCH", "/api/v1/persistentvolumes/pv1", "application/merge-patch+json", "{oops", 400),
-        ("PATCH", "/api/v1/persistentvolumes/pv1", "application/json-patch+json", r#"{"op":1}"#, 400),
-        ("PATCH", "/api/v1/persistentvolumes/pv1", "text/plain", "{}", 415),
-        ("GET", "/api/v1/persistentvolumes/pv1/scale", json_ct, "", 404),
+        (
+            "POST",
+            "/api/v1/persistentvolumes",
+            json_ct,
+            r#"{"metadata":{}}"#,
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/a/persistentvolumeclaims",
+            json_ct,
+            r#"{"metadata":{"name":"c","namespace":"b"}}"#,
+            400,
+        ),
+        (
+            "PUT",
+            "/api/v1/persistentvolumes/pv1",
+            json_ct,
+            r#"{"metadata":{"name":"other"}}"#,
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "application/merge-patch+json",
+            "{oops",
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "application/json-patch+json",
+            r#"{"op":1}"#,
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "text/plain",
+            "{}",
+            415,
+        ),
+        (
+            "GET",
+            "/api/v1/persistentvolumes/pv1/scale",
+            json_ct,
+            "",
+            404,
+        ),
         ("DELETE", "/api/v1/persistentvolumes", json_ct, "", 405),
         ("GET", "/api/v1/persistentvolumes?limit=x", json_ct, "", 400),
-        ("GET", "/api/v1/persistentvolumes?watch=1&resourceVersion=abc", json_ct, "", 400),
+        (
+            "GET",
+            "/api/v1/persistentvolumes?watch=1&resourceVersion=abc",
+            json_ct,
+            "",
+            400,
+        ),
     ];
     for (method, uri, ct, body, want) in cases {
         let (got, status) = raw(&mem, method, uri, ct, body).await;
@@ -163,8 +259,16 @@ async fn discovery_documents() {
     assert_eq!(pv["shortNames"], json!(["pv"]));
     assert_eq!(pv["namespaced"], json!(false));
     let (_, groups) = raw(&mem, "GET", "/apis", "", "").await;
-    let names: Vec<&str> = groups["groups"].as_array().unwrap().iter().filter_map(|g| g["name"].as_str()).collect();
-    assert_eq!(names, ["storage.k8s.io", "events.k8s.io", "coordination.k8s.io"]);
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["storage.k8s.io", "events.k8s.io", "coordination.k8s.io"]
+    );
     let (code, _) = raw(&mem, "GET", "/apis/storage.k8s.io/v1", "", "").await;
     assert_eq!(code, 200);
     let (_, version) = raw(&mem, "GET", "/version", "", "").await;

@@ -56,24 +56,33 @@ async fn watcher_sees_every_change_from_another_client() {
     assert_eq!(until_init_done(&mut rx).await, vec!["seed".to_string()]);
 
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
-    pvs.create(&PostParams::default(), &pv("a", "1Gi")).await.unwrap();
+    pvs.create(&PostParams::default(), &pv("a", "1Gi"))
+        .await
+        .unwrap();
     let p = json!({"metadata": {"labels": {"x": "y"}}});
-    pvs.patch("a", &PatchParams::default(), &Patch::Merge(p)).await.unwrap();
+    pvs.patch("a", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
     pvs.delete("seed", &DeleteParams::default()).await.unwrap();
 
     let mut seen = Vec::new();
     while seen.len() < 3 {
         match rx.recv().await.unwrap().unwrap() {
-            Event::Apply(o) => seen.push(format!("apply {} {:?}", o.name_any(), o.labels().get("x"))),
+            Event::Apply(o) => {
+                seen.push(format!("apply {} {:?}", o.name_any(), o.labels().get("x")))
+            }
             Event::Delete(o) => seen.push(format!("delete {}", o.name_any())),
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(seen, vec![
-        "apply a None".to_string(),
-        "apply a Some(\"y\")".to_string(),
-        "delete seed".to_string(),
-    ]);
+    assert_eq!(
+        seen,
+        vec![
+            "apply a None".to_string(),
+            "apply a Some(\"y\")".to_string(),
+            "delete seed".to_string(),
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -111,7 +120,9 @@ async fn raw_watch_resumes_from_a_version_with_bookmarks_and_selectors() {
     mem.create(&labelled).unwrap();
     mem.create(&pv("plain", "1Gi")).unwrap();
 
-    let wp = kube::api::WatchParams::default().labels("tier=gold").timeout(20);
+    let wp = kube::api::WatchParams::default()
+        .labels("tier=gold")
+        .timeout(20);
     let mut stream = pvs.watch(&wp, &start).await.unwrap().boxed();
     match stream.next().await.unwrap().unwrap() {
         kube::api::WatchEvent::Added(o) => assert_eq!(o.name_any(), "l1"),
@@ -119,7 +130,9 @@ async fn raw_watch_resumes_from_a_version_with_bookmarks_and_selectors() {
     }
     // Losing the label reads as a deletion for this watch.
     let p = json!({"metadata": {"labels": {"tier": null}}});
-    pvs.patch("l1", &PatchParams::default(), &Patch::Merge(p)).await.unwrap();
+    pvs.patch("l1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
     match stream.next().await.unwrap().unwrap() {
         kube::api::WatchEvent::Deleted(o) => assert_eq!(o.name_any(), "l1"),
         other => panic!("{other:?}"),
@@ -133,12 +146,19 @@ async fn raw_watch_resumes_from_a_version_with_bookmarks_and_selectors() {
         other => panic!("{other:?}"),
     }
     let rest: Vec<_> = stream.collect().await;
-    assert!(rest.iter().all(|e| matches!(e, Ok(kube::api::WatchEvent::Bookmark(_)))));
+    assert!(
+        rest.iter()
+            .all(|e| matches!(e, Ok(kube::api::WatchEvent::Bookmark(_))))
+    );
 
     // A compacted version gives an in-stream 410, not an HTTP error.
     mem.create(&pv("later", "1Gi")).unwrap();
     mem.compact();
-    let mut stream = pvs.watch(&kube::api::WatchParams::default(), &start).await.unwrap().boxed();
+    let mut stream = pvs
+        .watch(&kube::api::WatchParams::default(), &start)
+        .await
+        .unwrap()
+        .boxed();
     match stream.next().await.unwrap().unwrap() {
         kube::api::WatchEvent::Error(e) => assert_eq!(e.code, 410),
         other => panic!("{other:?}"),
@@ -152,7 +172,10 @@ async fn streaming_list_watcher_gets_initial_events() {
     mem.create(&pv("a", "1Gi")).unwrap();
     mem.create(&pv("b", "1Gi")).unwrap();
     let mut rx = spawn_watcher(&mem, watcher::Config::default().streaming_lists());
-    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(
+        until_init_done(&mut rx).await,
+        vec!["a".to_string(), "b".to_string()]
+    );
     mem.create(&pv("c", "1Gi")).unwrap();
     match rx.recv().await.unwrap().unwrap() {
         Event::Apply(o) => assert_eq!(o.name_any(), "c"),

@@ -51,6 +51,12 @@ pub async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Byte
         Route::GroupVersion(g, v) => {
             return Outcome::Respond(json_response(200, &discovery::resource_list(&g, &v)));
         }
+        Route::OpenApiIndex => {
+            return Outcome::Respond(json_response(200, &discovery::openapi_index()));
+        }
+        Route::OpenApi(g, v) => {
+            return Outcome::Respond(json_response(200, &discovery::openapi(&g, &v)));
+        }
         Route::Resource(res) => res,
     };
     let verb = match verb_of(&parts.method, &res, &query) {

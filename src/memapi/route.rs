@@ -16,6 +16,10 @@ pub enum Route {
     Groups,
     /// `/api/v1` or `/apis/{group}/{version}`
     GroupVersion(String, String),
+    /// `/openapi/v3`: the index of per-group-version OpenAPI documents.
+    OpenApiIndex,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`.
+    OpenApi(String, String),
     /// A resource collection or object.
     Resource(ResourceRoute),
 }
@@ -45,6 +49,13 @@ pub fn parse(path: &str) -> Result<Route, ApiError> {
         ["version"] => return Ok(Route::Version),
         ["api"] => return Ok(Route::CoreVersions),
         ["apis"] => return Ok(Route::Groups),
+        ["openapi", "v3"] => return Ok(Route::OpenApiIndex),
+        ["openapi", "v3", "api", version] if known_group_version("", version) => {
+            return Ok(Route::OpenApi(String::new(), version.to_string()));
+        }
+        ["openapi", "v3", "apis", group, version] if known_group_version(group, version) => {
+            return Ok(Route::OpenApi(group.to_string(), version.to_string()));
+        }
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return Err(ApiError::no_route(path)),
