@@ -127,9 +127,8 @@ async fn pagination_with_limit_and_continue() {
     let claims: Api<PersistentVolumeClaim> = Api::all(mem.client());
     let mut lp = ListParams::default().limit(3);
     let mut pages = Vec::new();
-    let first_rv;
     let page = claims.list(&lp).await.unwrap();
-    first_rv = page.metadata.resource_version.clone();
+    let first_rv = page.metadata.resource_version.clone();
     pages.push(names(&page.items));
     let mut token = page.metadata.continue_;
     mem.create(&pvc("ns9", "late", "1Gi")).unwrap();

@@ -17,7 +17,7 @@ pub struct ApiError {
     /// The `Status.message`.
     pub message: String,
     /// `Status.details` (name, group, kind), when the error is about one object.
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 /// The object an error is about, as in `Status.details`.
@@ -125,11 +125,11 @@ impl ApiError {
     }
 
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.details = Some(Details {
+        self.details = Some(Box::new(Details {
             name: name.to_string(),
             group: group.to_string(),
             kind: kind.to_string(),
-        });
+        }));
         self
     }
 
