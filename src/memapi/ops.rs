@@ -209,27 +209,40 @@ pub fn update(
     Ok(write(store, kind, &stored, new))
 }
 
-/// Stores `new` over `stored`: keeps identity fields, applies defaults and
-/// PV phase timestamps, removes a deleting object whose last finalizer is
-/// gone, and skips no-op writes (no new resourceVersion, no event).
+/// Fields that identify an object across writes; clients cannot change them.
+const IDENTITY: [&str; 4] = [
+    "metadata.uid",
+    "metadata.creationTimestamp",
+    "metadata.deletionTimestamp",
+    "metadata.deletionGracePeriodSeconds",
+];
+
+/// Stores `new` over `stored` after a client write: identity fields come
+/// from `stored`, whatever the client sent.
 fn write(
     store: &mut Store,
     kind: &'static ResourceKind,
     stored: &Arc<Value>,
     mut new: Value,
 ) -> Arc<Value> {
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-    ] {
-        let path = format!("metadata.{field}");
-        match value_at(stored, &path) {
-            Some(v) => set_at(&mut new, &path, v.clone()),
-            None => object::remove_at(&mut new, &path),
+    for path in IDENTITY {
+        match value_at(stored, path) {
+            Some(v) => set_at(&mut new, path, v.clone()),
+            None => object::remove_at(&mut new, path),
         }
     }
+    store_over(store, kind, stored, new)
+}
+
+/// Stores `new` over `stored`: applies defaults, generation and PV phase
+/// timestamps, removes a deleting object whose last finalizer is gone, and
+/// skips no-op writes (no new resourceVersion, no event).
+fn store_over(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    stored: &Arc<Value>,
+    mut new: Value,
+) -> Arc<Value> {
     apply_defaults(kind, &mut new);
     if value_at(&new, "spec") != value_at(stored, "spec") {
         let generation = value_at(stored, "metadata.generation")
@@ -354,6 +367,7 @@ pub fn delete(
 }
 
 /// Test lever: replaces the whole object, status included, or creates it.
+/// Identity fields the caller left out are kept from the stored object.
 pub fn put(
     store: &mut Store,
     kind: &'static ResourceKind,
@@ -364,21 +378,12 @@ pub fn put(
     match store.get(kind, object::namespace(&obj), object::name(&obj)) {
         None => create(store, kind, None, obj, Origin::Seed),
         Some(stored) => {
-            for field in ["uid", "creationTimestamp", "deletionTimestamp"] {
-                let path = format!("metadata.{field}");
-                if let (None, Some(v)) = (value_at(&obj, &path), value_at(&stored, &path)) {
-                    set_at(&mut obj, &path, v.clone());
+            for path in IDENTITY {
+                if let (None, Some(v)) = (value_at(&obj, path), value_at(&stored, path)) {
+                    set_at(&mut obj, path, v.clone());
                 }
             }
-            let mut kept = (*stored).clone();
-            for field in ["uid", "creationTimestamp", "deletionTimestamp"] {
-                let path = format!("metadata.{field}");
-                match value_at(&obj, &path) {
-                    Some(v) => set_at(&mut kept, &path, v.clone()),
-                    None => object::remove_at(&mut kept, &path),
-                }
-            }
-            Ok(write(store, kind, &Arc::new(kept), obj))
+            Ok(store_over(store, kind, &stored, obj))
         }
     }
 }

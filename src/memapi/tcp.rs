@@ -14,6 +14,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
+/// Pause after a failed accept (e.g. out of file descriptors) before retrying.
+const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Binds `addr` (port 0 picks a free port) and serves connections until the
 /// returned task is aborted. Returns the bound address and the task.
 pub async fn serve(
@@ -30,7 +33,7 @@ pub async fn serve(
                 Ok((stream, _peer)) => stream,
                 Err(e) => {
                     tracing::debug!(error = %e, "memapi accept failed");
-                    tokio::task::yield_now().await;
+                    tokio::time::sleep(ACCEPT_RETRY).await;
                     continue;
                 }
             };
