@@ -58,3 +58,35 @@ impl Rng {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Rng;
+
+    #[test]
+    fn uuid_is_version_4_and_reproducible() {
+        let a = Rng::new(1).uuid();
+        assert_eq!(a, Rng::new(1).uuid());
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'));
+        assert!(matches!(
+            parts[3].chars().next(),
+            Some('8' | '9' | 'a' | 'b')
+        ));
+    }
+
+    #[test]
+    fn floats_stay_in_unit_interval() {
+        let mut r = Rng::new(9);
+        assert!(
+            (0..1000)
+                .map(|_| r.next_f64())
+                .all(|f| (0.0..1.0).contains(&f))
+        );
+        assert_eq!(r.alnum(5).len(), 5);
+    }
+}

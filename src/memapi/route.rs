@@ -173,3 +173,50 @@ impl Query {
         matches!(self.get(key), Some("true" | "1"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(path: &str) -> ResourceRoute {
+        match parse(path) {
+            Ok(Route::Resource(r)) => r,
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn namespaced_cluster_and_namespace_paths() {
+        let r = resource("/api/v1/namespaces/ns1/persistentvolumeclaims/c1/status");
+        assert_eq!(r.kind.plural, "persistentvolumeclaims");
+        assert_eq!(
+            (
+                r.namespace.as_deref(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
+            (Some("ns1"), Some("c1"), Some("status"))
+        );
+        let r = resource("/api/v1/namespaces/ns1/status");
+        assert_eq!(
+            (r.kind.plural, r.name.as_deref()),
+            ("namespaces", Some("ns1"))
+        );
+        let r = resource("/apis/storage.k8s.io/v1/storageclasses/gold");
+        assert_eq!((r.kind.kind, r.namespace), ("StorageClass", None));
+        assert!(parse("/apis/storage.k8s.io/v2/storageclasses").is_err());
+        assert_eq!(
+            parse("/openapi/v3/apis/events.k8s.io/v1"),
+            Ok(Route::OpenApi("events.k8s.io".into(), "v1".into()))
+        );
+    }
+
+    #[test]
+    fn query_decoding() {
+        let q = Query::parse(Some("labelSelector=a%3Db%2Cc+in+(x)&watch=1&bad=%zz"));
+        assert_eq!(q.get("labelSelector"), Some("a=b,c in (x)"));
+        assert!(q.flag("watch"));
+        assert_eq!(q.get("bad"), Some("%zz"));
+        assert_eq!(q.get("missing"), None);
+    }
+}
