@@ -16,6 +16,7 @@ use super::table;
 use super::watch::{self, WatchOptions};
 use super::{Shared, lock};
 use bytes::Bytes;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,16 +24,45 @@ use std::time::Duration;
 /// Default watch length when the client gives no `timeoutSeconds`.
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// The error a request fails with when a reactor drops its connection.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("connection dropped by the in-memory API server (injected fault)")]
+pub struct ConnectionDropped;
+
 /// What the server does with a request.
-pub enum Outcome {
+enum Outcome {
     /// Answer.
     Respond(http::Response<ResponseBody>),
     /// Drop the connection (a reactor said so).
     Drop,
 }
 
+/// Serves one HTTP request, whatever its body type: reads the body, then
+/// answers, or fails with [`ConnectionDropped`] when a reactor says so.
+pub async fn serve_http<B>(
+    shared: Arc<Shared>,
+    req: http::Request<B>,
+) -> Result<http::Response<ResponseBody>, ConnectionDropped>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    let (parts, body) = req.into_parts();
+    let bytes = match body.collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let err = ApiError::bad_request(format!("cannot read the request body: {e}"));
+            return Ok(error_response(&err));
+        }
+    };
+    match handle(shared, parts, bytes).await {
+        Outcome::Respond(resp) => Ok(resp),
+        Outcome::Drop => Err(ConnectionDropped),
+    }
+}
+
 /// Handles one request whose body has been read.
-pub async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -> Outcome {
+async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -> Outcome {
     let path = parts.uri.path().to_string();
     let query = Query::parse(parts.uri.query());
     let route = match route::parse(&path) {

@@ -43,9 +43,10 @@ mod watch;
 
 pub use body::ResponseBody;
 pub use error::MemApiError;
+pub use handler::ConnectionDropped;
 pub use reactors::{Action, Reactor, Times, Verb};
 pub use resources::{KINDS, ResourceKind};
-pub use service::{ConnectionDropped, MemApiService};
+pub use service::MemApiService;
 pub use stats::{RequestLogEntry, RequestStats};
 pub use status::{ApiError, Details};
 pub use store::DEFAULT_HISTORY;

@@ -45,6 +45,15 @@ pub fn remove_at(obj: &mut Value, path: &str) {
     }
 }
 
+/// Makes the field at `path` in `to` what it is in `from`: copied when
+/// present there, removed when absent.
+pub fn copy_at(from: &Value, to: &mut Value, path: &str) {
+    match value_at(from, path) {
+        Some(v) => set_at(to, path, v.clone()),
+        None => remove_at(to, path),
+    }
+}
+
 fn value_at_mut<'a>(obj: &'a mut Value, path: &str) -> Option<&'a mut Value> {
     path.split('.').try_fold(obj, |v, seg| v.get_mut(seg))
 }

@@ -190,18 +190,12 @@ pub fn update(
     let new = match part {
         Part::Status => {
             let mut new = (*stored).clone();
-            match value_at(&obj, "status") {
-                Some(status) => new["status"] = status.clone(),
-                None => object::remove_at(&mut new, "status"),
-            }
+            object::copy_at(&obj, &mut new, "status");
             new
         }
         Part::Main if kind.has_status => {
             let mut new = obj;
-            match value_at(&stored, "status") {
-                Some(status) => new["status"] = status.clone(),
-                None => object::remove_at(&mut new, "status"),
-            }
+            object::copy_at(&stored, &mut new, "status");
             new
         }
         Part::Main => obj,
@@ -226,10 +220,7 @@ fn write(
     mut new: Value,
 ) -> Arc<Value> {
     for path in IDENTITY {
-        match value_at(stored, path) {
-            Some(v) => set_at(&mut new, path, v.clone()),
-            None => object::remove_at(&mut new, path),
-        }
+        object::copy_at(stored, &mut new, path);
     }
     store_over(store, kind, stored, new)
 }

@@ -1,20 +1,12 @@
-//! The `tower::Service` face of memapi, which `kube::Client::new` drives:
-//! reads the request body, hands the request to the handler, and turns a
-//! dropped connection into a service error, as a broken socket would be.
+//! The `tower::Service` face of memapi, which `kube::Client::new` drives.
+//! A dropped connection becomes a service error, as a broken socket would.
 
 use super::Shared;
-use super::body::{ResponseBody, error_response};
-use super::handler::{self, Outcome};
-use super::status::ApiError;
+use super::body::ResponseBody;
+use super::handler::{self, ConnectionDropped};
 use futures::future::BoxFuture;
-use http_body_util::BodyExt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
-/// The error a request fails with when a reactor drops its connection.
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("connection dropped by the in-memory API server (injected fault)")]
-pub struct ConnectionDropped;
 
 /// memapi as a tower service over `kube::client::Body` requests.
 #[derive(Clone)]
@@ -45,20 +37,6 @@ impl tower::Service<http::Request<kube::client::Body>> for MemApiService {
     }
 
     fn call(&mut self, req: http::Request<kube::client::Body>) -> Self::Future {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let (parts, body) = req.into_parts();
-            let bytes = match body.collect().await {
-                Ok(c) => c.to_bytes(),
-                Err(e) => {
-                    let err = ApiError::bad_request(format!("cannot read the request body: {e}"));
-                    return Ok(error_response(&err));
-                }
-            };
-            match handler::handle(shared, parts, bytes).await {
-                Outcome::Respond(resp) => Ok(resp),
-                Outcome::Drop => Err(ConnectionDropped),
-            }
-        })
+        Box::pin(handler::serve_http(self.shared.clone(), req))
     }
 }

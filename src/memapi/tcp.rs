@@ -2,12 +2,8 @@
 //! and the embedded mode. A dropped-connection reactor closes the socket.
 
 use super::Shared;
-use super::body::error_response;
 use super::error::MemApiError;
-use super::handler::{self, Outcome};
-use super::service::ConnectionDropped;
-use super::status::ApiError;
-use http_body_util::BodyExt;
+use super::handler;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
@@ -40,23 +36,7 @@ pub async fn serve(
             let shared = shared.clone();
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-                    let shared = shared.clone();
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let bytes = match body.collect().await {
-                            Ok(c) => c.to_bytes(),
-                            Err(e) => {
-                                let err = ApiError::bad_request(format!(
-                                    "cannot read the request body: {e}"
-                                ));
-                                return Ok(error_response(&err));
-                            }
-                        };
-                        match handler::handle(shared, parts, bytes).await {
-                            Outcome::Respond(resp) => Ok(resp),
-                            Outcome::Drop => Err(ConnectionDropped),
-                        }
-                    }
+                    handler::serve_http(shared.clone(), req)
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc);
