@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod index;
 pub mod keys;
+pub mod memapi;
 pub mod objects;
 pub mod operations;
 pub mod options;

@@ -1,0 +1,468 @@
+//! Request handling shared by the tower service and the TCP listener:
+//! routes a request, consults the reactors, runs the verb against the
+//! store and records the outcome in the request stats.
+
+use super::body::{ResponseBody, error_response, json_response};
+use super::discovery;
+use super::ops::{self, Origin, Part};
+use super::patch::PatchType;
+use super::reactors::{Action, RequestInfo, Verb};
+use super::route::{self, Query, ResourceRoute, Route};
+use super::selectors::{FieldSelector, Filter, LabelSelector};
+use super::stats::RequestLogEntry;
+use super::status::ApiError;
+use super::store::WatchItem;
+use super::table;
+use super::watch::{self, WatchOptions};
+use super::{Shared, lock};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default watch length when the client gives no `timeoutSeconds`.
+const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The error a request fails with when a reactor drops its connection.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("connection dropped by the in-memory API server (injected fault)")]
+pub struct ConnectionDropped;
+
+/// What the server does with a request.
+enum Outcome {
+    /// Answer.
+    Respond(http::Response<ResponseBody>),
+    /// Drop the connection (a reactor said so).
+    Drop,
+}
+
+/// Serves one HTTP request, whatever its body type: reads the body, then
+/// answers, or fails with [`ConnectionDropped`] when a reactor says so.
+pub async fn serve_http<B>(
+    shared: Arc<Shared>,
+    req: http::Request<B>,
+) -> Result<http::Response<ResponseBody>, ConnectionDropped>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    let (parts, body) = req.into_parts();
+    let bytes = match body.collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            let err = ApiError::bad_request(format!("cannot read the request body: {e}"));
+            return Ok(error_response(&err));
+        }
+    };
+    match handle(shared, parts, bytes).await {
+        Outcome::Respond(resp) => Ok(resp),
+        Outcome::Drop => Err(ConnectionDropped),
+    }
+}
+
+/// Handles one request whose body has been read.
+async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -> Outcome {
+    let path = parts.uri.path().to_string();
+    let query = Query::parse(parts.uri.query());
+    let route = match route::parse(&path) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(method = %parts.method, %path, code = e.code, "memapi: no route");
+            return Outcome::Respond(error_response(&e));
+        }
+    };
+    let res = match route {
+        Route::Version => return Outcome::Respond(json_response(200, &discovery::version())),
+        Route::CoreVersions => {
+            return Outcome::Respond(json_response(200, &discovery::core_versions()));
+        }
+        Route::Groups => return Outcome::Respond(json_response(200, &discovery::groups())),
+        Route::GroupVersion(g, v) => {
+            return Outcome::Respond(json_response(200, &discovery::resource_list(&g, &v)));
+        }
+        Route::OpenApiIndex => {
+            return Outcome::Respond(json_response(200, &discovery::openapi_index()));
+        }
+        Route::OpenApi(g, v) => {
+            return Outcome::Respond(json_response(200, &discovery::openapi(&g, &v)));
+        }
+        Route::Resource(res) => res,
+    };
+    let verb = match verb_of(&parts.method, &res, &query) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Respond(error_response(&e)),
+    };
+    let info = RequestInfo {
+        verb,
+        group: res.kind.group,
+        resource: res.kind.plural,
+        name: res.name.as_deref(),
+        subresource: res.subresource.as_deref(),
+    };
+    let actions = lock(&shared.reactors).react(&info);
+    let mut outcome = None;
+    for action in actions {
+        match action {
+            Action::Delay(d) => tokio::time::sleep(d).await,
+            Action::Error { code, message } => {
+                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
+                    code, message,
+                ))));
+            }
+            Action::DropConnection => outcome = Some(Outcome::Drop),
+        }
+    }
+    let outcome = match outcome {
+        Some(o) => o,
+        None => {
+            let accept = header(&parts, http::header::ACCEPT);
+            let content_type = header(&parts, http::header::CONTENT_TYPE);
+            let req = Req {
+                verb,
+                res: &res,
+                query: &query,
+                accept: &accept,
+                content_type: &content_type,
+                body: &body,
+            };
+            Outcome::Respond(match serve(&shared, &req) {
+                Ok(resp) => resp,
+                Err(e) => error_response(&e),
+            })
+        }
+    };
+    let code = match &outcome {
+        Outcome::Respond(r) => Some(r.status().as_u16()),
+        Outcome::Drop => None,
+    };
+    tracing::debug!(
+        %verb,
+        resource = res.kind.plural,
+        namespace = res.namespace.as_deref(),
+        name = res.name.as_deref(),
+        subresource = res.subresource.as_deref(),
+        ?code,
+        "memapi request"
+    );
+    lock(&shared.stats).record(RequestLogEntry {
+        verb,
+        group: res.kind.group.to_string(),
+        resource: res.kind.plural.to_string(),
+        namespace: res.namespace.clone(),
+        name: res.name.clone(),
+        subresource: res.subresource.clone(),
+        code,
+    });
+    outcome
+}
+
+fn header(parts: &http::request::Parts, name: http::header::HeaderName) -> String {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The verb of a request, refusing shapes memapi does not serve.
+fn verb_of(method: &http::Method, res: &ResourceRoute, query: &Query) -> Result<Verb, ApiError> {
+    match res.subresource.as_deref() {
+        None => {}
+        Some("status") if res.kind.has_status && res.name.is_some() => {}
+        Some(sub) => {
+            return Err(ApiError::from_code(
+                404,
+                format!("{} has no subresource {sub:?}", res.kind.plural),
+            ));
+        }
+    }
+    if res.kind.namespaced && res.name.is_some() && res.namespace.is_none() {
+        return Err(ApiError::no_route(
+            "a namespaced object needs a namespace in the URL",
+        ));
+    }
+    let one = res.name.is_some();
+    let verb = match *method {
+        http::Method::GET if one => Verb::Get,
+        http::Method::GET if query.flag("watch") => Verb::Watch,
+        http::Method::GET => Verb::List,
+        http::Method::POST if !one => Verb::Create,
+        http::Method::PUT if one => Verb::Update,
+        http::Method::PATCH if one => Verb::Patch,
+        http::Method::DELETE if one => Verb::Delete,
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "{method} is not supported on this URL"
+            )));
+        }
+    };
+    Ok(verb)
+}
+
+/// One request, parsed far enough to serve.
+struct Req<'a> {
+    verb: Verb,
+    res: &'a ResourceRoute,
+    query: &'a Query,
+    accept: &'a str,
+    content_type: &'a str,
+    body: &'a Bytes,
+}
+
+impl Req<'_> {
+    fn namespace(&self) -> &str {
+        self.res.namespace.as_deref().unwrap_or_default()
+    }
+
+    fn name(&self) -> &str {
+        self.res.name.as_deref().unwrap_or_default()
+    }
+
+    fn part(&self) -> Part {
+        if self.res.subresource.is_some() {
+            Part::Status
+        } else {
+            Part::Main
+        }
+    }
+
+    /// The request body as an object (JSON, or YAML when sent as YAML).
+    fn object(&self) -> Result<Value, ApiError> {
+        let value: Value = if self.content_type.contains("yaml") {
+            serde_yaml_ng::from_slice(self.body)
+                .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?
+        } else {
+            serde_json::from_slice(self.body)
+                .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?
+        };
+        Ok(value)
+    }
+
+    fn filter(&self) -> Result<Filter, ApiError> {
+        Ok(Filter {
+            namespace: self.res.namespace.clone(),
+            labels: LabelSelector::parse(self.query.get("labelSelector").unwrap_or_default())?,
+            fields: FieldSelector::parse(
+                self.query.get("fieldSelector").unwrap_or_default(),
+                self.res.kind,
+            )?,
+        })
+    }
+
+    /// One object, as JSON or as a kubectl Table.
+    fn respond_object(&self, code: u16, obj: &Value) -> http::Response<ResponseBody> {
+        if table::wants_table(self.accept) {
+            json_response(
+                code,
+                &table::table(self.res.kind, &[obj], None, self.include_object()),
+            )
+        } else {
+            json_response(code, obj)
+        }
+    }
+
+    fn include_object(&self) -> bool {
+        self.query.get("includeObject") == Some("Object")
+    }
+}
+
+fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBody>, ApiError> {
+    let kind = req.res.kind;
+    let url_ns = req.res.namespace.as_deref();
+    match req.verb {
+        Verb::Get => {
+            let obj = lock(&shared.store)
+                .get(kind, req.namespace(), req.name())
+                .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, req.name()))?;
+            Ok(req.respond_object(200, &obj))
+        }
+        Verb::List => list(shared, req),
+        Verb::Watch => watch(shared, req),
+        Verb::Create => {
+            let body = req.object()?;
+            let obj = ops::create(&mut lock(&shared.store), kind, url_ns, body, Origin::Api)?;
+            Ok(req.respond_object(201, &obj))
+        }
+        Verb::Update => {
+            let body = req.object()?;
+            let obj = ops::update(
+                &mut lock(&shared.store),
+                kind,
+                url_ns,
+                req.name(),
+                body,
+                req.part(),
+            )?;
+            Ok(req.respond_object(200, &obj))
+        }
+        Verb::Patch => {
+            let patch_type = PatchType::from_content_type(req.content_type).ok_or_else(|| {
+                ApiError::from_code(
+                    415,
+                    format!(
+                        "the patch content type {:?} is not supported",
+                        req.content_type
+                    ),
+                )
+            })?;
+            let obj = ops::patch(
+                &mut lock(&shared.store),
+                kind,
+                url_ns,
+                req.name(),
+                patch_type,
+                req.body,
+                req.part(),
+            )?;
+            Ok(req.respond_object(200, &obj))
+        }
+        Verb::Delete => {
+            let options = if req.body.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(req.object()?)
+            };
+            let obj = ops::delete(
+                &mut lock(&shared.store),
+                kind,
+                req.namespace(),
+                req.name(),
+                options.as_ref(),
+            )?;
+            Ok(req.respond_object(200, &obj))
+        }
+    }
+}
+
+/// Encodes a continue token: the list's version and the last key served.
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    format!("{rv}|{ns}|{name}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Decodes a continue token into (version, namespace, name).
+fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
+    let bad = || ApiError::bad_request(format!("invalid continue token {token:?}"));
+    let bytes = (0..token.len())
+        .step_by(2)
+        .map(|i| {
+            token
+                .get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(bad)?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let mut parts = text.splitn(3, '|');
+    let rv = parts.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+    let ns = parts.next().ok_or_else(bad)?.to_string();
+    let name = parts.next().ok_or_else(bad)?.to_string();
+    Ok((rv, ns, name))
+}
+
+fn list(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBody>, ApiError> {
+    let kind = req.res.kind;
+    let filter = req.filter()?;
+    let limit = match req.query.get("limit") {
+        None | Some("") | Some("0") => None,
+        Some(l) => Some(
+            l.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+        ),
+    };
+    let after = match req.query.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => Some(decode_continue(token)?),
+        None => None,
+    };
+    let store = lock(&shared.store);
+    let list_rv = after.as_ref().map_or(store.rv(), |(rv, _, _)| *rv);
+    let mut matching = store
+        .iter(kind)
+        .filter(|(key, _)| {
+            after.as_ref().is_none_or(|(_, ns, name)| {
+                (key.0.as_str(), key.1.as_str()) > (ns.as_str(), name.as_str())
+            })
+        })
+        .filter(|(_, obj)| filter.matches(obj))
+        .map(|(_, obj)| obj.clone());
+    let items: Vec<_> = match limit {
+        Some(n) => matching.by_ref().take(n).collect(),
+        None => matching.by_ref().collect(),
+    };
+    let remaining = matching.count();
+    drop(store);
+    let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
+    if remaining > 0
+        && let Some(last) = items.last()
+    {
+        metadata["continue"] = json!(encode_continue(
+            list_rv,
+            super::object::namespace(last),
+            super::object::name(last)
+        ));
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    if table::wants_table(req.accept) {
+        let refs: Vec<&Value> = items.iter().map(AsRef::as_ref).collect();
+        return Ok(json_response(
+            200,
+            &table::table(kind, &refs, Some(metadata), req.include_object()),
+        ));
+    }
+    let items: Vec<&Value> = items.iter().map(AsRef::as_ref).collect();
+    Ok(json_response(
+        200,
+        &json!({
+            "kind": format!("{}List", kind.kind),
+            "apiVersion": kind.api_version(),
+            "metadata": metadata,
+            "items": items,
+        }),
+    ))
+}
+
+fn watch(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBody>, ApiError> {
+    let kind = req.res.kind;
+    let filter = req.filter()?;
+    let from = match req.query.get("resourceVersion").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) => Some(
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?,
+        )
+        .filter(|v| *v != 0),
+    };
+    let timeout = match req.query.get("timeoutSeconds").filter(|v| !v.is_empty()) {
+        None => DEFAULT_WATCH_TIMEOUT,
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        ),
+    };
+    let initial_events = req.query.flag("sendInitialEvents");
+    let opts = WatchOptions {
+        kind,
+        timeout,
+        bookmarks: req.query.flag("allowWatchBookmarks"),
+        as_table: table::wants_table(req.accept),
+    };
+    let registered = lock(&shared.store).watch(kind, filter, from, initial_events);
+    let (rx, initial) = match registered {
+        Ok(rx) => (rx, Vec::new()),
+        Err(gone) => {
+            let (_tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            (rx, vec![WatchItem::Error(gone)])
+        }
+    };
+    let body = watch::stream_body(shared.store.clone(), rx, initial, opts);
+    let mut resp = http::Response::new(body);
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(resp)
+}

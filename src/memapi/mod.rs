@@ -1,0 +1,278 @@
+//! memapi: an in-memory Kubernetes API server, the test bed the controller
+//! is proven on.
+//!
+//! It is one level below client-go's fake clientset: a real `kube::Client`
+//! talks to it (as a `tower::Service`, see [`MemApi::client`]), so the very
+//! watchers, reflectors and typed `Api<K>` calls of production run against
+//! it. It can also listen on a loopback TCP port ([`MemApi::serve`]) for
+//! kubectl and the embedded mode, and be seeded from YAML
+//! ([`MemApi::load_yaml`]).
+//!
+//! Semantics follow the real apiserver where the controller can tell:
+//! one global resourceVersion, optimistic concurrency, the status
+//! subresource, finalizers and deletionTimestamp, watches that resume from
+//! a version and get an in-stream 410 when it is compacted. Reactors
+//! ([`Reactor`]) inject faults and latency; [`RequestStats`] counts every
+//! request by verb, resource and code.
+//!
+//! Simplifications: no admission, validation beyond names, RBAC or field
+//! managers; strategic merge patch and server-side apply behave as merge
+//! patches; `deletecollection` is not served; pods are deleted at once
+//! (there is no kubelet); namespaces need not exist.
+
+mod body;
+mod discovery;
+mod error;
+mod handler;
+mod object;
+mod ops;
+mod patch;
+mod reactors;
+mod resources;
+mod rng;
+mod route;
+mod seed;
+mod selectors;
+mod service;
+mod stats;
+mod status;
+mod store;
+mod table;
+mod tcp;
+mod watch;
+
+pub use body::ResponseBody;
+pub use error::MemApiError;
+pub use handler::ConnectionDropped;
+pub use reactors::{Action, Reactor, Times, Verb};
+pub use resources::{KINDS, ResourceKind};
+pub use service::MemApiService;
+pub use stats::{RequestLogEntry, RequestStats};
+pub use status::{ApiError, Details};
+pub use store::DEFAULT_HISTORY;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::{Arc, Mutex, MutexGuard};
+use store::Store;
+
+/// Locks a mutex, carrying on after a panic elsewhere poisoned it: the
+/// guarded data stays consistent because every write is a single step.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The state behind every handle, service and listener of one server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    store: Arc<Mutex<Store>>,
+    reactors: Mutex<reactors::Reactors>,
+    stats: Mutex<RequestStats>,
+}
+
+/// How to build a [`MemApi`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemApiConfig {
+    /// Seed for names, UIDs and reactor probabilities (reproducible runs).
+    pub seed: u64,
+    /// How many changes are kept for watches that resume from the past.
+    pub history_limit: usize,
+}
+
+impl Default for MemApiConfig {
+    fn default() -> Self {
+        Self {
+            seed: 0x5eed_1234_abcd_0001,
+            history_limit: DEFAULT_HISTORY,
+        }
+    }
+}
+
+/// An in-memory Kubernetes API server. Cheap to clone: clones share state.
+#[derive(Debug, Clone)]
+pub struct MemApi {
+    shared: Arc<Shared>,
+}
+
+impl Default for MemApi {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The kinds-table row of a typed resource, or a 404 error.
+fn kind_of<K: kube::Resource<DynamicType = ()>>() -> Result<&'static ResourceKind, ApiError> {
+    let api_version = K::api_version(&());
+    let kind = K::kind(&());
+    resources::by_type(&api_version, &kind).ok_or_else(|| {
+        ApiError::from_code(
+            404,
+            format!("memapi does not serve {kind} of {api_version}"),
+        )
+    })
+}
+
+fn to_value<K: Serialize>(obj: &K) -> Result<Value, MemApiError> {
+    serde_json::to_value(obj).map_err(|source| MemApiError::Json {
+        what: std::any::type_name::<K>().to_string(),
+        source,
+    })
+}
+
+fn from_value<K: DeserializeOwned>(v: &Value) -> Result<K, MemApiError> {
+    K::deserialize(v).map_err(|source| MemApiError::Json {
+        what: std::any::type_name::<K>().to_string(),
+        source,
+    })
+}
+
+impl MemApi {
+    /// An empty server with the default seed and history size.
+    pub fn new() -> Self {
+        Self::with_config(MemApiConfig::default())
+    }
+
+    /// An empty server with the given seed and history size.
+    pub fn with_config(config: MemApiConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                store: Arc::new(Mutex::new(Store::new(config.seed, config.history_limit))),
+                reactors: Mutex::new(reactors::Reactors::new(config.seed ^ 0xa5a5_a5a5)),
+                stats: Mutex::new(RequestStats::default()),
+            }),
+        }
+    }
+
+    /// The tower service a `kube::Client` can be built on.
+    pub fn service(&self) -> MemApiService {
+        MemApiService::new(self.shared.clone())
+    }
+
+    /// A `kube::Client` talking to this server (default namespace "default").
+    /// No retry layer: injected errors reach the caller. Needs a tokio runtime.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.service(), "default")
+    }
+
+    /// Listens on `addr` (port 0 allowed) with plain HTTP/1.1, for kubectl.
+    /// Returns the bound address and the accept task (abort it to stop).
+    pub async fn serve(
+        &self,
+        addr: std::net::SocketAddr,
+    ) -> Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>), MemApiError> {
+        tcp::serve(self.shared.clone(), addr).await
+    }
+
+    /// Seeds objects from multi-document YAML, keeping their status.
+    /// Returns how many objects were stored.
+    pub fn load_yaml(&self, text: &str) -> Result<usize, MemApiError> {
+        let objects = seed::parse(text)?;
+        seed::load(&mut lock(&self.shared.store), objects)
+    }
+
+    /// Seeds one typed object, keeping its status (defaults still apply).
+    pub fn create<K>(&self, obj: &K) -> Result<K, MemApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let kind = kind_of::<K>()?;
+        let stored = ops::create(
+            &mut lock(&self.shared.store),
+            kind,
+            None,
+            to_value(obj)?,
+            ops::Origin::Seed,
+        )?;
+        from_value(&stored)
+    }
+
+    /// Replaces the whole object, status included, ignoring resourceVersion
+    /// (or creates it): simulates another actor. Watchers are notified.
+    pub fn put<K>(&self, obj: &K) -> Result<K, MemApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let kind = kind_of::<K>()?;
+        let stored = ops::put(&mut lock(&self.shared.store), kind, to_value(obj)?)?;
+        from_value(&stored)
+    }
+
+    /// The stored object, if any (`namespace` is ignored for cluster kinds).
+    pub fn get<K>(&self, namespace: Option<&str>, name: &str) -> Option<K>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = kind_of::<K>().ok()?;
+        let ns = if kind.namespaced {
+            namespace.unwrap_or("default")
+        } else {
+            ""
+        };
+        let obj = lock(&self.shared.store).get(kind, ns, name)?;
+        from_value(&obj).ok()
+    }
+
+    /// All stored objects of a kind, in all namespaces, sorted by namespace/name.
+    pub fn list<K>(&self) -> Vec<K>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let Ok(kind) = kind_of::<K>() else {
+            return Vec::new();
+        };
+        let objects: Vec<Arc<Value>> = lock(&self.shared.store)
+            .iter(kind)
+            .map(|(_, o)| o.clone())
+            .collect();
+        objects.iter().filter_map(|o| from_value(o).ok()).collect()
+    }
+
+    /// Removes an object whatever its finalizers; watchers see DELETED.
+    /// Returns whether it existed.
+    pub fn remove<K>(&self, namespace: Option<&str>, name: &str) -> bool
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let Ok(kind) = kind_of::<K>() else {
+            return false;
+        };
+        let ns = if kind.namespaced {
+            namespace.unwrap_or("default")
+        } else {
+            ""
+        };
+        ops::remove(&mut lock(&self.shared.store), kind, ns, name)
+    }
+
+    /// Installs a reactor (consulted after those already installed).
+    pub fn add_reactor(&self, r: Reactor) {
+        lock(&self.shared.reactors).add(r);
+    }
+
+    /// Removes every reactor.
+    pub fn clear_reactors(&self) {
+        lock(&self.shared.reactors).clear();
+    }
+
+    /// A snapshot of the request log and counters.
+    pub fn requests(&self) -> RequestStats {
+        lock(&self.shared.stats).clone()
+    }
+
+    /// Forgets the request log and counters.
+    pub fn reset_requests(&self) {
+        *lock(&self.shared.stats) = RequestStats::default();
+    }
+
+    /// Forgets the change history: a watch from any older version gets an
+    /// in-stream 410, as after an etcd compaction.
+    pub fn compact(&self) {
+        lock(&self.shared.store).compact();
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        lock(&self.shared.store).rv()
+    }
+}

@@ -1,0 +1,100 @@
+//! Small helpers to read and write fields of objects stored as JSON values.
+
+use serde_json::{Map, Value};
+
+/// The string at a dotted path (`spec.nodeName`), if present and a string.
+pub fn str_at<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
+    value_at(obj, path).and_then(Value::as_str)
+}
+
+/// The value at a dotted path, if present.
+pub fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(obj, |v, seg| v.get(seg))
+}
+
+/// Sets `value` at a dotted path, creating intermediate objects; a
+/// non-object in the way is replaced by an object.
+pub fn set_at(obj: &mut Value, path: &str, value: Value) {
+    let mut cur = obj;
+    let mut segs = path.split('.').peekable();
+    while let Some(seg) = segs.next() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
+        if segs.peek().is_none() {
+            map.insert(seg.to_string(), value);
+            return;
+        }
+        cur = map
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+/// Removes the field at a dotted path, if present.
+pub fn remove_at(obj: &mut Value, path: &str) {
+    let (parent, last) = match path.rsplit_once('.') {
+        Some((p, l)) => (value_at_mut(obj, p), l),
+        None => (Some(obj), path),
+    };
+    if let Some(map) = parent.and_then(Value::as_object_mut) {
+        map.remove(last);
+    }
+}
+
+/// Makes the field at `path` in `to` what it is in `from`: copied when
+/// present there, removed when absent.
+pub fn copy_at(from: &Value, to: &mut Value, path: &str) {
+    match value_at(from, path) {
+        Some(v) => set_at(to, path, v.clone()),
+        None => remove_at(to, path),
+    }
+}
+
+fn value_at_mut<'a>(obj: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    path.split('.').try_fold(obj, |v, seg| v.get_mut(seg))
+}
+
+/// `metadata.name`, or "" when absent.
+pub fn name(obj: &Value) -> &str {
+    str_at(obj, "metadata.name").unwrap_or_default()
+}
+
+/// `metadata.namespace`, or "" when absent.
+pub fn namespace(obj: &Value) -> &str {
+    str_at(obj, "metadata.namespace").unwrap_or_default()
+}
+
+/// `metadata.resourceVersion`, or "" when absent.
+pub fn resource_version(obj: &Value) -> &str {
+    str_at(obj, "metadata.resourceVersion").unwrap_or_default()
+}
+
+/// Whether `metadata.finalizers` is a non-empty list.
+pub fn has_finalizers(obj: &Value) -> bool {
+    value_at(obj, "metadata.finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+}
+
+/// The labels of an object, as (key, value) pairs.
+pub fn labels(obj: &Value) -> Vec<(&str, &str)> {
+    value_at(obj, "metadata.labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The current wall-clock time in Kubernetes' RFC 3339 seconds format.
+pub fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}

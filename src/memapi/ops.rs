@@ -1,0 +1,387 @@
+//! The write verbs with apiserver semantics: create (generateName, uid,
+//! creationTimestamp, defaults, status reset), update with optimistic
+//! concurrency and status-subresource rules, patch, delete with finalizers
+//! and preconditions, plus the test levers `put` and `remove`.
+
+use super::object::{self, now_rfc3339, set_at, str_at, value_at};
+use super::patch::{self, PatchType};
+use super::resources::ResourceKind;
+use super::status::ApiError;
+use super::store::Store;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Who is creating an object: a client through HTTP, or a test seeding the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// An API request: status is reset, uid and timestamps are always fresh.
+    Api,
+    /// Seeding: the given status, uid and timestamps are kept.
+    Seed,
+}
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource: for kinds with a status subresource, status is kept.
+    Main,
+    /// The `/status` subresource: only status is taken.
+    Status,
+}
+
+/// Checks the body is an object of this kind and fills in apiVersion/kind.
+fn normalize(kind: &ResourceKind, body: Value) -> Result<Value, ApiError> {
+    let mut obj = match body {
+        Value::Object(_) => body,
+        _ => {
+            return Err(ApiError::bad_request(
+                "the request body is not a JSON object",
+            ));
+        }
+    };
+    if let Some(k) = str_at(&obj, "kind").filter(|k| !k.is_empty() && *k != kind.kind) {
+        return Err(ApiError::bad_request(format!(
+            "the object kind {k:?} does not match the resource kind {:?}",
+            kind.kind
+        )));
+    }
+    obj["kind"] = json!(kind.kind);
+    obj["apiVersion"] = json!(kind.api_version());
+    if !value_at(&obj, "metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    Ok(obj)
+}
+
+/// Puts the object in the URL's namespace (or "default" when seeding),
+/// refusing a body namespace that contradicts the URL.
+fn place(kind: &ResourceKind, url_ns: Option<&str>, obj: &mut Value) -> Result<(), ApiError> {
+    if !kind.namespaced {
+        object::remove_at(obj, "metadata.namespace");
+        return Ok(());
+    }
+    let body_ns = object::namespace(obj).to_string();
+    let ns = match (url_ns, body_ns.is_empty()) {
+        (Some(u), true) => u.to_string(),
+        (Some(u), false) if u != body_ns => {
+            return Err(ApiError::bad_request(format!(
+                "the namespace of the provided object ({body_ns}) does not match the namespace sent on the request ({u})"
+            )));
+        }
+        (None, true) => "default".to_string(),
+        (_, false) => body_ns,
+    };
+    set_at(obj, "metadata.namespace", json!(ns));
+    Ok(())
+}
+
+/// Sets the kind's defaults on fields that are absent.
+fn apply_defaults(kind: &ResourceKind, obj: &mut Value) {
+    for (path, value) in kind.defaults {
+        if value_at(obj, path).is_none_or(Value::is_null) {
+            set_at(obj, path, json!(value));
+        }
+    }
+}
+
+/// Creates an object. Returns the stored object.
+pub fn create(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    url_ns: Option<&str>,
+    body: Value,
+    origin: Origin,
+) -> Result<Arc<Value>, ApiError> {
+    let mut obj = normalize(kind, body)?;
+    place(kind, url_ns, &mut obj)?;
+    if object::name(&obj).is_empty() {
+        let Some(prefix) = str_at(&obj, "metadata.generateName").map(str::to_string) else {
+            return Err(ApiError::invalid(
+                kind.group,
+                kind.kind,
+                "",
+                "metadata.name: Required value: name or generateName is required",
+            ));
+        };
+        let ns = object::namespace(&obj).to_string();
+        let name = loop {
+            let candidate = format!("{prefix}{}", store.rng.alnum(5));
+            if store.get(kind, &ns, &candidate).is_none() {
+                break candidate;
+            }
+        };
+        set_at(&mut obj, "metadata.name", json!(name));
+    }
+    let (ns, name) = (object::namespace(&obj), object::name(&obj));
+    if store.get(kind, ns, name).is_some() {
+        return Err(ApiError::already_exists(kind.group, kind.plural, name));
+    }
+    let keep = origin == Origin::Seed;
+    if !keep || str_at(&obj, "metadata.uid").is_none() {
+        let uid = store.rng.uuid();
+        set_at(&mut obj, "metadata.uid", json!(uid));
+    }
+    if !keep || str_at(&obj, "metadata.creationTimestamp").is_none() {
+        set_at(&mut obj, "metadata.creationTimestamp", json!(now_rfc3339()));
+    }
+    if !keep {
+        object::remove_at(&mut obj, "metadata.deletionTimestamp");
+        object::remove_at(&mut obj, "metadata.deletionGracePeriodSeconds");
+    }
+    if value_at(&obj, "spec").is_some() && value_at(&obj, "metadata.generation").is_none() {
+        set_at(&mut obj, "metadata.generation", json!(1));
+    }
+    apply_defaults(kind, &mut obj);
+    if let Some(phase) = kind.create_phase {
+        if !keep {
+            obj["status"] = json!({ "phase": phase });
+            if kind.is_persistent_volume() {
+                set_at(
+                    &mut obj,
+                    "status.lastPhaseTransitionTime",
+                    json!(now_rfc3339()),
+                );
+            }
+        } else if str_at(&obj, "status.phase").is_none() {
+            set_at(&mut obj, "status.phase", json!(phase));
+        }
+    }
+    Ok(store.commit(kind, obj))
+}
+
+/// Fails with 409 when the body carries a resourceVersion other than the stored one.
+fn check_rv(kind: &ResourceKind, obj: &Value, stored: &Value) -> Result<(), ApiError> {
+    let rv = object::resource_version(obj);
+    if rv.is_empty() || rv == object::resource_version(stored) {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(
+            kind.group,
+            kind.plural,
+            object::name(stored),
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ))
+    }
+}
+
+/// Replaces an object (PUT). Returns the stored object.
+pub fn update(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    url_ns: Option<&str>,
+    name: &str,
+    body: Value,
+    part: Part,
+) -> Result<Arc<Value>, ApiError> {
+    let mut obj = normalize(kind, body)?;
+    let body_name = object::name(&obj);
+    if body_name.is_empty() {
+        set_at(&mut obj, "metadata.name", json!(name));
+    } else if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    place(kind, url_ns, &mut obj)?;
+    let stored = store
+        .get(kind, object::namespace(&obj), name)
+        .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
+    check_rv(kind, &obj, &stored)?;
+    let new = match part {
+        Part::Status => {
+            let mut new = (*stored).clone();
+            object::copy_at(&obj, &mut new, "status");
+            new
+        }
+        Part::Main if kind.has_status => {
+            let mut new = obj;
+            object::copy_at(&stored, &mut new, "status");
+            new
+        }
+        Part::Main => obj,
+    };
+    Ok(write(store, kind, &stored, new))
+}
+
+/// Fields that identify an object across writes; clients cannot change them.
+const IDENTITY: [&str; 4] = [
+    "metadata.uid",
+    "metadata.creationTimestamp",
+    "metadata.deletionTimestamp",
+    "metadata.deletionGracePeriodSeconds",
+];
+
+/// Stores `new` over `stored` after a client write: identity fields come
+/// from `stored`, whatever the client sent.
+fn write(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    stored: &Arc<Value>,
+    mut new: Value,
+) -> Arc<Value> {
+    for path in IDENTITY {
+        object::copy_at(stored, &mut new, path);
+    }
+    store_over(store, kind, stored, new)
+}
+
+/// Stores `new` over `stored`: applies defaults, generation and PV phase
+/// timestamps, removes a deleting object whose last finalizer is gone, and
+/// skips no-op writes (no new resourceVersion, no event).
+fn store_over(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    stored: &Arc<Value>,
+    mut new: Value,
+) -> Arc<Value> {
+    apply_defaults(kind, &mut new);
+    if value_at(&new, "spec") != value_at(stored, "spec") {
+        let generation = value_at(stored, "metadata.generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        set_at(&mut new, "metadata.generation", json!(generation + 1));
+    } else if let Some(g) = value_at(stored, "metadata.generation") {
+        set_at(&mut new, "metadata.generation", g.clone());
+    }
+    if kind.is_persistent_volume() {
+        stamp_phase_transition(stored, &mut new);
+    }
+    if value_at(&new, "metadata.deletionTimestamp").is_some() && !object::has_finalizers(&new) {
+        return store
+            .commit_removal(kind, new)
+            .unwrap_or_else(|| stored.clone());
+    }
+    set_at(
+        &mut new,
+        "metadata.resourceVersion",
+        json!(object::resource_version(stored)),
+    );
+    if new == **stored {
+        return stored.clone();
+    }
+    store.commit(kind, new)
+}
+
+/// Sets `status.lastPhaseTransitionTime` when the PV phase changed and the
+/// writer did not set the timestamp itself.
+fn stamp_phase_transition(stored: &Value, new: &mut Value) {
+    let phase_changed = str_at(new, "status.phase") != str_at(stored, "status.phase");
+    let stamp = "status.lastPhaseTransitionTime";
+    let stamp_untouched = value_at(new, stamp) == value_at(stored, stamp);
+    if phase_changed && stamp_untouched && str_at(new, "status.phase").is_some() {
+        set_at(new, stamp, json!(now_rfc3339()));
+    }
+}
+
+/// Patches an object (PATCH). A server-side apply of a missing object creates it.
+pub fn patch(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    url_ns: Option<&str>,
+    name: &str,
+    patch_type: PatchType,
+    body: &[u8],
+    part: Part,
+) -> Result<Arc<Value>, ApiError> {
+    let ns = if kind.namespaced {
+        url_ns.unwrap_or("default")
+    } else {
+        ""
+    };
+    let Some(stored) = store.get(kind, ns, name) else {
+        if patch_type == PatchType::Apply && part == Part::Main {
+            let mut obj = patch::parse_apply(body)?;
+            set_at(&mut obj, "metadata.name", json!(name));
+            return create(store, kind, url_ns, obj, Origin::Api);
+        }
+        return Err(ApiError::not_found(kind.group, kind.plural, name));
+    };
+    let mut doc = (*stored).clone();
+    patch::apply(patch_type, &mut doc, body)?;
+    if object::name(&doc) != name {
+        return Err(ApiError::bad_request(
+            "a patch may not change metadata.name",
+        ));
+    }
+    update(store, kind, url_ns, name, doc, part)
+}
+
+/// Deletes an object (DELETE): with finalizers it only gets a
+/// deletionTimestamp; otherwise it is removed. `options` is the
+/// DeleteOptions body, whose preconditions are honoured.
+pub fn delete(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    ns: &str,
+    name: &str,
+    options: Option<&Value>,
+) -> Result<Arc<Value>, ApiError> {
+    let stored = store
+        .get(kind, ns, name)
+        .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
+    let pre = options.and_then(|o| value_at(o, "preconditions"));
+    let checks = [
+        ("UID", "uid", "metadata.uid"),
+        (
+            "ResourceVersion",
+            "resourceVersion",
+            "metadata.resourceVersion",
+        ),
+    ];
+    for (field, key, path) in checks {
+        if let Some(want) = pre.and_then(|p| p.get(key)).and_then(Value::as_str) {
+            let have = str_at(&stored, path).unwrap_or_default();
+            if want != have {
+                return Err(ApiError::conflict(
+                    kind.group,
+                    kind.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
+                    ),
+                ));
+            }
+        }
+    }
+    if object::has_finalizers(&stored) {
+        if value_at(&stored, "metadata.deletionTimestamp").is_some() {
+            return Ok(stored);
+        }
+        let mut new = (*stored).clone();
+        set_at(&mut new, "metadata.deletionTimestamp", json!(now_rfc3339()));
+        set_at(&mut new, "metadata.deletionGracePeriodSeconds", json!(0));
+        return Ok(store.commit(kind, new));
+    }
+    store
+        .commit_removal(kind, (*stored).clone())
+        .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))
+}
+
+/// Test lever: replaces the whole object, status included, or creates it.
+/// Identity fields the caller left out are kept from the stored object.
+pub fn put(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    body: Value,
+) -> Result<Arc<Value>, ApiError> {
+    let mut obj = normalize(kind, body)?;
+    place(kind, None, &mut obj)?;
+    match store.get(kind, object::namespace(&obj), object::name(&obj)) {
+        None => create(store, kind, None, obj, Origin::Seed),
+        Some(stored) => {
+            for path in IDENTITY {
+                if let (None, Some(v)) = (value_at(&obj, path), value_at(&stored, path)) {
+                    set_at(&mut obj, path, v.clone());
+                }
+            }
+            Ok(store_over(store, kind, &stored, obj))
+        }
+    }
+}
+
+/// Test lever: removes an object whatever its finalizers. Returns whether it existed.
+pub fn remove(store: &mut Store, kind: &'static ResourceKind, ns: &str, name: &str) -> bool {
+    store
+        .get(kind, ns, name)
+        .is_some_and(|stored| store.commit_removal(kind, (*stored).clone()).is_some())
+}

@@ -1,0 +1,276 @@
+//! Reactors: the test lever to inject faults, in the spirit of client-go's
+//! fake clientset reactors but at the HTTP level.
+//!
+//! A reactor matches requests by verb, resource, name and subresource, and
+//! either answers with an error `Status`, drops the connection, or delays
+//! the request and lets it proceed. It fires once, N times, always, or with
+//! a probability drawn from memapi's seeded generator.
+
+use super::rng::Rng;
+use std::fmt;
+use std::time::Duration;
+
+/// The API verbs, as Kubernetes audit logs and RBAC name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verb {
+    /// GET of one object.
+    Get,
+    /// GET of a collection.
+    List,
+    /// GET of a collection with `watch=true`.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE.
+    Delete,
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+        };
+        f.write_str(s)
+    }
+}
+
+/// What a matching reactor does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Answer with this HTTP code and a `Status` body carrying the message.
+    Error {
+        /// HTTP status code; the `Status.reason` is derived from it.
+        code: u16,
+        /// `Status.message`.
+        message: String,
+    },
+    /// Fail the request without an answer: the tower service returns an
+    /// error and the TCP listener closes the connection.
+    DropConnection,
+    /// Wait this long (tokio time), then go on with the request.
+    Delay(Duration),
+}
+
+/// How often a reactor fires.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Times {
+    /// On the first matching request only.
+    Once,
+    /// On the first N matching requests.
+    N(u32),
+    /// On every matching request.
+    Always,
+    /// On each matching request with this probability (0.0 to 1.0).
+    Probability(f64),
+}
+
+/// A fault-injection rule. Build with [`Reactor::on`] or [`Reactor::any`].
+///
+/// ```
+/// use pv_controller::memapi::{Reactor, Verb};
+/// // The next two PV status updates fail with 409 Conflict.
+/// let r = Reactor::on(Verb::Update, "persistentvolumes").subresource("status").error(409).times(2);
+/// # let _ = r;
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reactor {
+    verb: Option<Verb>,
+    resource: Option<String>,
+    group: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+    action: Action,
+    times: Times,
+    fired: u32,
+}
+
+/// A request as reactors see it.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInfo<'a> {
+    /// The verb.
+    pub verb: Verb,
+    /// API group ("" for core).
+    pub group: &'a str,
+    /// Resource plural.
+    pub resource: &'a str,
+    /// Object name, for requests about one object.
+    pub name: Option<&'a str>,
+    /// Subresource ("status").
+    pub subresource: Option<&'a str>,
+}
+
+impl Reactor {
+    /// A reactor for one verb on one resource plural (e.g. "persistentvolumes").
+    /// By default it answers 500 once.
+    pub fn on(verb: Verb, resource: &str) -> Self {
+        Self {
+            verb: Some(verb),
+            resource: Some(resource.to_string()),
+            ..Self::any()
+        }
+    }
+
+    /// A reactor for every request. By default it answers 500 once.
+    pub fn any() -> Self {
+        Self {
+            verb: None,
+            resource: None,
+            group: None,
+            name: None,
+            subresource: None,
+            action: Action::Error {
+                code: 500,
+                message: "injected error".to_string(),
+            },
+            times: Times::Once,
+            fired: 0,
+        }
+    }
+
+    /// Matches any verb.
+    pub fn any_verb(mut self) -> Self {
+        self.verb = None;
+        self
+    }
+
+    /// Matches only this API group ("" for core; tells core and events.k8s.io events apart).
+    pub fn group(mut self, group: &str) -> Self {
+        self.group = Some(group.to_string());
+        self
+    }
+
+    /// Matches only requests about the object with this name.
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// Matches only requests to this subresource ("status").
+    pub fn subresource(mut self, sub: &str) -> Self {
+        self.subresource = Some(sub.to_string());
+        self
+    }
+
+    /// Answer with this HTTP code (reason derived from it).
+    pub fn error(self, code: u16) -> Self {
+        self.error_with(code, "injected error")
+    }
+
+    /// Answer with this HTTP code and message.
+    pub fn error_with(mut self, code: u16, message: &str) -> Self {
+        self.action = Action::Error {
+            code,
+            message: message.to_string(),
+        };
+        self
+    }
+
+    /// Drop the connection instead of answering.
+    pub fn drop_connection(mut self) -> Self {
+        self.action = Action::DropConnection;
+        self
+    }
+
+    /// Delay the request (tokio time), then serve it normally.
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.action = Action::Delay(d);
+        self
+    }
+
+    /// Fire on the first `n` matching requests.
+    pub fn times(mut self, n: u32) -> Self {
+        self.times = Times::N(n);
+        self
+    }
+
+    /// Fire on every matching request.
+    pub fn always(mut self) -> Self {
+        self.times = Times::Always;
+        self
+    }
+
+    /// Fire on each matching request with probability `p`.
+    pub fn probability(mut self, p: f64) -> Self {
+        self.times = Times::Probability(p);
+        self
+    }
+
+    fn matches(&self, req: &RequestInfo<'_>) -> bool {
+        self.verb.is_none_or(|v| v == req.verb)
+            && self.resource.as_deref().is_none_or(|r| r == req.resource)
+            && self.group.as_deref().is_none_or(|g| g == req.group)
+            && self.name.as_deref().is_none_or(|n| Some(n) == req.name)
+            && self
+                .subresource
+                .as_deref()
+                .is_none_or(|s| Some(s) == req.subresource)
+    }
+
+    /// Whether this reactor fires on a matching request (counting it).
+    fn fire(&mut self, rng: &mut Rng) -> bool {
+        let fires = match self.times {
+            Times::Once => self.fired < 1,
+            Times::N(n) => self.fired < n,
+            Times::Always => true,
+            Times::Probability(p) => rng.next_f64() < p,
+        };
+        if fires {
+            self.fired = self.fired.saturating_add(1);
+        }
+        fires
+    }
+}
+
+/// The installed reactors, consulted in installation order, with the
+/// generator their probabilities draw from.
+#[derive(Debug)]
+pub struct Reactors {
+    list: Vec<Reactor>,
+    rng: Rng,
+}
+
+impl Reactors {
+    /// No reactors; probabilities drawn from a generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            list: Vec::new(),
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// Installs a reactor after the existing ones.
+    pub fn add(&mut self, r: Reactor) {
+        self.list.push(r);
+    }
+
+    /// Removes all reactors.
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    /// The actions to take for a request: every firing delay, then at most
+    /// one error or drop (the first that fires), which ends the list.
+    pub fn react(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for r in self.list.iter_mut().filter(|r| r.matches(req)) {
+            if r.fire(&mut self.rng) {
+                let last = !matches!(r.action, Action::Delay(_));
+                actions.push(r.action.clone());
+                if last {
+                    break;
+                }
+            }
+        }
+        actions
+    }
+}

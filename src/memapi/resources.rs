@@ -1,0 +1,227 @@
+//! The kinds table: which resources memapi serves and how they behave.
+//!
+//! One row per resource (group, version, plural, kind, scope, status
+//! subresource, short names, field selectors, defaults). Adding a kind is
+//! adding a row; everything else (routing, discovery, seeding) reads it.
+
+/// One served resource, as a row of the kinds table.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ResourceKind {
+    /// API group, "" for core.
+    pub group: &'static str,
+    /// API version, e.g. "v1".
+    pub version: &'static str,
+    /// Resource plural, the URL segment.
+    pub plural: &'static str,
+    /// Kind, e.g. "PersistentVolume".
+    pub kind: &'static str,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Whether the resource has a `/status` subresource (and so main
+    /// resource writes keep the stored status).
+    pub has_status: bool,
+    /// kubectl short names.
+    pub short_names: &'static [&'static str],
+    /// Field selector paths allowed besides `metadata.name` and `metadata.namespace`.
+    pub fields: &'static [&'static str],
+    /// Defaults applied to every stored object: (dotted path, string value), set when absent.
+    pub defaults: &'static [(&'static str, &'static str)],
+    /// Phase a create through the API resets `status` to (`None`: status untouched).
+    pub create_phase: Option<&'static str>,
+}
+
+impl ResourceKind {
+    /// `apiVersion` as written in objects: "v1" or "group/version".
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether this row is the PersistentVolume kind (which has phase-transition timestamps).
+    pub fn is_persistent_volume(&self) -> bool {
+        self.group.is_empty() && self.plural == "persistentvolumes"
+    }
+}
+
+const PHASE: &str = "status.phase";
+
+/// All served resources.
+pub static KINDS: &[ResourceKind] = &[
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "persistentvolumes",
+        kind: "PersistentVolume",
+        namespaced: false,
+        has_status: true,
+        short_names: &["pv"],
+        fields: &[PHASE],
+        defaults: &[
+            ("spec.persistentVolumeReclaimPolicy", "Retain"),
+            ("spec.volumeMode", "Filesystem"),
+        ],
+        create_phase: Some("Pending"),
+    },
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "persistentvolumeclaims",
+        kind: "PersistentVolumeClaim",
+        namespaced: true,
+        has_status: true,
+        short_names: &["pvc"],
+        fields: &[PHASE],
+        defaults: &[("spec.volumeMode", "Filesystem")],
+        create_phase: Some("Pending"),
+    },
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        kind: "Pod",
+        namespaced: true,
+        has_status: true,
+        short_names: &["po"],
+        fields: &["spec.nodeName", PHASE],
+        defaults: &[],
+        create_phase: Some("Pending"),
+    },
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        kind: "Node",
+        namespaced: false,
+        has_status: true,
+        short_names: &["no"],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+        has_status: true,
+        short_names: &["ns"],
+        fields: &[PHASE],
+        defaults: &[],
+        create_phase: Some("Active"),
+    },
+    ResourceKind {
+        group: "",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        has_status: false,
+        short_names: &["ev"],
+        fields: &[
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.kind",
+            "involvedObject.uid",
+            "reason",
+            "type",
+        ],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "storageclasses",
+        kind: "StorageClass",
+        namespaced: false,
+        has_status: false,
+        short_names: &["sc"],
+        fields: &[],
+        defaults: &[
+            ("reclaimPolicy", "Delete"),
+            ("volumeBindingMode", "Immediate"),
+        ],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "storage.k8s.io",
+        version: "v1",
+        plural: "volumeattributesclasses",
+        kind: "VolumeAttributesClass",
+        namespaced: false,
+        has_status: false,
+        short_names: &["vac"],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        kind: "Event",
+        namespaced: true,
+        has_status: false,
+        short_names: &["ev"],
+        fields: &[
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.kind",
+            "regarding.uid",
+            "reason",
+            "type",
+        ],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        kind: "Lease",
+        namespaced: true,
+        has_status: false,
+        short_names: &[],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+];
+
+/// The resource served at `/apis/{group}/{version}/{plural}` (or `/api/v1/{plural}`).
+pub fn by_path(group: &str, version: &str, plural: &str) -> Option<&'static ResourceKind> {
+    KINDS
+        .iter()
+        .find(|k| k.group == group && k.version == version && k.plural == plural)
+}
+
+/// The resource of an object with this `apiVersion` and `kind`.
+pub fn by_type(api_version: &str, kind: &str) -> Option<&'static ResourceKind> {
+    let (group, version) = split_api_version(api_version);
+    KINDS
+        .iter()
+        .find(|k| k.group == group && k.version == version && k.kind == kind)
+}
+
+/// Splits "group/version" (or "v1") into (group, version).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// The API groups served besides core, in table order, without duplicates.
+pub fn groups() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> = Vec::new();
+    for k in KINDS.iter().filter(|k| !k.group.is_empty()) {
+        if !out.contains(&(k.group, k.version)) {
+            out.push((k.group, k.version));
+        }
+    }
+    out
+}

@@ -1,0 +1,113 @@
+//! Request accounting: a log of every request and counters by verb,
+//! resource, subresource and response code, so tests can assert things
+//! like "no wasted writes" or "exactly one 409".
+
+use super::reactors::Verb;
+use std::collections::BTreeMap;
+
+/// One served (or dropped) request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestLogEntry {
+    /// The verb.
+    pub verb: Verb,
+    /// API group ("" for core).
+    pub group: String,
+    /// Resource plural.
+    pub resource: String,
+    /// Namespace from the URL, if any.
+    pub namespace: Option<String>,
+    /// Object name, if any.
+    pub name: Option<String>,
+    /// Subresource ("status"), if any.
+    pub subresource: Option<String>,
+    /// HTTP response code; `None` when the connection was dropped.
+    pub code: Option<u16>,
+}
+
+/// Counter key: (verb, resource, subresource, code).
+type CounterKey = (Verb, String, Option<String>, Option<u16>);
+
+/// A snapshot of the request log and counters.
+#[derive(Debug, Clone, Default)]
+pub struct RequestStats {
+    log: Vec<RequestLogEntry>,
+    counters: BTreeMap<CounterKey, u64>,
+}
+
+impl RequestStats {
+    /// Records one request.
+    pub(crate) fn record(&mut self, entry: RequestLogEntry) {
+        let key = (
+            entry.verb,
+            entry.resource.clone(),
+            entry.subresource.clone(),
+            entry.code,
+        );
+        *self.counters.entry(key).or_default() += 1;
+        self.log.push(entry);
+    }
+
+    /// Every request, in arrival order of their answers.
+    pub fn log(&self) -> &[RequestLogEntry] {
+        &self.log
+    }
+
+    /// Requests with this verb on this resource and exact subresource
+    /// (`None`: the main resource), whatever their code.
+    pub fn count(&self, verb: Verb, resource: &str, subresource: Option<&str>) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((v, r, s, _), _)| *v == verb && r == resource && s.as_deref() == subresource)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Like [`count`](Self::count), restricted to one response code.
+    pub fn count_code(
+        &self,
+        verb: Verb,
+        resource: &str,
+        subresource: Option<&str>,
+        code: u16,
+    ) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((v, r, s, c), _)| {
+                *v == verb && r == resource && s.as_deref() == subresource && *c == Some(code)
+            })
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Requests of this verb on any resource (e.g. all writes of one kind).
+    pub fn count_verb(&self, verb: Verb) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((v, ..), _)| *v == verb)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// All requests answered with this code (e.g. 409 for conflicts).
+    pub fn total_with_code(&self, code: u16) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((.., c), _)| *c == Some(code))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// All requests whose connection was dropped by a reactor.
+    pub fn total_dropped(&self) -> u64 {
+        self.counters
+            .iter()
+            .filter(|((.., c), _)| c.is_none())
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// All requests.
+    pub fn total(&self) -> u64 {
+        self.counters.values().sum()
+    }
+}

@@ -1,0 +1,258 @@
+//! The object store: objects by resource and key, the global
+//! resourceVersion counter, the bounded change history and the watchers.
+//!
+//! Every write goes through [`Store::commit`] or [`Store::commit_removal`],
+//! which bump the counter, record the change in the history and hand it to
+//! every interested watcher while the store lock is held, so that watchers
+//! see changes in order, without gaps or duplicates.
+
+use super::object;
+use super::resources::ResourceKind;
+use super::rng::Rng;
+use super::selectors::Filter;
+use super::status::ApiError;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Default number of changes kept for watches that resume from the past.
+pub const DEFAULT_HISTORY: usize = 200_000;
+
+/// Key of one object inside a resource: (namespace or "", name).
+pub type ObjKey = (String, String);
+
+/// Key of one resource: (group, plural).
+type ResKey = (&'static str, &'static str);
+
+/// The kind of change a watch event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    /// The object was created.
+    Added,
+    /// The object was changed.
+    Modified,
+    /// The object was removed.
+    Deleted,
+}
+
+/// One recorded write.
+#[derive(Debug, Clone)]
+struct Change {
+    rv: u64,
+    kind: &'static ResourceKind,
+    ty: ChangeType,
+    obj: Arc<Value>,
+    prev: Option<Arc<Value>>,
+}
+
+/// What a watcher's channel carries.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    /// ADDED / MODIFIED / DELETED with the object.
+    Event(ChangeType, Arc<Value>),
+    /// BOOKMARK at a resourceVersion; `true` marks the end of initial events.
+    Bookmark(u64, bool),
+    /// An in-stream error, after which the stream ends.
+    Error(ApiError),
+}
+
+/// The sending half of one watch, with what it filters on.
+#[derive(Debug)]
+struct WatchSink {
+    kind: &'static ResourceKind,
+    filter: Filter,
+    tx: mpsc::UnboundedSender<WatchItem>,
+}
+
+impl WatchSink {
+    /// Translates a change into the event this watcher should see, if any:
+    /// an object entering the filter is ADDED, one leaving it is DELETED.
+    fn event_for(&self, change: &Change) -> Option<WatchItem> {
+        if !std::ptr::eq(self.kind, change.kind) {
+            return None;
+        }
+        let now = self.filter.matches(&change.obj);
+        let before = change.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        let ty = match (change.ty, before, now) {
+            (ChangeType::Added, _, true) => ChangeType::Added,
+            (ChangeType::Deleted, _, true) => ChangeType::Deleted,
+            (ChangeType::Modified, true, true) => ChangeType::Modified,
+            (ChangeType::Modified, false, true) => ChangeType::Added,
+            (ChangeType::Modified, true, false) => ChangeType::Deleted,
+            _ => return None,
+        };
+        Some(WatchItem::Event(ty, change.obj.clone()))
+    }
+}
+
+/// All objects, the counter, the history and the watchers.
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    objects: BTreeMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
+    history: VecDeque<Change>,
+    history_limit: usize,
+    compacted: u64,
+    watchers: Vec<WatchSink>,
+    /// Randomness for names, UIDs and reactor coin flips.
+    pub rng: Rng,
+}
+
+fn res_key(kind: &ResourceKind) -> ResKey {
+    (kind.group, kind.plural)
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new(seed: u64, history_limit: usize) -> Self {
+        Self {
+            rv: 1,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            history_limit,
+            compacted: 0,
+            watchers: Vec::new(),
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// The stored object, if any.
+    pub fn get(&self, kind: &ResourceKind, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects
+            .get(&res_key(kind))
+            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// All objects of a resource, sorted by (namespace, name).
+    pub fn iter(&self, kind: &ResourceKind) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
+        self.objects.get(&res_key(kind)).into_iter().flatten()
+    }
+
+    /// Stores `obj` (created or replaced) under a new resourceVersion and
+    /// notifies watchers. Returns the stored object.
+    pub fn commit(&mut self, kind: &'static ResourceKind, mut obj: Value) -> Arc<Value> {
+        self.rv += 1;
+        object::set_at(
+            &mut obj,
+            "metadata.resourceVersion",
+            json!(self.rv.to_string()),
+        );
+        let key = (
+            object::namespace(&obj).to_string(),
+            object::name(&obj).to_string(),
+        );
+        let obj = Arc::new(obj);
+        let prev = self
+            .objects
+            .entry(res_key(kind))
+            .or_default()
+            .insert(key, obj.clone());
+        let ty = if prev.is_some() {
+            ChangeType::Modified
+        } else {
+            ChangeType::Added
+        };
+        self.record(Change {
+            rv: self.rv,
+            kind,
+            ty,
+            obj: obj.clone(),
+            prev,
+        });
+        obj
+    }
+
+    /// Removes an object, recording `last` (its final state) under a new
+    /// resourceVersion in the DELETED event. Returns the final state, or
+    /// `None` when there was nothing to remove.
+    pub fn commit_removal(
+        &mut self,
+        kind: &'static ResourceKind,
+        mut last: Value,
+    ) -> Option<Arc<Value>> {
+        let key = (
+            object::namespace(&last).to_string(),
+            object::name(&last).to_string(),
+        );
+        let prev = self.objects.get_mut(&res_key(kind))?.remove(&key)?;
+        self.rv += 1;
+        object::set_at(
+            &mut last,
+            "metadata.resourceVersion",
+            json!(self.rv.to_string()),
+        );
+        let last = Arc::new(last);
+        self.record(Change {
+            rv: self.rv,
+            kind,
+            ty: ChangeType::Deleted,
+            obj: last.clone(),
+            prev: Some(prev),
+        });
+        Some(last)
+    }
+
+    fn record(&mut self, change: Change) {
+        self.watchers.retain(|w| {
+            w.event_for(&change)
+                .is_none_or(|item| w.tx.send(item).is_ok())
+                && !w.tx.is_closed()
+        });
+        self.history.push_back(change);
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.rv;
+            }
+        }
+    }
+
+    /// Registers a watcher for changes after `from` (`None`: from now).
+    /// Changes already in the history are queued first, then live ones; a
+    /// version older than the history yields 410 Expired.
+    pub fn watch(
+        &mut self,
+        kind: &'static ResourceKind,
+        filter: Filter,
+        from: Option<u64>,
+        initial_events: bool,
+    ) -> Result<mpsc::UnboundedReceiver<WatchItem>, ApiError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sink = WatchSink { kind, filter, tx };
+        if initial_events {
+            for (_, obj) in self.iter(kind).filter(|(_, o)| sink.filter.matches(o)) {
+                // The receiver is alive: `rx` is still in our hands.
+                let _ = sink
+                    .tx
+                    .send(WatchItem::Event(ChangeType::Added, obj.clone()));
+            }
+            let _ = sink.tx.send(WatchItem::Bookmark(self.rv, true));
+        } else if let Some(from) = from.filter(|f| *f < self.rv) {
+            if from < self.compacted {
+                return Err(ApiError::gone(from, self.compacted));
+            }
+            for item in self
+                .history
+                .iter()
+                .filter(|c| c.rv > from)
+                .filter_map(|c| sink.event_for(c))
+            {
+                let _ = sink.tx.send(item);
+            }
+        }
+        self.watchers.push(sink);
+        Ok(rx)
+    }
+
+    /// Forgets the whole history: a watch from any older version now gets 410.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.compacted = self.rv;
+    }
+}

@@ -1,0 +1,156 @@
+//! The watch response: a streaming body of newline-delimited JSON events.
+//!
+//! Events come from the watcher's channel (filled under the store lock, so
+//! catch-up and live events neither gap nor repeat). The stream also sends
+//! periodic BOOKMARKs when asked, ends after `timeoutSeconds`, and ends
+//! after an in-stream ERROR (such as 410 Expired). All timers are tokio
+//! timers, so paused-time tests work.
+
+use super::body::ResponseBody;
+use super::resources::ResourceKind;
+use super::store::{ChangeType, Store, WatchItem};
+use super::table;
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Interval};
+
+/// How often a watch that asked for bookmarks gets one.
+pub const BOOKMARK_PERIOD: Duration = Duration::from_secs(5);
+
+/// How one watch stream renders and paces its events.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchOptions {
+    /// The watched resource.
+    pub kind: &'static ResourceKind,
+    /// When the stream ends (`timeoutSeconds`).
+    pub timeout: Duration,
+    /// Whether to send periodic bookmarks.
+    pub bookmarks: bool,
+    /// Whether objects are rendered as kubectl Tables.
+    pub as_table: bool,
+}
+
+struct WatchState {
+    store: Arc<Mutex<Store>>,
+    rx: mpsc::UnboundedReceiver<WatchItem>,
+    pending: VecDeque<WatchItem>,
+    deadline: Instant,
+    bookmarks: Option<Interval>,
+    opts: WatchOptions,
+    done: bool,
+}
+
+/// One event as a JSON line.
+fn render(opts: &WatchOptions, item: &WatchItem) -> Bytes {
+    let event = match item {
+        WatchItem::Event(ty, obj) => {
+            let ty = match ty {
+                ChangeType::Added => "ADDED",
+                ChangeType::Modified => "MODIFIED",
+                ChangeType::Deleted => "DELETED",
+            };
+            let object = if opts.as_table {
+                table::table(opts.kind, &[obj.as_ref()], None, false)
+            } else {
+                obj.as_ref().clone()
+            };
+            json!({ "type": ty, "object": object })
+        }
+        WatchItem::Bookmark(rv, initial_end) => {
+            let mut metadata = json!({ "resourceVersion": rv.to_string() });
+            if *initial_end {
+                metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+            }
+            json!({
+                "type": "BOOKMARK",
+                "object": {
+                    "kind": opts.kind.kind,
+                    "apiVersion": opts.kind.api_version(),
+                    "metadata": metadata,
+                }
+            })
+        }
+        WatchItem::Error(err) => json!({ "type": "ERROR", "object": err.to_status() }),
+    };
+    let mut line = serde_json::to_vec(&event).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+impl WatchState {
+    /// The next line to send, or `None` when the stream is over.
+    async fn next_line(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                if matches!(item, WatchItem::Error(_)) {
+                    self.done = true;
+                }
+                return Some(render(&self.opts, &item));
+            }
+            if self.done {
+                return None;
+            }
+            let tick = async {
+                match self.bookmarks.as_mut() {
+                    Some(i) => {
+                        i.tick().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                item = self.rx.recv() => match item {
+                    Some(item) => self.pending.push_back(item),
+                    None => return None,
+                },
+                () = tokio::time::sleep_until(self.deadline) => return None,
+                () = tick => self.queue_bookmark(),
+            }
+        }
+    }
+
+    /// Queues a bookmark at the current version after every event up to it:
+    /// those are already in the channel, as writes notify under the lock.
+    fn queue_bookmark(&mut self) {
+        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let rv = store.rv();
+        while let Ok(item) = self.rx.try_recv() {
+            self.pending.push_back(item);
+        }
+        drop(store);
+        self.pending.push_back(WatchItem::Bookmark(rv, false));
+    }
+}
+
+/// The streaming body for a registered watcher.
+pub fn stream_body(
+    store: Arc<Mutex<Store>>,
+    rx: mpsc::UnboundedReceiver<WatchItem>,
+    initial: Vec<WatchItem>,
+    opts: WatchOptions,
+) -> ResponseBody {
+    let now = Instant::now();
+    let state = WatchState {
+        store,
+        rx,
+        pending: initial.into(),
+        deadline: now + opts.timeout,
+        bookmarks: opts
+            .bookmarks
+            .then(|| tokio::time::interval_at(now + BOOKMARK_PERIOD, BOOKMARK_PERIOD)),
+        opts,
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        st.next_line().await.map(|line| (line, st))
+    })
+    .map(|line| Ok::<_, std::convert::Infallible>(Frame::data(line)));
+    StreamBody::new(stream).boxed_unsync()
+}

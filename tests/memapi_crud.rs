@@ -1,0 +1,359 @@
+//! memapi write semantics: conflicts, status subresource, defaults,
+//! finalizers and preconditions, bad requests.
+
+mod common;
+
+use common::{code, pv, pvc, reason};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use pv_controller::memapi::MemApi;
+use serde_json::json;
+
+#[tokio::test]
+async fn stale_update_is_a_conflict_and_changes_nothing() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let created = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+    let mut fresh = created.clone();
+    fresh.metadata.labels = Some([("a".to_string(), "1".to_string())].into());
+    let updated = pvs
+        .replace("pv1", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    assert_ne!(
+        updated.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    let mut stale = created.clone();
+    stale.metadata.labels = Some([("a".to_string(), "2".to_string())].into());
+    let err = pvs
+        .replace("pv1", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status.code, 409);
+    assert_eq!(status.reason, "Conflict");
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+    let stored = mem.get::<PersistentVolume>(None, "pv1").unwrap();
+    assert_eq!(stored, updated);
+}
+
+#[tokio::test]
+async fn already_exists_and_not_found() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    pvs.create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "AlreadyExists");
+    assert_eq!(code(err), 409);
+    let err = pvs.get("nope").await.unwrap_err();
+    assert_eq!(reason(&err), "NotFound");
+    let err = pvs
+        .replace("nope", &PostParams::default(), &pv("nope", "1Gi"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 404);
+    let err = pvs
+        .patch(
+            "nope",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 404);
+    let err = pvs
+        .delete("nope", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 404);
+}
+
+#[tokio::test]
+async fn create_sets_identity_defaults_and_resets_status() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let mut v = pv("", "1Gi");
+    v.metadata.name = None;
+    v.metadata.generate_name = Some("pv-".into());
+    v.status = Some(serde_json::from_value(json!({"phase": "Bound"})).unwrap());
+    let created = pvs.create(&PostParams::default(), &v).await.unwrap();
+    let name = created.metadata.name.clone().unwrap();
+    assert!(name.starts_with("pv-") && name.len() == 8, "{name}");
+    assert_eq!(created.metadata.uid.as_ref().unwrap().len(), 36);
+    assert!(created.metadata.creation_timestamp.is_some());
+    let spec = created.spec.unwrap();
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Retain")
+    );
+    assert_eq!(spec.volume_mode.as_deref(), Some("Filesystem"));
+    let status = created.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert!(status.last_phase_transition_time.is_some());
+
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(mem.client(), "ns1");
+    let c = claims
+        .create(&PostParams::default(), &pvc("ns1", "c1", "1Gi"))
+        .await
+        .unwrap();
+    assert_eq!(c.spec.unwrap().volume_mode.as_deref(), Some("Filesystem"));
+    assert_eq!(c.status.unwrap().phase.as_deref(), Some("Pending"));
+
+    // Seeding keeps the status.
+    let mut bound = pv("seeded", "1Gi");
+    bound.status = Some(serde_json::from_value(json!({"phase": "Bound"})).unwrap());
+    let seeded = mem.create(&bound).unwrap();
+    assert_eq!(seeded.status.unwrap().phase.as_deref(), Some("Bound"));
+}
+
+#[tokio::test]
+async fn status_subresource_semantics() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let created = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+    let first_stamp = created
+        .status
+        .as_ref()
+        .unwrap()
+        .last_phase_transition_time
+        .clone();
+
+    // A main-resource update ignores status.
+    let mut v = created.clone();
+    v.status.as_mut().unwrap().phase = Some("Available".into());
+    v.spec.as_mut().unwrap().storage_class_name = Some("gold".into());
+    let v = pvs
+        .replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
+    assert_eq!(v.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
+    assert_eq!(
+        v.spec.as_ref().unwrap().storage_class_name.as_deref(),
+        Some("gold")
+    );
+
+    // A status update ignores spec and sets the phase transition time.
+    let mut s = v.clone();
+    s.status.as_mut().unwrap().phase = Some("Available".into());
+    s.status.as_mut().unwrap().last_phase_transition_time = first_stamp.clone();
+    s.spec.as_mut().unwrap().storage_class_name = Some("silver".into());
+    s.metadata.labels = Some([("ignored".to_string(), "yes".to_string())].into());
+    let s = pvs
+        .replace_status("pv1", &PostParams::default(), &s)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.status.as_ref().unwrap().phase.as_deref(),
+        Some("Available")
+    );
+    assert_eq!(
+        s.spec.as_ref().unwrap().storage_class_name.as_deref(),
+        Some("gold")
+    );
+    assert!(s.metadata.labels.is_none());
+    assert!(
+        s.status
+            .as_ref()
+            .unwrap()
+            .last_phase_transition_time
+            .is_some()
+    );
+
+    // Status patch changes only status.
+    let p = json!({"spec": {"storageClassName": "x"}, "status": {"phase": "Released"}});
+    let s = pvs
+        .patch_status("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.status.as_ref().unwrap().phase.as_deref(),
+        Some("Released")
+    );
+    assert_eq!(
+        s.spec.as_ref().unwrap().storage_class_name.as_deref(),
+        Some("gold")
+    );
+
+    // A no-op update does not bump the resourceVersion.
+    let same = pvs
+        .replace("pv1", &PostParams::default(), &s)
+        .await
+        .unwrap();
+    assert_eq!(same.metadata.resource_version, s.metadata.resource_version);
+}
+
+#[tokio::test]
+async fn phase_change_sets_last_phase_transition_time() {
+    let mem = MemApi::new();
+    let mut seeded = pv("pv1", "1Gi");
+    seeded.status = Some(serde_json::from_value(json!({"phase": "Available"})).unwrap());
+    mem.create(&seeded).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let p = json!({"status": {"phase": "Bound"}});
+    let v = pvs
+        .patch_status("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
+    assert!(v.status.unwrap().last_phase_transition_time.is_some());
+    // A client-set stamp is kept.
+    let p =
+        json!({"status": {"phase": "Released", "lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}});
+    let v = pvs
+        .patch_status("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
+    let stamp = v.status.unwrap().last_phase_transition_time.unwrap();
+    assert_eq!(stamp.0.to_string(), "2020-01-01T00:00:00Z");
+}
+
+#[tokio::test]
+async fn finalizers_delay_removal_until_the_last_is_gone() {
+    let mem = MemApi::new();
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(mem.client(), "ns1");
+    let mut c = pvc("ns1", "c1", "1Gi");
+    c.metadata.finalizers = Some(vec!["kubernetes.io/pvc-protection".into()]);
+    claims.create(&PostParams::default(), &c).await.unwrap();
+    let deleted = claims.delete("c1", &DeleteParams::default()).await.unwrap();
+    let obj = deleted.left().unwrap();
+    assert!(obj.metadata.deletion_timestamp.is_some());
+    let stored = claims.get("c1").await.unwrap();
+    assert!(stored.metadata.deletion_timestamp.is_some());
+
+    let p = json!({"metadata": {"finalizers": null}});
+    claims
+        .patch("c1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
+    assert_eq!(code(claims.get("c1").await.unwrap_err()), 404);
+    assert!(
+        mem.get::<PersistentVolumeClaim>(Some("ns1"), "c1")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn delete_preconditions() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let v = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+    let wrong = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some("other".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(code(pvs.delete("pv1", &wrong).await.unwrap_err()), 409);
+    let stale = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: None,
+            resource_version: Some("1".into()),
+        }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(code(pvs.delete("pv1", &stale).await.unwrap_err()), 409);
+    let right = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: v.metadata.uid.clone(),
+            resource_version: v.metadata.resource_version.clone(),
+        }),
+        ..DeleteParams::default()
+    };
+    let gone = pvs.delete("pv1", &right).await.unwrap().left().unwrap();
+    assert_ne!(gone.metadata.resource_version, v.metadata.resource_version);
+    assert!(mem.get::<PersistentVolume>(None, "pv1").is_none());
+}
+
+#[tokio::test]
+async fn patches_merge_json_strategic_and_invalid() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let p = json!({"metadata": {"annotations": {"a": "1"}}});
+    pvs.patch("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap();
+    let ops = serde_json::from_value(json!([
+        {"op": "add", "path": "/metadata/labels", "value": {"l": "x"}}
+    ]))
+    .unwrap();
+    pvs.patch("pv1", &PatchParams::default(), &Patch::<()>::Json(ops))
+        .await
+        .unwrap();
+    let p = json!({"metadata": {"annotations": {"b": "2"}}, "$setElementOrder/x": []});
+    let v = pvs
+        .patch("pv1", &PatchParams::default(), &Patch::Strategic(p))
+        .await
+        .unwrap();
+    let ann = v.metadata.annotations.unwrap();
+    assert_eq!(ann.get("a").map(String::as_str), Some("1"));
+    assert_eq!(ann.get("b").map(String::as_str), Some("2"));
+    assert_eq!(
+        v.metadata.labels.unwrap().get("l").map(String::as_str),
+        Some("x")
+    );
+
+    let before = mem.get::<PersistentVolume>(None, "pv1").unwrap();
+    let bad = serde_json::from_value(json!([
+        {"op": "remove", "path": "/metadata/nothere"}
+    ]))
+    .unwrap();
+    let err = pvs
+        .patch("pv1", &PatchParams::default(), &Patch::<()>::Json(bad))
+        .await
+        .unwrap_err();
+    assert!((400..500).contains(&code(err)));
+    // A stale resourceVersion in a patch is a conflict.
+    let p = json!({"metadata": {"resourceVersion": "1", "labels": {"z": "z"}}});
+    let err = pvs
+        .patch("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+    assert_eq!(mem.get::<PersistentVolume>(None, "pv1").unwrap(), before);
+
+    // Server-side apply creates a missing object.
+    let applied = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv2"},
+        "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}});
+    let v = pvs
+        .patch("pv2", &PatchParams::apply("test"), &Patch::Apply(applied))
+        .await
+        .unwrap();
+    assert_eq!(v.metadata.name.as_deref(), Some("pv2"));
+}
+
+#[tokio::test]
+async fn pod_status_is_reset_on_create() {
+    let mem = MemApi::new();
+    let pods: Api<Pod> = Api::namespaced(mem.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": "Running"}
+    }))
+    .unwrap();
+    let p = pods.create(&PostParams::default(), &pod).await.unwrap();
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
+}

@@ -1,0 +1,276 @@
+//! memapi reactors (errors, drops, delays, probabilities), request
+//! counters, and bad requests answered with Status bodies.
+
+mod common;
+
+use common::{code, pv, reason};
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use kube::api::{Api, PostParams};
+use pv_controller::memapi::{MemApi, MemApiConfig, Reactor, Verb};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tower::ServiceExt;
+
+#[tokio::test]
+async fn error_once_then_n_times_then_counters() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(
+        Reactor::on(Verb::Get, "persistentvolumes")
+            .name("pv1")
+            .error(503),
+    );
+    let err = pvs.get("pv1").await.unwrap_err();
+    assert_eq!(reason(&err), "ServiceUnavailable");
+    assert_eq!(code(err), 503);
+    pvs.get("pv1").await.unwrap();
+
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .error(409)
+            .times(2),
+    );
+    let v = pvs.get("pv1").await.unwrap();
+    for _ in 0..2 {
+        let err = pvs
+            .replace("pv1", &PostParams::default(), &v)
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&err), "Conflict");
+    }
+    pvs.replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
+
+    let stats = mem.requests();
+    assert_eq!(stats.count(Verb::Get, "persistentvolumes", None), 3);
+    assert_eq!(stats.count(Verb::Update, "persistentvolumes", None), 3);
+    assert_eq!(
+        stats.count_code(Verb::Update, "persistentvolumes", None, 200),
+        1
+    );
+    assert_eq!(stats.total_with_code(409), 2);
+    assert_eq!(stats.log().len(), 6);
+    assert_eq!(stats.log()[0].code, Some(503));
+    mem.reset_requests();
+    assert_eq!(mem.requests().total(), 0);
+}
+
+#[tokio::test]
+async fn status_subresource_reactor_and_clear() {
+    let mem = MemApi::new();
+    let v = mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .subresource("status")
+            .error(500)
+            .always(),
+    );
+    let err = pvs
+        .replace_status("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "InternalError");
+    pvs.replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
+    mem.clear_reactors();
+    pvs.replace_status("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
+    let stats = mem.requests();
+    assert_eq!(
+        stats.count(Verb::Update, "persistentvolumes", Some("status")),
+        2
+    );
+    assert_eq!(stats.count(Verb::Update, "persistentvolumes", None), 1);
+}
+
+#[tokio::test]
+async fn dropped_connection_is_a_service_error() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(Reactor::on(Verb::Create, "persistentvolumes").drop_connection());
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
+    assert!(!matches!(err, kube::Error::Api(_)), "{err:?}");
+    assert!(mem.get::<PersistentVolume>(None, "pv1").is_none());
+    assert_eq!(mem.requests().total_dropped(), 1);
+    pvs.create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn delay_uses_tokio_time() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(Reactor::any().delay(Duration::from_secs(60)));
+    let start = tokio::time::Instant::now();
+    pvs.get("pv1").await.unwrap();
+    assert!(start.elapsed() >= Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn probability_is_seeded_and_roughly_right() {
+    let run = || async {
+        let mem = MemApi::with_config(MemApiConfig {
+            seed: 7,
+            ..MemApiConfig::default()
+        });
+        mem.create(&pv("pv1", "1Gi")).unwrap();
+        let pvs: Api<PersistentVolume> = Api::all(mem.client());
+        mem.add_reactor(
+            Reactor::on(Verb::Get, "persistentvolumes")
+                .error(429)
+                .probability(0.3),
+        );
+        let mut outcomes = Vec::new();
+        for _ in 0..200 {
+            outcomes.push(pvs.get("pv1").await.is_ok());
+        }
+        outcomes
+    };
+    let a = run().await;
+    let b = run().await;
+    assert_eq!(a, b);
+    let failures = a.iter().filter(|ok| !**ok).count();
+    assert!((30..90).contains(&failures), "{failures}");
+}
+
+/// Sends a raw request through the tower service; returns (code, body).
+async fn raw(mem: &MemApi, method: &str, uri: &str, ct: &str, body: &str) -> (u16, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", ct)
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let resp = mem.service().oneshot(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn bad_requests_get_status_bodies() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let rv = mem.resource_version();
+    let json_ct = "application/json";
+    let cases = [
+        ("GET", "/api/v1/gadgets", json_ct, "", 404),
+        ("GET", "/apis/nope.io/v1/things", json_ct, "", 404),
+        (
+            "POST",
+            "/api/v1/persistentvolumes",
+            json_ct,
+            "{not json",
+            400,
+        ),
+        ("POST", "/api/v1/persistentvolumes", json_ct, "[1,2]", 400),
+        (
+            "POST",
+            "/api/v1/persistentvolumes",
+            json_ct,
+            r#"{"metadata":{}}"#,
+            422,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/a/persistentvolumeclaims",
+            json_ct,
+            r#"{"metadata":{"name":"c","namespace":"b"}}"#,
+            400,
+        ),
+        (
+            "PUT",
+            "/api/v1/persistentvolumes/pv1",
+            json_ct,
+            r#"{"metadata":{"name":"other"}}"#,
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "application/merge-patch+json",
+            "{oops",
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "application/json-patch+json",
+            r#"{"op":1}"#,
+            400,
+        ),
+        (
+            "PATCH",
+            "/api/v1/persistentvolumes/pv1",
+            "text/plain",
+            "{}",
+            415,
+        ),
+        (
+            "GET",
+            "/api/v1/persistentvolumes/pv1/scale",
+            json_ct,
+            "",
+            404,
+        ),
+        ("DELETE", "/api/v1/persistentvolumes", json_ct, "", 405),
+        ("GET", "/api/v1/persistentvolumes?limit=x", json_ct, "", 400),
+        (
+            "GET",
+            "/api/v1/persistentvolumes?watch=1&resourceVersion=abc",
+            json_ct,
+            "",
+            400,
+        ),
+    ];
+    for (method, uri, ct, body, want) in cases {
+        let (got, status) = raw(&mem, method, uri, ct, body).await;
+        assert_eq!(got, want, "{method} {uri}: {status}");
+        assert_eq!(status["kind"], "Status", "{method} {uri}");
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["code"], json!(want));
+    }
+    assert_eq!(mem.resource_version(), rv);
+    assert_eq!(mem.list::<PersistentVolume>().len(), 1);
+}
+
+#[tokio::test]
+async fn discovery_documents() {
+    let mem = MemApi::new();
+    let (code, v) = raw(&mem, "GET", "/api/v1", "", "").await;
+    assert_eq!(code, 200);
+    let pv = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "persistentvolumes")
+        .unwrap();
+    assert_eq!(pv["shortNames"], json!(["pv"]));
+    assert_eq!(pv["namespaced"], json!(false));
+    let (_, groups) = raw(&mem, "GET", "/apis", "", "").await;
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["storage.k8s.io", "events.k8s.io", "coordination.k8s.io"]
+    );
+    let (code, _) = raw(&mem, "GET", "/apis/storage.k8s.io/v1", "", "").await;
+    assert_eq!(code, 200);
+    let (_, version) = raw(&mem, "GET", "/version", "", "").await;
+    assert_eq!(version["major"], "1");
+}
