@@ -98,4 +98,8 @@ pub mod reasons {
     pub const PROVISIONING_SUCCEEDED: &str = "ProvisioningSucceeded";
     /// A claim waits for an external provisioner.
     pub const EXTERNAL_PROVISIONING: &str = "ExternalProvisioning";
+    /// A volume the controller cannot read (unparsable capacity, unknown
+    /// access mode, a claimRef without namespace or name); it is never
+    /// offered to a claim and never reclaimed until fixed.
+    pub const INVALID_VOLUME: &str = "InvalidVolume";
 }

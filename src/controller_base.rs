@@ -104,7 +104,11 @@ impl ControllerBase {
         let cache = Arc::new(ShadowCache::default());
         let volume_queue = WorkQueue::new();
         let claim_queue = WorkQueue::new();
-        let listers = Listers { classes, pods, nodes };
+        let listers = Listers {
+            classes,
+            pods,
+            nodes,
+        };
         let recorder = EventRecorder::new(client.clone(), config.instance.clone());
         let controller = Arc::new(Controller::new(
             client.clone(),
@@ -143,7 +147,10 @@ impl ControllerBase {
     /// A handle that tells, while the controller runs, whether it has
     /// nothing queued, in progress or waiting for a retry.
     pub fn idle_probe(&self) -> IdleProbe {
-        IdleProbe { volumes: self.volume_queue.clone(), claims: self.claim_queue.clone() }
+        IdleProbe {
+            volumes: self.volume_queue.clone(),
+            claims: self.claim_queue.clone(),
+        }
     }
 
     /// Starts the watchers and waits until every lister holds a complete
@@ -168,13 +175,22 @@ impl ControllerBase {
             reflect(writers.claims, watch::<PersistentVolumeClaim>(&client)),
             move |event| on_claim_event(event, &store, &cache, &queue),
         ));
-        self.tasks.spawn(pump(reflect(writers.classes, watch::<StorageClass>(&client)), |_| {}));
         self.tasks.spawn(pump(
-            reflect(writers.pods, watch::<Pod>(&client).modify(keep_pod_essentials)),
+            reflect(writers.classes, watch::<StorageClass>(&client)),
             |_| {},
         ));
         self.tasks.spawn(pump(
-            reflect(writers.nodes, watch::<Node>(&client).modify(|node| node.status = None)),
+            reflect(
+                writers.pods,
+                watch::<Pod>(&client).modify(keep_pod_essentials),
+            ),
+            |_| {},
+        ));
+        self.tasks.spawn(pump(
+            reflect(
+                writers.nodes,
+                watch::<Node>(&client).modify(|node| node.status = None),
+            ),
             |_| {},
         ));
         wait_ready("persistentvolume", &self.volumes).await?;
@@ -412,7 +428,10 @@ async fn claim_worker(
 /// The claim a deleted volume was bound to: it becomes Lost promptly.
 fn claim_of_deleted_volume(volume: &PersistentVolume) -> Option<ClaimKey> {
     let reference = volume.spec.as_ref()?.claim_ref.as_ref()?;
-    Some(ClaimKey::new(reference.namespace.clone()?, reference.name.clone()?))
+    Some(ClaimKey::new(
+        reference.namespace.clone()?,
+        reference.name.clone()?,
+    ))
 }
 
 /// The volume a deleted claim was bound to: it becomes Released promptly.

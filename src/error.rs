@@ -57,7 +57,10 @@ impl Error {
 
 /// Wraps a client error with what the controller was doing.
 pub(crate) fn api(action: impl FnOnce() -> String) -> impl FnOnce(kube::Error) -> Error {
-    move |source| Error::Api { action: action(), source }
+    move |source| Error::Api {
+        action: action(),
+        source,
+    }
 }
 
 /// The controller's result type.

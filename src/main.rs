@@ -22,8 +22,11 @@ async fn main() -> anyhow::Result<()> {
     let client = connect(&options).await?;
     let config = BaseConfig {
         resync_period: options.sync_period,
-        settings: Settings { enable_dynamic_provisioning: options.enable_dynamic_provisioning },
-        instance: std::env::var("POD_NAME").unwrap_or_else(|_| pv_controller::constants::CONTROLLER_NAME.to_string()),
+        settings: Settings {
+            enable_dynamic_provisioning: options.enable_dynamic_provisioning,
+        },
+        instance: std::env::var("POD_NAME")
+            .unwrap_or_else(|_| pv_controller::constants::CONTROLLER_NAME.to_string()),
     };
     ControllerBase::new(client, config)
         .run(shutdown_signal())
@@ -42,7 +45,9 @@ async fn connect(options: &Options) -> anyhow::Result<Client> {
                 .await
                 .with_context(|| format!("loading kubeconfig {}", path.display()))?
         }
-        None => Config::infer().await.context("finding a cluster configuration")?,
+        None => Config::infer()
+            .await
+            .context("finding a cluster configuration")?,
     };
     let limit = RateLimitLayer::new(options.kube_api_qps, options.kube_api_burst);
     Ok(ClientBuilder::try_from(config)

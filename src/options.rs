@@ -8,7 +8,11 @@ use clap::Parser;
 
 /// Flags of the `pv-controller` binary.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "pv-controller", version, about = "Kubernetes PersistentVolume controller")]
+#[command(
+    name = "pv-controller",
+    version,
+    about = "Kubernetes PersistentVolume controller"
+)]
 pub struct Options {
     /// Path to a kubeconfig file; without it KUBECONFIG, then the in-cluster
     /// configuration, then ~/.kube/config are tried.
@@ -44,7 +48,10 @@ pub struct DurationError {
 /// `ns`, `us`, `µs`, `ms`, `s`, `m`, `h` (for example `1h2m3.5s`); a bare `0`
 /// is zero.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
-    let fail = |reason| DurationError { input: input.to_string(), reason };
+    let fail = |reason| DurationError {
+        input: input.to_string(),
+        reason,
+    };
     let text = input.trim();
     if text == "0" {
         return Ok(Duration::ZERO);
@@ -55,13 +62,17 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let mut total = 0f64;
     let mut rest = text;
     while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if number_len == 0 {
             return Err(fail("missing number"));
         }
         let value: f64 = rest[..number_len].parse().map_err(|_| fail("bad number"))?;
         rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let seconds_per_unit = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,

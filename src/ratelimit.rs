@@ -22,7 +22,12 @@ impl RateLimitLayer {
     pub fn new(qps: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
         Self {
-            bucket: Arc::new(Mutex::new(Bucket { qps, burst, tokens: burst, last: Instant::now() })),
+            bucket: Arc::new(Mutex::new(Bucket {
+                qps,
+                burst,
+                tokens: burst,
+                last: Instant::now(),
+            })),
         }
     }
 }
@@ -31,7 +36,12 @@ impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimited<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RateLimited { inner, bucket: Arc::clone(&self.bucket), sleep: None, reserved: false }
+        RateLimited {
+            inner,
+            bucket: Arc::clone(&self.bucket),
+            sleep: None,
+            reserved: false,
+        }
     }
 }
 
@@ -85,7 +95,11 @@ where
                 ready!(sleep.as_mut().poll(cx));
                 self.sleep = None;
             }
-            let taken = self.bucket.lock().unwrap_or_else(|e| e.into_inner()).take(Instant::now());
+            let taken = self
+                .bucket
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(Instant::now());
             match taken {
                 Ok(()) => self.reserved = true,
                 Err(wait) => self.sleep = Some(Box::pin(tokio::time::sleep(wait))),
@@ -106,7 +120,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn bursts_then_paces() {
         let start = Instant::now();
-        let mut bucket = Bucket { qps: 10.0, burst: 3.0, tokens: 3.0, last: start };
+        let mut bucket = Bucket {
+            qps: 10.0,
+            burst: 3.0,
+            tokens: 3.0,
+            last: start,
+        };
         for _ in 0..3 {
             assert!(bucket.take(start).is_ok());
         }
@@ -119,7 +138,12 @@ mod tests {
     #[test]
     fn zero_qps_is_unlimited() {
         let now = Instant::now();
-        let mut bucket = Bucket { qps: 0.0, burst: 1.0, tokens: 1.0, last: now };
+        let mut bucket = Bucket {
+            qps: 0.0,
+            burst: 1.0,
+            tokens: 1.0,
+            last: now,
+        };
         for _ in 0..100 {
             assert!(bucket.take(now).is_ok());
         }

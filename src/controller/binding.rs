@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use crate::events::EventType;
 
 use super::Controller;
 use super::writes::claim_phase;
@@ -41,7 +41,8 @@ impl Controller {
         let volume = self.bind_volume_to_claim(volume, claim).await?;
         let volume = self.set_volume_phase(&volume, phase::BOUND, None).await?;
         let claim = self.bind_claim_to_volume(claim, &volume).await?;
-        self.set_claim_status(&claim, phase::BOUND, Some(&volume)).await?;
+        self.set_claim_status(&claim, phase::BOUND, Some(&volume))
+            .await?;
         tracing::debug!("binding complete");
         Ok(())
     }
@@ -183,8 +184,13 @@ impl Controller {
             return Ok(());
         }
         let stored = self.set_claim_status(claim, new_phase, None).await?;
-        self.event(reference_of(stored.as_ref()), event_type, reason, message.to_string())
-            .await;
+        self.event(
+            reference_of(stored.as_ref()),
+            event_type,
+            reason,
+            message.to_string(),
+        )
+        .await;
         Ok(())
     }
 
@@ -209,7 +215,9 @@ impl Controller {
         }
         let stored = self.update_volume(&changed).await?;
         tracing::info!("volume released from its claim");
-        self.set_volume_phase(&stored, phase::AVAILABLE, None).await?;
+        self.set_volume_phase(&stored, phase::AVAILABLE, None)
+            .await?;
+        self.retry_unmatched();
         Ok(())
     }
 }
@@ -235,7 +243,9 @@ fn bound_claim_capacity(volume: &PersistentVolume) -> Result<Quantity> {
         .as_ref()
         .and_then(|a| a.get(ANN_PRE_RESIZE_CAPACITY))
         .filter(|value| Amount::parse(value).is_ok());
-    Ok(pre_resize.map(|value| Quantity(value.clone())).unwrap_or(capacity))
+    Ok(pre_resize
+        .map(|value| Quantity(value.clone()))
+        .unwrap_or(capacity))
 }
 
 /// Whether two quantities are the same amount (not the same spelling).

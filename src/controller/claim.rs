@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::events::EventType;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
 use super::binding::phase;
@@ -98,17 +98,26 @@ pub fn classify_bound(
 
 /// The volume a claim names in `spec.volumeName`, if any.
 pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
-    claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty())
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .filter(|n| !n.is_empty())
 }
 
 impl Controller {
-    pub(super) async fn sync_unbound_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+    pub(super) async fn sync_unbound_claim(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
         let requested = requested_volume(claim).and_then(|name| self.cache.volume(name));
         match classify_unbound(claim, requested) {
             UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(claim).await,
             UnboundClaimSituation::RequestedVolumeMissing => {
                 tracing::debug!("requested volume not found, claim stays pending");
-                self.set_claim_status(claim, phase::PENDING, None).await.map(drop)
+                self.set_claim_status(claim, phase::PENDING, None)
+                    .await
+                    .map(drop)
             }
             UnboundClaimSituation::RequestedVolumeFree(volume) => {
                 match check_volume_satisfies_claim(&volume, claim) {
@@ -118,9 +127,16 @@ impl Controller {
                             "Cannot bind to requested volume {:?}: {reason}",
                             crate::keys::VolumeName::of(&volume).0
                         );
-                        self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::VOLUME_MISMATCH, message)
-                            .await;
-                        self.set_claim_status(claim, phase::PENDING, None).await.map(drop)
+                        self.event(
+                            reference_of(claim.as_ref()),
+                            EventType::Warning,
+                            reasons::VOLUME_MISMATCH,
+                            message,
+                        )
+                        .await;
+                        self.set_claim_status(claim, phase::PENDING, None)
+                            .await
+                            .map(drop)
                     }
                 }
             }
@@ -131,8 +147,13 @@ impl Controller {
             UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume) => {
                 let name = crate::keys::VolumeName::of(&volume).0;
                 let message = format!("volume {name:?} already bound to a different claim.");
-                self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::FAILED_BINDING, message)
-                    .await;
+                self.event(
+                    reference_of(claim.as_ref()),
+                    EventType::Warning,
+                    reasons::FAILED_BINDING,
+                    message,
+                )
+                .await;
                 if has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
                     // Only a removed bind-completed annotation gets a claim
                     // here: refuse to guess which side is right.
@@ -153,7 +174,9 @@ impl Controller {
                         ClaimKey::of(claim)
                     )));
                 }
-                self.set_claim_status(claim, phase::PENDING, None).await.map(drop)
+                self.set_claim_status(claim, phase::PENDING, None)
+                    .await
+                    .map(drop)
             }
         }
     }
@@ -180,6 +203,7 @@ impl Controller {
             tracing::debug!(volume = %crate::keys::VolumeName::of(&volume), "found a matching volume");
             return self.bind(&volume, claim).await;
         }
+        self.remember_unmatched(claim);
         if self.assign_default_class(claim).await? {
             return Ok(());
         }
@@ -193,11 +217,14 @@ impl Controller {
                 reference_of(claim.as_ref()),
                 EventType::Normal,
                 reasons::FAILED_BINDING,
-                "no persistent volumes available for this claim and no storage class is set".to_string(),
+                "no persistent volumes available for this claim and no storage class is set"
+                    .to_string(),
             )
             .await;
         }
-        self.set_claim_status(claim, phase::PENDING, None).await.map(drop)
+        self.set_claim_status(claim, phase::PENDING, None)
+            .await
+            .map(drop)
     }
 
     pub(super) async fn sync_bound_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {

@@ -94,7 +94,9 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { enable_dynamic_provisioning: true }
+        Self {
+            enable_dynamic_provisioning: true,
+        }
     }
 }
 
@@ -118,6 +120,7 @@ pub struct Controller {
     recorder: EventRecorder,
     claim_queue: WorkQueue<ClaimKey>,
     settings: Settings,
+    unmatched: std::sync::Mutex<std::collections::HashSet<ClaimKey>>,
 }
 
 impl Controller {
@@ -130,7 +133,41 @@ impl Controller {
         claim_queue: WorkQueue<ClaimKey>,
         settings: Settings,
     ) -> Self {
-        Self { client, cache, listers, recorder, claim_queue, settings }
+        Self {
+            client,
+            cache,
+            listers,
+            recorder,
+            claim_queue,
+            settings,
+            unmatched: Default::default(),
+        }
+    }
+
+    /// Remembers a claim for which no volume matched, so that it is synced
+    /// again as soon as a volume becomes Available instead of at the next
+    /// periodic resync.
+    fn remember_unmatched(&self, claim: &PersistentVolumeClaim) {
+        self.unmatched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ClaimKey::of(claim));
+    }
+
+    /// Queues every claim that found no volume since the last call: a
+    /// volume has become Available and may fit one of them.
+    fn retry_unmatched(&self) {
+        let waiting =
+            std::mem::take(&mut *self.unmatched.lock().unwrap_or_else(|e| e.into_inner()));
+        if !waiting.is_empty() {
+            tracing::debug!(
+                claims = waiting.len(),
+                "a volume is available, retrying unmatched claims"
+            );
+        }
+        for key in waiting {
+            self.claim_queue.add(key);
+        }
     }
 
     /// The shadow cache the controller decides from.

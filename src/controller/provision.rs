@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use crate::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
@@ -53,13 +53,22 @@ impl Controller {
                 reasons::WAIT_FOR_FIRST_CONSUMER,
                 "waiting for first consumer to be created before binding".to_string(),
             ),
-            [one] => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {one} to be scheduled")),
+            [one] => (
+                reasons::WAIT_FOR_POD_SCHEDULED,
+                format!("waiting for pod {one} to be scheduled"),
+            ),
             many => (
                 reasons::WAIT_FOR_POD_SCHEDULED,
                 format!("waiting for pods {} to be scheduled", many.join(",")),
             ),
         };
-        self.event(reference_of(claim.as_ref()), EventType::Normal, reason, message).await;
+        self.event(
+            reference_of(claim.as_ref()),
+            EventType::Normal,
+            reason,
+            message,
+        )
+        .await;
     }
 
     /// Names of the pods that use the claim, are not finished and have no
@@ -74,7 +83,13 @@ impl Controller {
             .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
             .filter(|pod| pod_uses_claim(pod, &key.name))
             .filter(|pod| !pod_is_terminated(pod))
-            .filter(|pod| pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("").is_empty())
+            .filter(|pod| {
+                pod.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .unwrap_or("")
+                    .is_empty()
+            })
             .filter_map(|pod| pod.metadata.name.clone())
             .collect();
         names.sort();
@@ -84,7 +99,10 @@ impl Controller {
     /// Gives a claim that has no class at all the cluster's default class,
     /// so that claims created before a default existed get provisioned.
     /// Returns whether the claim was updated (its next sync continues).
-    pub(super) async fn assign_default_class(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<bool> {
+    pub(super) async fn assign_default_class(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<bool> {
         if claim_has_class(claim) {
             return Ok(false);
         }
@@ -93,7 +111,10 @@ impl Controller {
         };
         let class_name = class.metadata.name.clone().unwrap_or_default();
         let mut changed = PersistentVolumeClaim::clone(claim);
-        changed.spec.get_or_insert_with(Default::default).storage_class_name = Some(class_name.clone());
+        changed
+            .spec
+            .get_or_insert_with(Default::default)
+            .storage_class_name = Some(class_name.clone());
         self.update_claim(&changed).await?;
         tracing::info!(class = %class_name, "assigned the default storage class to the claim");
         Ok(true)
@@ -110,8 +131,13 @@ impl Controller {
         let class_name = claim_class(claim);
         let Some(class) = self.storage_class(class_name) else {
             let message = format!("storageclass.storage.k8s.io {class_name:?} not found");
-            self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::PROVISIONING_FAILED, message)
-                .await;
+            self.event(
+                reference_of(claim.as_ref()),
+                EventType::Warning,
+                reasons::PROVISIONING_FAILED,
+                message,
+            )
+            .await;
             return Ok(());
         };
         let provisioner = class.provisioner.clone();
@@ -129,8 +155,13 @@ impl Controller {
         let message = format!(
             "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
         );
-        self.event(reference_of(claim.as_ref()), EventType::Normal, reasons::EXTERNAL_PROVISIONING, message)
-            .await;
+        self.event(
+            reference_of(claim.as_ref()),
+            EventType::Normal,
+            reasons::EXTERNAL_PROVISIONING,
+            message,
+        )
+        .await;
         Ok(())
     }
 
@@ -144,9 +175,15 @@ impl Controller {
             return Ok(Arc::clone(claim));
         }
         let mut changed = PersistentVolumeClaim::clone(claim);
-        let annotations = changed.metadata.annotations.get_or_insert_with(Default::default);
+        let annotations = changed
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
         annotations.insert(ANN_STORAGE_PROVISIONER.to_string(), provisioner.to_string());
-        annotations.insert(ANN_BETA_STORAGE_PROVISIONER.to_string(), provisioner.to_string());
+        annotations.insert(
+            ANN_BETA_STORAGE_PROVISIONER.to_string(),
+            provisioner.to_string(),
+        );
         let stored = self.update_claim(&changed).await?;
         tracing::info!(provisioner, "claim handed to its provisioner");
         Ok(stored)
@@ -174,12 +211,18 @@ pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>>
 /// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
 fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
     let pod_name = pod.metadata.name.as_deref().unwrap_or("");
-    pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()).any(|volume| {
-        let direct = volume.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == claim_name);
-        let ephemeral =
-            volume.ephemeral.is_some() && format!("{pod_name}-{}", volume.name) == claim_name;
-        direct || ephemeral
-    })
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|volume| {
+            let direct = volume
+                .persistent_volume_claim
+                .as_ref()
+                .is_some_and(|c| c.claim_name == claim_name);
+            let ephemeral =
+                volume.ephemeral.is_some() && format!("{pod_name}-{}", volume.name) == claim_name;
+            direct || ephemeral
+        })
 }
 
 /// Whether a pod will not run again: Succeeded or Failed, or being deleted
@@ -194,8 +237,8 @@ pub fn pod_is_terminated(pod: &Pod) -> bool {
         && status
             .and_then(|s| s.container_statuses.as_ref())
             .is_none_or(|statuses| {
-                statuses.iter().all(|c| {
-                    c.state.as_ref().is_none_or(|state| state.running.is_none())
-                })
+                statuses
+                    .iter()
+                    .all(|c| c.state.as_ref().is_none_or(|state| state.running.is_none()))
             })
 }

@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PersistentVolume;
 use crate::events::EventType;
+use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
 use super::binding::phase;
 use super::volume::reclaim_policy;
-use crate::constants::{ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::constants::{
+    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, reasons,
+};
 use crate::error::Result;
 use crate::keys::VolumeName;
 use crate::objects::annotation;
@@ -40,7 +42,8 @@ pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
         "Retain" => ReclaimAction::Retain,
         "Recycle" => ReclaimAction::Recycle,
         "Delete" => {
-            let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
+            let provisioner =
+                annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
             if !provisioner.is_empty() && !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
                 ReclaimAction::LeaveToExternal
             } else {

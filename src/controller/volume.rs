@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::events::EventType;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
 use super::binding::phase;
@@ -14,7 +14,9 @@ use crate::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, rea
 use crate::error::{Result, api};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
-use crate::objects::{claim_volume_mode, has_annotation, volume_mode};
+use crate::objects::{
+    claim_volume_mode, has_annotation, volume_access_modes, volume_capacity, volume_mode,
+};
 
 /// Where a volume stands relative to the claim its claimRef names.
 #[derive(Debug)]
@@ -58,10 +60,27 @@ pub fn classify_volume(
 
 impl Controller {
     pub(super) async fn sync_volume_inner(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+        if let Some(problem) = invalid_volume(volume) {
+            tracing::warn!(%problem, "invalid volume, left alone");
+            self.event(
+                reference_of(volume.as_ref()),
+                EventType::Warning,
+                reasons::INVALID_VOLUME,
+                problem,
+            )
+            .await;
+            if has_unusable_claim_ref(volume) {
+                // Releasing would run the reclaim policy on a guess.
+                return Ok(());
+            }
+        }
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
             VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
-                self.set_volume_phase(volume, phase::AVAILABLE, None).await.map(drop)
+                self.set_volume_phase(volume, phase::AVAILABLE, None)
+                    .await?;
+                self.retry_unmatched();
+                Ok(())
             }
             VolumeSituation::ClaimMissing => self.release_and_reclaim(volume).await,
             VolumeSituation::ClaimNotBoundYet(claim) => {
@@ -72,14 +91,24 @@ impl Controller {
                         "Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.",
                         claim.metadata.name.as_deref().unwrap_or("")
                     );
-                    self.event(reference_of(volume.as_ref()), EventType::Warning, reasons::VOLUME_MISMATCH, volume_message)
-                        .await;
+                    self.event(
+                        reference_of(volume.as_ref()),
+                        EventType::Warning,
+                        reasons::VOLUME_MISMATCH,
+                        volume_message,
+                    )
+                    .await;
                     let claim_message = format!(
                         "Cannot bind PersistentVolume {:?} to requested PersistentVolumeClaim due to incompatible volumeMode.",
                         VolumeName::of(volume).0
                     );
-                    self.event(reference_of(claim.as_ref()), EventType::Warning, reasons::VOLUME_MISMATCH, claim_message)
-                        .await;
+                    self.event(
+                        reference_of(claim.as_ref()),
+                        EventType::Warning,
+                        reasons::VOLUME_MISMATCH,
+                        claim_message,
+                    )
+                    .await;
                     return Ok(());
                 }
                 // Bound on the volume side only: a provisioner or a crash
@@ -88,9 +117,10 @@ impl Controller {
                 self.claim_queue.add(ClaimKey::of(&claim));
                 Ok(())
             }
-            VolumeSituation::ClaimBoundHere => {
-                self.set_volume_phase(volume, phase::BOUND, None).await.map(drop)
-            }
+            VolumeSituation::ClaimBoundHere => self
+                .set_volume_phase(volume, phase::BOUND, None)
+                .await
+                .map(drop),
             VolumeSituation::ClaimBoundElsewhere => {
                 let provisioned = has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED);
                 if provisioned && reclaim_policy(volume) == "Delete" {
@@ -136,15 +166,14 @@ impl Controller {
         if cached.is_none() && (phase == phase::RELEASED || phase == phase::FAILED) {
             return Ok(None);
         }
-        if key.namespace.is_empty() || key.name.is_empty() {
-            return Ok(None);
-        }
         let live = self
             .claims_api(&key.namespace)
             .get_opt(&key.name)
             .await
             .map_err(api(|| format!("getting claim {key}")))?;
-        Ok(live.filter(|c| c.metadata.uid.as_deref() == Some(uid.as_str())).map(Arc::new))
+        Ok(live
+            .filter(|c| c.metadata.uid.as_deref() == Some(uid.as_str()))
+            .map(Arc::new))
     }
 
     /// Marks a volume Released (unless it already is, or Failed) and runs
@@ -152,13 +181,42 @@ impl Controller {
     async fn release_and_reclaim(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
         let phase = volume_phase(volume);
         let volume = if phase != phase::RELEASED && phase != phase::FAILED {
-            tracing::info!(policy = reclaim_policy(volume), "volume released, reclaim policy will run");
+            tracing::info!(
+                policy = reclaim_policy(volume),
+                "volume released, reclaim policy will run"
+            );
             self.set_volume_phase(volume, phase::RELEASED, None).await?
         } else {
             Arc::clone(volume)
         };
         self.reclaim_volume(&volume).await
     }
+}
+
+/// What makes a volume unusable for binding, if anything.
+fn invalid_volume(volume: &PersistentVolume) -> Option<String> {
+    if has_unusable_claim_ref(volume) {
+        return Some("claimRef has a UID but no namespace or name".to_string());
+    }
+    if let Err(error) = volume_capacity(volume) {
+        return Some(error.to_string());
+    }
+    volume_access_modes(volume)
+        .err()
+        .map(|error| error.to_string())
+}
+
+/// Whether the claimRef names a claim by UID but not by namespace and name.
+fn has_unusable_claim_ref(volume: &PersistentVolume) -> bool {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.claim_ref.as_ref())
+        .is_some_and(|r| {
+            !r.uid.as_deref().unwrap_or("").is_empty()
+                && (r.namespace.as_deref().unwrap_or("").is_empty()
+                    || r.name.as_deref().unwrap_or("").is_empty())
+        })
 }
 
 /// A volume's reclaim policy as written ("" when unset).

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::PostParams;
-use crate::events::EventType;
 
 use super::Controller;
 use crate::error::{Result, api};
@@ -24,7 +24,10 @@ impl Controller {
     }
 
     /// Writes a volume's spec and metadata, and stores the answer.
-    pub(super) async fn update_volume(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>> {
+    pub(super) async fn update_volume(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
         let stored = self
             .volumes_api()
@@ -35,7 +38,10 @@ impl Controller {
     }
 
     /// Writes a volume's status, and stores the answer.
-    pub(super) async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<Arc<PersistentVolume>> {
+    pub(super) async fn update_volume_status(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
         let stored = self
             .volumes_api()
@@ -46,7 +52,10 @@ impl Controller {
     }
 
     /// Writes a claim's spec and metadata, and stores the answer.
-    pub(super) async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<Arc<PersistentVolumeClaim>> {
+    pub(super) async fn update_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = ClaimKey::of(claim);
         let stored = self
             .claims_api(&key.namespace)
@@ -116,8 +125,11 @@ impl Controller {
         if volume_phase(volume) == phase {
             return Ok(Arc::clone(volume));
         }
-        let stored = self.set_volume_phase(volume, phase, Some(message.clone())).await?;
-        self.event(reference_of(stored.as_ref()), event_type, reason, message).await;
+        let stored = self
+            .set_volume_phase(volume, phase, Some(message.clone()))
+            .await?;
+        self.event(reference_of(stored.as_ref()), event_type, reason, message)
+            .await;
         Ok(stored)
     }
 
@@ -129,16 +141,26 @@ impl Controller {
         reason: &str,
         message: String,
     ) {
-        self.recorder.record(regarding, event_type, reason, message).await;
+        self.recorder
+            .record(regarding, event_type, reason, message)
+            .await;
     }
 }
 
 /// The phase of a volume, "" when it has none yet.
 pub(super) fn volume_phase(volume: &PersistentVolume) -> &str {
-    volume.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+    volume
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
 }
 
 /// The phase of a claim, "" when it has none yet.
 pub(super) fn claim_phase(claim: &PersistentVolumeClaim) -> &str {
-    claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
 }

@@ -68,7 +68,10 @@ pub struct VolumeBuilder(pub PersistentVolume);
 /// A volume of the given capacity, Pending, Retain, no class, unbound.
 pub fn volume(name: &str, capacity: &str) -> VolumeBuilder {
     VolumeBuilder(PersistentVolume {
-        metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
         spec: Some(PersistentVolumeSpec {
             capacity: Some(storage(capacity)),
             access_modes: Some(modes(&[RWO, ROX])),
@@ -145,7 +148,11 @@ impl VolumeBuilder {
 
     /// Adds annotations with upstream's test values (see `annotation_value`).
     pub fn annotations(mut self, keys: &[&str]) -> Self {
-        let map = self.0.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        let map = self
+            .0
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new);
         for key in keys {
             map.insert(key.to_string(), annotation_value(key));
         }
@@ -294,7 +301,11 @@ impl ClaimBuilder {
     }
 
     pub fn annotations(mut self, keys: &[&str]) -> Self {
-        let map = self.0.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        let map = self
+            .0
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new);
         for key in keys {
             map.insert(key.to_string(), annotation_value(key));
         }
@@ -313,7 +324,12 @@ impl ClaimBuilder {
     /// A label selector with matchLabels.
     pub fn selector(mut self, labels: &[(&str, &str)]) -> Self {
         self.spec().selector = Some(LabelSelector {
-            match_labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            match_labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
             ..Default::default()
         });
         self
@@ -352,7 +368,10 @@ impl From<ClaimBuilder> for PersistentVolumeClaim {
 /// (`Immediate` or `WaitForFirstConsumer`), reclaim policy Delete.
 pub fn storage_class(name: &str, provisioner: &str, binding_mode: &str) -> StorageClass {
     StorageClass {
-        metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
         provisioner: provisioner.to_string(),
         reclaim_policy: Some("Delete".to_string()),
         volume_binding_mode: Some(binding_mode.to_string()),
@@ -366,7 +385,10 @@ pub fn default_class(mut class: StorageClass) -> StorageClass {
         .metadata
         .annotations
         .get_or_insert_with(BTreeMap::new)
-        .insert("storageclass.kubernetes.io/is-default-class".to_string(), "true".to_string());
+        .insert(
+            "storageclass.kubernetes.io/is-default-class".to_string(),
+            "true".to_string(),
+        );
     class
 }
 
@@ -398,7 +420,10 @@ pub fn pod(name: &str, claims: &[&str], phase: &str, node: Option<&str>) -> Pod 
             ),
             ..Default::default()
         }),
-        status: Some(PodStatus { phase: Some(phase.to_string()), ..Default::default() }),
+        status: Some(PodStatus {
+            phase: Some(phase.to_string()),
+            ..Default::default()
+        }),
     }
 }
 

@@ -1,6 +1,10 @@
-//! Shared builders for the memapi integration tests.
+//! Test support shared by the integration tests: small object helpers for
+//! the memapi tests, builders for scenario tables, and the scenario harness.
 
 #![allow(dead_code)]
+
+pub mod builders;
+pub mod harness;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::json;

@@ -1,0 +1,301 @@
+//! The cost of binding, counted by the in-memory API server: writes per
+//! bound pair, conflicts, and what the shadow cache saves; plus recovery
+//! from injected faults and from invalid objects.
+
+mod common;
+
+use std::time::Duration;
+
+use common::builders::*;
+use common::harness::{check_invariants, recorded_events, settle};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::memapi::{MemApi, Reactor, Verb};
+
+/// Runs the controller on `api` until it settles, then stops it.
+async fn run_until_settled(api: &MemApi) {
+    let config = BaseConfig {
+        resync_period: Duration::from_secs(15),
+        ..BaseConfig::default()
+    };
+    let base = ControllerBase::new(api.client(), config);
+    let idle = base.idle_probe();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(base.run(async move {
+        let _ = stopped.await;
+    }));
+    settle(api, &idle).await;
+    let _ = stop.send(());
+    running
+        .await
+        .expect("controller task")
+        .expect("controller run");
+}
+
+fn phase_of_claim(claim: &PersistentVolumeClaim) -> &str {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+struct Writes {
+    volume_spec: u64,
+    volume_status: u64,
+    claim_spec: u64,
+    claim_status: u64,
+    conflicts: u64,
+}
+
+fn writes(api: &MemApi) -> Writes {
+    let stats = api.requests();
+    Writes {
+        volume_spec: stats.count(Verb::Update, "persistentvolumes", None),
+        volume_status: stats.count(Verb::Update, "persistentvolumes", Some("status")),
+        claim_spec: stats.count(Verb::Update, "persistentvolumeclaims", None),
+        claim_status: stats.count(Verb::Update, "persistentvolumeclaims", Some("status")),
+        conflicts: stats.total_with_code(409),
+    }
+}
+
+async fn bind_pairs(n: usize) {
+    let api = MemApi::new();
+    for i in 0..n {
+        api.create(&volume(&format!("volume-{i:04}"), "1Gi").build())
+            .expect("seed volume");
+        api.create(&claim(&format!("claim-{i:04}"), &format!("uid-{i:04}"), "1Gi").build())
+            .expect("seed claim");
+    }
+    api.reset_requests();
+    run_until_settled(&api).await;
+
+    let claims = api.list::<PersistentVolumeClaim>();
+    assert_eq!(claims.len(), n);
+    assert!(
+        claims.iter().all(|c| phase_of_claim(c) == "Bound"),
+        "every claim is Bound"
+    );
+    let mut claimed: Vec<String> = api
+        .list::<PersistentVolume>()
+        .iter()
+        .filter_map(|v| v.spec.as_ref()?.claim_ref.as_ref()?.uid.clone())
+        .collect();
+    claimed.sort();
+    claimed.dedup();
+    assert_eq!(
+        claimed.len(),
+        n,
+        "no volume is claimed twice, none left out"
+    );
+    assert_eq!(check_invariants(&api), Vec::<String>::new());
+
+    let w = writes(&api);
+    let n = n as u64;
+    assert_eq!(w.volume_spec, n, "one claimRef write per volume");
+    assert_eq!(w.claim_spec, n, "one volumeName write per claim");
+    assert_eq!(w.claim_status, n, "one Bound write per claim");
+    assert!(
+        (n..=2 * n).contains(&w.volume_status),
+        "volume status writes: Bound, plus at most Pending to Available ({})",
+        w.volume_status
+    );
+    assert!(w.volume_spec + w.volume_status + w.claim_spec + w.claim_status <= 5 * n);
+    assert_eq!(w.conflicts, 0, "no 409 Conflict");
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_pair_costs_four_binding_writes_and_one_phase_write() {
+    bind_pairs(1).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_pairs_all_bind_with_at_most_five_writes_each_and_no_conflict() {
+    bind_pairs(1000).await;
+}
+
+/// Two claims, one volume: the shadow cache keeps the reserved volume from
+/// being offered to the second claim, so there is one reservation and no
+/// conflict.
+#[tokio::test(start_paused = true)]
+async fn a_reserved_volume_is_never_offered_to_a_second_claim() {
+    let api = MemApi::new();
+    api.create(&volume("volume-a", "1Gi").phase("Available").build())
+        .expect("seed");
+    api.create(&claim("claim-1", "uid-1", "1Gi").build())
+        .expect("seed");
+    api.create(&claim("claim-2", "uid-2", "1Gi").build())
+        .expect("seed");
+    api.reset_requests();
+    run_until_settled(&api).await;
+
+    let bound: Vec<_> = api
+        .list::<PersistentVolumeClaim>()
+        .into_iter()
+        .filter(|c| phase_of_claim(c) == "Bound")
+        .collect();
+    assert_eq!(bound.len(), 1, "exactly one claim gets the volume");
+    let w = writes(&api);
+    assert_eq!(w.volume_spec, 1, "the volume is reserved once");
+    assert_eq!(w.conflicts, 0);
+    assert!(
+        recorded_events(&api)
+            .iter()
+            .any(|e| e.starts_with("Normal FailedBinding"))
+    );
+    assert_eq!(check_invariants(&api), Vec::<String>::new());
+}
+
+/// Failures in the middle of binding (a conflict on the volume, an error on
+/// the claim status, a dropped connection) are retried until all is bound.
+#[tokio::test(start_paused = true)]
+async fn binding_completes_after_injected_faults() {
+    let api = MemApi::new();
+    for i in 0..20 {
+        api.create(&volume(&format!("volume-{i:02}"), "1Gi").build())
+            .expect("seed");
+        api.create(&claim(&format!("claim-{i:02}"), &format!("uid-{i:02}"), "1Gi").build())
+            .expect("seed");
+    }
+    api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .error(409)
+            .times(3),
+    );
+    api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumeclaims")
+            .subresource("status")
+            .error(500)
+            .times(3),
+    );
+    api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumeclaims")
+            .drop_connection()
+            .times(2),
+    );
+    run_until_settled(&api).await;
+
+    let claims = api.list::<PersistentVolumeClaim>();
+    let not_bound: Vec<_> = claims
+        .iter()
+        .filter(|c| phase_of_claim(c) != "Bound")
+        .map(|c| {
+            (
+                c.metadata.name.clone(),
+                c.spec.as_ref().and_then(|s| s.volume_name.clone()),
+                phase_of_claim(c).to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        not_bound.is_empty(),
+        "every claim ends Bound: {not_bound:?}; events {:?}",
+        recorded_events(&api)
+    );
+    let volumes = api.list::<PersistentVolume>();
+    assert!(
+        volumes
+            .iter()
+            .all(|v| v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+    );
+    assert_eq!(check_invariants(&api), Vec::<String>::new());
+}
+
+/// Objects the controller cannot read get a Warning event and are left
+/// alone; the valid pair next to them is bound anyway.
+#[tokio::test(start_paused = true)]
+async fn invalid_objects_get_warnings_and_do_not_stop_the_others() {
+    let api = MemApi::new();
+    let mut bad_capacity = volume("volume-bad-capacity", "1Gi").build();
+    if let Some(spec) = bad_capacity.spec.as_mut() {
+        spec.capacity = Some(
+            [(
+                "storage".to_string(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into()),
+            )]
+            .into(),
+        );
+    }
+    api.create(&bad_capacity).expect("seed");
+    api.create(
+        &volume("volume-bad-mode", "1Gi")
+            .modes(&["ReadWriteSometimes"])
+            .build(),
+    )
+    .expect("seed");
+    let mut no_namespace = volume("volume-no-namespace", "1Gi")
+        .bound_to("uid-gone", "claim-gone")
+        .phase("Bound")
+        .policy("Delete")
+        .build();
+    if let Some(reference) = no_namespace
+        .spec
+        .as_mut()
+        .and_then(|s| s.claim_ref.as_mut())
+    {
+        reference.namespace = None;
+    }
+    api.create(&no_namespace).expect("seed");
+    api.create(&volume("volume-good", "1Gi").build())
+        .expect("seed");
+    api.create(&claim("claim-bad-request", "uid-bad", "1Qx").build())
+        .expect("seed");
+    api.create(
+        &claim("claim-bad-mode", "uid-bad-mode", "1Gi")
+            .modes(&["WriteOnlyMany"])
+            .build(),
+    )
+    .expect("seed");
+    api.create(&claim("claim-good", "uid-good", "1Gi").build())
+        .expect("seed");
+    run_until_settled(&api).await;
+
+    let good = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim-good")
+        .expect("claim-good");
+    assert_eq!(
+        phase_of_claim(&good),
+        "Bound",
+        "events {:?}",
+        recorded_events(&api)
+    );
+    assert_eq!(
+        good.spec.and_then(|s| s.volume_name),
+        Some("volume-good".to_string())
+    );
+    let kept = api
+        .get::<PersistentVolume>(None, "volume-no-namespace")
+        .expect("not deleted");
+    assert_eq!(
+        kept.status.and_then(|s| s.phase),
+        Some("Bound".to_string()),
+        "not released on a guess"
+    );
+
+    let events = recorded_events(&api);
+    for expected in [
+        "Warning InvalidVolume",
+        "Warning FailedBinding invalid claim",
+    ] {
+        assert!(
+            events.iter().any(|e| e.starts_with(expected)),
+            "{expected:?} in {events:?}"
+        );
+    }
+    let invalid_volume_events = events
+        .iter()
+        .filter(|e| e.starts_with("Warning InvalidVolume"))
+        .count();
+    assert!(
+        invalid_volume_events >= 3,
+        "one warning per invalid volume: {events:?}"
+    );
+    let invalid_claim_events = events
+        .iter()
+        .filter(|e| e.starts_with("Warning FailedBinding invalid claim"))
+        .count();
+    assert!(
+        invalid_claim_events >= 2,
+        "one warning per invalid claim: {events:?}"
+    );
+}

@@ -1,0 +1,477 @@
+//! Runs scenario-table rows against the in-memory API server, in two modes:
+//! one direct sync call (the row's expected objects are the state after it),
+//! and the whole running controller until it settles.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::storage::v1::StorageClass;
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::keys::{ClaimKey, VolumeName};
+use pv_controller::memapi::{MemApi, Reactor};
+use serde_json::Value;
+
+/// Marker annotation: the object is on the server but not in the
+/// controller's shadow cache when the direct sync runs (a stale cache).
+pub const SKIP_CACHE: &str = "pv-testing-skip-local-store";
+
+/// Which sync a row's direct run calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)]
+pub enum Call {
+    /// `sync_claim` on the first claim; it must succeed.
+    SyncClaim,
+    /// `sync_claim` on the first claim; it must fail.
+    SyncClaimError,
+    /// `sync_volume` on the first volume; it must succeed.
+    SyncVolume,
+}
+
+/// One row of a scenario table.
+#[derive(Clone)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub volumes: Vec<PersistentVolume>,
+    pub expected_volumes: Vec<PersistentVolume>,
+    pub claims: Vec<PersistentVolumeClaim>,
+    pub expected_claims: Vec<PersistentVolumeClaim>,
+    /// Events of the direct run, in order, each "Type Reason" or a prefix of
+    /// "Type Reason message"; the direct run must record exactly these.
+    pub events: Vec<&'static str>,
+    pub errors: Vec<Reactor>,
+    pub call: Call,
+    pub classes: Vec<StorageClass>,
+    pub pods: Vec<Pod>,
+    /// Where the running controller ends, when that differs from the state
+    /// after one direct sync.
+    pub settled: Option<(Vec<PersistentVolume>, Vec<PersistentVolumeClaim>)>,
+    /// Events the running controller must have recorded by the end, when
+    /// they differ from `events`.
+    pub settled_events: Option<Vec<&'static str>>,
+}
+
+/// Starts a row: no objects, no events, a claim sync.
+pub fn row(name: &'static str) -> Scenario {
+    Scenario {
+        name,
+        volumes: vec![],
+        expected_volumes: vec![],
+        claims: vec![],
+        expected_claims: vec![],
+        events: vec![],
+        errors: vec![],
+        call: Call::SyncClaim,
+        classes: vec![],
+        pods: vec![],
+        settled: None,
+        settled_events: None,
+    }
+}
+
+impl Scenario {
+    pub fn volumes(
+        mut self,
+        initial: Vec<PersistentVolume>,
+        expected: Vec<PersistentVolume>,
+    ) -> Self {
+        self.volumes = initial;
+        self.expected_volumes = expected;
+        self
+    }
+
+    /// Volumes that the sync must leave exactly as they are.
+    pub fn same_volumes(self, both: Vec<PersistentVolume>) -> Self {
+        self.volumes(both.clone(), both)
+    }
+
+    pub fn claims(
+        mut self,
+        initial: Vec<PersistentVolumeClaim>,
+        expected: Vec<PersistentVolumeClaim>,
+    ) -> Self {
+        self.claims = initial;
+        self.expected_claims = expected;
+        self
+    }
+
+    /// Claims that the sync must leave exactly as they are.
+    pub fn same_claims(self, both: Vec<PersistentVolumeClaim>) -> Self {
+        self.claims(both.clone(), both)
+    }
+
+    pub fn events(mut self, events: &[&'static str]) -> Self {
+        self.events = events.to_vec();
+        self
+    }
+
+    pub fn errors(mut self, errors: Vec<Reactor>) -> Self {
+        self.errors = errors;
+        self
+    }
+
+    pub fn call(mut self, call: Call) -> Self {
+        self.call = call;
+        self
+    }
+
+    pub fn classes(mut self, classes: Vec<StorageClass>) -> Self {
+        self.classes = classes;
+        self
+    }
+
+    pub fn pods(mut self, pods: Vec<Pod>) -> Self {
+        self.pods = pods;
+        self
+    }
+
+    pub fn settles_to(
+        mut self,
+        volumes: Vec<PersistentVolume>,
+        claims: Vec<PersistentVolumeClaim>,
+    ) -> Self {
+        self.settled = Some((volumes, claims));
+        self
+    }
+
+    pub fn settled_events(mut self, events: &[&'static str]) -> Self {
+        self.settled_events = Some(events.to_vec());
+        self
+    }
+}
+
+/// A server seeded with the row's objects.
+fn seeded_server(s: &Scenario) -> MemApi {
+    let api = MemApi::new();
+    for class in &s.classes {
+        api.create(class)
+            .unwrap_or_else(|e| panic!("{}: seeding class: {e}", s.name));
+    }
+    for pod in &s.pods {
+        api.create(pod)
+            .unwrap_or_else(|e| panic!("{}: seeding pod: {e}", s.name));
+    }
+    for volume in &s.volumes {
+        api.create(volume)
+            .unwrap_or_else(|e| panic!("{}: seeding volume: {e}", s.name));
+    }
+    for claim in &s.claims {
+        api.create(claim)
+            .unwrap_or_else(|e| panic!("{}: seeding claim: {e}", s.name));
+    }
+    api
+}
+
+fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(SKIP_CACHE))
+}
+
+/// Runs one direct sync and returns what differs from the row's expectation.
+pub async fn run_direct(s: &Scenario) -> Vec<String> {
+    let api = seeded_server(s);
+    let mut base = ControllerBase::new(api.client(), BaseConfig::default());
+    base.start_informers()
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let controller = Arc::clone(base.controller());
+    for volume in s.volumes.iter().filter(|v| has_skip_marker(&v.metadata)) {
+        controller.cache().remove_volume(&VolumeName::of(volume).0);
+    }
+    for claim in s.claims.iter().filter(|c| has_skip_marker(&c.metadata)) {
+        controller.cache().remove_claim(&ClaimKey::of(claim));
+    }
+    for reactor in &s.errors {
+        api.add_reactor(reactor.clone());
+    }
+    let mut problems = vec![];
+    let result = match s.call {
+        Call::SyncClaim | Call::SyncClaimError => {
+            let key = ClaimKey::of(&s.claims[0]);
+            let claim = controller
+                .cache()
+                .claim(&key)
+                .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name));
+            controller.sync_claim(&claim).await
+        }
+        Call::SyncVolume => {
+            let name = VolumeName::of(&s.volumes[0]);
+            let volume = controller
+                .cache()
+                .volume(&name.0)
+                .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name));
+            controller.sync_volume(&volume).await
+        }
+    };
+    match (s.call, result) {
+        (Call::SyncClaimError, Ok(())) => {
+            problems.push("expected the sync to fail, it succeeded".into())
+        }
+        (Call::SyncClaimError, Err(_)) => {}
+        (_, Err(e)) => problems.push(format!("sync failed: {e}")),
+        (_, Ok(())) => {}
+    }
+    api.clear_reactors();
+    problems.extend(compare_objects(
+        &api,
+        &s.expected_volumes,
+        &s.expected_claims,
+    ));
+    let recorded = recorded_events(&api);
+    if recorded.len() != s.events.len()
+        || !recorded
+            .iter()
+            .zip(&s.events)
+            .all(|(got, want)| got.starts_with(want))
+    {
+        problems.push(format!("events: expected {:?}, got {recorded:?}", s.events));
+    }
+    problems
+}
+
+/// Runs the whole controller until it settles and returns what differs from
+/// the row's settled expectation (or its direct expectation).
+pub async fn run_settled(s: &Scenario) -> Vec<String> {
+    let api = seeded_server(s);
+    for reactor in &s.errors {
+        api.add_reactor(reactor.clone());
+    }
+    let config = BaseConfig {
+        resync_period: Duration::from_secs(5),
+        ..BaseConfig::default()
+    };
+    let base = ControllerBase::new(api.client(), config);
+    let idle = base.idle_probe();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(base.run(async move {
+        let _ = stopped.await;
+    }));
+    settle(&api, &idle).await;
+    let _ = stop.send(());
+    if let Ok(Err(e)) = running.await {
+        return vec![format!("controller failed: {e}")];
+    }
+    api.clear_reactors();
+    let (volumes, claims) = s
+        .settled
+        .clone()
+        .unwrap_or_else(|| (s.expected_volumes.clone(), s.expected_claims.clone()));
+    let mut problems = compare_objects(&api, &volumes, &claims);
+    problems.extend(check_invariants(&api));
+    let recorded = recorded_events(&api);
+    let wanted = s.settled_events.clone().unwrap_or_else(|| s.events.clone());
+    for want in wanted {
+        if !recorded.iter().any(|got| got.starts_with(want)) {
+            problems.push(format!("event {want:?} not recorded; got {recorded:?}"));
+        }
+    }
+    problems
+}
+
+/// Waits (in paused time) until no write happened for twenty seconds (more
+/// than a resync period) and the queues are idle.
+pub async fn settle(api: &MemApi, idle: &pv_controller::controller_base::IdleProbe) {
+    let mut last = api.resource_version();
+    let mut quiet_rounds = 0;
+    for _ in 0..2000 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = api.resource_version();
+        if now == last && idle.is_idle() {
+            quiet_rounds += 1;
+            if quiet_rounds >= 40 {
+                return;
+            }
+        } else {
+            quiet_rounds = 0;
+            last = now;
+        }
+    }
+}
+
+/// Checks the binding invariants on the server's objects.
+pub fn check_invariants(api: &MemApi) -> Vec<String> {
+    let volumes = api.list::<PersistentVolume>();
+    let claims = api.list::<PersistentVolumeClaim>();
+    let mut problems = vec![];
+    for claim in &claims {
+        let phase = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("");
+        let completed = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key("pv.kubernetes.io/bind-completed"));
+        if phase != "Bound" || !completed {
+            continue;
+        }
+        let name = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.clone())
+            .unwrap_or_default();
+        let key = ClaimKey::of(claim);
+        match volumes
+            .iter()
+            .find(|v| v.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            None => problems.push(format!("bound claim {key} names missing volume {name:?}")),
+            Some(volume) => {
+                let reference = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+                let points_back = reference.is_some_and(|r| {
+                    r.name.as_deref() == Some(key.name.as_str())
+                        && r.namespace.as_deref() == Some(key.namespace.as_str())
+                        && r.uid == claim.metadata.uid
+                });
+                if !points_back {
+                    problems.push(format!(
+                        "bound claim {key}: volume {name:?} does not point back"
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Server objects compared with expectations, ignoring what the server
+/// assigns (resourceVersion, timestamps, generated UIDs of volumes).
+pub fn compare_objects(
+    api: &MemApi,
+    volumes: &[PersistentVolume],
+    claims: &[PersistentVolumeClaim],
+) -> Vec<String> {
+    let mut problems = vec![];
+    let got: Vec<Value> = api
+        .list::<PersistentVolume>()
+        .iter()
+        .map(normalize)
+        .collect();
+    let want: Vec<Value> = sorted(volumes).iter().map(normalize).collect();
+    diff("volume", &got, &want, &mut problems);
+    let got: Vec<Value> = api
+        .list::<PersistentVolumeClaim>()
+        .iter()
+        .map(normalize)
+        .collect();
+    let want: Vec<Value> = sorted(claims).iter().map(normalize).collect();
+    diff("claim", &got, &want, &mut problems);
+    problems
+}
+
+fn sorted<K: kube::Resource + Clone>(list: &[K]) -> Vec<K> {
+    let mut list = list.to_vec();
+    list.sort_by(|a, b| {
+        (a.meta().namespace.clone(), a.meta().name.clone())
+            .cmp(&(b.meta().namespace.clone(), b.meta().name.clone()))
+    });
+    list
+}
+
+fn diff(kind: &str, got: &[Value], want: &[Value], problems: &mut Vec<String>) {
+    let name = |v: &Value| v["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let got_names: Vec<String> = got.iter().map(name).collect();
+    let want_names: Vec<String> = want.iter().map(name).collect();
+    if got_names != want_names {
+        problems.push(format!(
+            "{kind}s: expected {want_names:?}, got {got_names:?}"
+        ));
+        return;
+    }
+    for (g, w) in got.iter().zip(want) {
+        if g != w {
+            problems.push(format!(
+                "{kind} {}:\n  expected {}\n  got      {}",
+                name(w),
+                serde_json::to_string(w).unwrap_or_default(),
+                serde_json::to_string(g).unwrap_or_default()
+            ));
+        }
+    }
+}
+
+fn normalize<K: serde::Serialize + kube::Resource<DynamicType = ()>>(object: &K) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    let is_volume = K::kind(&()) == "PersistentVolume";
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in [
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
+            meta.remove(key);
+        }
+        if is_volume {
+            meta.remove("uid");
+        }
+        if meta.get("deletionTimestamp").is_some() {
+            meta.insert("deletionTimestamp".into(), Value::String("set".into()));
+        }
+    }
+    if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
+        status.remove("lastPhaseTransitionTime");
+    }
+    if let Some(reference) = value
+        .pointer_mut("/spec/claimRef")
+        .and_then(Value::as_object_mut)
+    {
+        reference.remove("resourceVersion");
+    }
+    value
+}
+
+/// The events on the server as "Type Reason note", oldest first.
+pub fn recorded_events(api: &MemApi) -> Vec<String> {
+    let mut events = api.list::<Event>();
+    events.sort_by_key(|e| {
+        e.metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    });
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e.type_.as_deref().unwrap_or(""),
+                e.reason.as_deref().unwrap_or(""),
+                e.note.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+/// Runs every row in both modes and fails with a report of all differences.
+pub async fn run_table(rows: Vec<Scenario>) {
+    let mut failures = vec![];
+    for s in &rows {
+        for (mode, problems) in [
+            ("direct", run_direct(s).await),
+            ("settled", run_settled(s).await),
+        ] {
+            if !problems.is_empty() {
+                failures.push(format!(
+                    "[{mode}] {}:\n    {}",
+                    s.name,
+                    problems.join("\n    ")
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
