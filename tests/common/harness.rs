@@ -475,3 +475,51 @@ pub async fn run_table(rows: Vec<Scenario>) {
         failures.join("\n")
     );
 }
+
+/// A controller running in the background on a memapi, for tests that
+/// change the cluster while it runs.
+pub struct Running {
+    api: MemApi,
+    idle: pv_controller::controller_base::IdleProbe,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+}
+
+impl Running {
+    /// Starts the whole controller on `api` with a 15 s resync.
+    pub fn start(api: &MemApi) -> Self {
+        let config = BaseConfig {
+            resync_period: Duration::from_secs(15),
+            ..BaseConfig::default()
+        };
+        let base = ControllerBase::new(api.client(), config);
+        let idle = base.idle_probe();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(base.run(async move {
+            let _ = stopped.await;
+        }));
+        Self {
+            api: api.clone(),
+            idle,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Waits until the controller has nothing left to do.
+    pub async fn settle(&self) {
+        settle(&self.api, &self.idle).await;
+    }
+
+    /// Stops the controller and waits for it to finish.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("controller failed: {e}"),
+            Err(e) => panic!("controller task failed: {e}"),
+        }
+    }
+}
