@@ -731,6 +731,20 @@ async fn set_4_volumes() {
                     .phase("Bound")
                     .annotations(&[SKIP_CACHE, ANN_BIND_COMPLETED])]),
             ),
+        row("4-12 volume bound to newest claim but not updated to local cache")
+            .same_volumes(volumes([volume("volume4-12", "10Gi")
+                .bound_to("uid4-12-new", "claim4-12")
+                .phase("Bound")
+                .policy("Delete")]))
+            .same_claims(claims([claim("claim4-12", "uid4-12-new", "10Gi")
+                .volume_name("volume4-12")
+                .phase("Bound")
+                .annotations(&[ANN_BIND_COMPLETED])]))
+            .stale_cached_claims(claims([claim("claim4-12", "uid4-12", "10Gi")
+                .volume_name("volume4-12")
+                .phase("Bound")
+                .annotations(&[ANN_BIND_COMPLETED])]))
+            .call(Call::SyncVolume),
     ])
     .await;
 }

@@ -52,6 +52,9 @@ pub struct Scenario {
     /// Events the running controller must have recorded by the end, when
     /// they differ from `events`.
     pub settled_events: Option<Vec<&'static str>>,
+    /// Claims the direct run's shadow cache holds instead of the server's
+    /// version (a cache that has not caught up yet).
+    pub stale_cached_claims: Vec<PersistentVolumeClaim>,
 }
 
 /// Starts a row: no objects, no events, a claim sync.
@@ -69,6 +72,7 @@ pub fn row(name: &'static str) -> Scenario {
         pods: vec![],
         settled: None,
         settled_events: None,
+        stale_cached_claims: vec![],
     }
 }
 
@@ -137,6 +141,11 @@ impl Scenario {
         self
     }
 
+    pub fn stale_cached_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
+        self.stale_cached_claims = claims;
+        self
+    }
+
     pub fn settled_events(mut self, events: &[&'static str]) -> Self {
         self.settled_events = Some(events.to_vec());
         self
@@ -184,6 +193,15 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
     }
     for claim in s.claims.iter().filter(|c| has_skip_marker(&c.metadata)) {
         controller.cache().remove_claim(&ClaimKey::of(claim));
+    }
+    for stale in &s.stale_cached_claims {
+        let mut stale = stale.clone();
+        stale.metadata.resource_version = Some(i64::MAX.to_string());
+        controller.cache().remove_claim(&ClaimKey::of(&stale));
+        controller
+            .cache()
+            .offer_claim(Arc::new(stale))
+            .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     }
     for reactor in &s.errors {
         api.add_reactor(reactor.clone());

@@ -1,0 +1,173 @@
+//! Binding benchmark: binds N claims to N volumes on the in-memory API
+//! server with the whole controller running, and prints time, throughput,
+//! API writes per pair, conflicts and peak memory; then measures the volume
+//! index's best-match search alone.
+//!
+//! Run with `cargo bench --bench binding` (sizes: `-- 1000 10000`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::index::VolumeIndex;
+use pv_controller::memapi::{MemApi, Verb};
+
+fn storage(size: &str) -> std::collections::BTreeMap<String, Quantity> {
+    [("storage".to_string(), Quantity(size.to_string()))].into()
+}
+
+fn volume(i: usize) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(format!("volume-{i:06}")),
+            ..Default::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some(storage(&format!("{}Gi", 1 + i % 10))),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            host_path: Some(Default::default()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn claim(i: usize) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(format!("claim-{i:06}")),
+            namespace: Some("default".into()),
+            uid: Some(format!("uid-{i:06}")),
+            ..Default::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(storage(&format!("{}Gi", 1 + i % 10))),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// Peak resident memory of this process, in MiB (Linux).
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+async fn bind(n: usize) {
+    let api = MemApi::new();
+    for i in 0..n {
+        api.create(&volume(i)).expect("seed volume");
+        api.create(&claim(i)).expect("seed claim");
+    }
+    api.reset_requests();
+    let base = ControllerBase::new(api.client(), BaseConfig::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let start = Instant::now();
+    let running = tokio::spawn(base.run(async move {
+        let _ = stopped.await;
+    }));
+    let deadline = start + Duration::from_secs(600);
+    while api
+        .requests()
+        .count(Verb::Update, "persistentvolumeclaims", Some("status"))
+        < n as u64
+    {
+        if Instant::now() > deadline {
+            println!("bind {n}: did not finish within 10 minutes");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = start.elapsed();
+    let stats = api.requests();
+    let _ = stop.send(());
+    let _ = running.await;
+    let pv_writes = stats.count(Verb::Update, "persistentvolumes", None)
+        + stats.count(Verb::Update, "persistentvolumes", Some("status"));
+    let pvc_writes = stats.count(Verb::Update, "persistentvolumeclaims", None)
+        + stats.count(Verb::Update, "persistentvolumeclaims", Some("status"));
+    let bound = api
+        .list::<PersistentVolumeClaim>()
+        .iter()
+        .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
+        .count();
+    println!(
+        "bind {n:>6} pairs: {:>8.1} ms, {:>8.0} pairs/s, {bound} bound, {:.2} PV+PVC writes/pair, {} conflicts, {} requests, peak RSS {:.0} MiB",
+        elapsed.as_secs_f64() * 1000.0,
+        n as f64 / elapsed.as_secs_f64(),
+        (pv_writes + pvc_writes) as f64 / n as f64,
+        stats.total_with_code(409),
+        stats.total(),
+        peak_rss_mib(),
+    );
+}
+
+fn search(n: usize) {
+    let mut index = VolumeIndex::default();
+    let mut volumes = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut v = volume(i);
+        v.status = Some(k8s_openapi::api::core::v1::PersistentVolumeStatus {
+            phase: Some("Available".into()),
+            ..Default::default()
+        });
+        volumes.push(Arc::new(v));
+    }
+    let start = Instant::now();
+    for v in &volumes {
+        index.insert(Arc::clone(v));
+    }
+    let insert = start.elapsed();
+    let claims: Vec<_> = (0..1000).map(claim).collect();
+    let start = Instant::now();
+    let mut found = 0;
+    for c in &claims {
+        if matches!(index.find_best_match(c, false), Ok(Some(_))) {
+            found += 1;
+        }
+    }
+    let per_search = start.elapsed() / claims.len() as u32;
+    println!(
+        "index {n:>6} volumes: insert {:>6.0} ns/volume, best match {:>6.0} ns/search ({found}/1000 found)",
+        insert.as_nanos() as f64 / n as f64,
+        per_search.as_nanos() as f64
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![1000, 10000]
+    } else {
+        sizes
+    };
+    for &n in &sizes {
+        search(n);
+    }
+    for &n in &sizes {
+        bind(n).await;
+    }
+}
