@@ -4,32 +4,16 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::builders::*;
-use common::harness::{check_invariants, recorded_events, settle};
+use common::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
 use pv_controller::memapi::{MemApi, Reactor, Verb};
 
 /// Runs the controller on `api` until it settles, then stops it.
 async fn run_until_settled(api: &MemApi) {
-    let config = BaseConfig {
-        resync_period: Duration::from_secs(15),
-        ..BaseConfig::default()
-    };
-    let base = ControllerBase::new(api.client(), config);
-    let idle = base.idle_probe();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run(async move {
-        let _ = stopped.await;
-    }));
-    settle(api, &idle).await;
-    let _ = stop.send(());
-    running
-        .await
-        .expect("controller task")
-        .expect("controller run");
+    let running = Running::start(api);
+    running.settle().await;
+    running.stop().await;
 }
 
 fn phase_of_claim(claim: &PersistentVolumeClaim) -> &str {

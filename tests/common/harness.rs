@@ -258,21 +258,9 @@ pub async fn run_settled(s: &Scenario) -> Vec<String> {
     for reactor in &s.errors {
         api.add_reactor(reactor.clone());
     }
-    let config = BaseConfig {
-        resync_period: Duration::from_secs(5),
-        ..BaseConfig::default()
-    };
-    let base = ControllerBase::new(api.client(), config);
-    let idle = base.idle_probe();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run(async move {
-        let _ = stopped.await;
-    }));
-    settle(&api, &idle).await;
-    let _ = stop.send(());
-    if let Ok(Err(e)) = running.await {
-        return vec![format!("controller failed: {e}")];
-    }
+    let running = Running::start_with(&api, Duration::from_secs(5));
+    running.settle().await;
+    running.stop().await;
     api.clear_reactors();
     let (volumes, claims) = s
         .settled
@@ -504,10 +492,15 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts the whole controller on `api` with a 15 s resync.
+    /// Starts the whole controller on `api` with the default 15 s resync.
     pub fn start(api: &MemApi) -> Self {
+        Self::start_with(api, Duration::from_secs(15))
+    }
+
+    /// Starts the whole controller on `api` with the given resync period.
+    pub fn start_with(api: &MemApi, resync_period: Duration) -> Self {
         let config = BaseConfig {
-            resync_period: Duration::from_secs(15),
+            resync_period,
             ..BaseConfig::default()
         };
         let base = ControllerBase::new(api.client(), config);
