@@ -1,0 +1,81 @@
+//! The `pv-controller` binary against a cluster reached by kubeconfig: the
+//! in-memory API server on a loopback port stands in for the cluster. The
+//! binary binds a claim, and stops cleanly on SIGTERM.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::builders::*;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use pv_controller::memapi::MemApi;
+
+fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mem\n  cluster:\n    server: {server}\ncontexts:\n- name: mem\n  context:\n    cluster: mem\n    user: nobody\nusers:\n- name: nobody\n  user: {{}}\ncurrent-context: mem\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
+    let api = MemApi::new();
+    api.create(&volume("volume-1", "1Gi").phase("Available").build())
+        .expect("seed");
+    api.create(&claim("claim-1", "uid-1", "1Gi").build())
+        .expect("seed");
+    let (addr, _server) = api
+        .serve("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("serve");
+    let dir =
+        std::env::temp_dir().join(format!("pv-controller-binary-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join("kubeconfig");
+    std::fs::write(&config, kubeconfig(&format!("http://{addr}"))).expect("kubeconfig");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .arg("--kubeconfig")
+        .arg(&config)
+        .arg("--pvclaimbinder-sync-period=1s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let bound = loop {
+        let phase = api
+            .get::<PersistentVolumeClaim>(Some("default"), "claim-1")
+            .and_then(|c| c.status?.phase)
+            .unwrap_or_default();
+        if phase == "Bound" {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let killed = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let exit = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if Instant::now() > deadline + Duration::from_secs(10) {
+            let _ = child.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(bound, "the binary bound the claim");
+    assert!(killed.is_ok_and(|s| s.success()), "SIGTERM sent");
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "clean exit on SIGTERM: {exit:?}"
+    );
+}
