@@ -226,3 +226,35 @@ async fn a_claim_with_an_explicit_empty_class_keeps_it() {
     );
     running.stop().await;
 }
+
+/// A claim deleted while the controller's watch was down, with the server's
+/// history compacted, is seen only as missing after the relist: its volume
+/// is still released.
+#[tokio::test(start_paused = true)]
+async fn a_deletion_seen_only_after_a_relist_releases_the_volume() {
+    use pv_controller::memapi::{Reactor, Verb};
+    use std::time::Duration;
+
+    let api = MemApi::new();
+    api.create(&volume("volume-r", "1Gi").phase("Available").build())
+        .expect("seed");
+    api.create(&claim("claim-r", "uid-r", "1Gi").build())
+        .expect("seed");
+    let running = Running::start(&api);
+    running.settle().await;
+    assert_eq!(volume_phase(&api, "volume-r"), "Bound");
+
+    // The next claim watch waits 10 minutes before it is served; the current
+    // one ends after kube's 290 s watch timeout.
+    api.add_reactor(
+        Reactor::on(Verb::Watch, "persistentvolumeclaims").delay(Duration::from_secs(600)),
+    );
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "claim-r"));
+    api.compact();
+    tokio::time::sleep(Duration::from_secs(700)).await;
+    running.settle().await;
+
+    assert_eq!(volume_phase(&api, "volume-r"), "Released");
+    running.stop().await;
+}
