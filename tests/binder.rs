@@ -580,6 +580,21 @@ async fn set_3_bound_claims() {
                     .phase("Bound")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
             ),
+        row("5-2-3 complete bind when the volume records its size before a resize")
+            .same_volumes(volumes([volume("volume5-2-3", "2Gi")
+                .bound_to("uid5-2-3", "claim5-2-3")
+                .phase("Bound")
+                .annotation(ANN_PRE_RESIZE_CAPACITY, "1Gi")]))
+            .claims(
+                claims([claim("claim5-2-3", "uid5-2-3", "1Gi")
+                    .volume_name("volume5-2-3")
+                    .annotations(&[ANN_BIND_COMPLETED])]),
+                claims([claim("claim5-2-3", "uid5-2-3", "1Gi")
+                    .volume_name("volume5-2-3")
+                    .phase("Bound")
+                    .capacity("1Gi")
+                    .annotations(&[ANN_BIND_COMPLETED])]),
+            ),
     ])
     .await;
 }
