@@ -59,12 +59,14 @@ pub enum BaseError {
 pub struct IdleProbe {
     volumes: WorkQueue<VolumeName>,
     claims: WorkQueue<ClaimKey>,
+    operations: crate::operations::OperationTracker,
 }
 
 impl IdleProbe {
-    /// Whether nothing is queued, being processed, or waiting for a retry.
+    /// Whether nothing is queued, being processed, waiting for a retry, or
+    /// running as a long operation.
     pub fn is_idle(&self) -> bool {
-        self.volumes.is_idle() && self.claims.is_idle()
+        self.volumes.is_idle() && self.claims.is_idle() && self.operations.running_count() == 0
     }
 }
 
@@ -150,6 +152,7 @@ impl ControllerBase {
         IdleProbe {
             volumes: self.volume_queue.clone(),
             claims: self.claim_queue.clone(),
+            operations: self.controller.operations().clone(),
         }
     }
 
@@ -243,6 +246,7 @@ impl ControllerBase {
         shutdown.await;
         tracing::info!("shutting down");
         stop.cancel();
+        self.controller.operations().abort_all();
         self.volume_queue.shut_down();
         self.claim_queue.shut_down();
         while workers.join_next().await.is_some() {}

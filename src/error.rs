@@ -29,6 +29,16 @@ pub enum Error {
     /// Two objects disagree in a way the controller must not paper over.
     #[error("{0}")]
     Inconsistent(String),
+    /// A volume plugin failed to provision, delete or recycle storage;
+    /// `action` says which, for which object.
+    #[error("{action}: {source}")]
+    Plugin {
+        /// What the controller asked of the plugin, e.g. `deleting volume "pv1"`.
+        action: String,
+        /// The plugin's error.
+        #[source]
+        source: crate::reclaim::PluginError,
+    },
 }
 
 impl Error {
@@ -45,6 +55,7 @@ impl Error {
             Error::Match(_) => "match",
             Error::StorageClass(_) => "storage_class",
             Error::Inconsistent(_) => "inconsistent",
+            Error::Plugin { .. } => "plugin",
         }
     }
 

@@ -22,3 +22,4 @@ pub mod options;
 pub mod quantity;
 pub mod queue;
 pub mod ratelimit;
+pub mod reclaim;

@@ -9,6 +9,7 @@ use pv_controller::controller::Settings;
 use pv_controller::controller_base::{BaseConfig, ControllerBase};
 use pv_controller::options::Options;
 use pv_controller::ratelimit::RateLimitLayer;
+use pv_controller::reclaim::{PluginConfig, VolumePlugins};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -19,11 +20,14 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let options = Options::parse();
+    let plugins = PluginConfig::from_options(&options).context("loading volume plugins")?;
     let client = connect(&options).await?;
     let config = BaseConfig {
         resync_period: options.sync_period,
         settings: Settings {
             enable_dynamic_provisioning: options.enable_dynamic_provisioning,
+            plugins: VolumePlugins::from_config(&plugins),
+            ..Settings::default()
         },
         instance: std::env::var("POD_NAME")
             .unwrap_or_else(|_| pv_controller::constants::CONTROLLER_NAME.to_string()),

@@ -176,6 +176,8 @@ struct Inner {
 struct Operation {
     /// Start time of the running operation; `None` when nothing runs.
     running_since: Option<Instant>,
+    /// Cancels the running operation's task (used at shutdown).
+    abort: Option<tokio::task::AbortHandle>,
     /// When the last run failed, and how long to wait after it.
     last_failure: Option<(Instant, Duration)>,
 }
@@ -226,6 +228,9 @@ impl OperationTracker {
         // The operation runs on a task of its own, so that a panic in it ends
         // that task only and reaches the tracker as a join error.
         let task = tokio::spawn(operation);
+        if let Some(entry) = self.lock().get_mut(&name) {
+            entry.abort = Some(task.abort_handle());
+        }
         tokio::spawn(async move {
             let outcome = match task.await {
                 Ok(Ok(())) => OperationOutcome::Succeeded,
@@ -273,6 +278,18 @@ impl OperationTracker {
         }
     }
 
+    /// Cancels every running operation, for a controller that shuts down:
+    /// its operations must not go on acting beside the controller that
+    /// replaces it. A cancelled operation counts as failed.
+    pub fn abort_all(&self) {
+        for (name, operation) in self.lock().iter() {
+            if let Some(abort) = &operation.abort {
+                tracing::info!(operation = %name, "cancelling operation at shutdown");
+                abort.abort();
+            }
+        }
+    }
+
     /// Marks `name` as running, or says why it may not run now.
     fn reserve(&self, name: &OperationName, now: Instant) -> Result<(), OperationError> {
         let mut operations = self.lock();
@@ -280,6 +297,7 @@ impl OperationTracker {
             Entry::Vacant(vacant) => {
                 vacant.insert(Operation {
                     running_since: Some(now),
+                    abort: None,
                     last_failure: None,
                 });
                 Ok(())
@@ -316,6 +334,7 @@ impl OperationTracker {
                     if let Some(operation) = operations.get_mut(&report.name) {
                         let backoff = next_backoff(operation.last_failure.map(|(_, b)| b));
                         operation.running_since = None;
+                        operation.abort = None;
                         operation.last_failure = Some((Instant::now(), backoff));
                         tracing::warn!(
                             operation = %report.name,
@@ -527,6 +546,23 @@ mod tests {
         tracker.wait_idle().await;
         assert_eq!(started.elapsed(), Duration::from_secs(3));
         assert_eq!(tracker.running_count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abort_all_cancels_running_operations() {
+        let tracker = OperationTracker::new();
+        tracker
+            .run(op(), async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok::<(), String>(())
+            })
+            .expect("start allowed");
+        tokio::task::yield_now().await;
+        tracker.abort_all();
+        let started = Instant::now();
+        tracker.wait_idle().await;
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(!tracker.is_running(&op()));
     }
 
     #[tokio::test(start_paused = true)]

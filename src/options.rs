@@ -34,6 +34,42 @@ pub struct Options {
     /// Hand claims with a storage class to provisioners.
     #[arg(long = "enable-dynamic-provisioning", default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_dynamic_provisioning: bool,
+
+    /// Let the hostPath plugin provision volumes for classes naming
+    /// `kubernetes.io/host-path` (single-node development clusters only).
+    #[arg(long = "enable-hostpath-provisioner", default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_hostpath_provisioner: bool,
+
+    /// Directory under which the hostPath provisioner creates volumes (not a
+    /// kube-controller-manager flag; upstream hard-codes /tmp/hostpath_pv).
+    #[arg(long = "hostpath-provisioner-root", default_value = crate::reclaim::DEFAULT_HOST_PATH_ROOT)]
+    pub hostpath_provisioner_root: PathBuf,
+
+    /// Pod template (YAML or JSON) of the hostPath recycler; its first volume
+    /// is replaced by the volume to scrub.
+    #[arg(long = "pv-recycler-pod-template-filepath-hostpath")]
+    pub pv_recycler_pod_template_filepath_hostpath: Option<PathBuf>,
+
+    /// Shortest deadline, in seconds, of a hostPath recycler pod.
+    #[arg(long = "pv-recycler-minimum-timeout-hostpath", default_value_t = 60)]
+    pub pv_recycler_minimum_timeout_hostpath: u64,
+
+    /// Seconds of deadline per GiB of a hostPath volume being recycled.
+    #[arg(long = "pv-recycler-timeout-increment-hostpath", default_value_t = 30)]
+    pub pv_recycler_timeout_increment_hostpath: u64,
+
+    /// Pod template (YAML or JSON) of the NFS recycler; its first volume is
+    /// replaced by the volume to scrub.
+    #[arg(long = "pv-recycler-pod-template-filepath-nfs")]
+    pub pv_recycler_pod_template_filepath_nfs: Option<PathBuf>,
+
+    /// Shortest deadline, in seconds, of an NFS recycler pod.
+    #[arg(long = "pv-recycler-minimum-timeout-nfs", default_value_t = 300)]
+    pub pv_recycler_minimum_timeout_nfs: u64,
+
+    /// Seconds of deadline per GiB of an NFS volume being recycled.
+    #[arg(long = "pv-recycler-increment-timeout-nfs", default_value_t = 30)]
+    pub pv_recycler_increment_timeout_nfs: u64,
 }
 
 /// Why a duration flag was refused.
@@ -117,6 +153,12 @@ mod tests {
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);
         assert!(options.enable_dynamic_provisioning);
+        assert!(!options.enable_hostpath_provisioner);
+        assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);
+        assert_eq!(options.pv_recycler_timeout_increment_hostpath, 30);
+        assert_eq!(options.pv_recycler_minimum_timeout_nfs, 300);
+        assert_eq!(options.pv_recycler_increment_timeout_nfs, 30);
+        assert!(options.pv_recycler_pod_template_filepath_nfs.is_none());
         let options = Options::parse_from([
             "pv-controller",
             "--pvclaimbinder-sync-period=1m30s",

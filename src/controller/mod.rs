@@ -60,15 +60,37 @@
 //! Each sync first classifies the object into a situation enum (see
 //! [`claim`] and [`volume`]), then acts on it with an exhaustive `match`, so
 //! that every case is accounted for, including those where nothing is done.
+//!
+//! # Long operations
+//!
+//! Provisioning, deleting and recycling touch storage and can take minutes.
+//! A sync never waits for them: it starts them on the operation tracker under
+//! a name made of the object's name and UID (`provision-<ns>/<claim>[<uid>]`,
+//! `delete-<pv>[<uid>]`, `recycle-<pv>[<uid>]`). The tracker refuses a second
+//! start of a running name and holds back a failed one for its backoff, so
+//! the syncs that keep asking (every resync, every event) never run one
+//! object's operation twice at once. Each operation re-reads its object from
+//! the API server before acting, because the sync that started it may have
+//! decided from a view that is already stale. What is created has a
+//! deterministic name (the volume `pvc-<claim uid>`, the pod
+//! `recycler-for-<pv>`), so a second run, in this process or after a
+//! restart, finds the first run's result instead of making another.
 
 mod binding;
 mod claim;
+mod delete;
+mod finalizers;
 mod provision;
+mod provision_in_tree;
 mod reclaim;
+mod recycle;
 mod volume;
 mod writes;
 
-use std::sync::Arc;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -78,7 +100,9 @@ use kube::runtime::reflector::Store;
 use crate::cache::ShadowCache;
 use crate::events::EventRecorder;
 use crate::keys::ClaimKey;
+use crate::operations::{OperationError, OperationName, OperationReport, OperationTracker};
 use crate::queue::WorkQueue;
+use crate::reclaim::VolumePlugins;
 
 pub use claim::{BoundClaimSituation, UnboundClaimSituation};
 pub use volume::VolumeSituation;
@@ -90,13 +114,60 @@ pub struct Settings {
     /// Whether claims with a storage class get handed to a provisioner
     /// (`--enable-dynamic-provisioning`).
     pub enable_dynamic_provisioning: bool,
+    /// The volume plugins that provision, delete and recycle in process.
+    pub plugins: VolumePlugins,
+    /// How often, and how far apart, a provisioned volume's object is
+    /// created (and, when that fails, its storage deleted again).
+    pub provision_retry: RetryPolicy,
+    /// Called when an operation ends, with its name, start, duration and
+    /// outcome (for the operation-duration metrics).
+    pub operation_hook: Option<OperationHook>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             enable_dynamic_provisioning: true,
+            plugins: VolumePlugins::default(),
+            provision_retry: RetryPolicy::default(),
+            operation_hook: None,
         }
+    }
+}
+
+/// A fixed number of attempts a fixed interval apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all (at least one is made).
+    pub attempts: u32,
+    /// Pause after a failed attempt before the next.
+    pub interval: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Upstream's 5 attempts, 10 s apart.
+    fn default() -> Self {
+        Self {
+            attempts: 5,
+            interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A callback for finished operations (see [`Settings::operation_hook`]).
+#[derive(Clone)]
+pub struct OperationHook(Arc<dyn Fn(&OperationReport) + Send + Sync>);
+
+impl OperationHook {
+    /// Wraps a callback; it runs on the operation's task and should be quick.
+    pub fn new(hook: impl Fn(&OperationReport) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(hook))
+    }
+}
+
+impl fmt::Debug for OperationHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OperationHook")
     }
 }
 
@@ -112,7 +183,10 @@ pub struct Listers {
 }
 
 /// Everything a sync needs: the client, the shadow cache, listers, the event
-/// recorder and the claim queue (a volume sync may ask for a claim sync).
+/// recorder, the claim queue (a volume sync may ask for a claim sync) and the
+/// operation tracker. Cloning is cheap and shares all of it; an operation
+/// runs on a clone.
+#[derive(Clone)]
 pub struct Controller {
     client: Client,
     cache: Arc<ShadowCache>,
@@ -120,7 +194,8 @@ pub struct Controller {
     recorder: EventRecorder,
     claim_queue: WorkQueue<ClaimKey>,
     settings: Settings,
-    unmatched: std::sync::Mutex<std::collections::HashSet<ClaimKey>>,
+    operations: OperationTracker,
+    unmatched: Arc<Mutex<std::collections::HashSet<ClaimKey>>>,
 }
 
 impl Controller {
@@ -133,6 +208,13 @@ impl Controller {
         claim_queue: WorkQueue<ClaimKey>,
         settings: Settings,
     ) -> Self {
+        let operations = match &settings.operation_hook {
+            Some(OperationHook(hook)) => {
+                let hook = Arc::clone(hook);
+                OperationTracker::with_completion_hook(move |report| hook(report))
+            }
+            None => OperationTracker::new(),
+        };
         Self {
             client,
             cache,
@@ -140,7 +222,31 @@ impl Controller {
             recorder,
             claim_queue,
             settings,
+            operations,
             unmatched: Default::default(),
+        }
+    }
+
+    /// The tracker of running provision, delete and recycle operations.
+    pub fn operations(&self) -> &OperationTracker {
+        &self.operations
+    }
+
+    /// Starts a long operation unless one of the same name is running or
+    /// backing off after a failure; a refused start is normal (the next
+    /// sync asks again) and only logged.
+    fn schedule<F>(&self, name: OperationName, operation: F)
+    where
+        F: Future<Output = crate::error::Result<()>> + Send + 'static,
+    {
+        match self.operations.run(name.clone(), operation) {
+            Ok(()) => tracing::debug!(operation = %name, "operation scheduled"),
+            Err(OperationError::AlreadyRunning { .. }) => {
+                tracing::debug!(operation = %name, "operation already running, skipping")
+            }
+            Err(OperationError::Backoff { remaining, .. }) => {
+                tracing::debug!(operation = %name, ?remaining, "operation postponed by backoff")
+            }
         }
     }
 

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::ClaimKey;
 use crate::objects::{annotation, claim_class, claim_has_class};
+use crate::operations::OperationName;
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.
@@ -120,9 +121,9 @@ impl Controller {
         Ok(true)
     }
 
-    /// Hands a claim to the provisioner of its class. External provisioners
-    /// are told through the storage-provisioner annotations; in-tree plugin
-    /// names this controller does not serve are reported.
+    /// Hands a claim to the provisioner of its class: an in-process plugin
+    /// when the class names one, else an external provisioner. Both run as
+    /// the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
     pub(super) async fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
         if !self.settings.enable_dynamic_provisioning {
             tracing::debug!("dynamic provisioning is disabled, claim left alone");
@@ -140,18 +141,64 @@ impl Controller {
             .await;
             return Ok(());
         };
-        let provisioner = class.provisioner.clone();
-        if provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
+        let plugin = self.settings.plugins.provisioner(&class.provisioner);
+        if plugin.is_none() && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
+            tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
             self.event(
                 reference_of(claim.as_ref()),
                 EventType::Warning,
                 reasons::PROVISIONING_FAILED,
-                "no provisionable volume plugin matched".to_string(),
+                format!(
+                    "no provisionable volume plugin matched name: {}",
+                    class.provisioner
+                ),
             )
             .await;
             return Ok(());
         }
-        let claim = self.set_claim_provisioner(claim, &provisioner).await?;
+        let key = ClaimKey::of(claim);
+        let name = OperationName::provision(
+            &key.namespace,
+            &key.name,
+            claim.metadata.uid.as_deref().unwrap_or(""),
+        );
+        let this = self.clone();
+        let claim = Arc::clone(claim);
+        match plugin {
+            Some(plugin) => self.schedule(name, async move {
+                this.provision_in_tree(claim, plugin, class).await
+            }),
+            None => self.schedule(
+                name,
+                async move { this.provision_external(claim, class).await },
+            ),
+        }
+        Ok(())
+    }
+
+    /// Asks an external provisioner for a volume through the claim's
+    /// storage-provisioner annotations, and says so in an event (every time
+    /// it runs, as upstream: a claim waiting long shows it).
+    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision"))]
+    async fn provision_external(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        class: Arc<StorageClass>,
+    ) -> Result<()> {
+        let provisioner = class.provisioner.clone();
+        let claim = match self.set_claim_provisioner(&claim, &provisioner).await {
+            Ok(claim) => claim,
+            Err(error) => {
+                self.event(
+                    reference_of(claim.as_ref()),
+                    EventType::Warning,
+                    reasons::PROVISIONING_FAILED,
+                    format!("Error saving claim: {error}"),
+                )
+                .await;
+                return Err(error);
+            }
+        };
         let message = format!(
             "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
         );
@@ -166,7 +213,7 @@ impl Controller {
     }
 
     /// Writes both storage-provisioner annotations when the GA one differs.
-    async fn set_claim_provisioner(
+    pub(super) async fn set_claim_provisioner(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
         provisioner: &str,
@@ -209,7 +256,7 @@ pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>>
 }
 
 /// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
-fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
+pub(super) fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
     let pod_name = pod.metadata.name.as_deref().unwrap_or("");
     pod.spec
         .iter()

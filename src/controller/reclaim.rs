@@ -1,5 +1,6 @@
 //! Reclaim of released volumes by their policy: Retain keeps them, Delete
-//! and Recycle need a plugin (or an external program), anything else is
+//! and Recycle run as operations (see [`super::delete`] and
+//! [`super::recycle`]) or are left to an external program, anything else is
 //! reported as an unknown policy.
 
 use std::sync::Arc;
@@ -9,19 +10,22 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
 use super::binding::phase;
+use super::claim::requested_volume;
 use super::volume::reclaim_policy;
 use crate::constants::{
     ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, reasons,
 };
-use crate::error::Result;
-use crate::keys::VolumeName;
+use crate::error::{Result, api};
+use crate::keys::{ClaimKey, VolumeName};
 use crate::objects::annotation;
+use crate::operations::OperationName;
 
 /// What to do with a released volume.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReclaimAction {
-    /// Another program owns reclaim (a migrated volume, or one provisioned by
-    /// an external provisioner with policy Delete): leave it Released.
+    /// Another program owns reclaim (a migrated volume, or one with policy
+    /// Delete that an external provisioner made or a CSI driver serves):
+    /// leave it Released.
     LeaveToExternal,
     /// Policy Retain: keep the volume and its data for an administrator.
     Retain,
@@ -44,7 +48,10 @@ pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
         "Delete" => {
             let provisioner =
                 annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
-            if !provisioner.is_empty() && !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
+            let csi = volume.spec.as_ref().is_some_and(|s| s.csi.is_some());
+            let external =
+                !provisioner.is_empty() && !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX);
+            if external || (provisioner.is_empty() && csi) {
                 ReclaimAction::LeaveToExternal
             } else {
                 ReclaimAction::Delete
@@ -55,9 +62,11 @@ pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
 }
 
 impl Controller {
-    /// Runs a released volume's reclaim policy.
+    /// Runs a released volume's reclaim policy: Recycle and Delete start
+    /// their operation (at most one per volume at a time).
     pub(super) async fn reclaim_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
         let name = VolumeName::of(volume).0;
+        let uid = volume.metadata.uid.clone().unwrap_or_default();
         match reclaim_action(volume) {
             ReclaimAction::LeaveToExternal => {
                 tracing::debug!("reclaim left to an external program");
@@ -67,26 +76,22 @@ impl Controller {
                 tracing::debug!("policy Retain, volume kept");
                 Ok(())
             }
-            ReclaimAction::Recycle => self
-                .set_volume_phase_with_event(
-                    volume,
-                    phase::FAILED,
-                    EventType::Warning,
-                    reasons::VOLUME_FAILED_RECYCLE,
-                    "No recycler plugin found for the volume!".to_string(),
-                )
-                .await
-                .map(drop),
-            ReclaimAction::Delete => self
-                .set_volume_phase_with_event(
-                    volume,
-                    phase::FAILED,
-                    EventType::Warning,
-                    reasons::VOLUME_FAILED_DELETE,
-                    format!("Error getting deleter volume plugin for volume {name:?}: no volume plugin matched"),
-                )
-                .await
-                .map(drop),
+            ReclaimAction::Recycle => {
+                let this = self.clone();
+                let volume = Arc::clone(volume);
+                self.schedule(OperationName::recycle(&name, &uid), async move {
+                    this.recycle_operation(volume).await
+                });
+                Ok(())
+            }
+            ReclaimAction::Delete => {
+                let this = self.clone();
+                let volume = Arc::clone(volume);
+                self.schedule(OperationName::delete(&name, &uid), async move {
+                    this.delete_operation(volume).await
+                });
+                Ok(())
+            }
             ReclaimAction::Unknown(policy) => {
                 tracing::warn!(policy, "unknown reclaim policy");
                 self.set_volume_phase_with_event(
@@ -100,5 +105,49 @@ impl Controller {
                 .map(drop)
             }
         }
+    }
+
+    /// Whether a volume is still released, judged from the shadow cache: its
+    /// claimRef names a claim that is gone, was replaced (another UID), or is
+    /// bound to another volume. An operation checks this on the volume it
+    /// has just read, so that a volume bound again meanwhile is left alone.
+    pub(super) fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
+        let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+            return false;
+        };
+        let uid = reference.uid.as_deref().unwrap_or("");
+        if uid.is_empty() {
+            return false;
+        }
+        let key = ClaimKey::new(
+            reference.namespace.clone().unwrap_or_default(),
+            reference.name.clone().unwrap_or_default(),
+        );
+        let Some(claim) = self.cache.claim(&key) else {
+            return true;
+        };
+        if claim.metadata.uid.as_deref() != Some(uid) {
+            return true;
+        }
+        match requested_volume(&claim) {
+            None => false,
+            Some(name) => name != VolumeName::of(volume).0,
+        }
+    }
+
+    /// The volume as the API server has it now, stored in the shadow cache;
+    /// `None` when it is gone.
+    pub(super) async fn fresh_volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>> {
+        let fresh = self
+            .volumes_api()
+            .get_opt(name)
+            .await
+            .map_err(api(|| format!("getting volume {name:?}")))?;
+        let Some(fresh) = fresh else {
+            return Ok(None);
+        };
+        let fresh = Arc::new(fresh);
+        self.cache.offer_volume(Arc::clone(&fresh))?;
+        Ok(Some(self.cache.volume(name).unwrap_or(fresh)))
     }
 }

@@ -74,6 +74,7 @@ impl Controller {
                 return Ok(());
             }
         }
+        let volume = &self.fix_deletion_finalizers(volume).await?;
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
             VolumeSituation::Unclaimed | VolumeSituation::PreBound => {

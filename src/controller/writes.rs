@@ -15,7 +15,7 @@ use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
 
 impl Controller {
-    fn volumes_api(&self) -> Api<PersistentVolume> {
+    pub(super) fn volumes_api(&self) -> Api<PersistentVolume> {
         Api::all(self.client.clone())
     }
 

@@ -7,13 +7,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::storage::v1::StorageClass;
+use pv_controller::controller::{Controller, RetryPolicy, Settings};
 use pv_controller::controller_base::{BaseConfig, ControllerBase};
 use pv_controller::keys::{ClaimKey, VolumeName};
 use pv_controller::memapi::{MemApi, Reactor};
+use pv_controller::reclaim::VolumePlugins;
 use serde_json::Value;
+
+use super::mock_plugin::{MockConfig, MockPlugin};
+
+/// A change a row makes to the server (and, in direct mode, to the
+/// controller's cache) between the sync and the operation it started; in
+/// settled mode it is applied before the controller starts.
+pub type Inject = Arc<dyn Fn(&MemApi, Option<&Controller>) + Send + Sync>;
 
 /// Marker annotation: the object is on the server but not in the
 /// controller's shadow cache when the direct sync runs (a stale cache).
@@ -55,6 +64,10 @@ pub struct Scenario {
     /// Claims the direct run's shadow cache holds instead of the server's
     /// version (a cache that has not caught up yet).
     pub stale_cached_claims: Vec<PersistentVolumeClaim>,
+    /// The mock plugin's answers; no mock plugin when `None`.
+    pub plugin: Option<MockConfig>,
+    pub nodes: Vec<Node>,
+    pub inject: Option<Inject>,
 }
 
 /// Starts a row: no objects, no events, a claim sync.
@@ -73,6 +86,9 @@ pub fn row(name: &'static str) -> Scenario {
         settled: None,
         settled_events: None,
         stale_cached_claims: vec![],
+        plugin: None,
+        nodes: vec![],
+        inject: None,
     }
 }
 
@@ -150,6 +166,43 @@ impl Scenario {
         self.settled_events = Some(events.to_vec());
         self
     }
+
+    pub fn plugin(mut self, config: MockConfig) -> Self {
+        self.plugin = Some(config);
+        self
+    }
+
+    pub fn nodes(mut self, nodes: Vec<Node>) -> Self {
+        self.nodes = nodes;
+        self
+    }
+
+    pub fn inject(
+        mut self,
+        f: impl Fn(&MemApi, Option<&Controller>) + Send + Sync + 'static,
+    ) -> Self {
+        self.inject = Some(Arc::new(f));
+        self
+    }
+
+    /// The controller settings of the row: its mock plugin, and retries a
+    /// second apart (paused time makes the wait free).
+    pub fn settings(&self) -> Settings {
+        let plugins = match &self.plugin {
+            Some(config) => {
+                VolumePlugins::default().with(Arc::new(MockPlugin::new(config.clone())))
+            }
+            None => VolumePlugins::default(),
+        };
+        Settings {
+            plugins,
+            provision_retry: RetryPolicy {
+                attempts: 5,
+                interval: Duration::from_secs(1),
+            },
+            ..Settings::default()
+        }
+    }
 }
 
 /// A server seeded with the row's objects.
@@ -162,6 +215,10 @@ fn seeded_server(s: &Scenario) -> MemApi {
     for pod in &s.pods {
         api.create(pod)
             .unwrap_or_else(|e| panic!("{}: seeding pod: {e}", s.name));
+    }
+    for node in &s.nodes {
+        api.create(node)
+            .unwrap_or_else(|e| panic!("{}: seeding node: {e}", s.name));
     }
     for volume in &s.volumes {
         api.create(volume)
@@ -183,7 +240,11 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
 /// Runs one direct sync and returns what differs from the row's expectation.
 pub async fn run_direct(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
-    let mut base = ControllerBase::new(api.client(), BaseConfig::default());
+    let config = BaseConfig {
+        settings: s.settings(),
+        ..BaseConfig::default()
+    };
+    let mut base = ControllerBase::new(api.client(), config);
     base.start_informers()
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
@@ -225,6 +286,12 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
             controller.sync_volume(&volume).await
         }
     };
+    // The operation the sync started has not run yet (this test runtime has
+    // one thread): the row's injection lands between decision and operation.
+    if let Some(inject) = &s.inject {
+        inject(&api, Some(&controller));
+    }
+    controller.operations().wait_idle().await;
     match (s.call, result) {
         (Call::SyncClaimError, Ok(())) => {
             problems.push("expected the sync to fail, it succeeded".into())
@@ -255,10 +322,18 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
 /// the row's settled expectation (or its direct expectation).
 pub async fn run_settled(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
+    if let Some(inject) = &s.inject {
+        inject(&api, None);
+    }
     for reactor in &s.errors {
         api.add_reactor(reactor.clone());
     }
-    let running = Running::start_with(&api, Duration::from_secs(5));
+    let config = BaseConfig {
+        resync_period: Duration::from_secs(5),
+        settings: s.settings(),
+        ..BaseConfig::default()
+    };
+    let running = Running::start_with(&api, config);
     running.settle().await;
     running.stop().await;
     api.clear_reactors();
@@ -494,15 +569,11 @@ pub struct Running {
 impl Running {
     /// Starts the whole controller on `api` with the default 15 s resync.
     pub fn start(api: &MemApi) -> Self {
-        Self::start_with(api, Duration::from_secs(15))
+        Self::start_with(api, BaseConfig::default())
     }
 
-    /// Starts the whole controller on `api` with the given resync period.
-    pub fn start_with(api: &MemApi, resync_period: Duration) -> Self {
-        let config = BaseConfig {
-            resync_period,
-            ..BaseConfig::default()
-        };
+    /// Starts the whole controller on `api` with the given configuration.
+    pub fn start_with(api: &MemApi, config: BaseConfig) -> Self {
         let base = ControllerBase::new(api.client(), config);
         let idle = base.idle_probe();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

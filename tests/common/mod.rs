@@ -5,6 +5,7 @@
 
 pub mod builders;
 pub mod harness;
+pub mod mock_plugin;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::json;

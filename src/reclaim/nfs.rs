@@ -1,0 +1,61 @@
+//! The NFS plugin: recycles NFS volumes with a recycler pod. It neither
+//! provisions nor deletes (NFS exports belong to their administrator).
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{NFSVolumeSource, PersistentVolume, Volume};
+
+use super::recycler::{self, RecyclerPodConfig};
+use super::{PluginError, RecycleContext, VolumePlugin};
+
+/// Name of the NFS plugin.
+pub const PLUGIN_NAME: &str = "kubernetes.io/nfs";
+
+/// Recycles NFS volumes.
+pub struct NfsPlugin {
+    recycler: RecyclerPodConfig,
+}
+
+impl NfsPlugin {
+    /// An NFS plugin running recycler pods from `recycler`.
+    pub fn new(recycler: RecyclerPodConfig) -> Self {
+        Self { recycler }
+    }
+}
+
+/// The NFS source of a volume, if it has one.
+fn nfs_source(volume: &PersistentVolume) -> Option<&NFSVolumeSource> {
+    volume.spec.as_ref().and_then(|s| s.nfs.as_ref())
+}
+
+impl VolumePlugin for NfsPlugin {
+    fn name(&self) -> &str {
+        PLUGIN_NAME
+    }
+
+    fn can_recycle(&self, volume: &PersistentVolume) -> bool {
+        nfs_source(volume).is_some()
+    }
+
+    fn recycle<'a>(
+        &'a self,
+        volume: &'a PersistentVolume,
+        context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(async move {
+            let source = nfs_source(volume)
+                .ok_or_else(|| PluginError::Setup("spec.nfs is nil".to_string()))?;
+            let scrubbed = Volume {
+                nfs: Some(NFSVolumeSource {
+                    server: source.server.clone(),
+                    path: source.path.clone(),
+                    read_only: Some(false),
+                }),
+                ..Default::default()
+            };
+            let pod = recycler::build_pod(&self.recycler, volume, scrubbed);
+            recycler::run(&context.client, pod, &context.relay)
+                .await
+                .map_err(|e| PluginError::Failed(e.to_string()))
+        })
+    }
+}

@@ -1,0 +1,302 @@
+//! The delete scenarios: upstream's delete table (set 8) and multi-sync case
+//! (9-1), plus HonorPVReclaimPolicy, one-operation-per-volume and backoff
+//! checks. Each table row runs as one direct sync and with the whole
+//! controller until it settles.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::builders::*;
+use common::harness::{Call, row, run_table, settle};
+use common::mock_plugin::{MockConfig, MockPlugin};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use pv_controller::controller::Settings;
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::memapi::MemApi;
+use pv_controller::reclaim::VolumePlugins;
+
+const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
+
+fn released(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
+    volume(name, "1Gi")
+        .bound_to(uid, claim_name)
+        .phase("Bound")
+        .policy("Delete")
+}
+
+fn one_success() -> MockConfig {
+    MockConfig::default().deletes(&[None])
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_8_delete() {
+    run_table(vec![
+        row("8-1 successful delete")
+            .volumes(
+                volumes([released("volume8-1", "uid8-1", "claim8-1").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                vec![],
+            )
+            .plugin(one_success())
+            .call(Call::SyncVolume),
+        row("8-2 successful delete with prebound volume")
+            .volumes(volumes([released("volume8-2", "uid8-2", "claim8-2")]), vec![])
+            .plugin(one_success())
+            .call(Call::SyncVolume),
+        row("8-3 plugin not found")
+            .volumes(
+                volumes([released("volume8-3", "uid8-3", "claim8-3")]),
+                volumes([released("volume8-3", "uid8-3", "claim8-3").phase("Failed").message(
+                    "Error getting deleter volume plugin for volume \"volume8-3\": no volume plugin matched",
+                )]),
+            )
+            .events(&["Warning VolumeFailedDelete"])
+            .call(Call::SyncVolume),
+        row("8-4 newDeleter returns error")
+            .volumes(
+                volumes([released("volume8-4", "uid8-4", "claim8-4")]),
+                volumes([released("volume8-4", "uid8-4", "claim8-4").phase("Failed").message(
+                    "Failed to create deleter for volume \"volume8-4\": Mock plugin error: no deleteCalls configured",
+                )]),
+            )
+            .plugin(MockConfig::default())
+            .events(&["Warning VolumeFailedDelete"])
+            .call(Call::SyncVolume),
+        row("8-5 delete returns error")
+            .volumes(
+                volumes([released("volume8-5", "uid8-5", "claim8-5")]),
+                volumes([released("volume8-5", "uid8-5", "claim8-5").phase("Failed").message("Mock delete error")]),
+            )
+            .plugin(MockConfig::default().deletes(&[Some("Mock delete error")]))
+            .events(&["Warning VolumeFailedDelete Mock delete error"])
+            .call(Call::SyncVolume),
+        row("8-6 volume is deleted before deleting")
+            .volumes(volumes([released("volume8-6", "uid8-6", "claim8-6")]), vec![])
+            .plugin(MockConfig::default())
+            .inject(|api, _| {
+                api.remove::<PersistentVolume>(None, "volume8-6");
+            })
+            .call(Call::SyncVolume),
+        row("8-7 volume is bound before deleting")
+            .volumes(
+                volumes([released("volume8-7", "uid8-7", "claim8-7").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                volumes([released("volume8-7", "uid8-7", "claim8-7").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+            )
+            .claims(
+                vec![],
+                claims([claim("claim8-7", "uid8-7", "10Gi").volume_name("volume8-7").phase("Bound")]),
+            )
+            .plugin(MockConfig::default())
+            .inject(|api, controller| {
+                // The claim comes back, bound to the volume (this should
+                // never happen), between the decision and the operation.
+                let claim: PersistentVolumeClaim =
+                    claim("claim8-7", "uid8-7", "10Gi").volume_name("volume8-7").phase("Bound").build();
+                let stored = api.put(&claim).expect("put claim");
+                let volume: PersistentVolume = released("volume8-7", "uid8-7", "claim8-7")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                    .build();
+                api.put(&volume).expect("put volume");
+                if let Some(controller) = controller {
+                    controller.cache().offer_claim(Arc::new(stored)).expect("cache claim");
+                }
+            })
+            .call(Call::SyncVolume)
+            .settles_to(
+                volumes([released("volume8-7", "uid8-7", "claim8-7").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                claims([claim("claim8-7", "uid8-7", "10Gi")
+                    .volume_name("volume8-7")
+                    .phase("Bound")
+                    .annotations(&[ANN_BIND_COMPLETED])]),
+            ),
+        row("8-9 prebound volume is deleted while the claim exists")
+            .volumes(volumes([released("volume8-9", "uid8-9", "claim8-9")]), vec![])
+            .same_claims(claims([claim("claim8-9", "uid8-9-x", "10Gi")]))
+            .plugin(one_success())
+            .call(Call::SyncVolume)
+            .settled_events(&["Normal FailedBinding"]),
+        row("8-10 external deleter")
+            .volumes(
+                volumes([released("volume8-10", "uid10-1", "claim10-1")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                volumes([released("volume8-10", "uid10-1", "claim10-1")
+                    .phase("Released")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+            )
+            .call(Call::SyncVolume),
+        row("8-11 two PVs provisioned for a single claim")
+            .volumes(
+                volumes([
+                    released("volume8-11-1", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY]),
+                    released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY]),
+                ]),
+                volumes([released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY])]),
+            )
+            .same_claims(claims([claim("claim8-11", "uid8-11", "10Gi").volume_name("volume8-11-2").phase("Bound")]))
+            .plugin(one_success())
+            .call(Call::SyncVolume)
+            .settles_to(
+                volumes([released("volume8-11-2", "uid8-11", "claim8-11")
+                    .annotations(&[ANN_PROVISIONED_BY])
+                    .finalizers(&[PV_CONTROLLER])]),
+                claims([claim("claim8-11", "uid8-11", "10Gi")
+                    .volume_name("volume8-11-2")
+                    .phase("Bound")
+                    .annotations(&[ANN_BIND_COMPLETED])]),
+            ),
+        row("8-12 two PVs externally provisioned for a single claim")
+            .volumes(
+                volumes([
+                    released("volume8-12-1", "uid8-12", "claim8-12").annotation(ANN_PROVISIONED_BY, "external.io/test"),
+                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_PROVISIONED_BY]),
+                ]),
+                volumes([
+                    released("volume8-12-1", "uid8-12", "claim8-12")
+                        .phase("Released")
+                        .annotation(ANN_PROVISIONED_BY, "external.io/test"),
+                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_PROVISIONED_BY]),
+                ]),
+            )
+            .same_claims(claims([claim("claim8-12", "uid8-12", "10Gi").volume_name("volume8-12-2").phase("Bound")]))
+            .call(Call::SyncVolume)
+            .settles_to(
+                volumes([
+                    released("volume8-12-1", "uid8-12", "claim8-12")
+                        .phase("Released")
+                        .annotation(ANN_PROVISIONED_BY, "external.io/test"),
+                    released("volume8-12-2", "uid8-12", "claim8-12")
+                        .annotations(&[ANN_PROVISIONED_BY])
+                        .finalizers(&[PV_CONTROLLER]),
+                ]),
+                claims([claim("claim8-12", "uid8-12", "10Gi")
+                    .volume_name("volume8-12-2")
+                    .phase("Bound")
+                    .annotations(&[ANN_BIND_COMPLETED])]),
+            ),
+        row("8-13 volume deleted by a user while bound is reclaimed once released")
+            .volumes(
+                volumes([released("volume8-13", "uid8-13", "claim8-13")
+                    .annotations(&[ANN_PROVISIONED_BY])
+                    .deleting()
+                    .finalizers(&["kubernetes.io/pv-protection", PV_CONTROLLER])]),
+                // Storage deleted, our finalizer gone; pv-protection's
+                // finalizer is another controller's to remove.
+                volumes([released("volume8-13", "uid8-13", "claim8-13")
+                    .phase("Released")
+                    .annotations(&[ANN_PROVISIONED_BY])
+                    .deleting()]),
+            )
+            .plugin(one_success())
+            .call(Call::SyncVolume),
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_9_delete_retried_after_error() {
+    run_table(vec![
+        row("9-1 delete returns error")
+            .volumes(
+                volumes([released("volume9-1", "uid9-1", "claim9-1")]),
+                volumes([released("volume9-1", "uid9-1", "claim9-1")
+                    .phase("Failed")
+                    .message("Mock delete error")]),
+            )
+            .plugin(MockConfig::default().deletes(&[Some("Mock delete error"), None]))
+            .events(&["Warning VolumeFailedDelete"])
+            .call(Call::SyncVolume)
+            .settles_to(vec![], vec![]),
+    ])
+    .await;
+}
+
+/// A server with one released Delete volume, and a controller using `mock`.
+fn server_and_controller(mock: Arc<MockPlugin>, resync: Duration) -> (MemApi, ControllerBase) {
+    let api = MemApi::new();
+    api.create(
+        &released("volume-x", "uid-x", "claim-x")
+            .phase("Released")
+            .build(),
+    )
+    .expect("seed");
+    let config = BaseConfig {
+        resync_period: resync,
+        settings: Settings {
+            plugins: VolumePlugins::default().with(mock),
+            ..Settings::default()
+        },
+        ..BaseConfig::default()
+    };
+    let base = ControllerBase::new(api.client(), config);
+    (api, base)
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrent_syncs_of_one_volume_start_one_delete() {
+    let mock = Arc::new(MockPlugin::new(
+        MockConfig::default()
+            .deletes(&[None])
+            .delete_delay(Duration::from_secs(3)),
+    ));
+    let (api, mut base) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
+    base.start_informers().await.expect("informers");
+    let controller = Arc::clone(base.controller());
+    let volume = controller.cache().volume("volume-x").expect("cached");
+    let (a, b, c) = tokio::join!(
+        controller.sync_volume(&volume),
+        controller.sync_volume(&volume),
+        controller.sync_volume(&volume),
+    );
+    a.and(b).and(c).expect("syncs succeed");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(controller.operations().running_count(), 1);
+    controller
+        .sync_volume(&volume)
+        .await
+        .expect("sync while running");
+    controller.operations().wait_idle().await;
+    assert_eq!(
+        mock.calls.lock().unwrap().deletes.len(),
+        1,
+        "one delete only"
+    );
+    assert!(api.get::<PersistentVolume>(None, "volume-x").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_deleter_is_retried_with_growing_intervals() {
+    let mock = Arc::new(MockPlugin::new(MockConfig::default().deletes(&[
+        Some("backend down"),
+        Some("backend down"),
+        Some("backend down"),
+        Some("backend down"),
+        None,
+    ])));
+    // A fast resync, so the retries are paced by the backoff, not by it.
+    let (api, base) = server_and_controller(Arc::clone(&mock), Duration::from_millis(100));
+    let idle = base.idle_probe();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(base.run(async move {
+        let _ = stopped.await;
+    }));
+    settle(&api, &idle).await;
+    let _ = stop.send(());
+    running.await.expect("join").expect("controller");
+    let calls = mock.calls.lock().unwrap().deletes.clone();
+    assert_eq!(calls.len(), 5, "four failures, then success");
+    let gaps: Vec<Duration> = calls.windows(2).map(|w| w[1] - w[0]).collect();
+    for (gap, backoff) in gaps.iter().zip([500u64, 1000, 2000, 4000]) {
+        let backoff = Duration::from_millis(backoff);
+        assert!(
+            *gap >= backoff && *gap < backoff + Duration::from_millis(300),
+            "gaps {gaps:?} should follow the backoff"
+        );
+    }
+    assert!(
+        api.get::<PersistentVolume>(None, "volume-x").is_none(),
+        "deleted in the end"
+    );
+}

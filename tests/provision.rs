@@ -1,0 +1,466 @@
+//! The provisioning scenarios: upstream's provision table (set 11) and
+//! multi-sync cases (set 12), with the mock plugin, each row run as one
+//! direct sync (plus the operation it starts) and with the whole controller
+//! until it settles. CSI migration (11-21) is not implemented and has no row.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::builders::*;
+use common::harness::{row, run_table};
+use common::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, TypedLocalObjectReference,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pv_controller::memapi::{Reactor, Verb};
+
+const FINALIZER: &str = "kubernetes.io/pv-controller";
+
+fn class(name: &str, provisioner: &str, mode: &str, param: (&str, &str)) -> StorageClass {
+    StorageClass {
+        parameters: Some([(param.0.to_string(), param.1.to_string())].into()),
+        ..storage_class(name, provisioner, mode)
+    }
+}
+
+fn classes() -> Vec<StorageClass> {
+    let p1 = ("param1", "value1");
+    vec![
+        class("gold", MOCK_PLUGIN, "Immediate", p1),
+        class("silver", MOCK_PLUGIN, "Immediate", ("param2", "value2")),
+        class("copper", MOCK_PLUGIN, "WaitForFirstConsumer", p1),
+        class("external", "vendor.com/my-volume", "Immediate", p1),
+        class(
+            "external-wait",
+            "vendor.com/my-volume-wait",
+            "WaitForFirstConsumer",
+            p1,
+        ),
+        class("unknown-internal", "kubernetes.io/unknown", "Immediate", p1),
+        StorageClass {
+            mount_options: Some(vec!["foo".to_string()]),
+            ..class("unsupported-mountoptions", MOCK_PLUGIN, "Immediate", p1)
+        },
+    ]
+}
+
+fn node1() -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some("node1".to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A pending claim of a class.
+fn pending(name: &str, uid: &str, class: &str) -> ClaimBuilder {
+    claim(name, uid, "1Gi").class(class)
+}
+
+/// The same claim after the controller named its provisioner.
+fn handed(name: &str, uid: &str, class: &str) -> ClaimBuilder {
+    pending(name, uid, class).annotations(&[ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER])
+}
+
+/// The claim handed to an external provisioner.
+fn handed_to(name: &str, uid: &str, class: &str, provisioner: &str) -> ClaimBuilder {
+    pending(name, uid, class)
+        .annotation(ANN_STORAGE_PROVISIONER, provisioner)
+        .annotation(ANN_BETA_STORAGE_PROVISIONER, provisioner)
+}
+
+/// The volume the mock provisions for a claim.
+fn provisioned(uid: &str, claim_name: &str, class: &str) -> VolumeBuilder {
+    volume(&format!("pvc-{uid}"), "1Gi")
+        .bound_to(uid, claim_name)
+        .phase("Bound")
+        .policy("Delete")
+        .class(class)
+        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_PROVISIONED_BY])
+        .finalizers(&[FINALIZER])
+}
+
+/// A claim bound to its provisioned volume.
+fn bound_provisioned(name: &str, uid: &str, class: &str) -> ClaimBuilder {
+    handed(name, uid, class)
+        .volume_name(&format!("pvc-{uid}"))
+        .phase("Bound")
+        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
+}
+
+fn create_fails(times: u32) -> Reactor {
+    Reactor::on(Verb::Create, "persistentvolumes")
+        .error(500)
+        .times(times)
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_11_provision() {
+    run_table(vec![
+        row("11-1 successful provision with storage class 1")
+            .volumes(vec![], volumes([provisioned("uid11-1", "claim11-1", "gold")]))
+            .claims(claims([pending("claim11-1", "uid11-1", "gold")]), claims([handed("claim11-1", "uid11-1", "gold")]))
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid11-1 using kubernetes.io/mock-volume"])
+            .settles_to(
+                volumes([provisioned("uid11-1", "claim11-1", "gold")]),
+                claims([bound_provisioned("claim11-1", "uid11-1", "gold")]),
+            ),
+        row("11-2 plugin not found")
+            .same_claims(claims([pending("claim11-2", "uid11-2", "gold")]))
+            .classes(classes())
+            .events(&["Warning ProvisioningFailed"]),
+        row("11-3 newProvisioner failure")
+            .claims(claims([pending("claim11-3", "uid11-3", "gold")]), claims([handed("claim11-3", "uid11-3", "gold")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Warning ProvisioningFailed Failed to create provisioner: Mock plugin error: no provisionCalls configured"]),
+        row("11-4 provision failure")
+            .claims(claims([pending("claim11-4", "uid11-4", "gold")]), claims([handed("claim11-4", "uid11-4", "gold")]))
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_error()]))
+            .events(&["Warning ProvisioningFailed Failed to provision volume with StorageClass \"gold\": Mock provisioner error"]),
+        row("11-6 provisioning when there is a volume available")
+            .volumes(
+                volumes([volume("volume11-6", "1Gi").phase("Available").class("gold")]),
+                volumes([volume("volume11-6", "1Gi")
+                    .bound_to("uid11-6", "claim11-6")
+                    .phase("Bound")
+                    .class("gold")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+            )
+            .claims(
+                claims([pending("claim11-6", "uid11-6", "gold")]),
+                claims([pending("claim11-6", "uid11-6", "gold")
+                    .volume_name("volume11-6")
+                    .phase("Bound")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_success()])),
+        row("11-7 claim is bound before provisioning")
+            .volumes(vec![], volumes([provisioned("uid11-7", "claim11-7", "gold")]))
+            .claims(claims([pending("claim11-7", "uid11-7", "gold")]), claims([handed("claim11-7", "uid11-7", "gold")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .inject(|api, _| {
+                // Another controller provisioned the volume meanwhile.
+                let volume: PersistentVolume = provisioned("uid11-7", "claim11-7", "gold").build();
+                api.put(&volume).expect("put volume");
+            })
+            .settles_to(
+                volumes([provisioned("uid11-7", "claim11-7", "gold")]),
+                claims([pending("claim11-7", "uid11-7", "gold")
+                    .volume_name("pvc-uid11-7")
+                    .phase("Bound")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
+            ),
+        row("11-8 cannot save provisioned volume")
+            .volumes(vec![], volumes([provisioned("uid11-8", "claim11-8", "gold")]))
+            .claims(claims([pending("claim11-8", "uid11-8", "gold")]), claims([handed("claim11-8", "uid11-8", "gold")]))
+            .classes(classes())
+            .errors(vec![create_fails(1)])
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ProvisioningSucceeded"])
+            .settles_to(
+                volumes([provisioned("uid11-8", "claim11-8", "gold")]),
+                claims([bound_provisioned("claim11-8", "uid11-8", "gold")]),
+            ),
+        row("11-9 cannot save provisioned volume, delete succeeds")
+            .claims(claims([pending("claim11-9", "uid11-9", "gold")]), claims([handed("claim11-9", "uid11-9", "gold")]))
+            .classes(classes())
+            .errors(vec![create_fails(5)])
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]).deletes(&[None]))
+            .events(&["Warning ProvisioningFailed Error creating provisioned PV object for claim default/claim11-9"]),
+        row("11-10 cannot save provisioned volume, no delete plugin found")
+            .claims(claims([pending("claim11-10", "uid11-10", "gold")]), claims([handed("claim11-10", "uid11-10", "gold")]))
+            .classes(classes())
+            .errors(vec![create_fails(5)])
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Warning ProvisioningFailed", "Warning ProvisioningCleanupFailed"]),
+        row("11-11 cannot save provisioned volume, deleter fails")
+            .claims(claims([pending("claim11-11", "uid11-11", "gold")]), claims([handed("claim11-11", "uid11-11", "gold")]))
+            .classes(classes())
+            .errors(vec![create_fails(5)])
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]).deletes(&[
+                Some("Mock deletion error1"),
+                Some("Mock deletion error2"),
+                Some("Mock deletion error3"),
+                Some("Mock deletion error4"),
+                Some("Mock deletion error5"),
+            ]))
+            .events(&[
+                "Warning ProvisioningFailed",
+                "Warning ProvisioningCleanupFailed Error cleaning provisioned volume for claim default/claim11-11: Mock deletion error5. Please delete manually.",
+            ]),
+        row("11-12 cannot save provisioned volume, delete succeeds 2nd time")
+            .claims(claims([pending("claim11-12", "uid11-12", "gold")]), claims([handed("claim11-12", "uid11-12", "gold")]))
+            .classes(classes())
+            .errors(vec![create_fails(5)])
+            .plugin(MockConfig::default()
+                .provisions(vec![provision1_success()])
+                .deletes(&[Some("Mock deletion error1"), None]))
+            .events(&["Warning ProvisioningFailed"]),
+        row("11-13 successful provision with storage class 2")
+            .volumes(vec![], volumes([provisioned("uid11-13", "claim11-13", "silver")]))
+            .claims(claims([pending("claim11-13", "uid11-13", "silver")]), claims([handed("claim11-13", "uid11-13", "silver")]))
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision2_success()]))
+            .events(&["Normal ProvisioningSucceeded"])
+            .settles_to(
+                volumes([provisioned("uid11-13", "claim11-13", "silver")]),
+                claims([bound_provisioned("claim11-13", "uid11-13", "silver")]),
+            ),
+        row("11-14 fail due to non-existing class")
+            .same_claims(claims([pending("claim11-14", "uid11-14", "non-existing")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Warning ProvisioningFailed"]),
+        row("11-15 no provisioning with class=''")
+            .same_claims(claims([pending("claim11-15", "uid11-15", "")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Normal FailedBinding"]),
+        row("11-16 no provisioning with class=nil")
+            .same_claims(claims([claim("claim11-16", "uid11-16", "1Gi")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Normal FailedBinding"]),
+        row("11-17 external provisioner")
+            .claims(
+                claims([pending("claim11-17", "uid11-17", "external")]),
+                claims([handed_to("claim11-17", "uid11-17", "external", "vendor.com/my-volume")]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Normal ExternalProvisioning"]),
+        row("11-18 unknown internal provisioner")
+            .same_claims(claims([pending("claim11-18", "uid11-18", "unknown-internal")]))
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Warning ProvisioningFailed"]),
+        row("11-19 provisioned volume saved but API server crashed")
+            // The first create was stored but unanswered; the controller's
+            // check for an existing volume missed it (a stale read), so the
+            // retry meets AlreadyExists, which counts as success.
+            .volumes(vec![], volumes([provisioned("uid11-19", "claim11-19", "gold")]))
+            .claims(claims([pending("claim11-19", "uid11-19", "gold")]), claims([handed("claim11-19", "uid11-19", "gold")]))
+            .classes(classes())
+            .errors(vec![
+                Reactor::on(Verb::Get, "persistentvolumes").name("pvc-uid11-19").error(404),
+                create_fails(1),
+            ])
+            .inject(|api, _| {
+                let volume: PersistentVolume = provisioned("uid11-19", "claim11-19", "gold").build();
+                api.put(&volume).expect("put volume");
+            })
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ProvisioningSucceeded"])
+            .settles_to(
+                volumes([provisioned("uid11-19", "claim11-19", "gold")]),
+                claims([pending("claim11-19", "uid11-19", "gold")
+                    .volume_name("pvc-uid11-19")
+                    .phase("Bound")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
+            )
+            .settled_events(&[]),
+        row("11-20 unsupported storageClass.mountOptions")
+            .claims(
+                claims([pending("claim11-20", "uid11-20", "unsupported-mountoptions")]),
+                claims([handed("claim11-20", "uid11-20", "unsupported-mountoptions")]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default())
+            .events(&["Warning ProvisioningFailed Mount options are not supported by the provisioner but StorageClass \"unsupported-mountoptions\" has mount options [foo]"]),
+        row("11-22 external provisioner with volume available")
+            .volumes(
+                volumes([volume("volume11-22", "1Gi").phase("Available").class("external")]),
+                volumes([volume("volume11-22", "1Gi")
+                    .bound_to("uid11-22", "claim11-22")
+                    .phase("Bound")
+                    .class("external")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+            )
+            .claims(
+                claims([pending("claim11-22", "uid11-22", "external")]),
+                claims([pending("claim11-22", "uid11-22", "external")
+                    .volume_name("volume11-22")
+                    .phase("Bound")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default()),
+        row("11-23 skip finding PV and provision for PVC annotated with AnnSelectedNode")
+            .volumes(
+                volumes([volume("volume11-23", "1Gi").phase("Available").policy("Delete").class("copper")]),
+                volumes([
+                    volume("volume11-23", "1Gi").phase("Available").policy("Delete").class("copper"),
+                    provisioned("uid11-23", "claim11-23", "copper"),
+                ]),
+            )
+            .claims(
+                claims([pending("claim11-23", "uid11-23", "copper").annotation(ANN_SELECTED_NODE, "node1")]),
+                claims([handed("claim11-23", "uid11-23", "copper").annotation(ANN_SELECTED_NODE, "node1")]),
+            )
+            .classes(classes())
+            .nodes(vec![node1()])
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ProvisioningSucceeded"])
+            .settles_to(
+                volumes([
+                    volume("volume11-23", "1Gi").phase("Available").policy("Delete").class("copper"),
+                    provisioned("uid11-23", "claim11-23", "copper"),
+                ]),
+                claims([bound_provisioned("claim11-23", "uid11-23", "copper").annotation(ANN_SELECTED_NODE, "node1")]),
+            ),
+        row("11-24 skip finding PV and wait external provisioner for PVC annotated with AnnSelectedNode")
+            .same_volumes(volumes([volume("volume11-24", "1Gi").phase("Available").policy("Delete").class("external-wait")]))
+            .claims(
+                claims([pending("claim11-24", "uid11-24", "external-wait").annotation(ANN_SELECTED_NODE, "node1")]),
+                claims([handed_to("claim11-24", "uid11-24", "external-wait", "vendor.com/my-volume-wait")
+                    .annotation(ANN_SELECTED_NODE, "node1")]),
+            )
+            .classes(classes())
+            .events(&["Normal ExternalProvisioning"]),
+        row("11-25 failed in-tree provision with data source")
+            .same_claims(vec![with_data_source(pending("claim11-25", "uid11-25", "gold").build())])
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Warning ProvisioningFailed plugin \"kubernetes.io/mock-volume\" is not a CSI plugin. Only CSI plugin can provision a claim with a datasource"]),
+        row("11-26 failed provision on the selected node removes it for rescheduling")
+            .claims(
+                claims([pending("claim11-26", "uid11-26", "copper").annotation(ANN_SELECTED_NODE, "node1")]),
+                claims([handed("claim11-26", "uid11-26", "copper")]),
+            )
+            .classes(classes())
+            .nodes(vec![node1()])
+            .plugin(MockConfig::default().provisions(vec![provision1_error()]))
+            .events(&["Warning ProvisioningFailed Failed to provision volume with StorageClass \"copper\""])
+            .settled_events(&["Warning ProvisioningFailed", "Normal WaitForFirstConsumer"]),
+    ])
+    .await;
+}
+
+fn with_data_source(mut claim: PersistentVolumeClaim) -> PersistentVolumeClaim {
+    if let Some(spec) = claim.spec.as_mut() {
+        spec.data_source = Some(TypedLocalObjectReference {
+            api_group: Some("snapshot.storage.k8s.io".to_string()),
+            kind: "VolumeSnapshot".to_string(),
+            name: "snapshot".to_string(),
+        });
+    }
+    claim
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_12_provision_multi_sync() {
+    let external_volume = |uid: &str, claim_name: Option<&str>| {
+        let builder = volume(&format!("pvc-{uid}"), "1Gi").class("external");
+        match claim_name {
+            Some(name) => builder
+                .bound_to(uid, name)
+                .annotations(&[ANN_BOUND_BY_CONTROLLER]),
+            None => builder.phase("Available"),
+        }
+    };
+    run_table(vec![
+        row("12-1 successful provision")
+            .volumes(
+                vec![],
+                volumes([provisioned("uid12-1", "claim12-1", "gold")]),
+            )
+            .claims(
+                claims([pending("claim12-1", "uid12-1", "gold")]),
+                claims([handed("claim12-1", "uid12-1", "gold")]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ProvisioningSucceeded"])
+            .settles_to(
+                volumes([provisioned("uid12-1", "claim12-1", "gold")]),
+                claims([bound_provisioned("claim12-1", "uid12-1", "gold")]),
+            ),
+        row("12-2 external provisioner with volume provisioned success")
+            .volumes(vec![], volumes([external_volume("uid12-2", None)]))
+            .claims(
+                claims([pending("claim12-2", "uid12-2", "external")]),
+                claims([handed_to(
+                    "claim12-2",
+                    "uid12-2",
+                    "external",
+                    "vendor.com/my-volume",
+                )]),
+            )
+            .classes(classes())
+            .inject(move |api, controller| {
+                let volume: PersistentVolume = external_volume("uid12-2", None).build();
+                let stored = api.put(&volume).expect("put volume");
+                if let Some(controller) = controller {
+                    controller
+                        .cache()
+                        .offer_volume(Arc::new(stored))
+                        .expect("cache");
+                }
+            })
+            .events(&["Normal ExternalProvisioning"])
+            // Settled: the volume exists from the start, so the claim binds
+            // without any provisioning.
+            .settles_to(
+                volumes([external_volume("uid12-2", Some("claim12-2")).phase("Bound")]),
+                claims([pending("claim12-2", "uid12-2", "external")
+                    .volume_name("pvc-uid12-2")
+                    .phase("Bound")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
+            )
+            .settled_events(&[]),
+        row("12-3 external provisioner with volume to be provisioned")
+            .claims(
+                claims([pending("claim12-3", "uid12-3", "external")]),
+                claims([handed_to(
+                    "claim12-3",
+                    "uid12-3",
+                    "external",
+                    "vendor.com/my-volume",
+                )]),
+            )
+            .classes(classes())
+            .plugin(MockConfig::default().provisions(vec![provision1_success()]))
+            .events(&["Normal ExternalProvisioning"]),
+        row("12-4 external provisioner with volume provisioned/bound success")
+            .volumes(
+                vec![],
+                volumes([external_volume("uid12-4", Some("claim12-4"))]),
+            )
+            .claims(
+                claims([pending("claim12-4", "uid12-4", "external")]),
+                claims([handed_to(
+                    "claim12-4",
+                    "uid12-4",
+                    "external",
+                    "vendor.com/my-volume",
+                )]),
+            )
+            .classes(classes())
+            .inject(move |api, _| {
+                let volume: PersistentVolume =
+                    external_volume("uid12-4", Some("claim12-4")).build();
+                api.put(&volume).expect("put volume");
+            })
+            .events(&["Normal ExternalProvisioning"])
+            .settles_to(
+                volumes([external_volume("uid12-4", Some("claim12-4")).phase("Bound")]),
+                claims([pending("claim12-4", "uid12-4", "external")
+                    .volume_name("pvc-uid12-4")
+                    .phase("Bound")
+                    .annotations(&[ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER])]),
+            )
+            .settled_events(&[]),
+    ])
+    .await;
+}

@@ -1,0 +1,406 @@
+//! The recycle scenarios: upstream's recycle table (set 6) and multi-sync
+//! case (7-1) with the mock plugin, each row run as one direct sync and
+//! with the whole controller until it settles; then the real recycler pod
+//! (hostPath) against memapi with the test playing kubelet, including a
+//! controller restart in the middle of a recycle.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::builders::*;
+use common::harness::{Call, recorded_events, row, run_table};
+use common::mock_plugin::MockConfig;
+use k8s_openapi::api::core::v1::{
+    Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pv_controller::controller::Settings;
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::memapi::{MemApi, Verb};
+use pv_controller::reclaim::recycler::{self, RecyclerPodConfig};
+use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+
+fn bound(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
+    volume(name, "1Gi")
+        .bound_to(uid, claim_name)
+        .phase("Bound")
+        .policy("Recycle")
+}
+
+fn free(name: &str) -> VolumeBuilder {
+    volume(name, "1Gi").phase("Available").policy("Recycle")
+}
+
+fn one_success() -> MockConfig {
+    MockConfig::default().recycles(&[None])
+}
+
+/// Puts a volume back on the server as Available and unclaimed (and into
+/// the controller's cache in direct mode).
+fn make_available(
+    api: &MemApi,
+    controller: Option<&pv_controller::controller::Controller>,
+    name: &str,
+) {
+    let stored = api.put(&free(name).build()).expect("put volume");
+    if let Some(controller) = controller {
+        controller
+            .cache()
+            .offer_volume(Arc::new(stored))
+            .expect("cache volume");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_6_recycle() {
+    run_table(vec![
+        row("6-1 successful recycle")
+            .volumes(
+                volumes([bound("volume6-1", "uid6-1", "claim6-1").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                volumes([free("volume6-1")]),
+            )
+            .plugin(one_success())
+            .events(&["Normal VolumeRecycled"])
+            .call(Call::SyncVolume),
+        row("6-2 successful recycle with prebound volume")
+            .volumes(
+                volumes([bound("volume6-2", "uid6-2", "claim6-2")]),
+                volumes([free("volume6-2").bound_to("", "claim6-2")]),
+            )
+            .plugin(one_success())
+            .events(&["Normal VolumeRecycled"])
+            .call(Call::SyncVolume),
+        row("6-3 plugin not found")
+            .volumes(
+                volumes([bound("volume6-3", "uid6-3", "claim6-3")]),
+                volumes([bound("volume6-3", "uid6-3", "claim6-3")
+                    .phase("Failed")
+                    .message("No recycler plugin found for the volume!")]),
+            )
+            .events(&["Warning VolumeFailedRecycle No recycler plugin found for the volume!"])
+            .call(Call::SyncVolume),
+        row("6-4 newRecycler returns error")
+            .volumes(
+                volumes([bound("volume6-4", "uid6-4", "claim6-4")]),
+                volumes([bound("volume6-4", "uid6-4", "claim6-4")
+                    .phase("Failed")
+                    .message("Recycle failed: Mock plugin error: no recycleCalls configured")]),
+            )
+            .plugin(MockConfig::default())
+            .events(&["Warning VolumeFailedRecycle"])
+            .call(Call::SyncVolume),
+        row("6-5 recycle returns error")
+            .volumes(
+                volumes([bound("volume6-5", "uid6-5", "claim6-5")]),
+                volumes([bound("volume6-5", "uid6-5", "claim6-5")
+                    .phase("Failed")
+                    .message("Recycle failed: Mock recycle error")]),
+            )
+            .plugin(MockConfig::default().recycles(&[Some("Mock recycle error")]))
+            .events(&["Warning VolumeFailedRecycle Recycle failed: Mock recycle error"])
+            .call(Call::SyncVolume),
+        row("6-6 volume is deleted before recycling")
+            .volumes(volumes([bound("volume6-6", "uid6-6", "claim6-6")]), vec![])
+            .plugin(MockConfig::default())
+            .inject(|api, _| {
+                api.remove::<PersistentVolume>(None, "volume6-6");
+            })
+            .call(Call::SyncVolume),
+        row("6-7 volume is made available before recycling")
+            .volumes(
+                volumes([bound("volume6-7", "uid6-7", "claim6-7").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                volumes([free("volume6-7")]),
+            )
+            .plugin(MockConfig::default())
+            .inject(|api, controller| make_available(api, controller, "volume6-7"))
+            .call(Call::SyncVolume),
+        row("6-8 prebound volume is made available before recycling")
+            .volumes(volumes([bound("volume6-8", "uid6-8", "claim6-8")]), volumes([free("volume6-8")]))
+            .plugin(MockConfig::default())
+            .inject(|api, controller| make_available(api, controller, "volume6-8"))
+            .call(Call::SyncVolume),
+        row("6-9 prebound volume is recycled while the claim exists")
+            .volumes(
+                volumes([bound("volume6-9", "uid6-9", "claim6-9")]),
+                volumes([free("volume6-9").bound_to("", "claim6-9")]),
+            )
+            .same_claims(claims([claim("claim6-9", "uid6-9-x", "10Gi")]))
+            .plugin(one_success())
+            .events(&["Normal VolumeRecycled"])
+            .call(Call::SyncVolume)
+            .settled_events(&["Normal VolumeRecycled", "Normal FailedBinding"]),
+        row("6-10 unknown reclaim policy")
+            .volumes(
+                volumes([bound("volume6-10", "uid6-10", "claim6-10").policy("Unknown")]),
+                volumes([bound("volume6-10", "uid6-10", "claim6-10")
+                    .policy("Unknown")
+                    .phase("Failed")
+                    .message("Volume has unrecognized PersistentVolumeReclaimPolicy")]),
+            )
+            .events(&["Warning VolumeUnknownReclaimPolicy"])
+            .call(Call::SyncVolume),
+        row("6-11 used by running pod")
+            .volumes(
+                volumes([bound("volume6-11", "uid6-11", "claim6-11")]),
+                volumes([bound("volume6-11", "uid6-11", "claim6-11").phase("Released")]),
+            )
+            .pods(vec![pod("runningPod6-11", &["claim6-11"], "Running", Some("node1"))])
+            .plugin(one_success())
+            .events(&["Normal VolumeFailedRecycle Volume is used by pods: default/runningPod6-11"])
+            .call(Call::SyncVolume),
+        row("6-12 used by pending pod")
+            .volumes(
+                volumes([bound("volume6-12", "uid6-12", "claim6-12")]),
+                volumes([bound("volume6-12", "uid6-12", "claim6-12").phase("Released")]),
+            )
+            .pods(vec![
+                pod("pendingPod6-12", &["claim6-12"], "Pending", None),
+                pod("another6-12", &["claim6-12"], "Running", Some("node1")),
+            ])
+            .plugin(one_success())
+            .events(&["Normal VolumeFailedRecycle Volume is used by pods: default/another6-12,default/pendingPod6-12"])
+            .call(Call::SyncVolume),
+        row("6-13 used by completed pod")
+            .volumes(volumes([bound("volume6-13", "uid6-13", "claim6-13")]), volumes([free("volume6-13").bound_to("", "claim6-13")]))
+            .pods(vec![pod("completedPod6-13", &["claim6-13"], "Succeeded", Some("node1"))])
+            .plugin(one_success())
+            .events(&["Normal VolumeRecycled"])
+            .call(Call::SyncVolume),
+        row("6-14 seemingly used by running pod")
+            .volumes(
+                volumes([bound("volume6-14", "uid6-14", "claim6-14").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                volumes([free("volume6-14")]),
+            )
+            .same_claims(claims([claim("claim6-14", "uid6-14-x", "10Gi")]))
+            .pods(vec![pod("runningPod6-14", &["claim6-14"], "Running", Some("node1"))])
+            .plugin(one_success())
+            .events(&["Normal VolumeRecycled"])
+            .call(Call::SyncVolume)
+            .settled_events(&["Normal VolumeRecycled", "Normal FailedBinding"]),
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_7_recycle_retried_after_error() {
+    run_table(vec![
+        row("7-1 recycle returns error")
+            .volumes(
+                volumes([bound("volume7-1", "uid7-1", "claim7-1")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])]),
+                volumes([bound("volume7-1", "uid7-1", "claim7-1")
+                    .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                    .phase("Failed")
+                    .message("Recycle failed: Mock recycle error")]),
+            )
+            .plugin(MockConfig::default().recycles(&[Some("Mock recycle error"), None]))
+            .events(&["Warning VolumeFailedRecycle"])
+            .call(Call::SyncVolume)
+            .settles_to(volumes([free("volume7-1")]), vec![])
+            .settled_events(&["Warning VolumeFailedRecycle", "Normal VolumeRecycled"]),
+    ])
+    .await;
+}
+
+const POD: &str = "recycler-for-host-volume";
+
+/// A released hostPath volume with policy Recycle.
+fn host_volume() -> PersistentVolume {
+    let mut volume = bound("host-volume", "uid-h", "claim-h")
+        .annotations(&[ANN_BOUND_BY_CONTROLLER])
+        .phase("Released")
+        .build();
+    let spec = volume.spec.as_mut().expect("spec");
+    spec.gce_persistent_disk = None;
+    spec.host_path = Some(HostPathVolumeSource {
+        path: "/tmp/recycle-me".to_string(),
+        type_: None,
+    });
+    volume
+}
+
+/// A controller with the real hostPath and NFS plugins.
+fn real_controller(api: &MemApi) -> ControllerBase {
+    let config = PluginConfig {
+        enable_host_path_provisioner: false,
+        host_path_root: "/tmp/hostpath_pv".into(),
+        host_path_recycler: RecyclerPodConfig {
+            template: recycler::default_template(),
+            minimum_timeout: 60,
+            timeout_increment: 30,
+        },
+        nfs_recycler: RecyclerPodConfig {
+            template: recycler::default_template(),
+            minimum_timeout: 300,
+            timeout_increment: 30,
+        },
+    };
+    let config = BaseConfig {
+        settings: Settings {
+            plugins: VolumePlugins::from_config(&config),
+            ..Settings::default()
+        },
+        ..BaseConfig::default()
+    };
+    ControllerBase::new(api.client(), config)
+}
+
+/// Starts a controller; returns the stop switch and its task.
+fn start(
+    base: ControllerBase,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(base.run(async move {
+        let _ = stopped.await;
+    }));
+    (stop, task)
+}
+
+/// Waits (paused time) until the recycler pod exists.
+async fn wait_for_pod(api: &MemApi) -> Pod {
+    for _ in 0..600 {
+        if let Some(pod) = api.get::<Pod>(Some("default"), POD) {
+            return pod;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("recycler pod never created");
+}
+
+/// Plays kubelet: the pod ends in `phase` (with `message`).
+fn finish_pod(api: &MemApi, mut pod: Pod, phase: &str, message: Option<&str>) {
+    pod.status = Some(PodStatus {
+        phase: Some(phase.to_string()),
+        message: message.map(str::to_string),
+        ..Default::default()
+    });
+    api.put(&pod).expect("put pod status");
+}
+
+/// Waits until the volume reaches `phase`.
+async fn wait_for_phase(api: &MemApi, phase: &str) -> PersistentVolume {
+    for _ in 0..600 {
+        let volume = api
+            .get::<PersistentVolume>(None, "host-volume")
+            .expect("volume");
+        if volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(phase) {
+            return volume;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("volume never reached {phase}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn recycler_pod_success_relays_events_and_makes_the_volume_available() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(real_controller(&api));
+    let pod = wait_for_pod(&api).await;
+    let spec = pod.spec.clone().expect("spec");
+    assert_eq!(spec.active_deadline_seconds, Some(60));
+    assert_eq!(
+        spec.volumes
+            .as_ref()
+            .and_then(|v| v[0].host_path.as_ref())
+            .map(|h| h.path.as_str()),
+        Some("/tmp/recycle-me")
+    );
+    // The kubelet reports on the pod; the controller relays it to the volume.
+    let event = CoreEvent {
+        metadata: ObjectMeta {
+            name: Some("recycler.1".to_string()),
+            namespace: Some("default".to_string()),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            kind: Some("Pod".to_string()),
+            name: Some(POD.to_string()),
+            namespace: Some("default".to_string()),
+            ..Default::default()
+        },
+        type_: Some("Normal".to_string()),
+        reason: Some("Pulled".to_string()),
+        message: Some("Container image pulled".to_string()),
+        ..Default::default()
+    };
+    api.create(&event).expect("pod event");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    finish_pod(&api, pod, "Succeeded", None);
+    let volume = wait_for_phase(&api, "Available").await;
+    assert!(volume.spec.and_then(|s| s.claim_ref).is_none());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        api.get::<Pod>(Some("default"), POD).is_none(),
+        "pod deleted afterwards"
+    );
+    let events = recorded_events(&api);
+    assert!(
+        events
+            .iter()
+            .any(|e| e == "Normal RecyclerPod Recycler pod: Container image pulled"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Normal VolumeRecycled")),
+        "{events:?}"
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+}
+
+#[tokio::test(start_paused = true)]
+async fn recycler_pod_failure_fails_the_volume_with_its_message() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(real_controller(&api));
+    let pod = wait_for_pod(&api).await;
+    finish_pod(
+        &api,
+        pod,
+        "Failed",
+        Some("scrub failed: read-only file system"),
+    );
+    let volume = wait_for_phase(&api, "Failed").await;
+    assert_eq!(
+        volume.status.and_then(|s| s.message).as_deref(),
+        Some("Recycle failed: scrub failed: read-only file system")
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+}
+
+#[tokio::test(start_paused = true)]
+async fn restarted_controller_waits_for_the_recycler_pod_it_started() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(real_controller(&api));
+    let pod = wait_for_pod(&api).await;
+    // The controller stops while its pod runs (its operation is cancelled).
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    let (stop, task) = start(real_controller(&api));
+    // Give the new controller time to sync the volume and find the pod.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        api.get::<PersistentVolume>(None, "host-volume")
+            .and_then(|v| v.status)
+            .and_then(|s| s.phase)
+            .as_deref(),
+        Some("Released"),
+        "still waiting for the pod"
+    );
+    finish_pod(&api, pod, "Succeeded", None);
+    wait_for_phase(&api, "Available").await;
+    let created = api.requests().count_code(Verb::Create, "pods", None, 201);
+    assert_eq!(created, 1, "exactly one recycler pod was ever created");
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+}
