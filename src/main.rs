@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
         instance: std::env::var("POD_NAME")
             .unwrap_or_else(|_| pv_controller::constants::CONTROLLER_NAME.to_string()),
     };
-    ControllerBase::new(client, config)
+    ControllerBase::new(client, config)?
         .run(shutdown_signal())
         .await
         .context("running the controller")?;

@@ -18,7 +18,7 @@ async fn run_until_settled(api: &MemApi) {
         resync_period: Duration::from_secs(15),
         ..BaseConfig::default()
     };
-    let base = ControllerBase::new(api.client(), config);
+    let base = ControllerBase::new(api.client(), config).expect("controller");
     let idle = base.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(base.run(async move {

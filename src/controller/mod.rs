@@ -78,6 +78,7 @@ use kube::runtime::reflector::Store;
 use crate::cache::ShadowCache;
 use crate::events::EventRecorder;
 use crate::keys::ClaimKey;
+use crate::metrics::Metrics;
 use crate::queue::WorkQueue;
 
 pub use claim::{BoundClaimSituation, UnboundClaimSituation};
@@ -120,6 +121,7 @@ pub struct Controller {
     recorder: EventRecorder,
     claim_queue: WorkQueue<ClaimKey>,
     settings: Settings,
+    metrics: Arc<Metrics>,
     unmatched: std::sync::Mutex<std::collections::HashSet<ClaimKey>>,
 }
 
@@ -132,6 +134,7 @@ impl Controller {
         recorder: EventRecorder,
         claim_queue: WorkQueue<ClaimKey>,
         settings: Settings,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             client,
@@ -140,6 +143,7 @@ impl Controller {
             recorder,
             claim_queue,
             settings,
+            metrics,
             unmatched: Default::default(),
         }
     }
@@ -168,6 +172,11 @@ impl Controller {
         for key in waiting {
             self.claim_queue.add(key);
         }
+    }
+
+    /// The metrics the controller counts its writes and operations in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The shadow cache the controller decides from.

@@ -174,7 +174,7 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
 /// Runs one direct sync and returns what differs from the row's expectation.
 pub async fn run_direct(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
-    let mut base = ControllerBase::new(api.client(), BaseConfig::default());
+    let mut base = ControllerBase::new(api.client(), BaseConfig::default()).expect("controller");
     base.start_informers()
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
@@ -244,7 +244,7 @@ pub async fn run_settled(s: &Scenario) -> Vec<String> {
         resync_period: Duration::from_secs(5),
         ..BaseConfig::default()
     };
-    let base = ControllerBase::new(api.client(), config);
+    let base = ControllerBase::new(api.client(), config).expect("controller");
     let idle = base.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(base.run(async move {
