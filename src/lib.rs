@@ -7,10 +7,12 @@
 //! data structures (`cache`, `index`, `queue`) in between and an in-memory
 //! API server (`memapi`) to prove it on.
 
+pub mod app;
 pub mod cache;
 pub mod constants;
 pub mod controller;
 pub mod controller_base;
+pub mod embedded;
 pub mod error;
 pub mod events;
 pub mod index;
