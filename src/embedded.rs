@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::runtime::watcher::{self, Event, watcher};
+use k8s_openapi::api::events::v1::Event;
+use kube::runtime::watcher::{self, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
@@ -104,9 +105,13 @@ pub async fn run(
     logger.abort();
     listener.abort();
     result?;
-    Ok(render_table(
-        &api.list::<PersistentVolume>(),
-        &api.list::<PersistentVolumeClaim>(),
+    Ok(format!(
+        "{}\n{}",
+        render_table(
+            &api.list::<PersistentVolume>(),
+            &api.list::<PersistentVolumeClaim>(),
+        ),
+        render_events(&api.list::<Event>())
     ))
 }
 
@@ -164,7 +169,7 @@ where
     let mut stream = std::pin::pin!(watcher(Api::<K>::all(client), watcher::Config::default()));
     while let Some(event) = stream.next().await {
         match event {
-            Ok(Event::Apply(object) | Event::InitApply(object)) => {
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
                 let name = object_name(&object);
                 let to = phase(&object).unwrap_or_default();
                 let from = phases.insert(name.clone(), to.clone());
@@ -176,12 +181,12 @@ where
                     None => tracing::info!(object = %format!("{kind}/{name}"), phase = %to, "seen"),
                 }
             }
-            Ok(Event::Delete(object)) => {
+            Ok(watcher::Event::Delete(object)) => {
                 let name = object_name(&object);
                 phases.remove(&name);
                 tracing::info!(object = %format!("{kind}/{name}"), "deleted");
             }
-            Ok(Event::Init | Event::InitDone) => {}
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
             Err(error) => tracing::debug!(%error, "transition log watch failed, retrying"),
         }
     }
@@ -251,6 +256,29 @@ pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClai
         ]);
     }
     format!("{}\n{}", columns(&volume_rows), columns(&claim_rows))
+}
+
+/// The recorded events, one line each: type, reason, object, note.
+pub fn render_events(events: &[Event]) -> String {
+    let mut rows = vec![row(["TYPE", "REASON", "OBJECT", "MESSAGE"])];
+    for event in events {
+        let regarding = event.regarding.clone().unwrap_or_default();
+        let object = format!(
+            "{}/{}",
+            regarding.kind.unwrap_or_default().to_lowercase(),
+            regarding.name.unwrap_or_default()
+        );
+        let note = event.note.clone().unwrap_or_default();
+        let short: String = note.chars().take(70).collect();
+        let ellipsis = if short.len() < note.len() { "..." } else { "" };
+        rows.push(vec![
+            event.type_.clone().unwrap_or_default(),
+            event.reason.clone().unwrap_or_default(),
+            object,
+            format!("{short}{ellipsis}"),
+        ]);
+    }
+    columns(&rows)
 }
 
 fn row<const N: usize>(cells: [&str; N]) -> Vec<String> {
