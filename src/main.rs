@@ -64,6 +64,12 @@ fn init_tracing(options: &Options) {
 
 /// The process's configuration from the flags.
 fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
+    anyhow::ensure!(
+        !options.leader_elect()
+            || options.leader_elect_retry_period < options.leader_elect_renew_deadline
+                && options.leader_elect_renew_deadline < options.leader_elect_lease_duration,
+        "leader election needs retry period < renew deadline < lease duration"
+    );
     let identity = default_identity();
     let election = options.leader_elect().then(|| LeaseConfig {
         lease_duration: options.leader_elect_lease_duration,
