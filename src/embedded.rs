@@ -78,7 +78,7 @@ pub async fn run(
         "embedded cluster: {seeded} objects from {} at http://{address}",
         config.file.display()
     );
-    println!("  kubectl --server http://{address} get pv,pvc");
+    println!("  kubectl --server http://{address} get pv,pvc -A");
     let logger = tokio::spawn(log_transitions(api.client()));
     let app = App::start(api.client(), config.app).await?;
     println!("  metrics: http://{}/metrics", app.metrics_address());
