@@ -79,7 +79,7 @@ async fn bind(n: usize) {
         api.create(&claim(i)).expect("seed claim");
     }
     api.reset_requests();
-    let base = ControllerBase::new(api.client(), BaseConfig::default());
+    let base = ControllerBase::new(api.client(), BaseConfig::default()).expect("controller");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let start = Instant::now();
     let running = tokio::spawn(base.run(async move {

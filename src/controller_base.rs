@@ -21,7 +21,10 @@ use crate::cache::ShadowCache;
 use crate::controller::{Controller, Listers, Settings};
 use crate::events::EventRecorder;
 use crate::keys::{ClaimKey, VolumeName};
+use crate::leader::LeaderElector;
+use crate::metrics::{Metrics, MetricsError, StateCollector};
 use crate::queue::WorkQueue;
+use crate::server::Readiness;
 
 /// How the controller is wired; the decision settings ride along.
 #[derive(Clone, Debug)]
@@ -51,6 +54,14 @@ pub enum BaseError {
     /// A lister never got its first complete list.
     #[error("waiting for the {0} cache to sync: {1}")]
     CacheSync(&'static str, String),
+    /// The metrics could not be set up.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    /// This instance could not renew its leader lease in time; it stopped
+    /// writing and must restart to compete again (as kube-controller-manager
+    /// exits).
+    #[error("leader lease lost")]
+    LeadershipLost,
 }
 
 /// Tells whether the controller's queues are idle; see
@@ -83,6 +94,8 @@ pub struct ControllerBase {
     tasks: JoinSet<()>,
     listers: Listers,
     writers: Option<Writers>,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
 }
 
 /// The write halves of the listers, consumed when the watchers start.
@@ -97,7 +110,8 @@ struct Writers {
 impl ControllerBase {
     /// Builds the controller and its wiring; nothing runs until
     /// [`ControllerBase::start_informers`] or [`ControllerBase::run`].
-    pub fn new(client: Client, config: BaseConfig) -> Self {
+    /// Fails only when the metrics cannot be registered.
+    pub fn new(client: Client, config: BaseConfig) -> Result<Self, BaseError> {
         let (volumes, volumes_writer) = reflector::store();
         let (claims, claims_writer) = reflector::store();
         let (classes, classes_writer) = reflector::store();
@@ -112,6 +126,12 @@ impl ControllerBase {
             nodes,
         };
         let recorder = EventRecorder::new(client.clone(), config.instance.clone());
+        let metrics = Arc::new(Metrics::new()?);
+        metrics.register(Box::new(StateCollector::new(
+            Arc::clone(&cache),
+            volume_queue.clone(),
+            claim_queue.clone(),
+        )?))?;
         let controller = Arc::new(Controller::new(
             client.clone(),
             Arc::clone(&cache),
@@ -119,8 +139,9 @@ impl ControllerBase {
             recorder,
             claim_queue.clone(),
             config.settings.clone(),
+            Arc::clone(&metrics),
         ));
-        Self {
+        Ok(Self {
             controller,
             cache,
             volumes,
@@ -138,7 +159,19 @@ impl ControllerBase {
                 pods: pods_writer,
                 nodes: nodes_writer,
             }),
-        }
+            metrics,
+            readiness: Readiness::default(),
+        })
+    }
+
+    /// The controller's metrics, for the admin server.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// A handle that turns ready once every cache has synced, for `/readyz`.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
     }
 
     /// The decision half, for callers that sync objects themselves.
@@ -212,6 +245,7 @@ impl ControllerBase {
             claims = self.cache.claims_len(),
             "caches synced"
         );
+        self.readiness.set_ready();
         Ok(())
     }
 
@@ -219,22 +253,71 @@ impl ControllerBase {
     /// per queue (a sync is not reentrant for one object, and one worker per
     /// kind keeps two claims from racing for one volume), and the resync.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), BaseError> {
-        let stop = CancellationToken::new();
         self.start_informers().await?;
-        let mut workers = JoinSet::new();
-        workers.spawn(volume_worker(
+        self.metrics.set_leader(true);
+        let workers = self.start_workers();
+        shutdown.await;
+        self.stop(workers).await;
+        Ok(())
+    }
+
+    /// Runs the controller with leader election: the caches are filled and
+    /// kept warm at once, but the workers (every write) run only while
+    /// `elector` holds the lease. On `shutdown` the lease is released, so a
+    /// follower takes over at once; if the lease cannot be renewed, the
+    /// workers stop and [`BaseError::LeadershipLost`] is returned.
+    pub async fn run_elected(
+        mut self,
+        mut elector: LeaderElector,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), BaseError> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        self.start_informers().await?;
+        self.metrics.set_leader(false);
+        tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
+        tokio::select! {
+            () = elector.acquire() => {}
+            () = &mut shutdown => {
+                self.tasks.shutdown().await;
+                tracing::info!("stopped before becoming leader");
+                return Ok(());
+            }
+        }
+        self.metrics.set_leader(true);
+        tracing::info!(identity = %elector.identity(), "leading");
+        let workers = self.start_workers();
+        let lost = tokio::select! {
+            () = elector.hold() => true,
+            () = &mut shutdown => false,
+        };
+        self.metrics.set_leader(false);
+        self.stop(workers).await;
+        if lost {
+            return Err(BaseError::LeadershipLost);
+        }
+        if let Err(error) = elector.release().await {
+            tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
+        }
+        Ok(())
+    }
+
+    /// Starts one worker per queue and the resync.
+    fn start_workers(&self) -> Workers {
+        let stop = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        tasks.spawn(volume_worker(
             Arc::clone(&self.controller),
             self.volumes.clone(),
             self.volume_queue.clone(),
             self.claim_queue.clone(),
         ));
-        workers.spawn(claim_worker(
+        tasks.spawn(claim_worker(
             Arc::clone(&self.controller),
             self.claims.clone(),
             self.claim_queue.clone(),
             self.volume_queue.clone(),
         ));
-        workers.spawn(resync(
+        tasks.spawn(resync(
             self.volumes.clone(),
             self.claims.clone(),
             self.volume_queue.clone(),
@@ -243,17 +326,26 @@ impl ControllerBase {
             stop.clone(),
         ));
         tracing::info!("controller started");
-        shutdown.await;
+        Workers { tasks, stop }
+    }
+
+    /// Stops the workers (each finishes the key it holds) and the watchers.
+    async fn stop(mut self, mut workers: Workers) {
         tracing::info!("shutting down");
-        stop.cancel();
+        workers.stop.cancel();
         self.controller.operations().abort_all();
         self.volume_queue.shut_down();
         self.claim_queue.shut_down();
-        while workers.join_next().await.is_some() {}
+        while workers.tasks.join_next().await.is_some() {}
         self.tasks.shutdown().await;
         tracing::info!("controller stopped");
-        Ok(())
     }
+}
+
+/// The running workers and the token that stops the resync.
+struct Workers {
+    tasks: JoinSet<()>,
+    stop: CancellationToken,
 }
 
 /// A watcher with the default backoff, so a broken watch is retried forever.
@@ -377,6 +469,7 @@ async fn volume_worker(
     claim_queue: WorkQueue<ClaimKey>,
 ) {
     while let Some(key) = queue.get().await {
+        let started = tokio::time::Instant::now();
         let result = match store.get(&ObjectRef::new(&key.0)) {
             Some(listed) => {
                 offer_logged(controller.cache().offer_volume(listed));
@@ -395,6 +488,9 @@ async fn volume_worker(
                 Ok(())
             }
         };
+        controller
+            .metrics()
+            .sync_finished("volume", result_label(&result), started.elapsed());
         finish(&queue, &key, result, "volume");
     }
 }
@@ -407,6 +503,7 @@ async fn claim_worker(
     volume_queue: WorkQueue<VolumeName>,
 ) {
     while let Some(key) = queue.get().await {
+        let started = tokio::time::Instant::now();
         let result = match store.get(&ObjectRef::new(&key.name).within(&key.namespace)) {
             Some(listed) => {
                 offer_logged(controller.cache().offer_claim(listed));
@@ -425,6 +522,9 @@ async fn claim_worker(
                 Ok(())
             }
         };
+        controller
+            .metrics()
+            .sync_finished("claim", result_label(&result), started.elapsed());
         finish(&queue, &key, result, "claim");
     }
 }
@@ -442,6 +542,14 @@ fn claim_of_deleted_volume(volume: &PersistentVolume) -> Option<ClaimKey> {
 fn volume_of_deleted_claim(claim: &PersistentVolumeClaim) -> Option<VolumeName> {
     let name = claim.spec.as_ref()?.volume_name.clone()?;
     (!name.is_empty()).then_some(VolumeName(name))
+}
+
+/// The `result` label of a sync: `ok` or the error's metric label.
+fn result_label(result: &crate::error::Result<()>) -> &'static str {
+    match result {
+        Ok(()) => "ok",
+        Err(error) => error.metric_label(),
+    }
 }
 
 /// Ends one key's turn: success forgets its failures, an error retries it

@@ -7,15 +7,19 @@
 //! data structures (`cache`, `index`, `queue`) in between and an in-memory
 //! API server (`memapi`) to prove it on.
 
+pub mod app;
 pub mod cache;
 pub mod constants;
 pub mod controller;
 pub mod controller_base;
+pub mod embedded;
 pub mod error;
 pub mod events;
 pub mod index;
 pub mod keys;
+pub mod leader;
 pub mod memapi;
+pub mod metrics;
 pub mod objects;
 pub mod operations;
 pub mod options;
@@ -23,3 +27,4 @@ pub mod quantity;
 pub mod queue;
 pub mod ratelimit;
 pub mod reclaim;
+pub mod server;

@@ -1,47 +1,111 @@
-//! The `pv-controller` binary: parses flags, connects to the cluster and
-//! runs the controller until SIGTERM or SIGINT.
+//! The `pv-controller` binary: parses flags, sets up logging, connects to
+//! the cluster (or to an embedded in-memory one) and runs the controller
+//! until SIGTERM or SIGINT.
 
 use anyhow::Context as _;
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, client::ClientBuilder};
+use pv_controller::app::{App, AppConfig};
 use pv_controller::controller::Settings;
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
-use pv_controller::options::Options;
+use pv_controller::controller_base::BaseConfig;
+use pv_controller::embedded::{self, EmbeddedConfig};
+use pv_controller::leader::{LeaseConfig, default_identity};
+use pv_controller::options::{LogFormat, Options};
 use pv_controller::ratelimit::RateLimitLayer;
 use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+use pv_controller::server::parse_bind_address;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let options = Options::parse();
-    let plugins = PluginConfig::from_options(&options).context("loading volume plugins")?;
-    let client = connect(&options).await?;
-    let config = BaseConfig {
-        resync_period: options.sync_period,
-        settings: Settings {
-            enable_dynamic_provisioning: options.enable_dynamic_provisioning,
-            plugins: VolumePlugins::from_config(&plugins),
-            ..Settings::default()
-        },
-        instance: std::env::var("POD_NAME")
-            .unwrap_or_else(|_| pv_controller::constants::CONTROLLER_NAME.to_string()),
-    };
-    ControllerBase::new(client, config)
-        .run(shutdown_signal())
-        .await
-        .context("running the controller")?;
+    init_tracing(&options);
+    let config = app_config(&options)?;
+    match &options.embedded_cluster {
+        Some(file) => {
+            let table = embedded::run(
+                EmbeddedConfig {
+                    file: file.clone(),
+                    exit_when_settled: options.exit_when_settled,
+                    quiet_period: options.resync_period() * 3,
+                    app: config,
+                },
+                shutdown_signal(),
+            )
+            .await
+            .context("running on the embedded cluster")?;
+            println!("\n{table}");
+        }
+        None => {
+            let client = connect(&options).await?;
+            App::start(client, config)
+                .await?
+                .run(shutdown_signal())
+                .await
+                .context("running the controller")?;
+        }
+    }
     Ok(())
+}
+
+/// Logs to stderr, as text or JSON, at the level `-v` asks for unless
+/// RUST_LOG says otherwise.
+fn init_tracing(options: &Options) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(options.log_level().as_str().to_lowercase())
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match options.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// The process's configuration from the flags.
+fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
+    anyhow::ensure!(
+        !options.leader_elect()
+            || options.leader_elect_retry_period < options.leader_elect_renew_deadline
+                && options.leader_elect_renew_deadline < options.leader_elect_lease_duration,
+        "leader election needs retry period < renew deadline < lease duration"
+    );
+    let plugins = PluginConfig::from_options(options).context("loading volume plugins")?;
+    let identity = default_identity();
+    let election = options.leader_elect().then(|| LeaseConfig {
+        lease_duration: options.leader_elect_lease_duration,
+        renew_deadline: options.leader_elect_renew_deadline,
+        retry_period: options.leader_elect_retry_period,
+        ..LeaseConfig::new(
+            &options.leader_elect_resource_namespace,
+            &options.leader_elect_resource_name,
+            &identity,
+        )
+    });
+    Ok(AppConfig {
+        base: BaseConfig {
+            resync_period: options.resync_period(),
+            settings: Settings {
+                enable_dynamic_provisioning: options.enable_dynamic_provisioning,
+                plugins: VolumePlugins::from_config(&plugins),
+                ..Settings::default()
+            },
+            instance: identity,
+        },
+        metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
+            format!(
+                "parsing --metrics-bind-address {:?}",
+                options.metrics_address()
+            )
+        })?,
+        election,
+    })
 }
 
 /// A client for the cluster named by the flags, limited to the flags' rate.
 async fn connect(options: &Options) -> anyhow::Result<Client> {
-    let config = match &options.kubeconfig {
+    let mut config = match &options.kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -49,10 +113,22 @@ async fn connect(options: &Options) -> anyhow::Result<Client> {
                 .await
                 .with_context(|| format!("loading kubeconfig {}", path.display()))?
         }
-        None => Config::infer()
-            .await
-            .context("finding a cluster configuration")?,
+        None => match &options.master {
+            Some(master) => Config::new(
+                master
+                    .parse()
+                    .with_context(|| format!("parsing --master {master:?}"))?,
+            ),
+            None => Config::infer()
+                .await
+                .context("finding a cluster configuration")?,
+        },
     };
+    if let (Some(master), Some(_)) = (&options.master, &options.kubeconfig) {
+        config.cluster_url = master
+            .parse()
+            .with_context(|| format!("parsing --master {master:?}"))?;
+    }
     let limit = RateLimitLayer::new(options.kube_api_qps, options.kube_api_burst);
     Ok(ClientBuilder::try_from(config)
         .context("building the API client")?

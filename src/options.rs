@@ -19,6 +19,10 @@ pub struct Options {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 
+    /// Address of the API server; overrides the one in the kubeconfig.
+    #[arg(long)]
+    pub master: Option<String>,
+
     /// Queries per second allowed towards the API server.
     #[arg(long = "kube-api-qps", default_value_t = 20.0)]
     pub kube_api_qps: f64,
@@ -27,9 +31,10 @@ pub struct Options {
     #[arg(long = "kube-api-burst", default_value_t = 30)]
     pub kube_api_burst: u32,
 
-    /// How often every volume and claim is synced again.
-    #[arg(long = "pvclaimbinder-sync-period", default_value = "15s", value_parser = parse_duration)]
-    pub sync_period: Duration,
+    /// How often every volume and claim is synced again (default 15s; 1s
+    /// with --embedded-cluster, so the demo settles in seconds).
+    #[arg(long = "pvclaimbinder-sync-period", value_parser = parse_duration)]
+    pub sync_period: Option<Duration>,
 
     /// Hand claims with a storage class to provisioners.
     #[arg(long = "enable-dynamic-provisioning", default_value_t = true, action = clap::ArgAction::Set)]
@@ -70,6 +75,116 @@ pub struct Options {
     /// Seconds of deadline per GiB of an NFS volume being recycled.
     #[arg(long = "pv-recycler-increment-timeout-nfs", default_value_t = 30)]
     pub pv_recycler_increment_timeout_nfs: u64,
+    /// Elect a leader among replicas on a Lease before writing (default
+    /// true; false with --embedded-cluster unless given).
+    #[arg(long = "leader-elect", num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub leader_elect: Option<bool>,
+
+    /// How long followers wait after the leader's last renewal before
+    /// taking over.
+    #[arg(long = "leader-elect-lease-duration", default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(long = "leader-elect-renew-deadline", default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// Pause between attempts to acquire or renew the lease.
+    #[arg(long = "leader-elect-retry-period", default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// Name of the Lease used for leader election.
+    #[arg(long = "leader-elect-resource-name", default_value = "pv-controller")]
+    pub leader_elect_resource_name: String,
+
+    /// Namespace of the Lease used for leader election.
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        default_value = "kube-system"
+    )]
+    pub leader_elect_resource_namespace: String,
+
+    /// Address of the plain-HTTP server for /metrics, /livez and /readyz
+    /// (`:PORT` means every interface; default `0.0.0.0:10280`, or
+    /// `127.0.0.1:0`, a free loopback port, with --embedded-cluster).
+    #[arg(long = "metrics-bind-address")]
+    pub metrics_bind_address: Option<String>,
+
+    /// Log line format.
+    #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log verbosity, klog-style: 0-2 info, 3-4 debug, 5 and above trace
+    /// (RUST_LOG, when set, wins).
+    #[arg(short = 'v', long = "v", default_value_t = 2)]
+    pub verbosity: u8,
+
+    /// Run against an in-memory API server seeded from this YAML file
+    /// instead of a cluster, served on a loopback port for kubectl.
+    #[arg(long = "embedded-cluster", value_name = "FILE")]
+    pub embedded_cluster: Option<PathBuf>,
+
+    /// With --embedded-cluster: exit once nothing changed for three sync
+    /// periods, after printing the volumes and claims.
+    #[arg(long = "exit-when-settled", requires = "embedded_cluster")]
+    pub exit_when_settled: bool,
+}
+
+/// Default metrics address in a cluster: plain HTTP next to the control
+/// plane's ports (10257 kube-controller-manager, 10259 scheduler), on none
+/// of them.
+pub const DEFAULT_METRICS_ADDRESS: &str = "0.0.0.0:10280";
+
+/// Default metrics address in embedded mode: a free loopback port.
+pub const EMBEDDED_METRICS_ADDRESS: &str = "127.0.0.1:0";
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+impl Options {
+    /// Whether the controller runs on an embedded in-memory cluster.
+    pub fn embedded(&self) -> bool {
+        self.embedded_cluster.is_some()
+    }
+
+    /// The resync period, with the mode's default.
+    pub fn resync_period(&self) -> Duration {
+        self.sync_period.unwrap_or(if self.embedded() {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(15)
+        })
+    }
+
+    /// Whether to elect a leader: as asked, else on in a cluster and off in
+    /// embedded mode (a single process has no one to compete with).
+    pub fn leader_elect(&self) -> bool {
+        self.leader_elect.unwrap_or(!self.embedded())
+    }
+
+    /// The metrics bind address, with the mode's default.
+    pub fn metrics_address(&self) -> &str {
+        match &self.metrics_bind_address {
+            Some(address) => address,
+            None if self.embedded() => EMBEDDED_METRICS_ADDRESS,
+            None => DEFAULT_METRICS_ADDRESS,
+        }
+    }
+
+    /// The tracing level `-v` asks for.
+    pub fn log_level(&self) -> tracing::Level {
+        match self.verbosity {
+            0..=2 => tracing::Level::INFO,
+            3..=4 => tracing::Level::DEBUG,
+            _ => tracing::Level::TRACE,
+        }
+    }
 }
 
 /// Why a duration flag was refused.
@@ -149,7 +264,14 @@ mod tests {
     #[test]
     fn flags_have_upstream_defaults() {
         let options = Options::parse_from(["pv-controller"]);
-        assert_eq!(options.sync_period, Duration::from_secs(15));
+        assert_eq!(options.resync_period(), Duration::from_secs(15));
+        assert!(options.leader_elect());
+        assert_eq!(options.leader_elect_lease_duration, Duration::from_secs(15));
+        assert_eq!(options.leader_elect_renew_deadline, Duration::from_secs(10));
+        assert_eq!(options.leader_elect_retry_period, Duration::from_secs(2));
+        assert_eq!(options.leader_elect_resource_namespace, "kube-system");
+        assert_eq!(options.metrics_address(), DEFAULT_METRICS_ADDRESS);
+        assert_eq!(options.log_level(), tracing::Level::INFO);
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);
         assert!(options.enable_dynamic_provisioning);
@@ -164,7 +286,27 @@ mod tests {
             "--pvclaimbinder-sync-period=1m30s",
             "--enable-dynamic-provisioning=false",
         ]);
-        assert_eq!(options.sync_period, Duration::from_secs(90));
+        assert_eq!(options.resync_period(), Duration::from_secs(90));
         assert!(!options.enable_dynamic_provisioning);
+    }
+
+    #[test]
+    fn embedded_mode_changes_defaults_unless_asked() {
+        let options = Options::parse_from(["pv-controller", "--embedded-cluster", "demo.yaml"]);
+        assert!(!options.leader_elect());
+        assert_eq!(options.resync_period(), Duration::from_secs(1));
+        assert_eq!(options.metrics_address(), EMBEDDED_METRICS_ADDRESS);
+        let options = Options::parse_from([
+            "pv-controller",
+            "--embedded-cluster=demo.yaml",
+            "--leader-elect",
+            "--pvclaimbinder-sync-period=5s",
+        ]);
+        assert!(options.leader_elect());
+        assert_eq!(options.resync_period(), Duration::from_secs(5));
+        let options = Options::parse_from(["pv-controller", "--leader-elect=false", "-v", "4"]);
+        assert!(!options.leader_elect());
+        assert_eq!(options.log_level(), tracing::Level::DEBUG);
+        assert!(Options::try_parse_from(["pv-controller", "--exit-when-settled"]).is_err());
     }
 }

@@ -230,7 +230,7 @@ fn server_and_controller(mock: Arc<MockPlugin>, resync: Duration) -> (MemApi, Co
         },
         ..BaseConfig::default()
     };
-    let base = ControllerBase::new(api.client(), config);
+    let base = ControllerBase::new(api.client(), config).expect("controller");
     (api, base)
 }
 

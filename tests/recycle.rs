@@ -244,7 +244,7 @@ fn real_controller(api: &MemApi) -> ControllerBase {
         },
         ..BaseConfig::default()
     };
-    ControllerBase::new(api.client(), config)
+    ControllerBase::new(api.client(), config).expect("controller")
 }
 
 /// Starts a controller; returns the stop switch and its task.

@@ -100,6 +100,7 @@ use kube::runtime::reflector::Store;
 use crate::cache::ShadowCache;
 use crate::events::EventRecorder;
 use crate::keys::ClaimKey;
+use crate::metrics::Metrics;
 use crate::operations::{OperationError, OperationName, OperationReport, OperationTracker};
 use crate::queue::WorkQueue;
 use crate::reclaim::VolumePlugins;
@@ -195,6 +196,7 @@ pub struct Controller {
     claim_queue: WorkQueue<ClaimKey>,
     settings: Settings,
     operations: OperationTracker,
+    metrics: Arc<Metrics>,
     unmatched: Arc<Mutex<std::collections::HashSet<ClaimKey>>>,
 }
 
@@ -207,14 +209,24 @@ impl Controller {
         recorder: EventRecorder,
         claim_queue: WorkQueue<ClaimKey>,
         settings: Settings,
+        metrics: Arc<Metrics>,
     ) -> Self {
-        let operations = match &settings.operation_hook {
-            Some(OperationHook(hook)) => {
-                let hook = Arc::clone(hook);
-                OperationTracker::with_completion_hook(move |report| hook(report))
+        let hook = settings
+            .operation_hook
+            .as_ref()
+            .map(|OperationHook(hook)| Arc::clone(hook));
+        let operation_metrics = Arc::clone(&metrics);
+        let operations = OperationTracker::with_completion_hook(move |report| {
+            let operation = report.name.kind().as_str();
+            if report.outcome.is_success() {
+                operation_metrics.volume_operation_completed("", operation, report.elapsed);
+            } else {
+                operation_metrics.volume_operation_failed("", operation);
             }
-            None => OperationTracker::new(),
-        };
+            if let Some(hook) = &hook {
+                hook(report);
+            }
+        });
         Self {
             client,
             cache,
@@ -223,6 +235,7 @@ impl Controller {
             claim_queue,
             settings,
             operations,
+            metrics,
             unmatched: Default::default(),
         }
     }
@@ -274,6 +287,11 @@ impl Controller {
         for key in waiting {
             self.claim_queue.add(key);
         }
+    }
+
+    /// The metrics the controller counts its writes and operations in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The shadow cache the controller decides from.

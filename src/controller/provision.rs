@@ -116,7 +116,9 @@ impl Controller {
             .spec
             .get_or_insert_with(Default::default)
             .storage_class_name = Some(class_name.clone());
-        self.update_claim(&changed).await?;
+        let result = self.update_claim(&changed).await;
+        self.metrics.retroactive_storage_class(result.is_err());
+        result?;
         tracing::info!(class = %class_name, "assigned the default storage class to the claim");
         Ok(true)
     }

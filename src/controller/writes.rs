@@ -13,6 +13,7 @@ use super::Controller;
 use crate::error::{Result, api};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
+use crate::metrics::WriteOutcome;
 
 impl Controller {
     pub(super) fn volumes_api(&self) -> Api<PersistentVolume> {
@@ -29,11 +30,13 @@ impl Controller {
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
-        let stored = self
+        let result = self
             .volumes_api()
             .replace(&name.0, &PostParams::default(), volume)
             .await
-            .map_err(api(|| format!("updating volume {name:?}")))?;
+            .map_err(api(|| format!("updating volume {name:?}")));
+        self.count_write("persistentvolumes", "", &result);
+        let stored = result?;
         self.store_volume(stored)
     }
 
@@ -43,11 +46,13 @@ impl Controller {
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
-        let stored = self
+        let result = self
             .volumes_api()
             .replace_status(&name.0, &PostParams::default(), volume)
             .await
-            .map_err(api(|| format!("updating status of volume {name:?}")))?;
+            .map_err(api(|| format!("updating status of volume {name:?}")));
+        self.count_write("persistentvolumes", "status", &result);
+        let stored = result?;
         self.store_volume(stored)
     }
 
@@ -57,11 +62,13 @@ impl Controller {
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = ClaimKey::of(claim);
-        let stored = self
+        let result = self
             .claims_api(&key.namespace)
             .replace(&key.name, &PostParams::default(), claim)
             .await
-            .map_err(api(|| format!("updating claim {key}")))?;
+            .map_err(api(|| format!("updating claim {key}")));
+        self.count_write("persistentvolumeclaims", "", &result);
+        let stored = result?;
         self.store_claim(stored)
     }
 
@@ -71,12 +78,20 @@ impl Controller {
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = ClaimKey::of(claim);
-        let stored = self
+        let result = self
             .claims_api(&key.namespace)
             .replace_status(&key.name, &PostParams::default(), claim)
             .await
-            .map_err(api(|| format!("updating status of claim {key}")))?;
+            .map_err(api(|| format!("updating status of claim {key}")));
+        self.count_write("persistentvolumeclaims", "status", &result);
+        let stored = result?;
         self.store_claim(stored)
+    }
+
+    /// Counts a write to a volume or claim by its outcome.
+    fn count_write<T>(&self, resource: &str, subresource: &str, result: &Result<T>) {
+        self.metrics
+            .api_write(resource, subresource, WriteOutcome::of(result));
     }
 
     fn store_volume(&self, volume: PersistentVolume) -> Result<Arc<PersistentVolume>> {

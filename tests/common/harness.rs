@@ -244,7 +244,7 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
         settings: s.settings(),
         ..BaseConfig::default()
     };
-    let mut base = ControllerBase::new(api.client(), config);
+    let mut base = ControllerBase::new(api.client(), config).expect("controller");
     base.start_informers()
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
@@ -574,7 +574,7 @@ impl Running {
 
     /// Starts the whole controller on `api` with the given configuration.
     pub fn start_with(api: &MemApi, config: BaseConfig) -> Self {
-        let base = ControllerBase::new(api.client(), config);
+        let base = ControllerBase::new(api.client(), config).expect("controller");
         let idle = base.idle_probe();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(base.run(async move {

@@ -1,0 +1,86 @@
+//! One controller process: the admin server, the controller, and leader
+//! election around it when asked. The binary's cluster mode and embedded
+//! mode both run through here, so they cannot drift apart.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use kube::Client;
+
+use crate::controller_base::{BaseConfig, BaseError, ControllerBase, IdleProbe};
+use crate::leader::{LeaderElector, LeaseConfig};
+use crate::server::{self, BindError};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    /// The controller's wiring and settings.
+    pub base: BaseConfig,
+    /// Where to serve `/metrics`, `/livez` and `/readyz` (port 0: any free port).
+    pub metrics_address: SocketAddr,
+    /// The Lease to compete for; `None` runs without election.
+    pub election: Option<LeaseConfig>,
+}
+
+/// Why the process stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The controller failed (caches never synced, leadership lost, ...).
+    #[error(transparent)]
+    Controller(#[from] BaseError),
+    /// The admin server could not listen.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+}
+
+/// A controller whose admin server is already listening.
+pub struct App {
+    base: ControllerBase,
+    client: Client,
+    election: Option<LeaseConfig>,
+    metrics_address: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl App {
+    /// Builds the controller and starts serving its admin endpoints (not
+    /// ready until the caches sync).
+    pub async fn start(client: Client, config: AppConfig) -> Result<Self, AppError> {
+        let base = ControllerBase::new(client.clone(), config.base)?;
+        let listener = server::bind(config.metrics_address).await?;
+        let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
+        let server = tokio::spawn(server::serve(listener, base.metrics(), base.readiness()));
+        tracing::info!(address = %metrics_address, "serving /metrics, /livez and /readyz");
+        Ok(Self {
+            base,
+            client,
+            election: config.election,
+            metrics_address,
+            server,
+        })
+    }
+
+    /// Where the admin server listens.
+    pub fn metrics_address(&self) -> SocketAddr {
+        self.metrics_address
+    }
+
+    /// Tells whether the controller has nothing left to do.
+    pub fn idle_probe(&self) -> IdleProbe {
+        self.base.idle_probe()
+    }
+
+    /// Runs the controller (elected when configured) until `shutdown`
+    /// resolves, then stops the admin server.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+        let result = match self.election {
+            Some(lease) => {
+                let elector = LeaderElector::new(self.client, lease);
+                self.base.run_elected(elector, shutdown).await
+            }
+            None => self.base.run(shutdown).await,
+        };
+        self.server.abort();
+        Ok(result?)
+    }
+}

@@ -1,0 +1,382 @@
+//! Embedded mode (`--embedded-cluster FILE`): the controller runs against an
+//! in-memory API server seeded from a YAML file, served on a loopback port
+//! so kubectl can watch it. Each phase change is logged; with
+//! `--exit-when-settled` the run ends once nothing has changed for a while,
+//! printing the volumes and claims as a table.
+//!
+//! This is the README's first command: a way to see the controller's
+//! behaviour in seconds without a cluster. An embedded cluster has no nodes,
+//! so a stand-in kubelet marks every new pod Succeeded without running it:
+//! recycler pods "finish" at once (nothing is scrubbed).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use crate::app::{App, AppConfig, AppError};
+use crate::controller_base::IdleProbe;
+use crate::memapi::{MemApi, MemApiError};
+
+/// How often settling is checked.
+const SETTLE_POLL: Duration = Duration::from_millis(100);
+
+/// What to run in embedded mode.
+#[derive(Clone, Debug)]
+pub struct EmbeddedConfig {
+    /// The YAML file of objects to seed the in-memory cluster with.
+    pub file: PathBuf,
+    /// Stop once the controller is idle and no volume or claim changed for
+    /// `quiet_period`.
+    pub exit_when_settled: bool,
+    /// How long nothing must change to count as settled (a few resync
+    /// periods, so that a resync had its chance to act).
+    pub quiet_period: Duration,
+    /// The controller process to run against the in-memory cluster.
+    pub app: AppConfig,
+}
+
+/// Why embedded mode could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    /// The cluster file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cluster file's objects were refused, or the server could not listen.
+    #[error(transparent)]
+    MemApi(#[from] MemApiError),
+    /// The controller failed.
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+/// Seeds the in-memory cluster, serves it, runs the controller until
+/// `shutdown` (or until settled, when asked), and returns the final table.
+pub async fn run(
+    config: EmbeddedConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<String, EmbeddedError> {
+    let text = std::fs::read_to_string(&config.file).map_err(|source| EmbeddedError::Read {
+        path: config.file.clone(),
+        source,
+    })?;
+    let api = MemApi::new();
+    let seeded = api.load_yaml(&text)?;
+    let (address, listener) = api.serve(([127, 0, 0, 1], 0).into()).await?;
+    println!(
+        "embedded cluster: {seeded} objects from {} at http://{address}",
+        config.file.display()
+    );
+    println!("  kubectl --server http://{address} get pv,pvc -A");
+    let logger = tokio::spawn(log_transitions(api.client()));
+    let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
+    let app = App::start(api.client(), config.app).await?;
+    println!("  metrics: http://{}/metrics", app.metrics_address());
+    let idle = app.idle_probe();
+    let settled = {
+        let api = api.clone();
+        async move {
+            if config.exit_when_settled {
+                wait_settled(&api, &idle, config.quiet_period).await;
+                tracing::info!("settled");
+            } else {
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let result = app
+        .run(async move {
+            tokio::select! {
+                () = shutdown => {}
+                () = settled => {}
+            }
+        })
+        .await;
+    logger.abort();
+    kubelet.abort();
+    listener.abort();
+    result?;
+    Ok(format!(
+        "{}\n{}",
+        render_table(
+            &api.list::<PersistentVolume>(),
+            &api.list::<PersistentVolumeClaim>(),
+        ),
+        render_events(&api.list::<Event>())
+    ))
+}
+
+/// Plays the kubelet of a cluster without nodes: every pod that appears
+/// without a final phase is marked Succeeded, so recycler pods end.
+pub async fn stand_in_kubelet(client: Client) {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let mut stream = std::pin::pin!(
+        watcher(pods, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+    );
+    while let Some(item) = stream.next().await {
+        let Ok(pod) = item else { continue };
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("");
+        if phase == "Succeeded" || phase == "Failed" || pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let namespace = pod.namespace().unwrap_or_default();
+        let name = pod.name_any();
+        let finished = serde_json::json!({"status": {"phase": "Succeeded"}});
+        let result = Api::<Pod>::namespaced(client.clone(), &namespace)
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&finished))
+            .await;
+        match result {
+            Ok(_) => {
+                tracing::info!(pod = %format!("{namespace}/{name}"), "stand-in kubelet: pod Succeeded")
+            }
+            Err(error) => {
+                tracing::warn!(pod = %format!("{namespace}/{name}"), %error, "stand-in kubelet could not finish the pod")
+            }
+        }
+    }
+}
+
+/// Waits until the controller is idle and no volume or claim has changed
+/// (same resourceVersions) for `quiet`. Events are ignored: a repeated event
+/// only bumps its series and says nothing new.
+pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
+    let mut last = fingerprint(api);
+    let mut quiet_since = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(SETTLE_POLL).await;
+        let now = fingerprint(api);
+        if now != last || !idle.is_idle() {
+            last = now;
+            quiet_since = tokio::time::Instant::now();
+        } else if quiet_since.elapsed() >= quiet {
+            return;
+        }
+    }
+}
+
+/// The resourceVersion of every volume and claim.
+fn fingerprint(api: &MemApi) -> Vec<(String, Option<String>)> {
+    let volumes = api.list::<PersistentVolume>();
+    let claims = api.list::<PersistentVolumeClaim>();
+    volumes
+        .iter()
+        .map(|v| (v.name_any(), v.resource_version()))
+        .chain(claims.iter().map(|c| {
+            (
+                format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any()),
+                c.resource_version(),
+            )
+        }))
+        .collect()
+}
+
+/// Logs every phase change of volumes and claims until aborted.
+async fn log_transitions(client: Client) {
+    tokio::join!(
+        log_kind::<PersistentVolume>(client.clone(), "pv", |v| {
+            v.status.as_ref().and_then(|s| s.phase.clone())
+        }),
+        log_kind::<PersistentVolumeClaim>(client, "pvc", |c| {
+            c.status.as_ref().and_then(|s| s.phase.clone())
+        }),
+    );
+}
+
+async fn log_kind<K>(client: Client, kind: &'static str, phase: fn(&K) -> Option<String>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut phases: HashMap<String, String> = HashMap::new();
+    let mut stream = std::pin::pin!(watcher(Api::<K>::all(client), watcher::Config::default()));
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                let name = object_name(&object);
+                let to = phase(&object).unwrap_or_default();
+                let from = phases.insert(name.clone(), to.clone());
+                match from {
+                    Some(from) if from == to => {}
+                    Some(from) => {
+                        tracing::info!(object = %format!("{kind}/{name}"), %from, %to, "phase changed")
+                    }
+                    None => tracing::info!(object = %format!("{kind}/{name}"), phase = %to, "seen"),
+                }
+            }
+            Ok(watcher::Event::Delete(object)) => {
+                let name = object_name(&object);
+                phases.remove(&name);
+                tracing::info!(object = %format!("{kind}/{name}"), "deleted");
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
+            Err(error) => tracing::debug!(%error, "transition log watch failed, retrying"),
+        }
+    }
+}
+
+fn object_name<K: Resource>(object: &K) -> String {
+    match object.meta().namespace.as_deref() {
+        Some(namespace) => format!("{namespace}/{}", object.name_any()),
+        None => object.name_any(),
+    }
+}
+
+/// The volumes and claims as two kubectl-like tables.
+pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClaim]) -> String {
+    let mut volume_rows = vec![row([
+        "NAME",
+        "CAPACITY",
+        "RECLAIM POLICY",
+        "STATUS",
+        "CLAIM",
+        "STORAGECLASS",
+    ])];
+    for volume in volumes {
+        let spec = volume.spec.clone().unwrap_or_default();
+        let claim = spec
+            .claim_ref
+            .as_ref()
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r.namespace.as_deref().unwrap_or(""),
+                    r.name.as_deref().unwrap_or("")
+                )
+            })
+            .unwrap_or_default();
+        volume_rows.push(vec![
+            volume.name_any(),
+            storage(spec.capacity.as_ref()),
+            spec.persistent_volume_reclaim_policy.unwrap_or_default(),
+            volume
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default(),
+            claim,
+            spec.storage_class_name.unwrap_or_default(),
+        ]);
+    }
+    let mut claim_rows = vec![row([
+        "NAMESPACE",
+        "NAME",
+        "STATUS",
+        "VOLUME",
+        "CAPACITY",
+        "STORAGECLASS",
+    ])];
+    for claim in claims {
+        let spec = claim.spec.clone().unwrap_or_default();
+        let status = claim.status.clone().unwrap_or_default();
+        claim_rows.push(vec![
+            claim.namespace().unwrap_or_default(),
+            claim.name_any(),
+            status.phase.unwrap_or_default(),
+            spec.volume_name.unwrap_or_default(),
+            storage(status.capacity.as_ref()),
+            spec.storage_class_name.unwrap_or_default(),
+        ]);
+    }
+    format!("{}\n{}", columns(&volume_rows), columns(&claim_rows))
+}
+
+/// The recorded events, one line each: type, reason, object, note.
+pub fn render_events(events: &[Event]) -> String {
+    let mut rows = vec![row(["TYPE", "REASON", "OBJECT", "MESSAGE"])];
+    for event in events {
+        let regarding = event.regarding.clone().unwrap_or_default();
+        let object = format!(
+            "{}/{}",
+            regarding.kind.unwrap_or_default().to_lowercase(),
+            regarding.name.unwrap_or_default()
+        );
+        let note = event.note.clone().unwrap_or_default();
+        let short: String = note.chars().take(70).collect();
+        let ellipsis = if short.len() < note.len() { "..." } else { "" };
+        rows.push(vec![
+            event.type_.clone().unwrap_or_default(),
+            event.reason.clone().unwrap_or_default(),
+            object,
+            format!("{short}{ellipsis}"),
+        ]);
+    }
+    columns(&rows)
+}
+
+fn row<const N: usize>(cells: [&str; N]) -> Vec<String> {
+    cells.iter().map(|c| c.to_string()).collect()
+}
+
+fn storage(
+    resources: Option<
+        &std::collections::BTreeMap<
+            String,
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        >,
+    >,
+) -> String {
+    resources
+        .and_then(|r| r.get("storage"))
+        .map(|q| q.0.clone())
+        .unwrap_or_default()
+}
+
+/// Aligns rows into columns three spaces apart, as kubectl does.
+fn columns(rows: &[Vec<String>]) -> String {
+    let count = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..count)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(line.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::testing::volume;
+
+    #[test]
+    fn tables_align_columns() {
+        let table = render_table(&[volume("pv-a", "1Gi").phase("Available").build()], &[]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("NAME   CAPACITY   RECLAIM POLICY   STATUS"));
+        assert!(lines[1].starts_with("pv-a   1Gi"), "{table}");
+        assert!(lines[1].contains("Available"));
+        assert!(lines[3].starts_with("NAMESPACE   NAME   STATUS   VOLUME"));
+    }
+}

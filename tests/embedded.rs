@@ -1,0 +1,101 @@
+//! Embedded mode on the demo cluster of the README, in paused time: the
+//! run settles by itself and its final table shows what the controller did.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use pv_controller::app::AppConfig;
+use pv_controller::controller::Settings;
+use pv_controller::controller_base::BaseConfig;
+use pv_controller::embedded::{EmbeddedConfig, run};
+use pv_controller::options::Options;
+use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+
+/// The table row that starts with `name`, split into cells.
+fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|line| line.split_whitespace().any(|cell| cell == name))
+        .unwrap_or_else(|| panic!("no row for {name} in\n{table}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn demo_settles_and_shows_each_case() {
+    // The plugins the binary gets with its default flags.
+    let options = Options::parse_from(["pv-controller"]);
+    let plugins = PluginConfig::from_options(&options).unwrap();
+    let config = EmbeddedConfig {
+        file: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
+        exit_when_settled: true,
+        quiet_period: Duration::from_secs(3),
+        app: AppConfig {
+            base: BaseConfig {
+                resync_period: Duration::from_secs(1),
+                settings: Settings {
+                    plugins: VolumePlugins::from_config(&plugins),
+                    ..Settings::default()
+                },
+                ..BaseConfig::default()
+            },
+            metrics_address: ([127, 0, 0, 1], 0).into(),
+            election: None,
+        },
+    };
+    let table = run(config, std::future::pending()).await.unwrap();
+    assert_eq!(
+        cells(&table, "pv-static"),
+        [
+            "pv-static",
+            "10Gi",
+            "Retain",
+            "Bound",
+            "demo/data",
+            "manual"
+        ]
+    );
+    assert_eq!(
+        cells(&table, "data"),
+        ["demo", "data", "Bound", "pv-static", "10Gi", "manual"]
+    );
+    assert_eq!(
+        cells(&table, "scratch"),
+        ["demo", "scratch", "Pending", "external"]
+    );
+    assert_eq!(cells(&table, "pv-retain")[3], "Released");
+    assert!(
+        cells(&table, "ExternalProvisioning").contains(&"persistentvolumeclaim/scratch"),
+        "{table}"
+    );
+    assert!(
+        !table.lines().any(|l| l.starts_with("pv-delete")),
+        "pv-delete is deleted by the hostPath deleter:\n{table}"
+    );
+    assert_eq!(
+        cells(&table, "pv-recycle")[2..4],
+        ["Recycle", "Available"],
+        "{table}"
+    );
+    assert!(
+        cells(&table, "VolumeRecycled").contains(&"persistentvolume/pv-recycle"),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_file_is_an_error() {
+    let config = EmbeddedConfig {
+        file: PathBuf::from("/nonexistent/cluster.yaml"),
+        exit_when_settled: true,
+        quiet_period: Duration::from_secs(1),
+        app: AppConfig {
+            base: BaseConfig::default(),
+            metrics_address: ([127, 0, 0, 1], 0).into(),
+            election: None,
+        },
+    };
+    let error = run(config, std::future::pending()).await.unwrap_err();
+    assert!(error.to_string().contains("/nonexistent/cluster.yaml"));
+}

@@ -1,0 +1,253 @@
+//! Least privilege, checked: the controller runs on memapi through binding,
+//! provisioning hand-off, delayed binding, events and leader election; every
+//! request it makes must be allowed by deploy/rbac.yaml, and every rule
+//! there must be used by some request (or be listed below as needed on a
+//! path the run does not take).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use clap::Parser;
+use common::builders::*;
+use common::harness::settle;
+use k8s_openapi::api::core::v1::HostPathVolumeSource;
+use pv_controller::controller::Settings;
+use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::embedded::stand_in_kubelet;
+use pv_controller::leader::{LeaderElector, LeaseConfig};
+use pv_controller::memapi::MemApi;
+use pv_controller::options::Options;
+use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Rules needed on paths this run does not take: reading a recycler pod
+/// left by an earlier controller (adopting it after AlreadyExists), and
+/// creating volumes with the opt-in in-process hostPath provisioner
+/// (--enable-hostpath-provisioner; tests/provision.rs covers it). Remove an
+/// entry once the run exercises it.
+const USED_BY_RECLAIM: &[(&str, &str, &str)] =
+    &[("", "pods", "get"), ("", "persistentvolumes", "create")];
+
+/// Rules this run may or may not exercise, depending on timing: the
+/// recycler's event watch follows its list, and the stand-in kubelet may
+/// end the pod before the watch starts.
+const MAYBE_USED: &[(&str, &str, &str)] = &[("", "events", "watch")];
+
+/// One permission: API group, resource (`plural` or `plural/subresource`), verb.
+type Permission = (String, String, String);
+
+/// Every permission granted by the ClusterRoles and Roles of a YAML stream.
+fn granted(yaml: &str) -> BTreeSet<Permission> {
+    let mut permissions = BTreeSet::new();
+    for document in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let object = Value::deserialize(document).unwrap();
+        let kind = object["kind"].as_str().unwrap_or("");
+        if kind != "ClusterRole" && kind != "Role" {
+            continue;
+        }
+        for rule in object["rules"].as_array().unwrap() {
+            let list = |key: &str| -> Vec<String> {
+                rule[key]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("rule without {key}: {rule}"))
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect()
+            };
+            for group in list("apiGroups") {
+                for resource in list("resources") {
+                    for verb in list("verbs") {
+                        assert!(
+                            group != "*" && resource != "*" && verb != "*",
+                            "no wildcards: {rule}"
+                        );
+                        permissions.insert((group.clone(), resource.clone(), verb));
+                    }
+                }
+            }
+        }
+    }
+    permissions
+}
+
+/// Runs the controller, elected, through every kind of work it does today
+/// and returns the permissions its requests needed.
+async fn exercised() -> BTreeSet<Permission> {
+    let api = MemApi::new();
+    api.create(&storage_class(
+        "external",
+        "example.com/external",
+        "Immediate",
+    ))
+    .unwrap();
+    api.create(&default_class(storage_class(
+        "default",
+        "example.com/default",
+        "Immediate",
+    )))
+    .unwrap();
+    api.create(&storage_class(
+        "late",
+        "example.com/late",
+        "WaitForFirstConsumer",
+    ))
+    .unwrap();
+    api.create(&volume("static", "1Gi").build()).unwrap();
+    // An explicit empty class: the default class must not take this claim
+    // away from the classless volume, whichever of the two syncs first.
+    api.create(&claim("static", "uid-static", "1Gi").class("").build())
+        .unwrap();
+    api.create(
+        &claim("external", "uid-external", "1Gi")
+            .class("external")
+            .build(),
+    )
+    .unwrap();
+    let mut unclassed = claim("unclassed", "uid-unclassed", "1Gi").build();
+    unclassed.spec.as_mut().unwrap().storage_class_name = None;
+    api.create(&unclassed).unwrap();
+    api.create(&claim("late", "uid-late", "1Gi").class("late").build())
+        .unwrap();
+    api.create(&pod("user", &["late"], "Pending", None))
+        .unwrap();
+    api.create(
+        &volume("released", "1Gi")
+            .bound_to("uid-gone", "gone")
+            .phase("Bound")
+            .build(),
+    )
+    .unwrap();
+
+    // Released hostPath volumes: one deleted, one recycled by a pod that the
+    // stand-in kubelet finishes.
+    let scratch = std::env::temp_dir().join(format!("pv-controller-rbac-{}", std::process::id()));
+    for (name, policy) in [("deleted", "Delete"), ("recycled", "Recycle")] {
+        let mut released = volume(name, "1Gi")
+            .bound_to(&format!("uid-gone-{name}"), &format!("gone-{name}"))
+            .phase("Bound")
+            .policy(policy)
+            .build();
+        if let Some(spec) = released.spec.as_mut() {
+            spec.gce_persistent_disk = None;
+            spec.host_path = Some(HostPathVolumeSource {
+                path: scratch.join(name).display().to_string(),
+                type_: None,
+            });
+        }
+        api.create(&released).unwrap();
+    }
+    let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
+    let options = Options::parse_from(["pv-controller"]);
+    let plugins = PluginConfig::from_options(&options).unwrap();
+    let base = ControllerBase::new(
+        api.client(),
+        BaseConfig {
+            resync_period: Duration::from_secs(2),
+            settings: Settings {
+                plugins: VolumePlugins::from_config(&plugins),
+                ..Settings::default()
+            },
+            ..BaseConfig::default()
+        },
+    )
+    .unwrap();
+    let idle = base.idle_probe();
+    let elector = LeaderElector::new(
+        api.client(),
+        LeaseConfig::new("pv-controller", "pv-controller", "only"),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(base.run_elected(elector, async move {
+        let _ = stopped.await;
+    }));
+    settle(&api, &idle).await;
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+    kubelet.abort();
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
+            .is_none()
+    );
+
+    api.requests()
+        .log()
+        .iter()
+        // The stand-in kubelet's own requests.
+        .filter(|entry| {
+            !(entry.resource == "pods" && entry.subresource.as_deref() == Some("status"))
+        })
+        .map(|entry| {
+            let resource = match &entry.subresource {
+                Some(sub) => format!("{}/{sub}", entry.resource),
+                None => entry.resource.clone(),
+            };
+            (entry.group.clone(), resource, entry.verb.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_request_is_allowed_and_every_rule_is_used() {
+    let yaml =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml")).unwrap();
+    let granted = granted(&yaml);
+    let used = exercised().await;
+    let expected_work = [
+        ("", "persistentvolumes/status", "update"),
+        ("", "persistentvolumes", "delete"),
+        ("", "pods", "create"),
+        ("", "pods", "delete"),
+        ("", "events", "list"),
+        ("", "persistentvolumeclaims", "update"),
+        ("events.k8s.io", "events", "patch"),
+        ("coordination.k8s.io", "leases", "update"),
+    ];
+    for (group, resource, verb) in expected_work {
+        let permission = (group.to_string(), resource.to_string(), verb.to_string());
+        assert!(
+            used.contains(&permission),
+            "the run did not exercise {permission:?}"
+        );
+    }
+
+    let not_allowed: Vec<&Permission> = used.difference(&granted).collect();
+    assert!(
+        not_allowed.is_empty(),
+        "requests deploy/rbac.yaml does not allow: {not_allowed:?}"
+    );
+    let reclaim: BTreeSet<Permission> = USED_BY_RECLAIM
+        .iter()
+        .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
+        .collect();
+    let maybe: BTreeSet<Permission> = MAYBE_USED
+        .iter()
+        .map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string()))
+        .collect();
+    let unused: Vec<&Permission> = granted
+        .difference(&used)
+        .filter(|p| !reclaim.contains(*p) && !maybe.contains(*p))
+        .collect();
+    assert!(unused.is_empty(), "rules no request used: {unused:?}");
+    let stale: Vec<&Permission> = reclaim.intersection(&used).collect();
+    assert!(
+        stale.is_empty(),
+        "now exercised, remove from USED_BY_RECLAIM: {stale:?}"
+    );
+    let ungranted: Vec<&Permission> = reclaim.difference(&granted).collect();
+    assert!(
+        ungranted.is_empty(),
+        "reclaim allowance not in rbac.yaml: {ungranted:?}"
+    );
+}
+
+#[test]
+fn wildcards_and_unknown_rules_are_seen() {
+    let permissions = granted(
+        "kind: Role\nrules:\n- apiGroups: [\"\"]\n  resources: [pods, pods/log]\n  verbs: [get]\n",
+    );
+    assert_eq!(permissions.len(), 2);
+    assert!(permissions.contains(&("".into(), "pods/log".into(), "get".into())));
+}
