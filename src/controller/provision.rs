@@ -75,15 +75,9 @@ impl Controller {
     /// Names of the pods that use the claim, are not finished and have no
     /// node yet, sorted.
     fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
-        let key = ClaimKey::of(claim);
         let mut names: Vec<String> = self
-            .listers
-            .pods
-            .state()
-            .iter()
-            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
-            .filter(|pod| pod_uses_claim(pod, &key.name))
-            .filter(|pod| !pod_is_terminated(pod))
+            .active_pods_using(&ClaimKey::of(claim))
+            .into_iter()
             .filter(|pod| {
                 pod.spec
                     .as_ref()
@@ -95,6 +89,18 @@ impl Controller {
             .collect();
         names.sort();
         names
+    }
+
+    /// The pods that mount the claim and are not finished, from the lister.
+    pub(super) fn active_pods_using(&self, key: &ClaimKey) -> Vec<Arc<Pod>> {
+        self.listers
+            .pods
+            .state()
+            .into_iter()
+            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
+            .filter(|pod| pod_uses_claim(pod, &key.name))
+            .filter(|pod| !pod_is_terminated(pod))
+            .collect()
     }
 
     /// Gives a claim that has no class at all the cluster's default class,
@@ -258,7 +264,7 @@ pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>>
 }
 
 /// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
-pub(super) fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
+fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
     let pod_name = pod.metadata.name.as_deref().unwrap_or("");
     pod.spec
         .iter()

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
 use super::binding::phase;
-use super::provision::{pod_is_terminated, pod_uses_claim};
 use crate::constants::reasons;
 use crate::error::{Error, Result};
 use crate::events::{EventType, reference_of};
@@ -106,13 +105,8 @@ impl Controller {
             return vec![];
         }
         let mut users: Vec<String> = self
-            .listers
-            .pods
-            .state()
+            .active_pods_using(&key)
             .iter()
-            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
-            .filter(|pod| pod_uses_claim(pod, &key.name))
-            .filter(|pod| !pod_is_terminated(pod))
             .map(|pod| {
                 format!(
                     "{}/{}",
