@@ -155,6 +155,11 @@ fn search(n: usize) {
 
 #[tokio::main]
 async fn main() {
+    // Logs only when asked (RUST_LOG), so figures are not skewed by output.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

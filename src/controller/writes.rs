@@ -114,9 +114,9 @@ impl Controller {
         phase: &str,
         message: Option<String>,
     ) -> Result<Arc<PersistentVolume>> {
-        if volume_phase(volume) == phase {
+        if let Some(current) = self.volume_in_phase(volume, phase) {
             tracing::debug!(phase, "volume phase already set");
-            return Ok(Arc::clone(volume));
+            return Ok(current);
         }
         let mut changed = PersistentVolume::clone(volume);
         let status = changed.status.get_or_insert_with(Default::default);
@@ -125,6 +125,23 @@ impl Controller {
         let stored = self.update_volume_status(&changed).await?;
         tracing::info!(phase, "volume entered phase");
         Ok(stored)
+    }
+
+    /// The volume as it is, if it (or a newer cached copy) is already in
+    /// `phase`. The claim worker may have moved the volume on since this
+    /// sync read it (binding sets the phase too); a write from the older copy
+    /// would only meet a conflict.
+    fn volume_in_phase(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        phase: &str,
+    ) -> Option<Arc<PersistentVolume>> {
+        if volume_phase(volume) == phase {
+            return Some(Arc::clone(volume));
+        }
+        self.cache
+            .volume(&VolumeName::of(volume).0)
+            .filter(|newest| volume_phase(newest) == phase)
     }
 
     /// Sets a volume's phase and, only when the phase changes, records an
@@ -137,8 +154,8 @@ impl Controller {
         reason: &str,
         message: String,
     ) -> Result<Arc<PersistentVolume>> {
-        if volume_phase(volume) == phase {
-            return Ok(Arc::clone(volume));
+        if let Some(current) = self.volume_in_phase(volume, phase) {
+            return Ok(current);
         }
         let stored = self
             .set_volume_phase(volume, phase, Some(message.clone()))
