@@ -6,11 +6,13 @@ use std::sync::Arc;
 
 use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::Api;
 use kube::api::PostParams;
+use kube::{Api, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::Controller;
-use crate::error::{Result, api};
+use crate::error::{Result, api as api_error};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
 use crate::metrics::WriteOutcome;
@@ -30,13 +32,10 @@ impl Controller {
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
-        let result = self
-            .volumes_api()
-            .replace(&name.0, &PostParams::default(), volume)
-            .await
-            .map_err(api(|| format!("updating volume {name:?}")));
-        self.count_write("persistentvolumes", "", &result);
-        let stored = result?;
+        let what = || format!("updating volume {name:?}");
+        let stored = self
+            .replace(self.volumes_api(), &name.0, volume, Part::Spec, what)
+            .await?;
         self.store_volume(stored)
     }
 
@@ -46,13 +45,10 @@ impl Controller {
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolume>> {
         let name = VolumeName::of(volume);
-        let result = self
-            .volumes_api()
-            .replace_status(&name.0, &PostParams::default(), volume)
-            .await
-            .map_err(api(|| format!("updating status of volume {name:?}")));
-        self.count_write("persistentvolumes", "status", &result);
-        let stored = result?;
+        let what = || format!("updating status of volume {name:?}");
+        let stored = self
+            .replace(self.volumes_api(), &name.0, volume, Part::Status, what)
+            .await?;
         self.store_volume(stored)
     }
 
@@ -62,13 +58,11 @@ impl Controller {
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = ClaimKey::of(claim);
-        let result = self
-            .claims_api(&key.namespace)
-            .replace(&key.name, &PostParams::default(), claim)
-            .await
-            .map_err(api(|| format!("updating claim {key}")));
-        self.count_write("persistentvolumeclaims", "", &result);
-        let stored = result?;
+        let what = || format!("updating claim {key}");
+        let api = self.claims_api(&key.namespace);
+        let stored = self
+            .replace(api, &key.name, claim, Part::Spec, what)
+            .await?;
         self.store_claim(stored)
     }
 
@@ -78,14 +72,35 @@ impl Controller {
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = ClaimKey::of(claim);
-        let result = self
-            .claims_api(&key.namespace)
-            .replace_status(&key.name, &PostParams::default(), claim)
-            .await
-            .map_err(api(|| format!("updating status of claim {key}")));
-        self.count_write("persistentvolumeclaims", "status", &result);
-        let stored = result?;
+        let what = || format!("updating status of claim {key}");
+        let api = self.claims_api(&key.namespace);
+        let stored = self
+            .replace(api, &key.name, claim, Part::Status, what)
+            .await?;
         self.store_claim(stored)
+    }
+
+    /// Replaces one part of an object (PUT, with the object's
+    /// resourceVersion) and counts the write by its outcome.
+    async fn replace<K>(
+        &self,
+        api: Api<K>,
+        name: &str,
+        object: &K,
+        part: Part,
+        what: impl FnOnce() -> String,
+    ) -> Result<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
+    {
+        let params = PostParams::default();
+        let result = match part {
+            Part::Spec => api.replace(name, &params, object).await,
+            Part::Status => api.replace_status(name, &params, object).await,
+        }
+        .map_err(api_error(what));
+        self.count_write(&K::plural(&()), part.subresource(), &result);
+        result
     }
 
     /// Counts a write to a volume or claim by its outcome.
@@ -176,6 +191,25 @@ impl Controller {
         self.recorder
             .record(regarding, event_type, reason, message)
             .await;
+    }
+}
+
+/// The part of an object a write replaces.
+#[derive(Clone, Copy)]
+enum Part {
+    /// Spec and metadata (the main resource).
+    Spec,
+    /// The status subresource.
+    Status,
+}
+
+impl Part {
+    /// The subresource label of the write metric ("" for the main resource).
+    fn subresource(self) -> &'static str {
+        match self {
+            Part::Spec => "",
+            Part::Status => "status",
+        }
     }
 }
 
