@@ -168,10 +168,7 @@ impl VolumePlugin for HostPathPlugin {
                 }),
                 ..Default::default()
             };
-            let pod = recycler::build_pod(&self.recycler, volume, scrubbed);
-            recycler::run(&context.client, pod, &context.relay)
-                .await
-                .map_err(|e| PluginError::Failed(e.to_string()))
+            recycler::recycle(&self.recycler, volume, scrubbed, context).await
         })
     }
 }

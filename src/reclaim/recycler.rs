@@ -24,7 +24,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
-use super::EventRelay;
+use super::{EventRelay, PluginError, RecycleContext};
 use crate::events::EventType;
 use crate::quantity::Amount;
 
@@ -249,6 +249,20 @@ enum PodEnd {
     Succeeded,
     Failed(String),
     Deleted,
+}
+
+/// Scrubs `volume` with a recycler pod built from `config` that mounts
+/// `source` (the volume's own storage), as every recyclable plugin does.
+pub async fn recycle(
+    config: &RecyclerPodConfig,
+    volume: &PersistentVolume,
+    source: Volume,
+    context: &RecycleContext,
+) -> Result<(), PluginError> {
+    let pod = build_pod(config, volume, source);
+    run(&context.client, pod, &context.relay)
+        .await
+        .map_err(|e| PluginError::Failed(e.to_string()))
 }
 
 /// Runs a recycler pod to its end: creates it (or adopts the pod of the same
