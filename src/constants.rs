@@ -60,6 +60,12 @@ pub const FINALIZER_PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 pub const FINALIZER_EXTERNAL_PROVISIONER: &str =
     "external-provisioner.volume.kubernetes.io/finalizer";
 
+/// On a volume: the controller deleted its storage (value `yes`). Written
+/// with the removal of the controller's finalizer, so a volume object that
+/// lingers afterwards (other finalizers) is not deleted twice, while one
+/// that never had the finalizer (provisioned before it existed) still is.
+pub const ANN_STORAGE_DELETED: &str = "pv-controller.k8s.io/storage-deleted";
+
 /// Prefix of in-tree plugin names; a provisioner or deleter name without it is
 /// served by an external program.
 pub const IN_TREE_PLUGIN_PREFIX: &str = "kubernetes.io/";

@@ -29,6 +29,16 @@ pub enum Error {
     /// Two objects disagree in a way the controller must not paper over.
     #[error("{0}")]
     Inconsistent(String),
+    /// The object changed since the sync decided what to write (another
+    /// task of this process wrote it first); the write was not sent and the
+    /// sync is retried from the newer copy.
+    #[error("{object} changed since the decision: {reason}")]
+    Stale {
+        /// The object, e.g. `volume "pv1"`.
+        object: String,
+        /// What changed.
+        reason: String,
+    },
     /// A volume plugin failed to provision, delete or recycle storage;
     /// `action` says which, for which object.
     #[error("{action}: {source}")]
@@ -55,14 +65,17 @@ impl Error {
             Error::Match(_) => "match",
             Error::StorageClass(_) => "storage_class",
             Error::Inconsistent(_) => "inconsistent",
+            Error::Stale { .. } => "stale",
             Error::Plugin { .. } => "plugin",
         }
     }
 
-    /// Whether the error is an optimistic-concurrency conflict, which is
-    /// expected now and then and logged more quietly.
+    /// Whether the error is an optimistic-concurrency conflict or a write
+    /// refused because the object moved on: both are expected now and then,
+    /// are retried at once from fresh data, and are logged more quietly.
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.is_conflict())
+            || matches!(self, Error::Stale { .. })
     }
 }
 

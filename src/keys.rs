@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 
 /// The name of a PersistentVolume (cluster-scoped).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,6 +45,15 @@ impl ClaimKey {
         Self {
             namespace: claim.metadata.namespace.clone().unwrap_or_default(),
             name: claim.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The key of the claim a reference (a volume's claimRef) names; empty
+    /// parts where the reference lacks them.
+    pub fn of_reference(reference: &ObjectReference) -> Self {
+        Self {
+            namespace: reference.namespace.clone().unwrap_or_default(),
+            name: reference.name.clone().unwrap_or_default(),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod leader;
 pub mod memapi;
 pub mod metrics;
+pub mod migration;
 pub mod objects;
 pub mod operations;
 pub mod options;

@@ -103,9 +103,9 @@ impl Metrics {
         let api_writes = IntCounterVec::new(
             Opts::new(
                 "pv_controller_api_writes_total",
-                "Writes to volumes and claims sent to the API server, by resource, subresource and result",
+                "Writes to volumes and claims sent to the API server, by resource, verb, subresource and result",
             ),
-            &["resource", "subresource", "result"],
+            &["resource", "verb", "subresource", "result"],
         )?;
         let api_conflicts = IntCounterVec::new(
             Opts::new(
@@ -185,9 +185,9 @@ impl Metrics {
 
     /// Counts one write to `resource` (`subresource` "" for the object
     /// itself): `ok`, `conflict` or `error`.
-    pub fn api_write(&self, resource: &str, subresource: &str, outcome: WriteOutcome) {
+    pub fn api_write(&self, resource: &str, verb: &str, subresource: &str, outcome: WriteOutcome) {
         self.api_writes
-            .with_label_values(&[resource, subresource, outcome.as_str()])
+            .with_label_values(&[resource, verb, subresource, outcome.as_str()])
             .inc();
         if outcome == WriteOutcome::Conflict {
             self.api_conflicts
@@ -197,20 +197,22 @@ impl Metrics {
     }
 
     /// Writes counted so far to `resource`/`subresource` whatever their
-    /// outcome; lets a test tell which of two controllers wrote.
+    /// verb and outcome; lets a test tell which of two controllers wrote.
     pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
-        [
+        let outcomes = [
             WriteOutcome::Ok,
             WriteOutcome::Conflict,
             WriteOutcome::Error,
-        ]
-        .iter()
-        .map(|outcome| {
-            self.api_writes
-                .with_label_values(&[resource, subresource, outcome.as_str()])
-                .get()
-        })
-        .sum()
+        ];
+        ["create", "update", "delete"]
+            .iter()
+            .flat_map(|verb| outcomes.iter().map(move |outcome| (verb, outcome)))
+            .map(|(verb, outcome)| {
+                self.api_writes
+                    .with_label_values(&[resource, verb, subresource, outcome.as_str()])
+                    .get()
+            })
+            .sum()
     }
 
     /// Sets whether this instance leads.
@@ -535,9 +537,14 @@ mod tests {
     #[test]
     fn writes_are_counted_by_outcome() {
         let metrics = Metrics::new().unwrap();
-        metrics.api_write("persistentvolumes", "status", WriteOutcome::Ok);
-        metrics.api_write("persistentvolumes", "status", WriteOutcome::Conflict);
-        metrics.api_write("persistentvolumes", "", WriteOutcome::Error);
+        metrics.api_write("persistentvolumes", "update", "status", WriteOutcome::Ok);
+        metrics.api_write(
+            "persistentvolumes",
+            "update",
+            "status",
+            WriteOutcome::Conflict,
+        );
+        metrics.api_write("persistentvolumes", "delete", "", WriteOutcome::Error);
         assert_eq!(metrics.api_writes_to("persistentvolumes", "status"), 2);
         assert_eq!(metrics.api_writes_to("persistentvolumes", ""), 1);
         let text = metrics.render().unwrap();

@@ -416,6 +416,163 @@ pub fn claim_vac(claim: &PersistentVolumeClaim) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
+/// The phase of a PersistentVolume (`status.phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VolumePhase {
+    /// Created, not yet seen by the controller.
+    Pending,
+    /// Free for a claim.
+    Available,
+    /// Bound to a claim that exists.
+    Bound,
+    /// Its claim is gone; the reclaim policy runs.
+    Released,
+    /// Reclaiming went wrong; the message says why.
+    Failed,
+}
+
+impl VolumePhase {
+    /// The phase as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Available => "Available",
+            Self::Bound => "Bound",
+            Self::Released => "Released",
+            Self::Failed => "Failed",
+        }
+    }
+
+    /// The phase of this spelling; `None` for anything else (no phase yet,
+    /// or one the controller does not know).
+    pub fn parse(text: &str) -> Option<Self> {
+        [
+            Self::Pending,
+            Self::Available,
+            Self::Bound,
+            Self::Released,
+            Self::Failed,
+        ]
+        .into_iter()
+        .find(|phase| phase.as_str() == text)
+    }
+}
+
+impl fmt::Display for VolumePhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The phase of a PersistentVolumeClaim (`status.phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClaimPhase {
+    /// Not bound yet.
+    Pending,
+    /// Bound to a volume that points back at it.
+    Bound,
+    /// Its volume vanished or went to another claim.
+    Lost,
+}
+
+impl ClaimPhase {
+    /// The phase as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Bound => "Bound",
+            Self::Lost => "Lost",
+        }
+    }
+
+    /// The phase of this spelling; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Pending, Self::Bound, Self::Lost]
+            .into_iter()
+            .find(|phase| phase.as_str() == text)
+    }
+}
+
+impl fmt::Display for ClaimPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The phase of a volume; `None` when it has none (or an unknown one).
+pub fn volume_phase(volume: &PersistentVolume) -> Option<VolumePhase> {
+    VolumePhase::parse(volume.status.as_ref()?.phase.as_deref()?)
+}
+
+/// The phase of a claim; `None` when it has none (or an unknown one).
+pub fn claim_phase(claim: &PersistentVolumeClaim) -> Option<ClaimPhase> {
+    ClaimPhase::parse(claim.status.as_ref()?.phase.as_deref()?)
+}
+
+/// What happens to a volume once its claim is gone
+/// (`spec.persistentVolumeReclaimPolicy`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReclaimPolicy {
+    /// Keep the volume and its data for an administrator.
+    Retain,
+    /// Scrub the volume and offer it again.
+    Recycle,
+    /// Delete the storage and the volume object.
+    Delete,
+    /// A policy the controller does not know, as written ("" when unset).
+    Other(String),
+}
+
+impl ReclaimPolicy {
+    /// The policy of this spelling.
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "Retain" => Self::Retain,
+            "Recycle" => Self::Recycle,
+            "Delete" => Self::Delete,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for ReclaimPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Retain => f.write_str("Retain"),
+            Self::Recycle => f.write_str("Recycle"),
+            Self::Delete => f.write_str("Delete"),
+            Self::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+/// A volume's reclaim policy.
+pub fn reclaim_policy(volume: &PersistentVolume) -> ReclaimPolicy {
+    ReclaimPolicy::parse(
+        volume
+            .spec
+            .as_ref()
+            .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+            .unwrap_or(""),
+    )
+}
+
+/// The namespace and name a volume's claimRef names, when it names one.
+pub fn claim_ref_key(volume: &PersistentVolume) -> Option<ClaimKey> {
+    let reference = volume.spec.as_ref()?.claim_ref.as_ref()?;
+    Some(ClaimKey::of_reference(reference))
+}
+
+/// The UID a volume's claimRef names ("" when it names none).
+pub fn claim_ref_uid(volume: &PersistentVolume) -> &str {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.claim_ref.as_ref())
+        .and_then(|r| r.uid.as_deref())
+        .unwrap_or("")
+}
+
 /// Builders for volumes and claims in tests, so a table row fits on a line:
 /// `volume("v1", "1Gi").modes(&[RWO]).class("gold")`.
 #[cfg(test)]

@@ -127,6 +127,56 @@ async fn set_8_delete() {
                     .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
             )
             .call(Call::SyncVolume),
+        row("8-10-1 external deleter of a CSI volume")
+            .volumes(
+                volumes([released("volume8-10-1", "uid10-1", "claim10-1")
+                    .csi("external.io/test")
+                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                volumes([released("volume8-10-1", "uid10-1", "claim10-1")
+                    .csi("external.io/test")
+                    .phase("Released")
+                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+            )
+            .call(Call::SyncVolume),
+        // No provisioner made it, and no plugin of this controller deletes
+        // CSI volumes: Failed with a Warning, as upstream, rather than left
+        // Released without a word.
+        row("8-10-2 static CSI volume with policy Delete")
+            .volumes(
+                volumes([released("volume8-10-2", "uid10-2", "claim10-2").csi("pd.csi.storage.gke.io")]),
+                volumes([released("volume8-10-2", "uid10-2", "claim10-2")
+                    .csi("pd.csi.storage.gke.io")
+                    .phase("Failed")
+                    .message("Error getting deleter volume plugin for volume \"volume8-10-2\": no deletable volume plugin matched")]),
+            )
+            .events(&["Warning VolumeFailedDelete Error getting deleter volume plugin"])
+            .call(Call::SyncVolume),
+        row("8-10-3 migrated volume is left to the CSI driver")
+            .volumes(
+                volumes([released("volume8-10-3", "uid10-3", "claim10-3")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_MIGRATED_TO, "pd.csi.storage.gke.io")]),
+                volumes([released("volume8-10-3", "uid10-3", "claim10-3")
+                    .phase("Released")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_MIGRATED_TO, "pd.csi.storage.gke.io")]),
+            )
+            .call(Call::SyncVolume),
+        // A gp2-style volume an in-tree plugin provisioned before migration:
+        // it gets migrated-to, keeps the external provisioner's finalizer,
+        // gets none of ours, and is never Failed.
+        row("8-10-4 released aws-ebs volume is annotated and left to ebs.csi.aws.com")
+            .volumes(
+                volumes([released("volume8-10-4", "uid10-4", "claim10-4")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
+                    .finalizers(&[FINALIZER_EXTERNAL])]),
+                volumes([released("volume8-10-4", "uid10-4", "claim10-4")
+                    .phase("Released")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
+                    .annotation(ANN_MIGRATED_TO, "ebs.csi.aws.com")
+                    .finalizers(&[FINALIZER_EXTERNAL])]),
+            )
+            .call(Call::SyncVolume),
         row("8-11 two PVs provisioned for a single claim")
             .volumes(
                 volumes([
@@ -182,11 +232,26 @@ async fn set_8_delete() {
                     .annotations(&[ANN_PROVISIONED_BY])
                     .deleting()
                     .finalizers(&["kubernetes.io/pv-protection", PV_CONTROLLER])]),
-                // Storage deleted, our finalizer gone; pv-protection's
-                // finalizer is another controller's to remove.
+                // Storage deleted and recorded so, our finalizer gone;
+                // pv-protection's finalizer is another controller's to remove.
                 volumes([released("volume8-13", "uid8-13", "claim8-13")
                     .phase("Released")
+                    .annotations(&[ANN_PROVISIONED_BY, ANN_STORAGE_DELETED])
+                    .deleting()]),
+            )
+            .plugin(one_success())
+            .call(Call::SyncVolume),
+        // A volume provisioned before the deletion finalizer existed, deleted
+        // by a user while bound: no finalizer of ours does not mean its
+        // storage is gone. It is deleted, once (the mock allows one call).
+        row("8-14 volume without the finalizer deleted by a user is reclaimed once released")
+            .volumes(
+                volumes([released("volume8-14", "uid8-14", "claim8-14")
                     .annotations(&[ANN_PROVISIONED_BY])
+                    .deleting()]),
+                volumes([released("volume8-14", "uid8-14", "claim8-14")
+                    .phase("Released")
+                    .annotations(&[ANN_PROVISIONED_BY, ANN_STORAGE_DELETED])
                     .deleting()]),
             )
             .plugin(one_success())
@@ -298,5 +363,35 @@ async fn failing_deleter_is_retried_with_growing_intervals() {
     assert!(
         api.get::<PersistentVolume>(None, "volume-x").is_none(),
         "deleted in the end"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
+    let mock = Arc::new(MockPlugin::new(
+        MockConfig::default()
+            .deletes(&[None])
+            .delete_delay(Duration::from_secs(3)),
+    ));
+    let (api, mut base) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
+    base.start_informers().await.expect("informers");
+    let controller = Arc::clone(base.controller());
+    let released = controller.cache().volume("volume-x").expect("cached");
+    controller.sync_volume(&released).await.expect("sync");
+    // While the storage is being deleted, an administrator deletes the
+    // volume object and creates a new one under the same name.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    api.remove::<PersistentVolume>(None, "volume-x");
+    let fresh = api
+        .create(&volume("volume-x", "5Gi").phase("Available").build())
+        .expect("re-create");
+    controller.operations().wait_idle().await;
+    let survivor = api
+        .get::<PersistentVolume>(None, "volume-x")
+        .expect("the new volume is still there");
+    assert_eq!(survivor.metadata.uid, fresh.metadata.uid);
+    assert!(
+        survivor.metadata.deletion_timestamp.is_none(),
+        "the new volume is not being deleted"
     );
 }

@@ -9,29 +9,23 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::Controller;
-use super::writes::claim_phase;
+use super::writes::{Edit, Part, claim_in_phase, same_claim_binding, same_claim_ref};
 use crate::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_PRE_RESIZE_CAPACITY, ANN_VALUE_YES,
 };
 use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
-use crate::objects::{claim_reference, has_annotation, is_volume_bound_to_claim};
+use crate::objects::{
+    ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
+};
 use crate::quantity::Amount;
-
-/// Phase names, as the API spells them.
-pub(super) mod phase {
-    pub const PENDING: &str = "Pending";
-    pub const AVAILABLE: &str = "Available";
-    pub const BOUND: &str = "Bound";
-    pub const RELEASED: &str = "Released";
-    pub const FAILED: &str = "Failed";
-    pub const LOST: &str = "Lost";
-}
 
 impl Controller {
     /// Binds a volume and a claim with the four writes, volume first, and
-    /// stops at the first failure (the next sync completes the rest).
+    /// stops at the first failure (the next sync completes the rest). Each
+    /// write re-checks on the newest copy that the binding still holds, so a
+    /// volume taken by another claim meanwhile is never given to this one.
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume), claim = %ClaimKey::of(claim)))]
     pub(super) async fn bind(
         &self,
@@ -39,134 +33,108 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
         let volume = self.bind_volume_to_claim(volume, claim).await?;
-        let volume = self.set_volume_phase(&volume, phase::BOUND, None).await?;
-        let claim = self.bind_claim_to_volume(claim, &volume).await?;
-        self.set_claim_status(&claim, phase::BOUND, Some(&volume))
+        let volume = self
+            .set_volume_phase(&volume, VolumePhase::Bound, None)
             .await?;
+        let claim = self.bind_claim_to_volume(claim, &volume).await?;
+        self.set_claim_status(&claim, ClaimPhase::Bound, Some(&volume))
+            .await?;
+        self.binding_done(&claim);
         tracing::debug!("binding complete");
         Ok(())
     }
 
     /// Step 1: the volume's claimRef (and bound-by-controller, unless a user
-    /// pre-bound the volume to this claim).
+    /// pre-bound the volume to this claim). Refused when the newest copy of
+    /// the volume belongs to another claim.
     async fn bind_volume_to_claim(
         &self,
         volume: &Arc<PersistentVolume>,
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolume>> {
-        let mut changed = PersistentVolume::clone(volume);
-        let mut dirty = false;
-        let pre_bound_here = is_volume_bound_to_claim(volume, claim);
-        let spec = changed.spec.get_or_insert_with(Default::default);
-        let reference_matches = spec.claim_ref.as_ref().is_some_and(|r| {
-            r.name == claim.metadata.name
-                && r.namespace == claim.metadata.namespace
-                && r.uid == claim.metadata.uid
-        });
-        if !reference_matches {
-            spec.claim_ref = Some(claim_reference(claim));
-            dirty = true;
+        let mut wrote = false;
+        let stored = self
+            .write_volume(volume, Part::Spec, |volume| {
+                let edit = reserve_edit(volume, claim);
+                wrote = edit == Edit::Changed;
+                edit
+            })
+            .await?;
+        if wrote {
+            tracing::info!("volume reserved for claim");
         }
-        if !pre_bound_here && !has_annotation(&changed.metadata, ANN_BOUND_BY_CONTROLLER) {
-            set_annotation(&mut changed.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
-            dirty = true;
-        }
-        if !dirty {
-            return Ok(Arc::clone(volume));
-        }
-        let stored = self.update_volume(&changed).await?;
-        tracing::info!("volume reserved for claim");
         Ok(stored)
     }
 
-    /// Step 3: the claim's volumeName and annotations.
+    /// Step 3: the claim's volumeName and annotations. Refused when the
+    /// newest copy is another incarnation of the claim or names another
+    /// volume.
     async fn bind_claim_to_volume(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let volume_name = VolumeName::of(volume).0;
-        let mut changed = PersistentVolumeClaim::clone(claim);
-        let mut dirty = false;
-        let spec = changed.spec.get_or_insert_with(Default::default);
-        if spec.volume_name.as_deref() != Some(volume_name.as_str()) {
-            spec.volume_name = Some(volume_name);
-            dirty = true;
-            if !has_annotation(&changed.metadata, ANN_BOUND_BY_CONTROLLER) {
-                set_annotation(&mut changed.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+        self.write_claim(claim, Part::Spec, |changed| {
+            if changed.metadata.uid != claim.metadata.uid {
+                return Edit::Refused("the claim was re-created".to_string());
             }
-        }
-        if !has_annotation(&changed.metadata, ANN_BIND_COMPLETED) {
-            set_annotation(&mut changed.metadata.annotations, ANN_BIND_COMPLETED);
-            dirty = true;
-        }
-        if !dirty {
-            return Ok(Arc::clone(claim));
-        }
-        self.update_claim(&changed).await
+            let mut edit = Edit::Unchanged;
+            let spec = changed.spec.get_or_insert_with(Default::default);
+            match spec.volume_name.as_deref() {
+                Some(name) if name == volume_name => {}
+                Some(name) if !name.is_empty() => {
+                    return Edit::Refused(format!("it now names volume {name:?}"));
+                }
+                _ => {
+                    spec.volume_name = Some(volume_name);
+                    edit = Edit::Changed;
+                    if !has_annotation(&changed.metadata, ANN_BOUND_BY_CONTROLLER) {
+                        set_annotation(&mut changed.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+                    }
+                }
+            }
+            if !has_annotation(&changed.metadata, ANN_BIND_COMPLETED) {
+                set_annotation(&mut changed.metadata.annotations, ANN_BIND_COMPLETED);
+                edit = Edit::Changed;
+            }
+            edit
+        })
+        .await
     }
 
     /// Sets a claim's phase, and its access modes and capacity from the
     /// volume (or clears them without one). Capacity is only copied when the
     /// claim becomes Bound, so a resized claim keeps what it reports.
+    /// Refused when the claim's binding changed since `basis`.
     pub(super) async fn set_claim_status(
         &self,
-        claim: &Arc<PersistentVolumeClaim>,
-        new_phase: &str,
+        basis: &Arc<PersistentVolumeClaim>,
+        new_phase: ClaimPhase,
         volume: Option<&PersistentVolume>,
     ) -> Result<Arc<PersistentVolumeClaim>> {
-        let old_phase = claim_phase(claim).to_string();
-        let mut changed = PersistentVolumeClaim::clone(claim);
-        let status = changed.status.get_or_insert_with(Default::default);
-        let mut dirty = false;
-        if old_phase != new_phase {
-            status.phase = Some(new_phase.to_string());
-            dirty = true;
-        }
-        match volume {
-            None => {
-                if status.access_modes.is_some() {
-                    status.access_modes = None;
-                    dirty = true;
-                }
-                if status.capacity.is_some() {
-                    status.capacity = None;
-                    dirty = true;
-                }
-                if status.current_volume_attributes_class_name.is_some() {
-                    status.current_volume_attributes_class_name = None;
-                    dirty = true;
-                }
+        // A volume without a readable capacity is an error only when the
+        // claim is about to take it over.
+        let capacity = match volume {
+            Some(volume) if claim_phase(basis) != Some(new_phase) => {
+                Some(bound_claim_capacity(volume)?)
             }
-            Some(volume) => {
-                let spec = volume.spec.as_ref();
-                let modes = spec.and_then(|s| s.access_modes.clone());
-                if status.access_modes != modes {
-                    status.access_modes = modes;
-                    dirty = true;
+            _ => None,
+        };
+        let mut entered = false;
+        let stored = self
+            .write_claim(basis, Part::Status, |claim| {
+                if !same_claim_binding(basis, claim) {
+                    return Edit::Refused(format!(
+                        "its binding changed before it could become {new_phase}"
+                    ));
                 }
-                if old_phase != new_phase {
-                    let capacity = bound_claim_capacity(volume)?;
-                    let current = status.capacity.as_ref().and_then(|c| c.get("storage"));
-                    if !same_quantity(current, Some(&capacity)) {
-                        status.capacity = Some(BTreeMap::from([("storage".to_string(), capacity)]));
-                        dirty = true;
-                    }
-                }
-                let class = spec.and_then(|s| s.volume_attributes_class_name.clone());
-                if status.current_volume_attributes_class_name != class {
-                    status.current_volume_attributes_class_name = class;
-                    dirty = true;
-                }
-            }
-        }
-        if !dirty {
-            tracing::debug!(phase = new_phase, "claim status already set");
-            return Ok(Arc::clone(claim));
-        }
-        let stored = self.update_claim_status(&changed).await?;
-        if old_phase != new_phase {
-            tracing::info!(phase = new_phase, "claim entered phase");
+                entered = !claim_in_phase(claim, new_phase);
+                claim_status_edit(claim, new_phase, volume, capacity)
+            })
+            .await?;
+        if entered {
+            tracing::info!(phase = %new_phase, "claim entered phase");
         }
         Ok(stored)
     }
@@ -175,12 +143,12 @@ impl Controller {
     pub(super) async fn set_claim_phase_with_event(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
-        new_phase: &str,
+        new_phase: ClaimPhase,
         event_type: EventType,
         reason: &str,
         message: &str,
     ) -> Result<()> {
-        if claim_phase(claim) == new_phase {
+        if claim_phase(claim) == Some(new_phase) {
             return Ok(());
         }
         let stored = self.set_claim_status(claim, new_phase, None).await?;
@@ -196,29 +164,116 @@ impl Controller {
 
     /// Undoes a binding from the volume side: a binding the controller made is
     /// removed; a user's pre-binding stays, only the claim UID is cleared.
-    /// The volume becomes Available again.
+    /// The volume becomes Available again. Refused when the claimRef changed
+    /// since `volume` was read.
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
     pub(super) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let mut changed = PersistentVolume::clone(volume);
-        if has_annotation(&changed.metadata, ANN_BOUND_BY_CONTROLLER) {
-            if let Some(spec) = changed.spec.as_mut() {
-                spec.claim_ref = None;
+        let stored = self
+            .write_volume(volume, Part::Spec, |changed| {
+                if !same_claim_ref(volume, changed) {
+                    return Edit::Refused("its claimRef changed before the unbind".to_string());
+                }
+                unbind_edit(changed)
+            })
+            .await?;
+        tracing::info!("volume released from its claim");
+        self.make_available(&stored).await
+    }
+}
+
+/// The reservation of step 1 on the newest copy of the volume.
+fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) -> Edit {
+    let has_claim_ref = volume.spec.as_ref().is_some_and(|s| s.claim_ref.is_some());
+    let pre_bound_here = is_volume_bound_to_claim(volume, claim);
+    if has_claim_ref && !pre_bound_here {
+        return Edit::Refused("it is bound to another claim".to_string());
+    }
+    let mut edit = Edit::Unchanged;
+    let spec = volume.spec.get_or_insert_with(Default::default);
+    let reference_matches = spec.claim_ref.as_ref().is_some_and(|r| {
+        r.name == claim.metadata.name
+            && r.namespace == claim.metadata.namespace
+            && r.uid == claim.metadata.uid
+    });
+    if !reference_matches {
+        spec.claim_ref = Some(claim_reference(claim));
+        edit = Edit::Changed;
+    }
+    if !pre_bound_here && !has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
+        set_annotation(&mut volume.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+        edit = Edit::Changed;
+    }
+    edit
+}
+
+/// The unbind on the newest copy of the volume.
+fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
+    if has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
+        if let Some(spec) = volume.spec.as_mut() {
+            spec.claim_ref = None;
+        }
+        if let Some(annotations) = volume.metadata.annotations.as_mut() {
+            annotations.remove(ANN_BOUND_BY_CONTROLLER);
+            if annotations.is_empty() {
+                volume.metadata.annotations = None;
             }
-            if let Some(annotations) = changed.metadata.annotations.as_mut() {
-                annotations.remove(ANN_BOUND_BY_CONTROLLER);
-                if annotations.is_empty() {
-                    changed.metadata.annotations = None;
+        }
+        return Edit::Changed;
+    }
+    match volume.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
+        Some(reference) if reference.uid.is_some() => {
+            reference.uid = None;
+            Edit::Changed
+        }
+        _ => Edit::Unchanged,
+    }
+}
+
+/// The status edit of [`Controller::set_claim_status`] on the newest copy.
+fn claim_status_edit(
+    claim: &mut PersistentVolumeClaim,
+    new_phase: ClaimPhase,
+    volume: Option<&PersistentVolume>,
+    capacity: Option<Quantity>,
+) -> Edit {
+    let phase_changes = claim_phase(claim) != Some(new_phase);
+    let status = claim.status.get_or_insert_with(Default::default);
+    let mut dirty = false;
+    if phase_changes {
+        status.phase = Some(new_phase.as_str().to_string());
+        dirty = true;
+    }
+    match volume {
+        None => {
+            dirty |= status.access_modes.take().is_some();
+            dirty |= status.capacity.take().is_some();
+            dirty |= status.current_volume_attributes_class_name.take().is_some();
+        }
+        Some(volume) => {
+            let spec = volume.spec.as_ref();
+            let modes = spec.and_then(|s| s.access_modes.clone());
+            if status.access_modes != modes {
+                status.access_modes = modes;
+                dirty = true;
+            }
+            if let Some(capacity) = capacity.filter(|_| phase_changes) {
+                let current = status.capacity.as_ref().and_then(|c| c.get("storage"));
+                if !same_quantity(current, Some(&capacity)) {
+                    status.capacity = Some(BTreeMap::from([("storage".to_string(), capacity)]));
+                    dirty = true;
                 }
             }
-        } else if let Some(reference) = changed.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
-            reference.uid = None;
+            let class = spec.and_then(|s| s.volume_attributes_class_name.clone());
+            if status.current_volume_attributes_class_name != class {
+                status.current_volume_attributes_class_name = class;
+                dirty = true;
+            }
         }
-        let stored = self.update_volume(&changed).await?;
-        tracing::info!("volume released from its claim");
-        self.set_volume_phase(&stored, phase::AVAILABLE, None)
-            .await?;
-        self.retry_unmatched();
-        Ok(())
+    }
+    if dirty {
+        Edit::Changed
+    } else {
+        Edit::Unchanged
     }
 }
 

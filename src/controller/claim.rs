@@ -7,15 +7,14 @@ use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
-use super::binding::phase;
 use crate::constants::{ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons};
 use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::ClaimKey;
 use crate::objects::{
-    claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode, has_annotation,
-    is_being_deleted, is_volume_bound_to_claim, volume_access_modes, volume_capacity, volume_class,
-    volume_mode, volume_vac,
+    ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
+    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
+    volume_capacity, volume_class, volume_mode, volume_vac,
 };
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
@@ -115,7 +114,7 @@ impl Controller {
             UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(claim).await,
             UnboundClaimSituation::RequestedVolumeMissing => {
                 tracing::debug!("requested volume not found, claim stays pending");
-                self.set_claim_status(claim, phase::PENDING, None)
+                self.set_claim_status(claim, ClaimPhase::Pending, None)
                     .await
                     .map(drop)
             }
@@ -134,7 +133,7 @@ impl Controller {
                             message,
                         )
                         .await;
-                        self.set_claim_status(claim, phase::PENDING, None)
+                        self.set_claim_status(claim, ClaimPhase::Pending, None)
                             .await
                             .map(drop)
                     }
@@ -174,7 +173,7 @@ impl Controller {
                         ClaimKey::of(claim)
                     )));
                 }
-                self.set_claim_status(claim, phase::PENDING, None)
+                self.set_claim_status(claim, ClaimPhase::Pending, None)
                     .await
                     .map(drop)
             }
@@ -222,7 +221,7 @@ impl Controller {
             )
             .await;
         }
-        self.set_claim_status(claim, phase::PENDING, None)
+        self.set_claim_status(claim, ClaimPhase::Pending, None)
             .await
             .map(drop)
     }
@@ -233,7 +232,7 @@ impl Controller {
             BoundClaimSituation::VolumeNameLost => {
                 self.set_claim_phase_with_event(
                     claim,
-                    phase::LOST,
+                    ClaimPhase::Lost,
                     EventType::Warning,
                     reasons::CLAIM_LOST,
                     "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
@@ -243,7 +242,7 @@ impl Controller {
             BoundClaimSituation::VolumeMissing => {
                 self.set_claim_phase_with_event(
                     claim,
-                    phase::LOST,
+                    ClaimPhase::Lost,
                     EventType::Warning,
                     reasons::CLAIM_LOST,
                     "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
@@ -258,7 +257,7 @@ impl Controller {
             BoundClaimSituation::VolumeBoundElsewhere(_) => {
                 self.set_claim_phase_with_event(
                     claim,
-                    phase::LOST,
+                    ClaimPhase::Lost,
                     EventType::Warning,
                     reasons::CLAIM_MISBOUND,
                     "Two claims are bound to the same volume, this one is bound incorrectly",

@@ -2,22 +2,24 @@
 //! plugin, then the volume object. A failure marks the volume Failed (one
 //! Warning event, when the phase changes) and backs off; storage still in
 //! use only postpones the delete (a Normal event).
+//!
+//! A volume being deleted (it has a deletionTimestamp and waits for its
+//! finalizers) is deleted the same way unless the controller recorded that
+//! it deleted the storage already: the absence of the controller's
+//! finalizer proves nothing, since a volume provisioned before the finalizer
+//! existed never had it.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
-use kube::api::DeleteParams;
 
 use super::Controller;
-use super::binding::phase;
 use super::finalizers::storage_already_deleted;
-use crate::constants::{
-    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, reasons,
-};
+use crate::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::error::{Error, Result};
 use crate::events::{EventType, reference_of};
 use crate::keys::VolumeName;
-use crate::objects::annotation;
+use crate::objects::{VolumePhase, annotation};
 use crate::reclaim::PluginError;
 
 /// What deleting a volume's storage came to.
@@ -55,14 +57,12 @@ impl Controller {
             }
             Ok(Deletion::Deleted) => {
                 tracing::info!("volume storage deleted");
-                self.remove_deletion_finalizer(&volume).await?;
-                match self
-                    .volumes_api()
-                    .delete(&name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => tracing::info!("volume object deleted"),
-                    // The next sync runs the (idempotent) delete again.
+                let volume = self.mark_storage_deleted(&volume).await?;
+                match self.delete_volume(&volume).await {
+                    Ok(()) => tracing::info!("volume object deleted"),
+                    // The next sync runs the (idempotent) delete again; a
+                    // volume re-created under this name meanwhile is another
+                    // object, and the precondition kept it.
                     Err(error) => tracing::warn!(%error, "deleting the volume object failed"),
                 }
                 Ok(())
@@ -84,7 +84,7 @@ impl Controller {
                         tracing::warn!(%message, "deleting volume storage failed");
                         self.set_volume_phase_with_event(
                             &volume,
-                            phase::FAILED,
+                            VolumePhase::Failed,
                             EventType::Warning,
                             reasons::VOLUME_FAILED_DELETE,
                             message,
@@ -122,14 +122,11 @@ impl Controller {
                     )));
                 }
             }
-        } else if annotation(&volume.metadata, ANN_MIGRATED_TO).is_some()
-            || volume.spec.as_ref().is_some_and(|s| s.csi.is_some())
-        {
-            return Ok(Deletion::External);
         } else {
             plugins.deleter_for(volume).ok_or_else(|| {
                 PluginError::Setup(format!(
-                    "Error getting deleter volume plugin for volume {name:?}: no volume plugin matched"
+                    "Error getting deleter volume plugin for volume {name:?}: {}",
+                    no_deleter_reason(volume)
                 ))
             })?
         };
@@ -141,5 +138,20 @@ impl Controller {
             ))),
             Err(other) => Err(other),
         }
+    }
+}
+
+/// Why no plugin deletes a volume, in the plugin manager's words: a volume
+/// whose source a known plugin serves (CSI, NFS, hostPath) has a plugin that
+/// cannot delete; any other has no plugin at all.
+fn no_deleter_reason(volume: &PersistentVolume) -> &'static str {
+    let known_source = volume
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.csi.is_some() || s.nfs.is_some() || s.host_path.is_some());
+    if known_source {
+        "no deletable volume plugin matched"
+    } else {
+        "no volume plugin matched"
     }
 }

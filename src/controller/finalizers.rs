@@ -1,33 +1,53 @@
-//! Deletion-protection finalizers of provisioned volumes (upstream's
-//! HonorPVReclaimPolicy, GA): a volume this controller provisions with
-//! policy Delete carries `kubernetes.io/pv-controller`, so that deleting the
-//! volume object (by a user, while bound) does not leak its storage: the
-//! object stays until the reclaim has deleted the storage, and only then is
-//! the finalizer removed.
+//! What the controller keeps up to date on every volume and claim before it
+//! decides anything else: the `migrated-to` annotation (see
+//! [`crate::migration`]) and the deletion-protection finalizers of
+//! provisioned volumes (upstream's HonorPVReclaimPolicy, GA).
+//!
+//! A volume this controller provisions with policy Delete carries
+//! `kubernetes.io/pv-controller`, so that deleting the volume object (by a
+//! user, while bound) does not leak its storage: the object stays until the
+//! reclaim has deleted the storage, and only then is the finalizer removed.
+//! A volume whose plugin migrated to CSI belongs to the driver's external
+//! provisioner, which has a finalizer of its own; the controller's is
+//! removed from it.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
-use super::volume::reclaim_policy;
+use super::writes::{Edit, Part};
 use crate::constants::{
-    ANN_DYNAMICALLY_PROVISIONED, FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
-    IN_TREE_PLUGIN_PREFIX,
+    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
+    FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER, IN_TREE_PLUGIN_PREFIX,
 };
 use crate::error::Result;
+use crate::migration::{
+    MigratedToChange, claim_migrated_to_change, csi_driver_of, volume_migrated_to_change,
+};
+use crate::objects::{ReclaimPolicy, annotation, has_annotation, is_being_deleted, reclaim_policy};
 
 /// The finalizers a volume should have, when they differ from what it has.
-/// Only volumes provisioned by an in-tree plugin are touched: policy Delete
-/// gets the controller's finalizer, Retain and Recycle lose it, and the
-/// external provisioner's finalizer (left by a rolled-back CSI migration) is
-/// removed, since no external provisioner will ever remove it.
+/// Only volumes provisioned by an in-tree plugin are touched: one that
+/// migrated to CSI loses the controller's finalizer (and keeps the external
+/// provisioner's); otherwise policy Delete gets the controller's finalizer,
+/// Retain and Recycle lose it, and the external provisioner's finalizer
+/// (left by a rolled-back migration) is removed, since no external
+/// provisioner will ever remove it.
 pub fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>> {
-    let provisioner = crate::objects::annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)?;
+    let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)?;
+    let current = volume.metadata.finalizers.clone().unwrap_or_default();
+    if csi_driver_of(provisioner).is_some() {
+        let wanted: Vec<String> = current
+            .iter()
+            .filter(|f| f.as_str() != FINALIZER_PV_CONTROLLER)
+            .cloned()
+            .collect();
+        return (wanted != current).then_some(wanted);
+    }
     if !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
         return None;
     }
-    let current = volume.metadata.finalizers.clone().unwrap_or_default();
     let mut wanted: Vec<String> = current
         .iter()
         .filter(|f| f.as_str() != FINALIZER_EXTERNAL_PROVISIONER)
@@ -35,68 +55,152 @@ pub fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>> {
         .collect();
     let has_ours = wanted.iter().any(|f| f == FINALIZER_PV_CONTROLLER);
     // The API server refuses new finalizers on an object being deleted.
-    let deleting = crate::objects::is_being_deleted(&volume.metadata);
+    let deleting = is_being_deleted(&volume.metadata);
     match reclaim_policy(volume) {
-        "Delete" if !has_ours && !deleting => wanted.push(FINALIZER_PV_CONTROLLER.to_string()),
-        "Retain" | "Recycle" if has_ours => wanted.retain(|f| f != FINALIZER_PV_CONTROLLER),
+        ReclaimPolicy::Delete if !has_ours && !deleting => {
+            wanted.push(FINALIZER_PV_CONTROLLER.to_string());
+        }
+        ReclaimPolicy::Retain | ReclaimPolicy::Recycle if has_ours => {
+            wanted.retain(|f| f != FINALIZER_PV_CONTROLLER);
+        }
         _ => {}
     }
     (wanted != current).then_some(wanted)
 }
 
-/// Whether the storage of a volume being deleted is known to be gone: the
-/// volume was provisioned in-tree with policy Delete (so it had the
-/// controller's finalizer) and the finalizer has been removed, which happens
-/// only after the storage was deleted. Its object merely waits for other
-/// finalizers, and deleting the storage again would be wrong.
-pub fn storage_already_deleted(volume: &PersistentVolume) -> bool {
-    let in_tree = crate::objects::annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)
-        .is_some_and(|p| p.starts_with(IN_TREE_PLUGIN_PREFIX));
-    let has_ours = volume
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == FINALIZER_PV_CONTROLLER);
-    crate::objects::is_being_deleted(&volume.metadata) && in_tree && !has_ours
+/// Applies a `migrated-to` change to an object's annotations.
+fn apply_migrated_to(
+    annotations: &mut Option<std::collections::BTreeMap<String, String>>,
+    change: MigratedToChange,
+) -> Edit {
+    match change {
+        None => Edit::Unchanged,
+        Some(Some(driver)) => {
+            annotations
+                .get_or_insert_with(Default::default)
+                .insert(ANN_MIGRATED_TO.to_string(), driver);
+            Edit::Changed
+        }
+        Some(None) => {
+            if let Some(map) = annotations.as_mut() {
+                map.remove(ANN_MIGRATED_TO);
+                if map.is_empty() {
+                    *annotations = None;
+                }
+            }
+            Edit::Changed
+        }
+    }
+}
+
+/// The annealing of a volume: its `migrated-to` first (the finalizers
+/// depend on it), then its finalizers, in one write.
+fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
+    let change = volume_migrated_to_change(volume);
+    let annotated = apply_migrated_to(&mut volume.metadata.annotations, change);
+    match wanted_finalizers(volume) {
+        Some(wanted) => {
+            volume.metadata.finalizers = (!wanted.is_empty()).then_some(wanted);
+            Edit::Changed
+        }
+        None => annotated,
+    }
 }
 
 impl Controller {
-    /// Brings a volume's deletion finalizers in line with its policy; returns
-    /// the volume as it now is.
-    pub(super) async fn fix_deletion_finalizers(
+    /// Brings a volume's `migrated-to` annotation and deletion finalizers in
+    /// line with its provisioner and policy; returns the volume as it now is.
+    pub(super) async fn anneal_volume(
         &self,
         volume: &Arc<PersistentVolume>,
     ) -> Result<Arc<PersistentVolume>> {
-        let Some(wanted) = wanted_finalizers(volume) else {
+        let mut check = PersistentVolume::clone(volume);
+        if anneal_volume_edit(&mut check) == Edit::Unchanged {
             return Ok(Arc::clone(volume));
-        };
-        let mut changed = PersistentVolume::clone(volume);
-        changed.metadata.finalizers = (!wanted.is_empty()).then_some(wanted);
-        let stored = self.update_volume(&changed).await?;
-        tracing::info!(finalizers = ?stored.metadata.finalizers, "volume deletion finalizers updated");
+        }
+        let stored = self
+            .write_volume(volume, Part::Spec, anneal_volume_edit)
+            .await?;
+        tracing::info!(
+            finalizers = ?stored.metadata.finalizers,
+            migrated_to = annotation(&stored.metadata, ANN_MIGRATED_TO),
+            "volume annotations and deletion finalizers updated"
+        );
         Ok(stored)
     }
 
-    /// Removes the controller's finalizer once the volume's storage is gone.
-    pub(super) async fn remove_deletion_finalizer(
+    /// Brings a claim's `migrated-to` annotation in line with the provisioner
+    /// it was handed to; returns the claim as it now is.
+    pub(super) async fn anneal_claim(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        if claim_migrated_to_change(claim).is_none() {
+            return Ok(Arc::clone(claim));
+        }
+        let stored = self
+            .write_claim(claim, Part::Spec, |claim| {
+                let change = claim_migrated_to_change(claim);
+                apply_migrated_to(&mut claim.metadata.annotations, change)
+            })
+            .await?;
+        tracing::info!(
+            migrated_to = annotation(&stored.metadata, ANN_MIGRATED_TO),
+            "claim migration annotation updated"
+        );
+        Ok(stored)
+    }
+
+    /// Records that the volume's storage is gone: removes the controller's
+    /// finalizer and, on a volume that will linger (it is being deleted and
+    /// waits for other finalizers, or still has one), marks it
+    /// [`ANN_STORAGE_DELETED`] in the same write. A volume about to be
+    /// deleted with nothing to remove needs no write.
+    pub(super) async fn mark_storage_deleted(
         &self,
         volume: &Arc<PersistentVolume>,
     ) -> Result<Arc<PersistentVolume>> {
-        let finalizers = volume.metadata.finalizers.clone().unwrap_or_default();
-        if !finalizers.iter().any(|f| f == FINALIZER_PV_CONTROLLER) {
+        let mut check = PersistentVolume::clone(volume);
+        if storage_deleted_edit(&mut check) == Edit::Unchanged {
             return Ok(Arc::clone(volume));
         }
-        let mut changed = PersistentVolume::clone(volume);
-        let rest: Vec<String> = finalizers
-            .into_iter()
-            .filter(|f| f != FINALIZER_PV_CONTROLLER)
-            .collect();
-        changed.metadata.finalizers = (!rest.is_empty()).then_some(rest);
-        let stored = self.update_volume(&changed).await?;
-        tracing::info!("volume deletion finalizer removed");
+        let stored = self
+            .write_volume(volume, Part::Spec, storage_deleted_edit)
+            .await?;
+        tracing::info!("volume storage recorded as deleted, deletion finalizer removed");
         Ok(stored)
     }
+}
+
+/// Whether the controller already deleted this volume's storage.
+pub fn storage_already_deleted(volume: &PersistentVolume) -> bool {
+    has_annotation(&volume.metadata, ANN_STORAGE_DELETED)
+}
+
+/// The edit of [`Controller::mark_storage_deleted`] on the newest copy.
+fn storage_deleted_edit(volume: &mut PersistentVolume) -> Edit {
+    let finalizers = volume.metadata.finalizers.take().unwrap_or_default();
+    let had_ours = finalizers.iter().any(|f| f == FINALIZER_PV_CONTROLLER);
+    let rest: Vec<String> = finalizers
+        .into_iter()
+        .filter(|f| f != FINALIZER_PV_CONTROLLER)
+        .collect();
+    let lingers = is_being_deleted(&volume.metadata) || !rest.is_empty();
+    volume.metadata.finalizers = (!rest.is_empty()).then_some(rest);
+    let mut edit = if had_ours {
+        Edit::Changed
+    } else {
+        Edit::Unchanged
+    };
+    if lingers && !storage_already_deleted(volume) {
+        volume
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(ANN_STORAGE_DELETED.to_string(), ANN_VALUE_YES.to_string());
+        edit = Edit::Changed;
+    }
+    edit
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ use crate::metrics::Metrics;
 use crate::operations::{OperationError, OperationName, OperationReport, OperationTracker};
 use crate::queue::WorkQueue;
 use crate::reclaim::VolumePlugins;
+use writes::WriteLocks;
 
 pub use claim::{BoundClaimSituation, UnboundClaimSituation};
 pub use volume::VolumeSituation;
@@ -198,6 +199,7 @@ pub struct Controller {
     operations: OperationTracker,
     metrics: Arc<Metrics>,
     unmatched: Arc<Mutex<std::collections::HashSet<ClaimKey>>>,
+    write_locks: WriteLocks,
 }
 
 impl Controller {
@@ -237,6 +239,7 @@ impl Controller {
             operations,
             metrics,
             unmatched: Default::default(),
+            write_locks: WriteLocks::default(),
         }
     }
 
@@ -273,6 +276,32 @@ impl Controller {
             .insert(ClaimKey::of(claim));
     }
 
+    /// Forgets a claim that waited for a volume: it is bound now, or gone.
+    fn forget_unmatched(&self, key: &ClaimKey) {
+        self.unmatched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
+    /// A binding of `claim` completed: it no longer waits for a volume.
+    fn binding_done(&self, claim: &PersistentVolumeClaim) {
+        self.forget_unmatched(&ClaimKey::of(claim));
+    }
+
+    /// A claim was deleted: forget what the controller kept about it.
+    pub fn claim_deleted(&self, key: &ClaimKey) {
+        self.forget_unmatched(key);
+    }
+
+    /// How many claims wait for a volume to become Available.
+    pub fn unmatched_len(&self) -> usize {
+        self.unmatched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
     /// Queues every claim that found no volume since the last call: a
     /// volume has become Available and may fit one of them.
     fn retry_unmatched(&self) {
@@ -303,6 +332,7 @@ impl Controller {
     /// provisioner, or marks it Pending or Lost.
     #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(claim)))]
     pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> crate::error::Result<()> {
+        let claim = &self.anneal_claim(claim).await?;
         if crate::objects::has_annotation(&claim.metadata, crate::constants::ANN_BIND_COMPLETED) {
             self.sync_bound_claim(claim).await
         } else {
@@ -315,5 +345,38 @@ impl Controller {
     #[tracing::instrument(skip_all, fields(volume = %crate::keys::VolumeName::of(volume)))]
     pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> crate::error::Result<()> {
         self.sync_volume_inner(volume).await
+    }
+}
+
+/// A controller on an in-memory API server, with empty listers and an empty
+/// shadow cache, for unit tests of the decisions and writes.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use kube::runtime::reflector;
+
+    use super::{Controller, Listers, Settings};
+    use crate::events::EventRecorder;
+    use crate::memapi::MemApi;
+    use crate::metrics::Metrics;
+    use crate::queue::WorkQueue;
+
+    /// The controller; the caller fills its shadow cache.
+    pub(crate) fn controller(api: &MemApi) -> Controller {
+        let client = api.client();
+        Controller::new(
+            client.clone(),
+            Arc::default(),
+            Listers {
+                classes: reflector::store().0,
+                pods: reflector::store().0,
+                nodes: reflector::store().0,
+            },
+            EventRecorder::new(client, "test"),
+            WorkQueue::new(),
+            Settings::default(),
+            Arc::new(Metrics::new().expect("metrics")),
+        )
     }
 }

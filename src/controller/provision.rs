@@ -9,13 +9,15 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
+use super::writes::{Edit, Part};
 use crate::constants::{
-    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
+    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS, ANN_MIGRATED_TO,
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
 };
 use crate::error::{Error, Result};
 use crate::events::reference_of;
 use crate::keys::ClaimKey;
+use crate::migration::csi_driver_of;
 use crate::objects::{annotation, claim_class, claim_has_class};
 use crate::operations::OperationName;
 
@@ -117,12 +119,18 @@ impl Controller {
             return Ok(false);
         };
         let class_name = class.metadata.name.clone().unwrap_or_default();
-        let mut changed = PersistentVolumeClaim::clone(claim);
-        changed
-            .spec
-            .get_or_insert_with(Default::default)
-            .storage_class_name = Some(class_name.clone());
-        let result = self.update_claim(&changed).await;
+        let result = self
+            .write_claim(claim, Part::Spec, |changed| {
+                if claim_has_class(changed) {
+                    return Edit::Unchanged;
+                }
+                changed
+                    .spec
+                    .get_or_insert_with(Default::default)
+                    .storage_class_name = Some(class_name.clone());
+                Edit::Changed
+            })
+            .await;
         self.metrics.retroactive_storage_class(result.is_err());
         result?;
         tracing::info!(class = %class_name, "assigned the default storage class to the claim");
@@ -130,8 +138,9 @@ impl Controller {
     }
 
     /// Hands a claim to the provisioner of its class: an in-process plugin
-    /// when the class names one, else an external provisioner. Both run as
-    /// the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
+    /// when the class names one, else an external provisioner (for a class
+    /// naming an in-tree plugin that migrated to CSI, the CSI driver's). Both
+    /// run as the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
     pub(super) async fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
         if !self.settings.enable_dynamic_provisioning {
             tracing::debug!("dynamic provisioning is disabled, claim left alone");
@@ -149,8 +158,15 @@ impl Controller {
             .await;
             return Ok(());
         };
-        let plugin = self.settings.plugins.provisioner(&class.provisioner);
-        if plugin.is_none() && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) {
+        let migrated = csi_driver_of(&class.provisioner);
+        let plugin = match migrated {
+            Some(_) => None,
+            None => self.settings.plugins.provisioner(&class.provisioner),
+        };
+        if plugin.is_none()
+            && migrated.is_none()
+            && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX)
+        {
             tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
             self.event(
                 reference_of(claim.as_ref()),
@@ -176,25 +192,32 @@ impl Controller {
             Some(plugin) => self.schedule(name, async move {
                 this.provision_in_tree(claim, plugin, class).await
             }),
-            None => self.schedule(
-                name,
-                async move { this.provision_external(claim, class).await },
-            ),
+            None => {
+                let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
+                let migrated = migrated.is_some();
+                self.schedule(name, async move {
+                    this.provision_external(claim, provisioner, migrated).await
+                })
+            }
         }
         Ok(())
     }
 
     /// Asks an external provisioner for a volume through the claim's
-    /// storage-provisioner annotations, and says so in an event (every time
-    /// it runs, as upstream: a claim waiting long shows it).
+    /// storage-provisioner annotations (and `migrated-to` when the class's
+    /// in-tree plugin migrated to that CSI driver), and says so in an event
+    /// (every time it runs, as upstream: a claim waiting long shows it).
     #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision"))]
     async fn provision_external(
         &self,
         claim: Arc<PersistentVolumeClaim>,
-        class: Arc<StorageClass>,
+        provisioner: String,
+        migrated: bool,
     ) -> Result<()> {
-        let provisioner = class.provisioner.clone();
-        let claim = match self.set_claim_provisioner(&claim, &provisioner).await {
+        let claim = match self
+            .set_claim_provisioner(&claim, &provisioner, migrated)
+            .await
+        {
             Ok(claim) => claim,
             Err(error) => {
                 self.event(
@@ -220,26 +243,40 @@ impl Controller {
         Ok(())
     }
 
-    /// Writes both storage-provisioner annotations when the GA one differs.
+    /// Writes both storage-provisioner annotations when the GA one differs,
+    /// and `migrated-to` with them for a claim handed to the CSI driver of a
+    /// migrated in-tree plugin.
     pub(super) async fn set_claim_provisioner(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
         provisioner: &str,
+        migrated: bool,
     ) -> Result<Arc<PersistentVolumeClaim>> {
-        if annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner) {
+        let wanted = |claim: &PersistentVolumeClaim| {
+            annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
+                && (!migrated || annotation(&claim.metadata, ANN_MIGRATED_TO) == Some(provisioner))
+        };
+        if wanted(claim) {
             return Ok(Arc::clone(claim));
         }
-        let mut changed = PersistentVolumeClaim::clone(claim);
-        let annotations = changed
-            .metadata
-            .annotations
-            .get_or_insert_with(Default::default);
-        annotations.insert(ANN_STORAGE_PROVISIONER.to_string(), provisioner.to_string());
-        annotations.insert(
-            ANN_BETA_STORAGE_PROVISIONER.to_string(),
-            provisioner.to_string(),
-        );
-        let stored = self.update_claim(&changed).await?;
+        let stored = self
+            .write_claim(claim, Part::Spec, |changed| {
+                if wanted(changed) {
+                    return Edit::Unchanged;
+                }
+                let annotations = changed
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default);
+                for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
+                    annotations.insert(key.to_string(), provisioner.to_string());
+                }
+                if migrated {
+                    annotations.insert(ANN_MIGRATED_TO.to_string(), provisioner.to_string());
+                }
+                Edit::Changed
+            })
+            .await?;
         tracing::info!(provisioner, "claim handed to its provisioner");
         Ok(stored)
     }
@@ -281,19 +318,26 @@ fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
 }
 
 /// Whether a pod will not run again: Succeeded or Failed, or being deleted
-/// with every container stopped.
+/// with no container of any kind (init, regular, ephemeral) running, as
+/// upstream's `IsPodTerminated`. A container counts as running unless its
+/// state says terminated or waiting.
 pub fn pod_is_terminated(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
     if phase == "Succeeded" || phase == "Failed" {
         return true;
     }
+    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
+        statuses.into_iter().flatten().all(|c| {
+            c.state
+                .as_ref()
+                .is_some_and(|state| state.terminated.is_some() || state.waiting.is_some())
+        })
+    };
     pod.metadata.deletion_timestamp.is_some()
-        && status
-            .and_then(|s| s.container_statuses.as_ref())
-            .is_none_or(|statuses| {
-                statuses
-                    .iter()
-                    .all(|c| c.state.as_ref().is_none_or(|state| state.running.is_none()))
-            })
+        && status.is_none_or(|s| {
+            not_running(s.init_container_statuses.as_ref())
+                && not_running(s.container_statuses.as_ref())
+                && not_running(s.ephemeral_container_statuses.as_ref())
+        })
 }

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::api::PostParams;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
-use super::binding::{phase, set_annotation};
+use super::binding::set_annotation;
 use super::delete::Deletion;
+use super::writes::{Edit, Part};
 use crate::constants::{
     ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE,
     FINALIZER_PV_CONTROLLER, reasons,
@@ -24,7 +24,7 @@ use crate::constants::{
 use crate::error::{Error, Result, api};
 use crate::events::{EventType, reference_of};
 use crate::keys::ClaimKey;
-use crate::objects::{annotation, claim_class, claim_reference};
+use crate::objects::{VolumePhase, annotation, claim_class, claim_reference};
 use crate::reclaim::{PluginError, ProvisionRequest, VolumePlugin};
 
 /// The name of the volume provisioned for a claim.
@@ -51,7 +51,7 @@ impl Controller {
             return self.provisioning_failed(&claim, message).await;
         }
         let claim = self
-            .set_claim_provisioner(&claim, &class.provisioner)
+            .set_claim_provisioner(&claim, &class.provisioner, false)
             .await?;
         let pv_name = provisioned_volume_name(&claim);
         let existing = self
@@ -170,11 +170,21 @@ impl Controller {
         if annotation(&claim.metadata, ANN_SELECTED_NODE).is_none() {
             return;
         }
-        let mut changed = PersistentVolumeClaim::clone(claim);
-        if let Some(annotations) = changed.metadata.annotations.as_mut() {
-            annotations.remove(ANN_SELECTED_NODE);
-        }
-        match self.update_claim(&changed).await {
+        let removal = self
+            .write_claim(claim, Part::Spec, |changed| {
+                let removed = changed
+                    .metadata
+                    .annotations
+                    .as_mut()
+                    .and_then(|annotations| annotations.remove(ANN_SELECTED_NODE));
+                if removed.is_some() {
+                    Edit::Changed
+                } else {
+                    Edit::Unchanged
+                }
+            })
+            .await;
+        match removal {
             Ok(_) => tracing::info!("selected node removed, the scheduler picks again"),
             Err(error) => tracing::debug!(%error, "removing the selected node failed"),
         }
@@ -189,22 +199,21 @@ impl Controller {
         let retry = self.settings.provision_retry;
         let mut attempt = 1;
         loop {
-            match self
-                .volumes_api()
-                .create(&PostParams::default(), volume)
-                .await
-            {
+            match self.create_volume(volume).await {
                 Ok(created) => {
                     tracing::info!(attempt, "provisioned volume object created");
-                    let mut bound = created;
-                    bound.status.get_or_insert_with(Default::default).phase =
-                        Some(phase::BOUND.to_string());
-                    if let Err(error) = self.update_volume_status(&bound).await {
+                    if let Err(error) = self
+                        .set_volume_phase(&created, VolumePhase::Bound, None)
+                        .await
+                    {
                         tracing::debug!(%error, "setting the new volume Bound failed; its sync will");
                     }
                     return Ok(());
                 }
-                Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                Err(Error::Api {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.is_already_exists() => {
                     tracing::info!(attempt, "provisioned volume object already exists");
                     return Ok(());
                 }
@@ -213,15 +222,7 @@ impl Controller {
                     attempt += 1;
                     tokio::time::sleep(retry.interval).await;
                 }
-                Err(error) => {
-                    return Err(Error::Api {
-                        action: format!(
-                            "creating volume {:?}",
-                            volume.metadata.name.as_deref().unwrap_or("")
-                        ),
-                        source: error,
-                    });
-                }
+                Err(error) => return Err(error),
             }
         }
     }
@@ -299,6 +300,7 @@ fn complete_volume(
             finalizers.push(FINALIZER_PV_CONTROLLER.to_string());
         }
     }
-    volume.status.get_or_insert_with(Default::default).phase = Some(phase::BOUND.to_string());
+    volume.status.get_or_insert_with(Default::default).phase =
+        Some(VolumePhase::Bound.as_str().to_string());
     volume
 }

@@ -9,22 +9,21 @@ use crate::events::EventType;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
-use super::binding::phase;
 use super::claim::requested_volume;
-use super::volume::reclaim_policy;
-use crate::constants::{
-    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, IN_TREE_PLUGIN_PREFIX, reasons,
-};
+use crate::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::error::{Result, api};
-use crate::keys::{ClaimKey, VolumeName};
-use crate::objects::annotation;
+use crate::keys::VolumeName;
+use crate::migration::is_migrated;
+use crate::objects::{
+    ReclaimPolicy, VolumePhase, annotation, claim_ref_key, claim_ref_uid, reclaim_policy,
+};
 use crate::operations::OperationName;
 
 /// What to do with a released volume.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReclaimAction {
-    /// Another program owns reclaim (a migrated volume, or one with policy
-    /// Delete that an external provisioner made or a CSI driver serves):
+    /// Another program owns reclaim (a volume whose in-tree plugin migrated
+    /// to CSI, or one with policy Delete that an external provisioner made):
     /// leave it Released.
     LeaveToExternal,
     /// Policy Retain: keep the volume and its data for an administrator.
@@ -39,26 +38,25 @@ pub enum ReclaimAction {
 
 /// Decides how a released volume is reclaimed.
 pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
-    if annotation(&volume.metadata, ANN_MIGRATED_TO).is_some_and(|v| !v.is_empty()) {
+    if is_migrated(volume) {
         return ReclaimAction::LeaveToExternal;
     }
     match reclaim_policy(volume) {
-        "Retain" => ReclaimAction::Retain,
-        "Recycle" => ReclaimAction::Recycle,
-        "Delete" => {
-            let provisioner =
-                annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
-            let csi = volume.spec.as_ref().is_some_and(|s| s.csi.is_some());
-            let external =
-                !provisioner.is_empty() && !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX);
-            if external || (provisioner.is_empty() && csi) {
-                ReclaimAction::LeaveToExternal
-            } else {
-                ReclaimAction::Delete
-            }
-        }
-        other => ReclaimAction::Unknown(other.to_string()),
+        ReclaimPolicy::Retain => ReclaimAction::Retain,
+        ReclaimPolicy::Recycle => ReclaimAction::Recycle,
+        ReclaimPolicy::Delete if has_external_deleter(volume) => ReclaimAction::LeaveToExternal,
+        ReclaimPolicy::Delete => ReclaimAction::Delete,
+        ReclaimPolicy::Other(policy) => ReclaimAction::Unknown(policy),
     }
+}
+
+/// Whether a program outside the controller deletes this volume: one that
+/// an external provisioner made (its `provisioned-by` names no in-tree
+/// plugin). A volume no provisioner made is deleted by the plugin of its
+/// source, or fails when there is none (a static CSI volume, for one).
+pub fn has_external_deleter(volume: &PersistentVolume) -> bool {
+    annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)
+        .is_some_and(|p| !p.is_empty() && !p.starts_with(IN_TREE_PLUGIN_PREFIX))
 }
 
 impl Controller {
@@ -96,7 +94,7 @@ impl Controller {
                 tracing::warn!(policy, "unknown reclaim policy");
                 self.set_volume_phase_with_event(
                     volume,
-                    phase::FAILED,
+                    VolumePhase::Failed,
                     EventType::Warning,
                     reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
                     "Volume has unrecognized PersistentVolumeReclaimPolicy".to_string(),
@@ -112,17 +110,10 @@ impl Controller {
     /// bound to another volume. An operation checks this on the volume it
     /// has just read, so that a volume bound again meanwhile is left alone.
     pub(super) fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
-        let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        let uid = claim_ref_uid(volume);
+        let Some(key) = claim_ref_key(volume).filter(|_| !uid.is_empty()) else {
             return false;
         };
-        let uid = reference.uid.as_deref().unwrap_or("");
-        if uid.is_empty() {
-            return false;
-        }
-        let key = ClaimKey::new(
-            reference.namespace.clone().unwrap_or_default(),
-            reference.name.clone().unwrap_or_default(),
-        );
         let Some(claim) = self.cache.claim(&key) else {
             return true;
         };

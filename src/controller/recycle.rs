@@ -8,11 +8,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
-use super::binding::phase;
 use crate::constants::reasons;
 use crate::error::{Error, Result};
 use crate::events::{EventType, reference_of};
-use crate::keys::{ClaimKey, VolumeName};
+use crate::keys::VolumeName;
+use crate::objects::{VolumePhase, claim_ref_key};
 use crate::reclaim::{EventRelay, RecycleContext};
 
 impl Controller {
@@ -47,7 +47,7 @@ impl Controller {
             tracing::warn!("no plugin can recycle the volume");
             self.set_volume_phase_with_event(
                 &volume,
-                phase::FAILED,
+                VolumePhase::Failed,
                 EventType::Warning,
                 reasons::VOLUME_FAILED_RECYCLE,
                 "No recycler plugin found for the volume!".to_string(),
@@ -76,7 +76,7 @@ impl Controller {
                 tracing::warn!(%error, "recycling failed");
                 self.set_volume_phase_with_event(
                     &volume,
-                    phase::FAILED,
+                    VolumePhase::Failed,
                     EventType::Warning,
                     reasons::VOLUME_FAILED_RECYCLE,
                     format!("Recycle failed: {error}"),
@@ -94,13 +94,9 @@ impl Controller {
     /// was bound to. Ignored when a claim of that name exists again: the pods
     /// then use the new claim, not this volume.
     fn pods_using_old_claim(&self, volume: &PersistentVolume) -> Vec<String> {
-        let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        let Some(key) = claim_ref_key(volume) else {
             return vec![];
         };
-        let key = ClaimKey::new(
-            reference.namespace.clone().unwrap_or_default(),
-            reference.name.clone().unwrap_or_default(),
-        );
         if self.cache.claim(&key).is_some() {
             return vec![];
         }

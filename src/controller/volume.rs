@@ -7,15 +7,14 @@ use crate::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
-use super::binding::phase;
 use super::claim::requested_volume;
-use super::writes::volume_phase;
 use crate::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
 use crate::error::{Result, api};
 use crate::events::reference_of;
 use crate::keys::{ClaimKey, VolumeName};
 use crate::objects::{
-    claim_volume_mode, has_annotation, volume_access_modes, volume_capacity, volume_mode,
+    ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
+    reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
 
 /// Where a volume stands relative to the claim its claimRef names.
@@ -74,14 +73,11 @@ impl Controller {
                 return Ok(());
             }
         }
-        let volume = &self.fix_deletion_finalizers(volume).await?;
+        let volume = &self.anneal_volume(volume).await?;
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
             VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
-                self.set_volume_phase(volume, phase::AVAILABLE, None)
-                    .await?;
-                self.retry_unmatched();
-                Ok(())
+                self.make_available(volume).await
             }
             VolumeSituation::ClaimMissing => self.release_and_reclaim(volume).await,
             VolumeSituation::ClaimNotBoundYet(claim) => {
@@ -119,12 +115,12 @@ impl Controller {
                 Ok(())
             }
             VolumeSituation::ClaimBoundHere => self
-                .set_volume_phase(volume, phase::BOUND, None)
+                .set_volume_phase(volume, VolumePhase::Bound, None)
                 .await
                 .map(drop),
             VolumeSituation::ClaimBoundElsewhere => {
                 let provisioned = has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED);
-                if provisioned && reclaim_policy(volume) == "Delete" {
+                if provisioned && reclaim_policy(volume) == ReclaimPolicy::Delete {
                     // Provisioned for this claim, which took another volume:
                     // this one is not needed any more.
                     self.release_and_reclaim(volume).await
@@ -147,24 +143,20 @@ impl Controller {
         &self,
         volume: &PersistentVolume,
     ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
-        let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        let uid = claim_ref_uid(volume);
+        let Some(key) = claim_ref_key(volume).filter(|_| !uid.is_empty()) else {
             return Ok(None);
         };
-        let uid = reference.uid.clone().unwrap_or_default();
-        if uid.is_empty() {
-            return Ok(None);
-        }
-        let key = ClaimKey::new(
-            reference.namespace.clone().unwrap_or_default(),
-            reference.name.clone().unwrap_or_default(),
-        );
         let cached = self.cache.claim(&key);
-        let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.clone());
-        if cached_uid.as_deref() == Some(uid.as_str()) {
+        let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.as_deref());
+        if cached_uid == Some(uid) {
             return Ok(cached);
         }
-        let phase = volume_phase(volume);
-        if cached.is_none() && (phase == phase::RELEASED || phase == phase::FAILED) {
+        let reclaiming = matches!(
+            volume_phase(volume),
+            Some(VolumePhase::Released | VolumePhase::Failed)
+        );
+        if cached.is_none() && reclaiming {
             return Ok(None);
         }
         let live = self
@@ -173,22 +165,23 @@ impl Controller {
             .await
             .map_err(api(|| format!("getting claim {key}")))?;
         Ok(live
-            .filter(|c| c.metadata.uid.as_deref() == Some(uid.as_str()))
+            .filter(|c| c.metadata.uid.as_deref() == Some(uid))
             .map(Arc::new))
     }
 
     /// Marks a volume Released (unless it already is, or Failed) and runs
     /// its reclaim policy.
     async fn release_and_reclaim(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let phase = volume_phase(volume);
-        let volume = if phase != phase::RELEASED && phase != phase::FAILED {
-            tracing::info!(
-                policy = reclaim_policy(volume),
-                "volume released, reclaim policy will run"
-            );
-            self.set_volume_phase(volume, phase::RELEASED, None).await?
-        } else {
-            Arc::clone(volume)
+        let volume = match volume_phase(volume) {
+            Some(VolumePhase::Released | VolumePhase::Failed) => Arc::clone(volume),
+            _ => {
+                tracing::info!(
+                    policy = %reclaim_policy(volume),
+                    "volume released, reclaim policy will run"
+                );
+                self.set_volume_phase(volume, VolumePhase::Released, None)
+                    .await?
+            }
         };
         self.reclaim_volume(&volume).await
     }
@@ -218,13 +211,4 @@ fn has_unusable_claim_ref(volume: &PersistentVolume) -> bool {
                 && (r.namespace.as_deref().unwrap_or("").is_empty()
                     || r.name.as_deref().unwrap_or("").is_empty())
         })
-}
-
-/// A volume's reclaim policy as written ("" when unset).
-pub(super) fn reclaim_policy(volume: &PersistentVolume) -> &str {
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
-        .unwrap_or("")
 }

@@ -37,6 +37,9 @@ pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storag
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 pub const ANN_BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
+pub const ANN_MIGRATED_TO: &str = "pv.kubernetes.io/migrated-to";
+pub const ANN_STORAGE_DELETED: &str = "pv-controller.k8s.io/storage-deleted";
+pub const FINALIZER_EXTERNAL: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 
 fn quantity(value: &str) -> Quantity {
     Quantity(value.to_string())
@@ -173,6 +176,18 @@ impl VolumeBuilder {
         for (k, v) in labels {
             map.insert(k.to_string(), v.to_string());
         }
+        self
+    }
+
+    /// A CSI volume of `driver` instead of the default GCE PD source.
+    pub fn csi(mut self, driver: &str) -> Self {
+        let spec = self.spec();
+        spec.gce_persistent_disk = None;
+        spec.csi = Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+            driver: driver.to_string(),
+            volume_handle: "handle".to_string(),
+            ..Default::default()
+        });
         self
     }
 
