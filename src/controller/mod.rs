@@ -245,6 +245,11 @@ impl Controller {
         &self.operations
     }
 
+    /// The event recorder, to flush the events of a sync (tests, shutdown).
+    pub fn recorder(&self) -> &EventRecorder {
+        &self.recorder
+    }
+
     /// Starts a long operation unless one of the same name is running or
     /// backing off after a failure; a refused start is normal (the next
     /// sync asks again) and only logged.

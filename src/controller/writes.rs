@@ -180,7 +180,8 @@ impl Controller {
         Ok(stored)
     }
 
-    /// Records an event about an object; best effort.
+    /// Records an event about an object. It is only queued: the sync never
+    /// waits for it to be written.
     pub(super) async fn event(
         &self,
         regarding: k8s_openapi::api::core::v1::ObjectReference,
@@ -188,9 +189,7 @@ impl Controller {
         reason: &str,
         message: String,
     ) {
-        self.recorder
-            .record(regarding, event_type, reason, message)
-            .await;
+        self.recorder.record(regarding, event_type, reason, message);
     }
 }
 
