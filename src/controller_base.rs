@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::ShadowCache;
 use crate::controller::{Controller, Listers, Settings};
-use crate::events::EventRecorder;
+use crate::events::{EventRecorder, RecorderError};
 use crate::keys::{ClaimKey, VolumeName};
 use crate::leader::LeaderElector;
 use crate::metrics::{Metrics, MetricsError, StateCollector};
@@ -57,6 +57,9 @@ pub enum BaseError {
     /// The metrics could not be set up.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    /// The event recorder could not start (no tokio runtime).
+    #[error(transparent)]
+    Events(#[from] RecorderError),
     /// This instance could not renew its leader lease in time; it stopped
     /// writing and must restart to compete again (as kube-controller-manager
     /// exits).
@@ -109,8 +112,9 @@ struct Writers {
 
 impl ControllerBase {
     /// Builds the controller and its wiring; nothing runs until
-    /// [`ControllerBase::start_informers`] or [`ControllerBase::run`].
-    /// Fails only when the metrics cannot be registered.
+    /// [`ControllerBase::start_informers`] or [`ControllerBase::run`], except
+    /// the event recorder's sender task. Fails only when the metrics cannot
+    /// be registered or there is no tokio runtime for that task.
     pub fn new(client: Client, config: BaseConfig) -> Result<Self, BaseError> {
         let (volumes, volumes_writer) = reflector::store();
         let (claims, claims_writer) = reflector::store();
@@ -125,8 +129,12 @@ impl ControllerBase {
             pods,
             nodes,
         };
-        let recorder = EventRecorder::new(client.clone(), config.instance.clone());
         let metrics = Arc::new(Metrics::new()?);
+        let recorder = EventRecorder::new(
+            client.clone(),
+            Arc::clone(&metrics),
+            config.instance.clone(),
+        )?;
         metrics.register(Box::new(StateCollector::new(
             Arc::clone(&cache),
             volume_queue.clone(),
@@ -257,7 +265,9 @@ impl ControllerBase {
         self.metrics.set_leader(true);
         let workers = self.start_workers();
         shutdown.await;
+        let events = self.controller.recorder().clone();
         self.stop(workers).await;
+        flush_events(&events).await;
         Ok(())
     }
 
@@ -291,10 +301,14 @@ impl ControllerBase {
             () = &mut shutdown => false,
         };
         self.metrics.set_leader(false);
+        let events = self.controller.recorder().clone();
         self.stop(workers).await;
         if lost {
             return Err(BaseError::LeadershipLost);
         }
+        // Still the leader until the lease is released: write what the
+        // workers recorded.
+        flush_events(&events).await;
         if let Err(error) = elector.release().await {
             tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
         }
@@ -339,6 +353,23 @@ impl ControllerBase {
         while workers.tasks.join_next().await.is_some() {}
         self.tasks.shutdown().await;
         tracing::info!("controller stopped");
+    }
+}
+
+/// How long a graceful shutdown waits for queued events to be written.
+const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Waits, at most [`EVENT_FLUSH_TIMEOUT`], for the events recorded so far to
+/// be written, so a clean stop does not lose the last syncs' events.
+async fn flush_events(recorder: &EventRecorder) {
+    if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, recorder.flush())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            timeout = ?EVENT_FLUSH_TIMEOUT,
+            "events still queued at shutdown were not written"
+        );
     }
 }
 

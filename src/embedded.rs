@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
@@ -159,7 +159,7 @@ pub async fn stand_in_kubelet(client: Client) {
 
 /// Waits until the controller is idle and no volume or claim has changed
 /// (same resourceVersions) for `quiet`. Events are ignored: a repeated event
-/// only bumps its series and says nothing new.
+/// only bumps its count and says nothing new.
 pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
     let mut last = fingerprint(api);
     let mut quiet_since = tokio::time::Instant::now();
@@ -300,19 +300,23 @@ pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClai
     format!("{}\n{}", columns(&volume_rows), columns(&claim_rows))
 }
 
-/// The recorded events, one line each: type, reason, object, note.
+/// The recorded events, one line each: type, reason, object, message.
 pub fn render_events(events: &[Event]) -> String {
     let mut rows = vec![row(["TYPE", "REASON", "OBJECT", "MESSAGE"])];
     for event in events {
-        let regarding = event.regarding.clone().unwrap_or_default();
+        let regarding = &event.involved_object;
         let object = format!(
             "{}/{}",
-            regarding.kind.unwrap_or_default().to_lowercase(),
-            regarding.name.unwrap_or_default()
+            regarding.kind.as_deref().unwrap_or_default().to_lowercase(),
+            regarding.name.as_deref().unwrap_or_default()
         );
-        let note = event.note.clone().unwrap_or_default();
-        let short: String = note.chars().take(70).collect();
-        let ellipsis = if short.len() < note.len() { "..." } else { "" };
+        let message = event.message.clone().unwrap_or_default();
+        let short: String = message.chars().take(70).collect();
+        let ellipsis = if short.len() < message.len() {
+            "..."
+        } else {
+            ""
+        };
         rows.push(vec![
             event.type_.clone().unwrap_or_default(),
             event.reason.clone().unwrap_or_default(),

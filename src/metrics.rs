@@ -1,7 +1,7 @@
 //! Prometheus metrics: upstream's series under upstream's names and labels
 //! (`pv_collector_*`, `volume_operation_total_*`, `retroactive_storageclass_*`),
 //! plus the controller's own (`pv_controller_*`: queues, syncs, API writes,
-//! shadow cache, leadership).
+//! events, shadow cache, leadership).
 //!
 //! Each controller owns a [`Metrics`] with its own registry, so two
 //! controllers in one process (as in tests) count separately. The
@@ -56,6 +56,7 @@ pub struct Metrics {
     sync_seconds: HistogramVec,
     api_writes: IntCounterVec,
     api_conflicts: IntCounterVec,
+    events: IntCounterVec,
     leader: IntGauge,
 }
 
@@ -114,6 +115,16 @@ impl Metrics {
             ),
             &["resource", "subresource"],
         )?;
+        let events = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_events_total",
+                "Events the controller recorded, by what became of each one",
+            ),
+            &["outcome"],
+        )?;
+        for outcome in EventOutcome::ALL {
+            events.with_label_values(&[outcome.as_str()]);
+        }
         let leader = IntGauge::new(
             "pv_controller_leader",
             "1 while this instance holds the leader lease (or runs without election), else 0",
@@ -125,6 +136,7 @@ impl Metrics {
         registry.register(Box::new(sync_seconds.clone()))?;
         registry.register(Box::new(api_writes.clone()))?;
         registry.register(Box::new(api_conflicts.clone()))?;
+        registry.register(Box::new(events.clone()))?;
         registry.register(Box::new(leader.clone()))?;
         Ok(Self {
             registry,
@@ -135,6 +147,7 @@ impl Metrics {
             sync_seconds,
             api_writes,
             api_conflicts,
+            events,
             leader,
         })
     }
@@ -215,6 +228,18 @@ impl Metrics {
             .sum()
     }
 
+    /// Counts one recorded event by what became of it
+    /// (`pv_controller_events_total`).
+    pub fn event(&self, outcome: EventOutcome) {
+        self.events.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// Events counted so far with `outcome`; lets a test check that an event
+    /// was written, folded or lost as it expects.
+    pub fn events_with_outcome(&self, outcome: EventOutcome) -> u64 {
+        self.events.with_label_values(&[outcome.as_str()]).get()
+    }
+
     /// Sets whether this instance leads.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
@@ -247,6 +272,59 @@ impl WriteOutcome {
             Self::Ok => "ok",
             Self::Conflict => "conflict",
             Self::Error => "error",
+        }
+    }
+}
+
+/// What became of one recorded event, for `pv_controller_events_total`.
+/// Every event the controller records ends in exactly one of these, so their
+/// sum is the number of events recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Written as a new event object.
+    Created,
+    /// A repeat of an event written before: that event's count and last
+    /// timestamp were bumped with a PATCH.
+    Patched,
+    /// One of many similar events about one object: written into the
+    /// object's `(combined from similar events)` event (created or patched).
+    Aggregated,
+    /// Dropped by the per-object spam filter (a burst of 25, then one every
+    /// five minutes).
+    SpamFiltered,
+    /// Dropped because the queue of events waiting to be written was full.
+    DroppedQueueFull,
+    /// Refused by the API server (422, 403, AlreadyExists, a terminating
+    /// namespace, ...); not retried.
+    Rejected,
+    /// Given up: the API server could not be reached in any of the tries,
+    /// the request could not be built, or the recorder's sender task was
+    /// gone.
+    Failed,
+}
+
+impl EventOutcome {
+    /// Every outcome, so each label exists (at 0) from the start.
+    pub const ALL: [EventOutcome; 7] = [
+        Self::Created,
+        Self::Patched,
+        Self::Aggregated,
+        Self::SpamFiltered,
+        Self::DroppedQueueFull,
+        Self::Rejected,
+        Self::Failed,
+    ];
+
+    /// The `outcome` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Patched => "patched",
+            Self::Aggregated => "aggregated",
+            Self::SpamFiltered => "spam_filtered",
+            Self::DroppedQueueFull => "dropped_queue_full",
+            Self::Rejected => "rejected",
+            Self::Failed => "failed",
         }
     }
 }
@@ -551,6 +629,24 @@ mod tests {
         assert!(text.contains(
             "pv_controller_api_conflicts_total{resource=\"persistentvolumes\",subresource=\"status\"} 1"
         ));
+    }
+
+    #[test]
+    fn events_are_counted_by_outcome_and_every_outcome_is_exported() {
+        let metrics = Metrics::new().unwrap();
+        metrics.event(EventOutcome::Rejected);
+        metrics.event(EventOutcome::Rejected);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Rejected), 2);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Created), 0);
+        let text = metrics.render().unwrap();
+        assert!(text.contains("pv_controller_events_total{outcome=\"rejected\"} 2"));
+        for outcome in EventOutcome::ALL {
+            let line = format!(
+                "pv_controller_events_total{{outcome=\"{}\"}}",
+                outcome.as_str()
+            );
+            assert!(text.contains(&line), "{line} missing:\n{text}");
+        }
     }
 
     #[test]

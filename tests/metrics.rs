@@ -223,11 +223,13 @@ async fn metrics_parse_and_count_the_objects() {
     let idle = base.idle_probe();
     let metrics = base.metrics();
     let readiness = base.readiness();
+    let events = base.controller().recorder().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(base.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
+    events.flush().await;
     assert!(readiness.is_ready());
 
     let router = pv_controller::server::router(metrics, readiness);
@@ -241,6 +243,8 @@ async fn metrics_parse_and_count_the_objects() {
         .unwrap();
     let text = String::from_utf8(body.to_vec()).unwrap();
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    // Before the stop, which may still write events.
+    let served_events = api.requests();
     let _ = stop.send(());
     running.await.unwrap().unwrap();
 
@@ -366,6 +370,32 @@ async fn metrics_parse_and_count_the_objects() {
         value(&samples, "pv_controller_api_conflicts_total", &[]),
         0.0
     );
+    let created = served_events.count_code(Verb::Create, "events", None, 201);
+    assert!(created > 0, "events were written");
+    for (outcome, served) in [
+        ("created", created),
+        (
+            "patched",
+            served_events.count_code(Verb::Patch, "events", None, 200),
+        ),
+    ] {
+        assert_eq!(
+            value(
+                &samples,
+                "pv_controller_events_total",
+                &[("outcome", outcome)]
+            ),
+            served as f64,
+            "{outcome} events: the counter matches the server's log"
+        );
+    }
+    for lost in ["rejected", "failed", "dropped_queue_full"] {
+        assert_eq!(
+            value(&samples, "pv_controller_events_total", &[("outcome", lost)]),
+            0.0,
+            "no {lost} events"
+        );
+    }
     assert_eq!(
         value(
             &samples,

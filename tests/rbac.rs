@@ -155,6 +155,7 @@ async fn exercised() -> BTreeSet<Permission> {
     )
     .unwrap();
     let idle = base.idle_probe();
+    let events = base.controller().recorder().clone();
     let elector = LeaderElector::new(
         api.client(),
         LeaseConfig::new("pv-controller", "pv-controller", "only"),
@@ -166,6 +167,7 @@ async fn exercised() -> BTreeSet<Permission> {
     settle(&api, &idle).await;
     let _ = stop.send(());
     running.await.unwrap().unwrap();
+    events.flush().await;
     kubelet.abort();
     assert!(
         api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
@@ -201,8 +203,9 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         ("", "pods", "create"),
         ("", "pods", "delete"),
         ("", "events", "list"),
+        ("", "events", "create"),
+        ("", "events", "patch"),
         ("", "persistentvolumeclaims", "update"),
-        ("events.k8s.io", "events", "patch"),
         ("coordination.k8s.io", "leases", "update"),
     ];
     for (group, resource, verb) in expected_work {

@@ -248,6 +248,11 @@ impl Controller {
         &self.operations
     }
 
+    /// The event recorder, to flush the events of a sync (tests, shutdown).
+    pub fn recorder(&self) -> &EventRecorder {
+        &self.recorder
+    }
+
     /// Starts a long operation unless one of the same name is running or
     /// backing off after a failure; a refused start is normal (the next
     /// sync asks again) and only logged.
@@ -365,6 +370,7 @@ pub(crate) mod testing {
     /// The controller; the caller fills its shadow cache.
     pub(crate) fn controller(api: &MemApi) -> Controller {
         let client = api.client();
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
         Controller::new(
             client.clone(),
             Arc::default(),
@@ -373,10 +379,10 @@ pub(crate) mod testing {
                 pods: reflector::store().0,
                 nodes: reflector::store().0,
             },
-            EventRecorder::new(client, "test"),
+            EventRecorder::new(client, Arc::clone(&metrics), "test").expect("recorder"),
             WorkQueue::new(),
             Settings::default(),
-            Arc::new(Metrics::new().expect("metrics")),
+            metrics,
         )
     }
 }

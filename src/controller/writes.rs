@@ -402,9 +402,7 @@ impl Controller {
         reason: &str,
         message: String,
     ) {
-        self.recorder
-            .record(regarding, event_type, reason, message)
-            .await;
+        self.recorder.record(regarding, event_type, reason, message);
     }
 }
 

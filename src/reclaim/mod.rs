@@ -75,16 +75,15 @@ impl EventRelay {
         Self { recorder, volume }
     }
 
-    /// Records a recycler pod's event on the volume as `RecyclerPod`.
+    /// Records a recycler pod's event on the volume as `RecyclerPod` (queued,
+    /// not awaited).
     pub async fn relay(&self, event_type: EventType, message: &str) {
-        self.recorder
-            .record(
-                self.volume.clone(),
-                event_type,
-                reasons::RECYCLER_POD,
-                format!("Recycler pod: {message}"),
-            )
-            .await;
+        self.recorder.record(
+            self.volume.clone(),
+            event_type,
+            reasons::RECYCLER_POD,
+            format!("Recycler pod: {message}"),
+        );
     }
 }
 

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use pv_controller::controller::{Controller, RetryPolicy, Settings};
 use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::events::EventRecorder;
 use pv_controller::keys::{ClaimKey, VolumeName};
 use pv_controller::memapi::{MemApi, Reactor};
 use pv_controller::reclaim::VolumePlugins;
@@ -292,6 +292,8 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
         inject(&api, Some(&controller));
     }
     controller.operations().wait_idle().await;
+    // Events are written in the background: wait for every one recorded.
+    controller.recorder().flush().await;
     match (s.call, result) {
         (Call::SyncClaimError, Ok(())) => {
             problems.push("expected the sync to fail, it succeeded".into())
@@ -508,15 +510,33 @@ fn normalize<K: serde::Serialize + kube::Resource<DynamicType = ()>>(object: &K)
     value
 }
 
-/// The events on the server as "Type Reason note", oldest first.
+/// The controller's events on the server (core/v1, source
+/// `persistentvolume-controller`) as "Type Reason message", oldest first:
+/// by first occurrence, which the name's hexadecimal nanoseconds tell (a
+/// repeat patches the first object, so its resourceVersion moves on).
 pub fn recorded_events(api: &MemApi) -> Vec<String> {
-    let mut events = api.list::<Event>();
+    let mut events: Vec<Event> = api
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref())
+                == Some("persistentvolume-controller")
+        })
+        .collect();
     events.sort_by_key(|e| {
-        e.metadata
+        let name = e.metadata.name.as_deref().unwrap_or("");
+        let first = name
+            .rsplit('.')
+            .next()
+            .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+            .unwrap_or(0);
+        let version = e
+            .metadata
             .resource_version
             .as_deref()
             .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        (first, version)
     });
     events
         .iter()
@@ -525,7 +545,7 @@ pub fn recorded_events(api: &MemApi) -> Vec<String> {
                 "{} {} {}",
                 e.type_.as_deref().unwrap_or(""),
                 e.reason.as_deref().unwrap_or(""),
-                e.note.as_deref().unwrap_or("")
+                e.message.as_deref().unwrap_or("")
             )
         })
         .collect()
@@ -562,6 +582,7 @@ pub async fn run_table(rows: Vec<Scenario>) {
 pub struct Running {
     api: MemApi,
     idle: pv_controller::controller_base::IdleProbe,
+    events: EventRecorder,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
 }
@@ -576,6 +597,7 @@ impl Running {
     pub fn start_with(api: &MemApi, config: BaseConfig) -> Self {
         let base = ControllerBase::new(api.client(), config).expect("controller");
         let idle = base.idle_probe();
+        let events = base.controller().recorder().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(base.run(async move {
             let _ = stopped.await;
@@ -583,17 +605,41 @@ impl Running {
         Self {
             api: api.clone(),
             idle,
+            events,
             stop: Some(stop),
             task,
         }
     }
 
-    /// Waits until the controller has nothing left to do.
+    /// Waits until the controller has nothing left to do and every event it
+    /// recorded is written.
     pub async fn settle(&self) {
         settle(&self.api, &self.idle).await;
+        self.events.flush().await;
     }
 
-    /// Stops the controller and waits for it to finish.
+    /// Waits (paused time, at most ten minutes) until an event starting with
+    /// `wanted` is recorded, and returns the events then. An object the
+    /// controller has reported on at every resync has spent its burst of 25
+    /// events, and the spam filter (upstream's) then lets one more through
+    /// every five minutes: a new event about it can lag that far behind the
+    /// sync that raised it, well past [`Running::settle`].
+    pub async fn wait_for_event(&self, wanted: &str) -> Vec<String> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+        loop {
+            self.events.flush().await;
+            let events = recorded_events(&self.api);
+            if events.iter().any(|e| e.starts_with(wanted))
+                || tokio::time::Instant::now() >= deadline
+            {
+                return events;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Stops the controller, waits for it to finish and for its last events
+    /// to be written.
     pub async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -603,5 +649,6 @@ impl Running {
             Ok(Err(e)) => panic!("controller failed: {e}"),
             Err(e) => panic!("controller task failed: {e}"),
         }
+        self.events.flush().await;
     }
 }
