@@ -3,6 +3,7 @@
 //! store and records the outcome in the request stats.
 
 use super::body::{ResponseBody, error_response, json_response};
+use super::delete;
 use super::discovery;
 use super::ops::{self, Origin, Part};
 use super::patch::PatchType;
@@ -100,20 +101,8 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.as_deref(),
         subresource: res.subresource.as_deref(),
     };
-    let actions = lock(&shared.reactors).react(&info);
-    let mut outcome = None;
-    for action in actions {
-        match action {
-            Action::Delay(d) => tokio::time::sleep(d).await,
-            Action::Error { code, message } => {
-                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
-                    code, message,
-                ))));
-            }
-            Action::DropConnection => outcome = Some(Outcome::Drop),
-        }
-    }
-    let outcome = match outcome {
+    let injected = before_serving(&shared, &info).await;
+    let outcome = match injected {
         Some(o) => o,
         None => {
             let accept = header(&parts, http::header::ACCEPT);
@@ -154,6 +143,25 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         subresource: res.subresource.clone(),
         code,
     });
+    outcome
+}
+
+/// Runs the reactors that act before a request is served: waits out their
+/// delays, and returns the injected error or drop, if any.
+async fn before_serving(shared: &Shared, info: &RequestInfo<'_>) -> Option<Outcome> {
+    let actions = lock(&shared.reactors).react(info);
+    let mut outcome = None;
+    for action in actions {
+        match action {
+            Action::Delay(d) => tokio::time::sleep(d).await,
+            Action::Error { code, message } => {
+                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
+                    code, message,
+                ))));
+            }
+            Action::DropConnection => outcome = Some(Outcome::Drop),
+        }
+    }
     outcome
 }
 
@@ -240,6 +248,30 @@ impl Req<'_> {
         Ok(value)
     }
 
+    /// The DeleteOptions of a DELETE: the body, if any, with a
+    /// `gracePeriodSeconds` query parameter filled in when the body has none.
+    fn delete_options(&self) -> Result<Option<Value>, ApiError> {
+        let mut options = if self.body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(self.object()?)
+        };
+        if let Some(grace) = self
+            .query
+            .get("gracePeriodSeconds")
+            .filter(|g| !g.is_empty())
+        {
+            let grace: i64 = grace.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid gracePeriodSeconds {grace:?}"))
+            })?;
+            let opts = options.get_or_insert_with(|| json!({}));
+            if opts.get("gracePeriodSeconds").is_none_or(Value::is_null) {
+                super::object::set_at(opts, "gracePeriodSeconds", json!(grace));
+            }
+        }
+        Ok(options)
+    }
+
     fn filter(&self) -> Result<Filter, ApiError> {
         Ok(Filter {
             namespace: self.res.namespace.clone(),
@@ -319,12 +351,8 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
             Ok(req.respond_object(200, &obj))
         }
         Verb::Delete => {
-            let options = if req.body.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(req.object()?)
-            };
-            let obj = ops::delete(
+            let options = req.delete_options()?;
+            let obj = delete::delete(
                 &mut lock(&shared.store),
                 kind,
                 req.namespace(),
