@@ -102,6 +102,7 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         subresource: res.subresource.as_deref(),
     };
     let injected = before_serving(&shared, &info).await;
+    let mut lost_answer = None;
     let outcome = match injected {
         Some(o) => o,
         None => {
@@ -115,10 +116,13 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
                 content_type: &content_type,
                 body: &body,
             };
-            Outcome::Respond(match serve(&shared, &req) {
+            let resp = match serve(&shared, &req) {
                 Ok(resp) => resp,
                 Err(e) => error_response(&e),
-            })
+            };
+            let (outcome, lost) = after_commit(&shared, &info, resp).await;
+            lost_answer = lost;
+            outcome
         }
     };
     let code = match &outcome {
@@ -142,6 +146,7 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.clone(),
         subresource: res.subresource.clone(),
         code,
+        lost_answer,
     });
     outcome
 }
@@ -163,6 +168,45 @@ async fn before_serving(shared: &Shared, info: &RequestInfo<'_>) -> Option<Outco
         }
     }
     outcome
+}
+
+/// Whether a verb writes.
+fn is_write(verb: Verb) -> bool {
+    matches!(
+        verb,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+    )
+}
+
+/// Runs the after-commit reactors on the answer of a successful write:
+/// waits out their delays and replaces the answer with their error or
+/// drop. Returns the outcome and, when the answer was replaced, its code.
+async fn after_commit(
+    shared: &Shared,
+    info: &RequestInfo<'_>,
+    resp: http::Response<ResponseBody>,
+) -> (Outcome, Option<u16>) {
+    let code = resp.status().as_u16();
+    if !is_write(info.verb) || !resp.status().is_success() {
+        return (Outcome::Respond(resp), None);
+    }
+    let actions = lock(&shared.reactors).react_after_commit(info);
+    let mut outcome = Outcome::Respond(resp);
+    let mut lost = None;
+    for action in actions {
+        match action {
+            Action::Delay(d) => tokio::time::sleep(d).await,
+            Action::Error { code: c, message } => {
+                outcome = Outcome::Respond(error_response(&ApiError::from_code(c, message)));
+                lost = Some(code);
+            }
+            Action::DropConnection => {
+                outcome = Outcome::Drop;
+                lost = Some(code);
+            }
+        }
+    }
+    (outcome, lost)
 }
 
 fn header(parts: &http::request::Parts, name: http::header::HeaderName) -> String {

@@ -38,8 +38,9 @@
 //! levers ([`MemApi::create`], [`MemApi::put`], [`MemApi::load_yaml`],
 //! [`MemApi::remove`]) store and remove objects as the test wrote them.
 //!
-//! Reactors ([`Reactor`]) inject faults and latency; [`RequestStats`]
-//! counts every request by verb, resource and code.
+//! Reactors ([`Reactor`]) inject faults and latency, before a request is
+//! served or, for writes, after the change is stored (the answer is lost);
+//! [`RequestStats`] counts every request by verb, resource and code.
 //!
 //! Simplifications: no validation of whole objects beyond the rules above
 //! and names; no other admission plugin; no RBAC or field managers;
