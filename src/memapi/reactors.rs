@@ -147,12 +147,6 @@ impl Reactor {
         }
     }
 
-    /// Matches any verb.
-    pub fn any_verb(mut self) -> Self {
-        self.verb = None;
-        self
-    }
-
     /// Matches only this API group ("" for core; tells core and events.k8s.io events apart).
     pub fn group(mut self, group: &str) -> Self {
         self.group = Some(group.to_string());

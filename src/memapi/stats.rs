@@ -82,15 +82,6 @@ impl RequestStats {
             .sum()
     }
 
-    /// Requests of this verb on any resource (e.g. all writes of one kind).
-    pub fn count_verb(&self, verb: Verb) -> u64 {
-        self.counters
-            .iter()
-            .filter(|((v, ..), _)| *v == verb)
-            .map(|(_, n)| n)
-            .sum()
-    }
-
     /// All requests answered with this code (e.g. 409 for conflicts).
     pub fn total_with_code(&self, code: u16) -> u64 {
         self.counters
