@@ -151,12 +151,13 @@ async fn status_subresource_semantics() {
         Some("gold")
     );
 
-    // A status update ignores spec and sets the phase transition time.
+    // A status update ignores spec but takes metadata, as 1.20's status
+    // strategy does, and sets the phase transition time.
     let mut s = v.clone();
     s.status.as_mut().unwrap().phase = Some("Available".into());
     s.status.as_mut().unwrap().last_phase_transition_time = first_stamp.clone();
     s.spec.as_mut().unwrap().storage_class_name = Some("silver".into());
-    s.metadata.labels = Some([("ignored".to_string(), "yes".to_string())].into());
+    s.metadata.labels = Some([("kept".to_string(), "yes".to_string())].into());
     let s = pvs
         .replace_status("pv1", &PostParams::default(), &s)
         .await
@@ -169,7 +170,15 @@ async fn status_subresource_semantics() {
         s.spec.as_ref().unwrap().storage_class_name.as_deref(),
         Some("gold")
     );
-    assert!(s.metadata.labels.is_none());
+    assert_eq!(
+        s.metadata
+            .labels
+            .as_ref()
+            .unwrap()
+            .get("kept")
+            .map(String::as_str),
+        Some("yes")
+    );
     assert!(
         s.status
             .as_ref()

@@ -60,13 +60,13 @@ async fn core_and_new_events_are_separate_resources() {
     let core: Api<CoreEvent> = Api::namespaced(mem.client(), "ns1");
     let new: Api<NewEvent> = Api::namespaced(mem.client(), "ns1");
     let ev: CoreEvent = serde_json::from_value(json!({
-        "metadata": {"name": "e1"}, "involvedObject": {"name": "c1"}, "reason": "R"
+        "metadata": {"name": "e1"}, "involvedObject": {"name": "c1", "namespace": "ns1"}, "reason": "R"
     }))
     .unwrap();
     core.create(&PostParams::default(), &ev).await.unwrap();
     let ev2: NewEvent = serde_json::from_value(json!({
         "metadata": {"name": "e2"}, "eventTime": "2024-01-01T00:00:00.000000Z",
-        "regarding": {"name": "c1"}, "reason": "R", "action": "A",
+        "regarding": {"name": "c1", "namespace": "ns1"}, "reason": "R", "action": "A", "type": "Normal",
         "reportingController": "x", "reportingInstance": "y"
     }))
     .unwrap();

@@ -4,9 +4,11 @@
 mod common;
 
 use common::{code, pv, reason};
+use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
-use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use pv_controller::memapi::{MemApi, MemApiConfig, Reactor, Verb};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -142,6 +144,174 @@ async fn probability_is_seeded_and_roughly_right() {
     assert_eq!(a, b);
     let failures = a.iter().filter(|ok| !**ok).count();
     assert!((30..90).contains(&failures), "{failures}");
+}
+
+#[tokio::test]
+async fn after_commit_drop_stores_the_write_but_loses_the_answer() {
+    let mem = MemApi::new();
+    let v = mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let from = mem.resource_version().to_string();
+    let mut watch = pvs
+        .watch(&WatchParams::default(), &from)
+        .await
+        .unwrap()
+        .boxed();
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .after_commit()
+            .drop_connection(),
+    );
+    let mut labelled = v.clone();
+    labelled.metadata.labels = Some([("a".to_string(), "1".to_string())].into());
+    let rv = mem.resource_version();
+    let err = pvs
+        .replace("pv1", &PostParams::default(), &labelled)
+        .await
+        .unwrap_err();
+    assert!(!matches!(err, kube::Error::Api(_)), "{err:?}");
+    // The write happened: stored, seen by watchers, a new resourceVersion.
+    assert_eq!(mem.resource_version(), rv + 1);
+    let stored = mem.get::<PersistentVolume>(None, "pv1").unwrap();
+    assert_eq!(stored.labels().get("a").map(String::as_str), Some("1"));
+    match watch.next().await.unwrap().unwrap() {
+        WatchEvent::Modified(o) => assert_eq!(o, stored),
+        other => panic!("{other:?}"),
+    }
+    // A blind retry with the old resourceVersion now conflicts.
+    let err = pvs
+        .replace("pv1", &PostParams::default(), &labelled)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+    let stats = mem.requests();
+    let entry = &stats.log()[1];
+    assert_eq!((entry.code, entry.lost_answer), (None, Some(200)));
+    assert_eq!(stats.log()[2].lost_answer, None);
+    assert_eq!(stats.total_lost_answers(), 1);
+    assert_eq!(stats.total_dropped(), 1);
+}
+
+#[tokio::test]
+async fn after_commit_error_on_create_patch_and_delete() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    for verb in [Verb::Create, Verb::Patch, Verb::Delete] {
+        mem.add_reactor(
+            Reactor::on(verb, "persistentvolumes")
+                .after_commit()
+                .error(500),
+        );
+    }
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "InternalError");
+    assert!(pvs.get("pv1").await.is_ok());
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "AlreadyExists");
+
+    let p = json!({"metadata": {"labels": {"b": "2"}}});
+    let err = pvs
+        .patch("pv1", &PatchParams::default(), &Patch::Merge(p))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 500);
+    assert_eq!(
+        pvs.get("pv1")
+            .await
+            .unwrap()
+            .labels()
+            .get("b")
+            .map(String::as_str),
+        Some("2")
+    );
+
+    let err = pvs
+        .delete("pv1", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 500);
+    assert_eq!(code(pvs.get("pv1").await.unwrap_err()), 404);
+
+    let stats = mem.requests();
+    assert_eq!(stats.total_lost_answers(), 3);
+    assert_eq!(
+        stats.count_code(Verb::Create, "persistentvolumes", None, 500),
+        1
+    );
+    let lost: Vec<_> = stats
+        .log()
+        .iter()
+        .filter_map(|e| e.lost_answer.map(|l| (e.verb, e.code, l)))
+        .collect();
+    assert_eq!(
+        lost,
+        [
+            (Verb::Create, Some(500), 201),
+            (Verb::Patch, Some(500), 200),
+            (Verb::Delete, Some(500), 200),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn after_commit_reactors_wait_for_a_successful_write() {
+    let mem = MemApi::new();
+    let v = mem.create(&pv("pv1", "1Gi")).unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .after_commit()
+            .error(503),
+    );
+    // A failed write does not use the reactor up, and reads never match.
+    let mut stale = v.clone();
+    stale.metadata.resource_version = Some("1".into());
+    assert_eq!(
+        code(
+            pvs.replace("pv1", &PostParams::default(), &stale)
+                .await
+                .unwrap_err()
+        ),
+        409
+    );
+    pvs.get("pv1").await.unwrap();
+    let err = pvs
+        .replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 503);
+    pvs.replace("pv1", &PostParams::default(), &v)
+        .await
+        .unwrap();
+    assert_eq!(mem.requests().total_lost_answers(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_commit_delay_lets_watchers_see_the_write_first() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    mem.add_reactor(
+        Reactor::on(Verb::Create, "persistentvolumes")
+            .after_commit()
+            .delay(Duration::from_secs(30)),
+    );
+    let start = tokio::time::Instant::now();
+    let creating = tokio::spawn({
+        let pvs = pvs.clone();
+        async move { pvs.create(&PostParams::default(), &pv("pv1", "1Gi")).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(mem.get::<PersistentVolume>(None, "pv1").is_some());
+    assert!(!creating.is_finished());
+    creating.await.unwrap().unwrap();
+    assert!(start.elapsed() >= Duration::from_secs(30));
+    assert_eq!(mem.requests().total_lost_answers(), 0);
 }
 
 /// Sends a raw request through the tower service; returns (code, body).

@@ -3,6 +3,7 @@
 //! store and records the outcome in the request stats.
 
 use super::body::{ResponseBody, error_response, json_response};
+use super::delete;
 use super::discovery;
 use super::ops::{self, Origin, Part};
 use super::patch::PatchType;
@@ -100,20 +101,9 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.as_deref(),
         subresource: res.subresource.as_deref(),
     };
-    let actions = lock(&shared.reactors).react(&info);
-    let mut outcome = None;
-    for action in actions {
-        match action {
-            Action::Delay(d) => tokio::time::sleep(d).await,
-            Action::Error { code, message } => {
-                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
-                    code, message,
-                ))));
-            }
-            Action::DropConnection => outcome = Some(Outcome::Drop),
-        }
-    }
-    let outcome = match outcome {
+    let injected = before_serving(&shared, &info).await;
+    let mut lost_answer = None;
+    let outcome = match injected {
         Some(o) => o,
         None => {
             let accept = header(&parts, http::header::ACCEPT);
@@ -126,10 +116,13 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
                 content_type: &content_type,
                 body: &body,
             };
-            Outcome::Respond(match serve(&shared, &req) {
+            let resp = match serve(&shared, &req) {
                 Ok(resp) => resp,
                 Err(e) => error_response(&e),
-            })
+            };
+            let (outcome, lost) = after_commit(&shared, &info, resp).await;
+            lost_answer = lost;
+            outcome
         }
     };
     let code = match &outcome {
@@ -153,8 +146,67 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.clone(),
         subresource: res.subresource.clone(),
         code,
+        lost_answer,
     });
     outcome
+}
+
+/// Runs the reactors that act before a request is served: waits out their
+/// delays, and returns the injected error or drop, if any.
+async fn before_serving(shared: &Shared, info: &RequestInfo<'_>) -> Option<Outcome> {
+    let actions = lock(&shared.reactors).react(info);
+    let mut outcome = None;
+    for action in actions {
+        match action {
+            Action::Delay(d) => tokio::time::sleep(d).await,
+            Action::Error { code, message } => {
+                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
+                    code, message,
+                ))));
+            }
+            Action::DropConnection => outcome = Some(Outcome::Drop),
+        }
+    }
+    outcome
+}
+
+/// Whether a verb writes.
+fn is_write(verb: Verb) -> bool {
+    matches!(
+        verb,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+    )
+}
+
+/// Runs the after-commit reactors on the answer of a successful write:
+/// waits out their delays and replaces the answer with their error or
+/// drop. Returns the outcome and, when the answer was replaced, its code.
+async fn after_commit(
+    shared: &Shared,
+    info: &RequestInfo<'_>,
+    resp: http::Response<ResponseBody>,
+) -> (Outcome, Option<u16>) {
+    let code = resp.status().as_u16();
+    if !is_write(info.verb) || !resp.status().is_success() {
+        return (Outcome::Respond(resp), None);
+    }
+    let actions = lock(&shared.reactors).react_after_commit(info);
+    let mut outcome = Outcome::Respond(resp);
+    let mut lost = None;
+    for action in actions {
+        match action {
+            Action::Delay(d) => tokio::time::sleep(d).await,
+            Action::Error { code: c, message } => {
+                outcome = Outcome::Respond(error_response(&ApiError::from_code(c, message)));
+                lost = Some(code);
+            }
+            Action::DropConnection => {
+                outcome = Outcome::Drop;
+                lost = Some(code);
+            }
+        }
+    }
+    (outcome, lost)
 }
 
 fn header(parts: &http::request::Parts, name: http::header::HeaderName) -> String {
@@ -240,6 +292,30 @@ impl Req<'_> {
         Ok(value)
     }
 
+    /// The DeleteOptions of a DELETE: the body, if any, with a
+    /// `gracePeriodSeconds` query parameter filled in when the body has none.
+    fn delete_options(&self) -> Result<Option<Value>, ApiError> {
+        let mut options = if self.body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(self.object()?)
+        };
+        if let Some(grace) = self
+            .query
+            .get("gracePeriodSeconds")
+            .filter(|g| !g.is_empty())
+        {
+            let grace: i64 = grace.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid gracePeriodSeconds {grace:?}"))
+            })?;
+            let opts = options.get_or_insert_with(|| json!({}));
+            if opts.get("gracePeriodSeconds").is_none_or(Value::is_null) {
+                super::object::set_at(opts, "gracePeriodSeconds", json!(grace));
+            }
+        }
+        Ok(options)
+    }
+
     fn filter(&self) -> Result<Filter, ApiError> {
         Ok(Filter {
             namespace: self.res.namespace.clone(),
@@ -319,12 +395,8 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
             Ok(req.respond_object(200, &obj))
         }
         Verb::Delete => {
-            let options = if req.body.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(req.object()?)
-            };
-            let obj = ops::delete(
+            let options = req.delete_options()?;
+            let obj = delete::delete(
                 &mut lock(&shared.store),
                 kind,
                 req.namespace(),

@@ -8,19 +8,51 @@
 //! kubectl and the embedded mode, and be seeded from YAML
 //! ([`MemApi::load_yaml`]).
 //!
-//! Semantics follow the real apiserver where the controller can tell:
-//! one global resourceVersion, optimistic concurrency, the status
+//! Semantics follow a Kubernetes 1.20 apiserver wherever a controller can
+//! tell: one global resourceVersion, optimistic concurrency, the status
 //! subresource, finalizers and deletionTimestamp, watches that resume from
-//! a version and get an in-stream 410 when it is compacted. Reactors
-//! ([`Reactor`]) inject faults and latency; [`RequestStats`] counts every
-//! request by verb, resource and code.
+//! a version and get an in-stream 410 when it is compacted, and:
 //!
-//! Simplifications: no admission, validation beyond names, RBAC or field
-//! managers; strategic merge patch and server-side apply behave as merge
-//! patches; `deletecollection` is not served; pods are deleted at once
-//! (there is no kubelet); namespaces need not exist.
+//! - validation of events (core/v1 and events.k8s.io/v1, on create and
+//!   update: an event about a cluster-scoped object must live in "default",
+//!   or in "kube-system" when it has an eventTime; reporter, action, reason
+//!   and note are required or limited) and of PV and PVC updates (a claim's
+//!   spec is immutable but for `volumeName` set once and the storage request
+//!   of a bound claim growing; a volume's source is immutable, its claimRef
+//!   is not), refused with a 422 Invalid Status like the real one (see
+//!   `validation/`);
+//! - the update strategies: a main-resource write keeps the stored status,
+//!   a `/status` write keeps the stored spec but takes metadata changes
+//!   (see `ops.rs`);
+//! - graceful deletion of pods scheduled to a node: a DELETE sets
+//!   deletionTimestamp and deletionGracePeriodSeconds and the pod stays
+//!   until a DELETE with `gracePeriodSeconds: 0` (what a kubelet sends) or
+//!   [`MemApi::remove`]; finalizers hold every kind, pods included (see
+//!   `delete.rs`);
+//! - admission (see `admission.rs`): PersistentVolumeClaimResize (a claim
+//!   grows only when Bound and its storage class allows expansion, else
+//!   403) and, when [`MemApiConfig::protection_finalizers`] is set, the
+//!   StorageObjectInUseProtection finalizers on new PVs and PVCs.
+//!
+//! Validation and admission apply to requests through the API; the test
+//! levers ([`MemApi::create`], [`MemApi::put`], [`MemApi::load_yaml`],
+//! [`MemApi::remove`]) store and remove objects as the test wrote them.
+//!
+//! Reactors ([`Reactor`]) inject faults and latency, before a request is
+//! served or, for writes, after the change is stored (the answer is lost);
+//! [`RequestStats`] counts every request by verb, resource and code.
+//!
+//! Simplifications: no validation of whole objects beyond the rules above
+//! and names; no other admission plugin; no RBAC or field managers;
+//! `metadata.generation` is counted on spec changes of every kind (1.20
+//! leaves it unset on PVs, PVCs and pods); core/v1 and events.k8s.io/v1
+//! events are stored apart; strategic merge patch and server-side apply
+//! behave as merge patches; `deletecollection` is not served; no kubelet
+//! ends a pod's grace period; namespaces need not exist.
 
+mod admission;
 mod body;
+mod delete;
 mod discovery;
 mod error;
 mod handler;
@@ -39,6 +71,7 @@ mod status;
 mod store;
 mod table;
 mod tcp;
+mod validation;
 mod watch;
 
 pub use body::ResponseBody;
@@ -48,7 +81,7 @@ pub use reactors::{Action, Reactor, Times, Verb};
 pub use resources::{KINDS, ResourceKind};
 pub use service::MemApiService;
 pub use stats::{RequestLogEntry, RequestStats};
-pub use status::{ApiError, Details};
+pub use status::{ApiError, Cause, Details};
 pub use store::DEFAULT_HISTORY;
 
 use serde::Serialize;
@@ -78,6 +111,14 @@ pub struct MemApiConfig {
     pub seed: u64,
     /// How many changes are kept for watches that resume from the past.
     pub history_limit: usize,
+    /// Whether PVs and PVCs created through the API get the
+    /// `kubernetes.io/pv-protection` / `kubernetes.io/pvc-protection`
+    /// finalizer, as the StorageObjectInUseProtection admission plugin of a
+    /// real cluster adds them (nothing removes them here: no
+    /// controller-manager runs). Off by default, so that tests that delete
+    /// volumes and claims see them go. Seeded objects are stored as written
+    /// either way.
+    pub protection_finalizers: bool,
 }
 
 impl Default for MemApiConfig {
@@ -85,6 +126,7 @@ impl Default for MemApiConfig {
         Self {
             seed: 0x5eed_1234_abcd_0001,
             history_limit: DEFAULT_HISTORY,
+            protection_finalizers: false,
         }
     }
 }
@@ -133,11 +175,13 @@ impl MemApi {
         Self::with_config(MemApiConfig::default())
     }
 
-    /// An empty server with the given seed and history size.
+    /// An empty server with the given configuration.
     pub fn with_config(config: MemApiConfig) -> Self {
+        let mut store = Store::new(config.seed, config.history_limit);
+        store.protection_finalizers = config.protection_finalizers;
         Self {
             shared: Arc::new(Shared {
-                store: Arc::new(Mutex::new(Store::new(config.seed, config.history_limit))),
+                store: Arc::new(Mutex::new(store)),
                 reactors: Mutex::new(reactors::Reactors::new(config.seed ^ 0xa5a5_a5a5)),
                 stats: Mutex::new(RequestStats::default()),
             }),
@@ -228,8 +272,9 @@ impl MemApi {
         objects.iter().filter_map(|o| from_value(o).ok()).collect()
     }
 
-    /// Removes an object whatever its finalizers; watchers see DELETED.
-    /// Returns whether it existed.
+    /// Removes an object whatever its finalizers or grace period; watchers
+    /// see DELETED. Returns whether it existed. For a pod in graceful
+    /// deletion, this is the kubelet confirming it has stopped.
     pub fn remove<K>(&self, namespace: Option<&str>, name: &str) -> bool
     where
         K: kube::Resource<DynamicType = ()>,

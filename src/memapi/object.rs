@@ -1,5 +1,6 @@
 //! Small helpers to read and write fields of objects stored as JSON values.
 
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value};
 
 /// The string at a dotted path (`spec.nodeName`), if present and a string.
@@ -94,7 +95,30 @@ pub fn labels(obj: &Value) -> Vec<(&str, &str)> {
 
 /// The current wall-clock time in Kubernetes' RFC 3339 seconds format.
 pub fn now_rfc3339() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    rfc3339(Timestamp::now())
+}
+
+/// A time in Kubernetes' RFC 3339 seconds format.
+fn rfc3339(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `secs` seconds from now (earlier when negative), in RFC 3339 seconds format.
+pub fn rfc3339_in(secs: i64) -> String {
+    shift(Timestamp::now(), secs)
+}
+
+/// The RFC 3339 time `secs` seconds after `time` (earlier when negative);
+/// `None` when `time` does not parse.
+pub fn rfc3339_shift(time: &str, secs: i64) -> Option<String> {
+    time.parse::<Timestamp>().ok().map(|t| shift(t, secs))
+}
+
+fn shift(t: Timestamp, secs: i64) -> String {
+    rfc3339(t.checked_add(SignedDuration::from_secs(secs)).unwrap_or(t))
+}
+
+/// The integer at a dotted path, if present and an integer.
+pub fn i64_at(obj: &Value, path: &str) -> Option<i64> {
+    value_at(obj, path).and_then(Value::as_i64)
 }

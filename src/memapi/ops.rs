@@ -1,13 +1,30 @@
 //! The write verbs with apiserver semantics: create (generateName, uid,
-//! creationTimestamp, defaults, status reset), update with optimistic
-//! concurrency and status-subresource rules, patch, delete with finalizers
-//! and preconditions, plus the test levers `put` and `remove`.
+//! creationTimestamp, defaults, status reset, admission, validation),
+//! update with optimistic concurrency, the update strategies of the main
+//! resource and the status subresource, and validation, patch, plus the
+//! test levers `put` and `remove`. DELETE lives in `delete.rs`.
+//!
+//! The update strategies are those of Kubernetes 1.20
+//! (`PrepareForUpdate` of each kind's strategy and status strategy):
+//!
+//! - a main-resource update keeps the stored status (kinds with a status
+//!   subresource), and a namespace keeps its `spec.finalizers`;
+//! - a `/status` update keeps the stored spec and takes everything else
+//!   from the body, metadata included: labels, annotations and finalizers
+//!   of PVs, PVCs, pods, nodes and namespaces change through `/status` as
+//!   they do on the real server; a pod also keeps its stored
+//!   `ownerReferences`;
+//! - either way uid, creationTimestamp, deletionTimestamp and
+//!   deletionGracePeriodSeconds stay as stored, and generation is the
+//!   server's.
 
+use super::admission;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
 use super::patch::{self, PatchType};
 use super::resources::ResourceKind;
 use super::status::ApiError;
 use super::store::Store;
+use super::validation;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -85,6 +102,10 @@ fn apply_defaults(kind: &ResourceKind, obj: &mut Value) {
 }
 
 /// Creates an object. Returns the stored object.
+///
+/// In the real server's order: name generation, defaults and status reset,
+/// admission and validation (API requests only), then the name-taken check,
+/// and last the identity (uid, creationTimestamp) of the stored object.
 pub fn create(
     store: &mut Store,
     kind: &'static ResourceKind,
@@ -95,35 +116,9 @@ pub fn create(
     let mut obj = normalize(kind, body)?;
     place(kind, url_ns, &mut obj)?;
     if object::name(&obj).is_empty() {
-        let Some(prefix) = str_at(&obj, "metadata.generateName").map(str::to_string) else {
-            return Err(ApiError::invalid(
-                kind.group,
-                kind.kind,
-                "",
-                "metadata.name: Required value: name or generateName is required",
-            ));
-        };
-        let ns = object::namespace(&obj).to_string();
-        let name = loop {
-            let candidate = format!("{prefix}{}", store.rng.alnum(5));
-            if store.get(kind, &ns, &candidate).is_none() {
-                break candidate;
-            }
-        };
-        set_at(&mut obj, "metadata.name", json!(name));
-    }
-    let (ns, name) = (object::namespace(&obj), object::name(&obj));
-    if store.get(kind, ns, name).is_some() {
-        return Err(ApiError::already_exists(kind.group, kind.plural, name));
+        generate_name(store, kind, &mut obj)?;
     }
     let keep = origin == Origin::Seed;
-    if !keep || str_at(&obj, "metadata.uid").is_none() {
-        let uid = store.rng.uuid();
-        set_at(&mut obj, "metadata.uid", json!(uid));
-    }
-    if !keep || str_at(&obj, "metadata.creationTimestamp").is_none() {
-        set_at(&mut obj, "metadata.creationTimestamp", json!(now_rfc3339()));
-    }
     if !keep {
         object::remove_at(&mut obj, "metadata.deletionTimestamp");
         object::remove_at(&mut obj, "metadata.deletionGracePeriodSeconds");
@@ -132,21 +127,61 @@ pub fn create(
         set_at(&mut obj, "metadata.generation", json!(1));
     }
     apply_defaults(kind, &mut obj);
-    if let Some(phase) = kind.create_phase {
-        if !keep {
-            obj["status"] = json!({ "phase": phase });
-            if kind.is_persistent_volume() {
-                set_at(
-                    &mut obj,
-                    "status.lastPhaseTransitionTime",
-                    json!(now_rfc3339()),
-                );
-            }
-        } else if str_at(&obj, "status.phase").is_none() {
-            set_at(&mut obj, "status.phase", json!(phase));
-        }
+    set_create_phase(kind, &mut obj, keep);
+    if origin == Origin::Api {
+        admission::admit_create(store, kind, &mut obj);
+        validation::on_create(kind, &obj)?;
+    }
+    let (ns, name) = (object::namespace(&obj), object::name(&obj));
+    if store.get(kind, ns, name).is_some() {
+        return Err(ApiError::already_exists(kind.group, kind.plural, name));
+    }
+    if !keep || str_at(&obj, "metadata.uid").is_none() {
+        let uid = store.rng.uuid();
+        set_at(&mut obj, "metadata.uid", json!(uid));
+    }
+    if !keep || str_at(&obj, "metadata.creationTimestamp").is_none() {
+        set_at(&mut obj, "metadata.creationTimestamp", json!(now_rfc3339()));
     }
     Ok(store.commit(kind, obj))
+}
+
+/// Names an object from its `generateName` (a free name with 5 random
+/// characters appended), or fails with 422 when it has neither.
+fn generate_name(store: &mut Store, kind: &ResourceKind, obj: &mut Value) -> Result<(), ApiError> {
+    let Some(prefix) = str_at(obj, "metadata.generateName").map(str::to_string) else {
+        return Err(ApiError::invalid(
+            kind.group,
+            kind.kind,
+            "",
+            "metadata.name: Required value: name or generateName is required",
+        ));
+    };
+    let ns = object::namespace(obj).to_string();
+    let name = loop {
+        let candidate = format!("{prefix}{}", store.rng.alnum(5));
+        if store.get(kind, &ns, &candidate).is_none() {
+            break candidate;
+        }
+    };
+    set_at(obj, "metadata.name", json!(name));
+    Ok(())
+}
+
+/// Resets the status of a kind with a create phase (or, when seeding
+/// with `keep`, only fills a missing phase).
+fn set_create_phase(kind: &ResourceKind, obj: &mut Value, keep: bool) {
+    let Some(phase) = kind.create_phase else {
+        return;
+    };
+    if !keep {
+        set_at(obj, "status", json!({ "phase": phase }));
+        if kind.is_persistent_volume() {
+            set_at(obj, "status.lastPhaseTransitionTime", json!(now_rfc3339()));
+        }
+    } else if str_at(obj, "status.phase").is_none() {
+        set_at(obj, "status.phase", json!(phase));
+    }
 }
 
 /// Fails with 409 when the body carries a resourceVersion other than the stored one.
@@ -187,20 +222,38 @@ pub fn update(
         .get(kind, object::namespace(&obj), name)
         .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
     check_rv(kind, &obj, &stored)?;
-    let new = match part {
+    let mut new = prepare_for_update(kind, obj, &stored, part);
+    for path in IDENTITY {
+        object::copy_at(&stored, &mut new, path);
+    }
+    apply_defaults(kind, &mut new);
+    validation::on_update(kind, &new, &stored, part)?;
+    if part == Part::Main && kind.group.is_empty() && kind.plural == "persistentvolumeclaims" {
+        admission::validate_claim_update(store, &new, &stored)?;
+    }
+    Ok(store_over(store, kind, &stored, new))
+}
+
+/// The update strategies (`PrepareForUpdate`) of Kubernetes 1.20: what an
+/// update keeps from the stored object (see the module documentation).
+fn prepare_for_update(kind: &ResourceKind, mut new: Value, stored: &Value, part: Part) -> Value {
+    match part {
         Part::Status => {
-            let mut new = (*stored).clone();
-            object::copy_at(&obj, &mut new, "status");
-            new
+            object::copy_at(stored, &mut new, "spec");
+            if kind.is_pod() {
+                object::copy_at(stored, &mut new, "metadata.ownerReferences");
+            }
         }
-        Part::Main if kind.has_status => {
-            let mut new = obj;
-            object::copy_at(&stored, &mut new, "status");
-            new
+        Part::Main => {
+            if kind.has_status {
+                object::copy_at(stored, &mut new, "status");
+            }
+            if kind.group.is_empty() && kind.plural == "namespaces" {
+                object::copy_at(stored, &mut new, "spec.finalizers");
+            }
         }
-        Part::Main => obj,
-    };
-    Ok(write(store, kind, &stored, new))
+    }
+    new
 }
 
 /// Fields that identify an object across writes; clients cannot change them.
@@ -211,23 +264,10 @@ const IDENTITY: [&str; 4] = [
     "metadata.deletionGracePeriodSeconds",
 ];
 
-/// Stores `new` over `stored` after a client write: identity fields come
-/// from `stored`, whatever the client sent.
-fn write(
-    store: &mut Store,
-    kind: &'static ResourceKind,
-    stored: &Arc<Value>,
-    mut new: Value,
-) -> Arc<Value> {
-    for path in IDENTITY {
-        object::copy_at(stored, &mut new, path);
-    }
-    store_over(store, kind, stored, new)
-}
-
 /// Stores `new` over `stored`: applies defaults, generation and PV phase
-/// timestamps, removes a deleting object whose last finalizer is gone, and
-/// skips no-op writes (no new resourceVersion, no event).
+/// timestamps, removes a deleting object whose last finalizer is gone (see
+/// [`deleted_by_update`]), and skips no-op writes (no new resourceVersion,
+/// no event).
 fn store_over(
     store: &mut Store,
     kind: &'static ResourceKind,
@@ -246,9 +286,10 @@ fn store_over(
     if kind.is_persistent_volume() {
         stamp_phase_transition(stored, &mut new);
     }
-    if value_at(&new, "metadata.deletionTimestamp").is_some() && !object::has_finalizers(&new) {
+    if deleted_by_update(&new) {
+        // As etcd reports it, DELETED carries the last stored state.
         return store
-            .commit_removal(kind, new)
+            .commit_removal(kind, (**stored).clone())
             .unwrap_or_else(|| stored.clone());
     }
     set_at(
@@ -260,6 +301,15 @@ fn store_over(
         return stored.clone();
     }
     store.commit(kind, new)
+}
+
+/// Whether a write removes the object (`ShouldDeleteDuringUpdate`): it is
+/// being deleted, its last finalizer is gone and no grace period runs (a
+/// pod in graceful deletion waits for its kubelet whatever its finalizers).
+fn deleted_by_update(new: &Value) -> bool {
+    value_at(new, "metadata.deletionTimestamp").is_some()
+        && !object::has_finalizers(new)
+        && object::i64_at(new, "metadata.deletionGracePeriodSeconds").unwrap_or(0) == 0
 }
 
 /// Sets `status.lastPhaseTransitionTime` when the PV phase changed and the
@@ -304,57 +354,6 @@ pub fn patch(
         ));
     }
     update(store, kind, url_ns, name, doc, part)
-}
-
-/// Deletes an object (DELETE): with finalizers it only gets a
-/// deletionTimestamp; otherwise it is removed. `options` is the
-/// DeleteOptions body, whose preconditions are honoured.
-pub fn delete(
-    store: &mut Store,
-    kind: &'static ResourceKind,
-    ns: &str,
-    name: &str,
-    options: Option<&Value>,
-) -> Result<Arc<Value>, ApiError> {
-    let stored = store
-        .get(kind, ns, name)
-        .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
-    let pre = options.and_then(|o| value_at(o, "preconditions"));
-    let checks = [
-        ("UID", "uid", "metadata.uid"),
-        (
-            "ResourceVersion",
-            "resourceVersion",
-            "metadata.resourceVersion",
-        ),
-    ];
-    for (field, key, path) in checks {
-        if let Some(want) = pre.and_then(|p| p.get(key)).and_then(Value::as_str) {
-            let have = str_at(&stored, path).unwrap_or_default();
-            if want != have {
-                return Err(ApiError::conflict(
-                    kind.group,
-                    kind.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
-                    ),
-                ));
-            }
-        }
-    }
-    if object::has_finalizers(&stored) {
-        if value_at(&stored, "metadata.deletionTimestamp").is_some() {
-            return Ok(stored);
-        }
-        let mut new = (*stored).clone();
-        set_at(&mut new, "metadata.deletionTimestamp", json!(now_rfc3339()));
-        set_at(&mut new, "metadata.deletionGracePeriodSeconds", json!(0));
-        return Ok(store.commit(kind, new));
-    }
-    store
-        .commit_removal(kind, (*stored).clone())
-        .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))
 }
 
 /// Test lever: replaces the whole object, status included, or creates it.

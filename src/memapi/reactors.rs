@@ -5,6 +5,14 @@
 //! either answers with an error `Status`, drops the connection, or delays
 //! the request and lets it proceed. It fires once, N times, always, or with
 //! a probability drawn from memapi's seeded generator.
+//!
+//! By default a reactor acts before the request is served: an error or a
+//! drop means nothing was written. An [`after_commit`](Reactor::after_commit)
+//! reactor acts on a write (create, update, patch, delete) that succeeded:
+//! the change is stored, watchers see it and the resourceVersion advances,
+//! but the client gets the reactor's error or a dropped connection instead
+//! of the answer (or the answer late, for a delay) — the lost answer of a
+//! real network.
 
 use super::rng::Rng;
 use std::fmt;
@@ -91,6 +99,7 @@ pub struct Reactor {
     subresource: Option<String>,
     action: Action,
     times: Times,
+    after_commit: bool,
     fired: u32,
 }
 
@@ -133,14 +142,9 @@ impl Reactor {
                 message: "injected error".to_string(),
             },
             times: Times::Once,
+            after_commit: false,
             fired: 0,
         }
-    }
-
-    /// Matches any verb.
-    pub fn any_verb(mut self) -> Self {
-        self.verb = None;
-        self
     }
 
     /// Matches only this API group ("" for core; tells core and events.k8s.io events apart).
@@ -184,6 +188,22 @@ impl Reactor {
     /// Delay the request (tokio time), then serve it normally.
     pub fn delay(mut self, d: Duration) -> Self {
         self.action = Action::Delay(d);
+        self
+    }
+
+    /// Act after the write is performed and stored, on successful writes
+    /// only (create, update, patch, delete): the client sees the error, the
+    /// dropped connection or the delay, but the change is already made.
+    /// Counts (`times`, `probability`) apply to those successful writes.
+    ///
+    /// ```
+    /// use pv_controller::memapi::{Reactor, Verb};
+    /// // The next PV update is stored, but its answer is lost.
+    /// let r = Reactor::on(Verb::Update, "persistentvolumes").after_commit().drop_connection();
+    /// # let _ = r;
+    /// ```
+    pub fn after_commit(mut self) -> Self {
+        self.after_commit = true;
         self
     }
 
@@ -258,11 +278,26 @@ impl Reactors {
         self.list.clear();
     }
 
-    /// The actions to take for a request: every firing delay, then at most
-    /// one error or drop (the first that fires), which ends the list.
+    /// The actions to take before serving a request: every firing delay,
+    /// then at most one error or drop (the first that fires), which ends
+    /// the list. After-commit reactors are not consulted.
     pub fn react(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
+        self.react_in(req, false)
+    }
+
+    /// The actions to take on the answer of a write that succeeded: those of
+    /// the after-commit reactors, chosen as [`react`](Self::react) does.
+    pub fn react_after_commit(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
+        self.react_in(req, true)
+    }
+
+    fn react_in(&mut self, req: &RequestInfo<'_>, after_commit: bool) -> Vec<Action> {
         let mut actions = Vec::new();
-        for r in self.list.iter_mut().filter(|r| r.matches(req)) {
+        let candidates = self
+            .list
+            .iter_mut()
+            .filter(|r| r.after_commit == after_commit && r.matches(req));
+        for r in candidates {
             if r.fire(&mut self.rng) {
                 let last = !matches!(r.action, Action::Delay(_));
                 actions.push(r.action.clone());

@@ -44,6 +44,11 @@ impl ResourceKind {
     pub fn is_persistent_volume(&self) -> bool {
         self.group.is_empty() && self.plural == "persistentvolumes"
     }
+
+    /// Whether this row is the Pod kind (deleted gracefully, see `delete.rs`).
+    pub fn is_pod(&self) -> bool {
+        self.group.is_empty() && self.plural == "pods"
+    }
 }
 
 const PHASE: &str = "status.phase";

@@ -20,8 +20,11 @@ pub struct RequestLogEntry {
     pub name: Option<String>,
     /// Subresource ("status"), if any.
     pub subresource: Option<String>,
-    /// HTTP response code; `None` when the connection was dropped.
+    /// HTTP response code the client saw; `None` when the connection was dropped.
     pub code: Option<u16>,
+    /// When an after-commit reactor replaced the answer of a write that was
+    /// stored: the code the server had answered (200, 201). `None` otherwise.
+    pub lost_answer: Option<u16>,
 }
 
 /// Counter key: (verb, resource, subresource, code).
@@ -79,15 +82,6 @@ impl RequestStats {
             .sum()
     }
 
-    /// Requests of this verb on any resource (e.g. all writes of one kind).
-    pub fn count_verb(&self, verb: Verb) -> u64 {
-        self.counters
-            .iter()
-            .filter(|((v, ..), _)| *v == verb)
-            .map(|(_, n)| n)
-            .sum()
-    }
-
     /// All requests answered with this code (e.g. 409 for conflicts).
     pub fn total_with_code(&self, code: u16) -> u64 {
         self.counters
@@ -104,6 +98,12 @@ impl RequestStats {
             .filter(|((.., c), _)| c.is_none())
             .map(|(_, n)| n)
             .sum()
+    }
+
+    /// Writes that were stored but whose answer an after-commit reactor
+    /// replaced with an error or a dropped connection.
+    pub fn total_lost_answers(&self) -> u64 {
+        self.log.iter().filter(|e| e.lost_answer.is_some()).count() as u64
     }
 
     /// All requests.

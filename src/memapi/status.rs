@@ -27,8 +27,22 @@ pub struct Details {
     pub name: String,
     /// API group ("" for core).
     pub group: String,
-    /// Resource plural, as the real apiserver puts it in `details.kind`.
+    /// Resource plural, as the real apiserver puts it in `details.kind`
+    /// (the Kind instead for 422 Invalid, as the real one does).
     pub kind: String,
+    /// `details.causes`: one per field a 422 Invalid is about.
+    pub causes: Vec<Cause>,
+}
+
+/// One field error of a 422 Invalid, as in `Status.details.causes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// The cause type: `FieldValueRequired`, `FieldValueInvalid`, `FieldValueForbidden`.
+    pub reason: String,
+    /// What is wrong, without the field path (`Invalid value: "": does not match event.namespace`).
+    pub message: String,
+    /// The field path (`involvedObject.namespace`).
+    pub field: String,
 }
 
 /// The `Status.reason` a real apiserver uses for a given HTTP code.
@@ -90,6 +104,18 @@ impl ApiError {
         .with_details(group, plural, name)
     }
 
+    /// 403 Forbidden for one object, as an admission plugin's refusal.
+    pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        Self::from_code(
+            403,
+            format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(group, plural)
+            ),
+        )
+        .with_details(group, plural, name)
+    }
+
     /// 409 AlreadyExists for a create of an existing name.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
         let mut e = Self::from_code(
@@ -113,10 +139,14 @@ impl ApiError {
         .with_details(group, plural, name)
     }
 
-    /// 422 Invalid for an object that fails validation.
+    /// 422 Invalid for an object that fails validation. The message names
+    /// the kind as `Kind` (core) or `Kind.group`, as the real apiserver does.
     pub fn invalid(group: &str, kind: &str, name: &str, why: &str) -> Self {
-        Self::from_code(422, format!("{kind} \"{name}\" is invalid: {why}"))
-            .with_details(group, kind, name)
+        Self::from_code(
+            422,
+            format!("{} \"{name}\" is invalid: {why}", qualified(group, kind)),
+        )
+        .with_details(group, kind, name)
     }
 
     /// 410 Expired for a watch from a compacted resourceVersion.
@@ -124,11 +154,34 @@ impl ApiError {
         Self::from_code(410, format!("too old resource version: {rv} ({oldest})"))
     }
 
+    /// 422 Invalid with one cause per field error, message and details as
+    /// apimachinery's `NewInvalid` builds them: `Kind "name" is invalid: `
+    /// then the errors (one, or several as `[a, b]`, duplicates dropped).
+    pub fn invalid_fields(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let mut seen: Vec<String> = Vec::new();
+        for c in &causes {
+            let text = format!("{}: {}", c.field, c.message);
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        let why = match seen.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let mut e = Self::invalid(group, kind, name, &why);
+        if let Some(d) = e.details.as_mut() {
+            d.causes = causes;
+        }
+        e
+    }
+
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
         self.details = Some(Box::new(Details {
             name: name.to_string(),
             group: group.to_string(),
             kind: kind.to_string(),
+            causes: Vec::new(),
         }));
         self
     }
@@ -149,13 +202,21 @@ impl ApiError {
             if !d.group.is_empty() {
                 details["group"] = json!(d.group);
             }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+                    .collect();
+                details["causes"] = json!(causes);
+            }
             obj.insert("details".to_string(), details);
         }
         status
     }
 }
 
-/// `plural.group`, or just `plural` for the core group, as in messages.
+/// `plural.group` (or `Kind.group`), or just `plural` for the core group, as in messages.
 fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() {
         plural.to_string()

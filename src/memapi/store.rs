@@ -97,6 +97,10 @@ pub struct Store {
     watchers: Vec<WatchSink>,
     /// Randomness for names, UIDs and reactor coin flips.
     pub rng: Rng,
+    /// Whether PVs and PVCs created through the API get their protection
+    /// finalizer, as from the StorageObjectInUseProtection admission plugin
+    /// (see [`MemApiConfig::protection_finalizers`](super::MemApiConfig)).
+    pub protection_finalizers: bool,
 }
 
 fn res_key(kind: &ResourceKind) -> ResKey {
@@ -114,6 +118,7 @@ impl Store {
             compacted: 0,
             watchers: Vec::new(),
             rng: Rng::new(seed),
+            protection_finalizers: false,
         }
     }
 

@@ -1,0 +1,102 @@
+//! The admission plugins of a Kubernetes 1.20 apiserver that touch volumes
+//! and claims:
+//!
+//! - StorageObjectInUseProtection (mutating, on create): every PV gets the
+//!   `kubernetes.io/pv-protection` finalizer and every PVC the
+//!   `kubernetes.io/pvc-protection` one. Optional here
+//!   ([`MemApiConfig::protection_finalizers`](super::MemApiConfig)), since no
+//!   controller removes them.
+//! - PersistentVolumeClaimResize (validating, on update of a claim): a
+//!   claim's storage request may grow only when it is Bound and its storage
+//!   class exists, is the same before and after, and sets
+//!   `allowVolumeExpansion: true`; otherwise 403 Forbidden. Always on, as on
+//!   a real server. It runs after validation, so a 422 comes first.
+//!
+//! Both apply to requests through the API only, never to the test levers.
+
+use super::object::{set_at, str_at, value_at};
+use super::resources::{self, ResourceKind};
+use super::status::ApiError;
+use super::store::Store;
+use crate::quantity::Amount;
+use serde_json::{Value, json};
+
+/// The finalizer StorageObjectInUseProtection puts on every new PV.
+const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
+/// The finalizer StorageObjectInUseProtection puts on every new PVC.
+const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+
+const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+
+/// The mutating admission of a create: adds the protection finalizer to a
+/// new PV or PVC (unless already there) when the server is configured to.
+pub fn admit_create(store: &Store, kind: &ResourceKind, obj: &mut Value) {
+    if !store.protection_finalizers || !kind.group.is_empty() {
+        return;
+    }
+    let finalizer = match kind.plural {
+        "persistentvolumes" => PV_PROTECTION,
+        "persistentvolumeclaims" => PVC_PROTECTION,
+        _ => return,
+    };
+    let mut finalizers: Vec<Value> = value_at(obj, "metadata.finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !finalizers.iter().any(|f| f.as_str() == Some(finalizer)) {
+        finalizers.push(json!(finalizer));
+        set_at(obj, "metadata.finalizers", Value::Array(finalizers));
+    }
+}
+
+/// The validating admission of a main-resource update of a claim
+/// (PersistentVolumeClaimResize); `new` is the validated object to store.
+pub fn validate_claim_update(store: &Store, new: &Value, old: &Value) -> Result<(), ApiError> {
+    let size = |o: &Value| {
+        str_at(o, "spec.resources.requests.storage")
+            .and_then(|q| Amount::parse(q).ok())
+            .unwrap_or(Amount::ZERO)
+    };
+    if size(new) <= size(old) {
+        return Ok(());
+    }
+    let forbidden = |why: &str| {
+        Err(ApiError::forbidden(
+            "",
+            "persistentvolumeclaims",
+            super::object::name(new),
+            why,
+        ))
+    };
+    if str_at(old, "status.phase") != Some("Bound") {
+        return forbidden("Only bound persistent volume claims can be expanded");
+    }
+    if !allows_resize(store, new, old) {
+        return forbidden(
+            "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize",
+        );
+    }
+    Ok(())
+}
+
+/// The class of a claim as `GetPersistentVolumeClaimClass` reads it: the
+/// beta annotation first, then `spec.storageClassName`.
+fn claim_class(claim: &Value) -> &str {
+    value_at(claim, "metadata.annotations")
+        .and_then(|a| a.get(BETA_STORAGE_CLASS))
+        .and_then(Value::as_str)
+        .or_else(|| str_at(claim, "spec.storageClassName"))
+        .unwrap_or_default()
+}
+
+/// Whether the claim's (unchanged) storage class allows volume expansion.
+fn allows_resize(store: &Store, new: &Value, old: &Value) -> bool {
+    let class = claim_class(new);
+    if class.is_empty() || class != claim_class(old) {
+        return false;
+    }
+    resources::by_path("storage.k8s.io", "v1", "storageclasses")
+        .and_then(|kind| store.get(kind, "", class))
+        .and_then(|sc| value_at(&sc, "allowVolumeExpansion").and_then(Value::as_bool))
+        .unwrap_or(false)
+}
