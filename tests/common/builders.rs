@@ -195,6 +195,8 @@ impl VolumeBuilder {
     /// so the server keeps it).
     pub fn deleting(mut self) -> Self {
         self.0.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+        // A real server always stamps the grace period with the timestamp.
+        self.0.metadata.deletion_grace_period_seconds = Some(0);
         self.0.metadata.finalizers = Some(vec!["kubernetes.io/pv-protection".to_string()]);
         self
     }

@@ -9,6 +9,13 @@
 //! beta storage-class annotation, and `resources.requests.storage` of a
 //! bound claim, which may grow but not shrink.
 //!
+//! One later rule is modelled too, because the controller relies on it and
+//! every server it targets has it: since Kubernetes 1.28
+//! (RetroactiveDefaultStorageClass, GA) a claim with no class at all (no
+//! `storageClassName`, no beta annotation) may get a `storageClassName` once.
+//! A 1.20 server refuses that write; the controller then counts a failed
+//! retroactive assignment.
+//!
 //! Specs are compared as apimachinery's semantic equality does for these
 //! fields: absent, null and empty values are the same, and quantities are
 //! compared as numbers. The "Forbidden" details omit the Go object diff the
@@ -146,6 +153,20 @@ fn storage_class_upgrade(new: &Value, old: &Value) -> bool {
         && new_ann.is_none_or(|n| n == old_sc)
 }
 
+/// RetroactiveDefaultStorageClass (GA in 1.28): a claim without any class
+/// (no `storageClassName`, no beta annotation on either side) may get one.
+fn retroactive_default_class(new: &Value, old: &Value) -> bool {
+    let has_beta = |o: &Value| {
+        value_at(o, "metadata.annotations")
+            .and_then(|a| a.get(BETA_STORAGE_CLASS))
+            .is_some()
+    };
+    str_at(old, "spec.storageClassName").is_none()
+        && str_at(new, "spec.storageClassName").is_some()
+        && !has_beta(old)
+        && !has_beta(new)
+}
+
 /// The storage request of a claim, if it parses.
 fn requested(obj: &Value) -> Option<Amount> {
     str_at(obj, "spec.resources.requests.storage").and_then(|q| Amount::parse(q).ok())
@@ -167,7 +188,7 @@ pub fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
             new_spec.get("volumeName").cloned(),
         );
     }
-    if storage_class_upgrade(new, old) {
+    if storage_class_upgrade(new, old) || retroactive_default_class(new, old) {
         set_or_remove(&mut new_spec, "storageClassName", None);
     } else {
         let ann = |o: &Value| {
@@ -324,6 +345,21 @@ mod tests {
                 "spec: Forbidden: spec is immutable after creation except resources.requests for bound claims",
                 "volumeMode: Invalid value: \"Block\": field is immutable",
             ]
+        );
+    }
+
+    #[test]
+    fn a_claim_without_class_may_get_one_once() {
+        let old = claim("", "1Gi", "Pending");
+        let mut new = old.clone();
+        new["spec"]["storageClassName"] = json!("standard");
+        assert!(validate_pvc_update(&new, &old).is_empty());
+        let mut changed = new.clone();
+        changed["spec"]["storageClassName"] = json!("gold");
+        assert_eq!(
+            validate_pvc_update(&changed, &new).len(),
+            1,
+            "a class once set is immutable"
         );
     }
 
