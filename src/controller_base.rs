@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -404,10 +406,15 @@ where
     }
 }
 
-/// Keeps only what the controller reads from a pod, so a large cluster's
-/// pods cost little memory.
+/// Keeps only what the controller reads from a pod (its volumes, node,
+/// phase, deletion and the state of each container of every kind, which
+/// tells whether it is terminated), so a large cluster's pods cost little
+/// memory.
 fn keep_pod_essentials(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
+    pod.metadata.annotations = None;
+    pod.metadata.labels = None;
+    pod.metadata.owner_references = None;
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers.clear();
         spec.init_containers = None;
@@ -415,8 +422,22 @@ fn keep_pod_essentials(pod: &mut Pod) {
     }
     if let Some(status) = pod.status.as_mut() {
         status.conditions = None;
-        status.init_container_statuses = None;
-        status.ephemeral_container_statuses = None;
+        for statuses in [
+            &mut status.container_statuses,
+            &mut status.init_container_statuses,
+            &mut status.ephemeral_container_statuses,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for container in statuses.iter_mut() {
+                *container = ContainerStatus {
+                    name: std::mem::take(&mut container.name),
+                    state: container.state.take(),
+                    ..ContainerStatus::default()
+                };
+            }
+        }
     }
 }
 

@@ -162,6 +162,15 @@ async fn set_6_recycle() {
             .plugin(one_success())
             .events(&["Normal VolumeFailedRecycle Volume is used by pods: default/another6-12,default/pendingPod6-12"])
             .call(Call::SyncVolume),
+        row("6-12-1 used by a deleting pod whose init container still runs")
+            .volumes(
+                volumes([bound("volume6-12-1", "uid6-12-1", "claim6-12-1")]),
+                volumes([bound("volume6-12-1", "uid6-12-1", "claim6-12-1").phase("Released")]),
+            )
+            .pods(vec![deleting_pod_with_running_init_container("initPod6-12-1", &["claim6-12-1"])])
+            .plugin(one_success())
+            .events(&["Normal VolumeFailedRecycle Volume is used by pods: default/initPod6-12-1"])
+            .call(Call::SyncVolume),
         row("6-13 used by completed pod")
             .volumes(volumes([bound("volume6-13", "uid6-13", "claim6-13")]), volumes([free("volume6-13").bound_to("", "claim6-13")]))
             .pods(vec![pod("completedPod6-13", &["claim6-13"], "Succeeded", Some("node1"))])
@@ -403,4 +412,102 @@ async fn restarted_controller_waits_for_the_recycler_pod_it_started() {
     assert_eq!(created, 1, "exactly one recycler pod was ever created");
     let _ = stop.send(());
     task.await.expect("join").expect("controller");
+}
+
+/// Waits (paused time) until the recycler pod exists as another object
+/// than `old` (another UID).
+async fn wait_for_new_pod(api: &MemApi, old: &Pod) -> Pod {
+    for _ in 0..3000 {
+        if let Some(pod) = api.get::<Pod>(Some("default"), POD)
+            && pod.metadata.uid != old.metadata.uid
+        {
+            return pod;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no new recycler pod was created");
+}
+
+fn phase_of(api: &MemApi) -> String {
+    api.get::<PersistentVolume>(None, "host-volume")
+        .and_then(|v| v.status)
+        .and_then(|s| s.phase)
+        .unwrap_or_default()
+}
+
+/// The data leak a real cluster showed: the first release's recycler pod
+/// lingers (Succeeded, Terminating: its node is gone and a finalizer holds
+/// it); the volume is bound again and released again. That old pod proves
+/// nothing about the second tenant's data: the volume must not become
+/// Available until a pod made for the second release has run.
+#[tokio::test(start_paused = true)]
+async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(real_controller(&api));
+
+    let mut first = wait_for_pod(&api).await;
+    first.metadata.finalizers = Some(vec!["example.com/node-gone".to_string()]);
+    first.spec.as_mut().expect("spec").node_name = Some("node-1".to_string());
+    finish_pod(&api, first.clone(), "Succeeded", None);
+    wait_for_phase(&api, "Available").await;
+    let lingering = api
+        .get::<Pod>(Some("default"), POD)
+        .expect("first pod lingers");
+    assert!(lingering.metadata.deletion_timestamp.is_some());
+
+    // A second tenant binds the volume, and later deletes its claim.
+    let tenant: k8s_openapi::api::core::v1::PersistentVolumeClaim =
+        claim("claim-2", "uid-2", "1Gi").build();
+    api.create(&tenant).expect("second claim");
+    wait_for_phase(&api, "Bound").await;
+    assert!(
+        api.remove::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "claim-2")
+    );
+
+    let failed = wait_for_phase(&api, "Failed").await;
+    assert_eq!(
+        failed.status.and_then(|s| s.message).as_deref(),
+        Some("Recycle failed: old recycler pod found, will retry later")
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(
+        phase_of(&api),
+        "Failed",
+        "never Available on the old pod's word"
+    );
+
+    // The old pod finally goes; a fresh pod for this release scrubs the volume.
+    api.remove::<Pod>(Some("default"), POD);
+    let second = wait_for_new_pod(&api, &first).await;
+    assert_eq!(
+        second
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(recycler::ANN_CLAIM_UID))
+            .map(String::as_str),
+        Some("uid-2"),
+        "the new pod is made for the second release"
+    );
+    assert_eq!(
+        phase_of(&api),
+        "Failed",
+        "not Available before the new pod ran"
+    );
+    finish_pod(&api, second, "Succeeded", None);
+    wait_for_phase(&api, "Available").await;
+    assert_eq!(
+        api.requests().count_code(Verb::Create, "pods", None, 201),
+        2,
+        "one pod per release"
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    let events = recorded_events(&api);
+    assert!(
+        events.iter().any(|e| e
+            == "Warning VolumeFailedRecycle Recycle failed: old recycler pod found, will retry later"),
+        "{events:?}"
+    );
 }

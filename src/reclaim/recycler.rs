@@ -2,14 +2,18 @@
 //! NFS volume at `/scrub` and deletes everything in it.
 //!
 //! The pod has a deterministic name, `recycler-for-<pv>` (shortened with a
-//! hash when the volume name is too long), and carries the volume's UID in an
-//! annotation. Creating it is therefore idempotent: when the pod already
-//! exists for the same volume, it was started by this controller before a
-//! restart (or by the previous leader), and it is waited for instead of
-//! duplicated. Upstream deletes such a pod and retries later, which scrubs
-//! the volume twice and throws away a pod that may have nearly finished. A
-//! pod of that name for another volume UID (a re-created volume of the same
-//! name) is deleted, and the recycle retried, as upstream does.
+//! hash when the volume name is too long), and carries in annotations the
+//! UID of the volume and the UID of the released claim: one release of one
+//! volume. A pod of that name found at create time is adopted (waited for
+//! instead of duplicated) only when it was made for this very release: same
+//! volume UID, same claim UID, not being deleted, and created after the
+//! volume was released. That is a pod this controller started before a
+//! restart (or the previous leader did). Any other pod of that name (from an
+//! earlier release, still Terminating because its node is gone or a
+//! finalizer holds it) proves nothing about this release's data: it is
+//! deleted and the recycle fails with upstream's "old recycler pod found,
+//! will retry later", so a fresh pod scrubs the volume once the old one is
+//! gone.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,6 +23,7 @@ use k8s_openapi::api::core::v1::{
     Container, Event as CoreEvent, PersistentVolume, Pod, PodSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -44,6 +49,10 @@ pub const POD_NAME_PREFIX: &str = "recycler-for-";
 /// Annotation on a recycler pod: the UID of the volume it scrubs, so that a
 /// restarted controller can tell its own pod from a stale one.
 pub const ANN_VOLUME_UID: &str = "pv-controller.k8s.io/recycled-volume-uid";
+
+/// Annotation on a recycler pod: the UID of the claim whose release it
+/// scrubs; with [`ANN_VOLUME_UID`] it names one release of one volume.
+pub const ANN_CLAIM_UID: &str = "pv-controller.k8s.io/released-claim-uid";
 
 /// Longest pod name (a DNS subdomain).
 const MAX_NAME_LEN: usize = 253;
@@ -98,8 +107,8 @@ pub enum RecyclerError {
     /// The pod could not be created.
     #[error("unexpected error creating recycler pod: {0}")]
     Create(String),
-    /// A pod of that name exists for another volume; it was deleted and the
-    /// recycle will be tried again.
+    /// A pod of that name exists that was not made for this release (or is
+    /// being deleted); it was deleted and the recycle will be tried again.
     #[error("old recycler pod found, will retry later")]
     StalePod,
     /// The pod ended in phase Failed.
@@ -220,13 +229,18 @@ pub fn build_pod(config: &RecyclerPodConfig, volume: &PersistentVolume, source: 
     if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
         pod.metadata.namespace = Some(DEFAULT_NAMESPACE.to_string());
     }
-    pod.metadata
+    let annotations = pod
+        .metadata
         .annotations
-        .get_or_insert_with(Default::default)
-        .insert(
-            ANN_VOLUME_UID.to_string(),
-            volume.metadata.uid.clone().unwrap_or_default(),
-        );
+        .get_or_insert_with(Default::default);
+    annotations.insert(
+        ANN_VOLUME_UID.to_string(),
+        volume.metadata.uid.clone().unwrap_or_default(),
+    );
+    annotations.insert(
+        ANN_CLAIM_UID.to_string(),
+        crate::objects::claim_ref_uid(volume).to_string(),
+    );
     pod.status = None;
     let timeout = timeout_for(volume, config.minimum_timeout, config.timeout_increment);
     let spec = pod.spec.get_or_insert_with(Default::default);
@@ -260,15 +274,29 @@ pub async fn recycle(
     context: &RecycleContext,
 ) -> Result<(), PluginError> {
     let pod = build_pod(config, volume, source);
-    run(&context.client, pod, &context.relay)
+    run(&context.client, pod, released_at(volume), &context.relay)
         .await
         .map_err(|e| PluginError::Failed(e.to_string()))
 }
 
+/// When the volume was released, if the API server recorded it (the phase
+/// transition time of a Released volume; servers before 1.28 record none).
+pub fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
+    let status = volume.status.as_ref()?;
+    (status.phase.as_deref() == Some("Released"))
+        .then(|| status.last_phase_transition_time.as_ref().map(|t| t.0))
+        .flatten()
+}
+
 /// Runs a recycler pod to its end: creates it (or adopts the pod of the same
-/// name started for this volume earlier), waits until it succeeds, fails or
+/// name started for this release earlier), waits until it succeeds, fails or
 /// disappears, relaying its events to the volume, and deletes it.
-pub async fn run(client: &Client, pod: Pod, relay: &EventRelay) -> Result<(), RecyclerError> {
+pub async fn run(
+    client: &Client,
+    pod: Pod,
+    released_at: Option<Timestamp>,
+    relay: &EventRelay,
+) -> Result<(), RecyclerError> {
     let namespace = pod
         .metadata
         .namespace
@@ -276,7 +304,7 @@ pub async fn run(client: &Client, pod: Pod, relay: &EventRelay) -> Result<(), Re
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let adopted = create_or_adopt(&pods, &pod).await?;
+    let adopted = create_or_adopt(&pods, &pod, released_at).await?;
     let deadline = pod
         .spec
         .as_ref()
@@ -302,9 +330,14 @@ pub async fn run(client: &Client, pod: Pod, relay: &EventRelay) -> Result<(), Re
     }
 }
 
-/// Creates the pod; returns whether an existing pod for the same volume was
-/// adopted instead.
-async fn create_or_adopt(pods: &Api<Pod>, pod: &Pod) -> Result<bool, RecyclerError> {
+/// Creates the pod; returns whether an existing pod made for this release
+/// was adopted instead. Any other pod of that name is deleted and the
+/// recycle fails, to be tried again once it is gone.
+async fn create_or_adopt(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    released_at: Option<Timestamp>,
+) -> Result<bool, RecyclerError> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     match pods.create(&PostParams::default(), pod).await {
         Ok(_) => {
@@ -316,20 +349,14 @@ async fn create_or_adopt(pods: &Api<Pod>, pod: &Pod) -> Result<bool, RecyclerErr
                 .get_opt(&name)
                 .await
                 .map_err(|e| RecyclerError::Create(e.to_string()))?;
-            let wanted = pod
-                .metadata
-                .annotations
+            if existing
                 .as_ref()
-                .and_then(|a| a.get(ANN_VOLUME_UID));
-            let found = existing
-                .as_ref()
-                .and_then(|p| p.metadata.annotations.as_ref())
-                .and_then(|a| a.get(ANN_VOLUME_UID));
-            if existing.is_some() && found == wanted {
-                tracing::info!(pod = %name, "recycler pod already exists for this volume, waiting for it");
+                .is_some_and(|found| made_for_this_release(found, pod, released_at))
+            {
+                tracing::info!(pod = %name, "recycler pod of this release already exists, waiting for it");
                 return Ok(true);
             }
-            tracing::info!(pod = %name, "stale recycler pod found, deleting it");
+            tracing::info!(pod = %name, "old recycler pod found, deleting it");
             delete_pod(pods, &name).await.map_err(|message| {
                 RecyclerError::Create(format!(
                     "failed to delete old recycler pod {name}: {message}"
@@ -339,6 +366,31 @@ async fn create_or_adopt(pods: &Api<Pod>, pod: &Pod) -> Result<bool, RecyclerErr
         }
         Err(error) => Err(RecyclerError::Create(error.to_string())),
     }
+}
+
+/// Whether `found` is the pod `wanted` describes, started for the same
+/// release: same volume and claim UIDs, not being deleted, and not older
+/// than the release (when the server recorded when that was).
+fn made_for_this_release(found: &Pod, wanted: &Pod, released_at: Option<Timestamp>) -> bool {
+    let same = |key: &str| {
+        let value = |pod: &Pod| {
+            pod.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key).cloned())
+                .filter(|v| !v.is_empty())
+        };
+        value(found).is_some() && value(found) == value(wanted)
+    };
+    let started_after_release = match (released_at, &found.metadata.creation_timestamp) {
+        (Some(released), Some(created)) => created.0 >= released,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    same(ANN_VOLUME_UID)
+        && same(ANN_CLAIM_UID)
+        && found.metadata.deletion_timestamp.is_none()
+        && started_after_release
 }
 
 /// Watches the pod until it ends, relaying its new events to the volume.
@@ -520,6 +572,75 @@ mod tests {
                 .map(String::as_str),
             Some("uid-1")
         );
+    }
+
+    #[test]
+    fn only_a_live_pod_of_this_very_release_is_adopted() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = |seconds: i64| Timestamp::from_second(seconds).expect("timestamp");
+        let pod = |volume_uid: &str, claim_uid: &str, created: i64, deleting: bool| Pod {
+            metadata: ObjectMeta {
+                annotations: Some(
+                    [
+                        (ANN_VOLUME_UID.to_string(), volume_uid.to_string()),
+                        (ANN_CLAIM_UID.to_string(), claim_uid.to_string()),
+                    ]
+                    .into(),
+                ),
+                creation_timestamp: Some(Time(at(created))),
+                deletion_timestamp: deleting.then(|| Time(at(created + 1))),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let wanted = pod("pv-uid", "claim-2", 0, false);
+        let released = Some(at(100));
+        let cases = [
+            (
+                "started for this release",
+                pod("pv-uid", "claim-2", 100, false),
+                released,
+                true,
+            ),
+            (
+                "release time unknown",
+                pod("pv-uid", "claim-2", 5, false),
+                None,
+                true,
+            ),
+            (
+                "an earlier release's pod",
+                pod("pv-uid", "claim-1", 100, false),
+                released,
+                false,
+            ),
+            (
+                "a re-created volume's pod",
+                pod("old-uid", "claim-2", 100, false),
+                released,
+                false,
+            ),
+            (
+                "being deleted",
+                pod("pv-uid", "claim-2", 100, true),
+                released,
+                false,
+            ),
+            (
+                "older than the release",
+                pod("pv-uid", "claim-2", 99, false),
+                released,
+                false,
+            ),
+            ("unmarked", Pod::default(), None, false),
+        ];
+        for (name, found, released, adopt) in cases {
+            assert_eq!(
+                made_for_this_release(&found, &wanted, released),
+                adopt,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -444,6 +444,39 @@ pub fn pod(name: &str, claims: &[&str], phase: &str, node: Option<&str>) -> Pod 
     }
 }
 
+/// A pod being deleted whose containers stopped but whose init container
+/// still runs: not terminated (upstream's `IsPodTerminated`).
+pub fn deleting_pod_with_running_init_container(name: &str, claims: &[&str]) -> Pod {
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
+    };
+    let status = |name: &str, state: ContainerState| ContainerStatus {
+        name: name.to_string(),
+        state: Some(state),
+        ..Default::default()
+    };
+    let mut pod = pod(name, claims, "Running", Some("node1"));
+    pod.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+    pod.metadata.deletion_grace_period_seconds = Some(30);
+    pod.metadata.finalizers = Some(vec!["example.com/hold".to_string()]);
+    let pod_status = pod.status.get_or_insert_with(Default::default);
+    pod_status.init_container_statuses = Some(vec![status(
+        "init",
+        ContainerState {
+            running: Some(ContainerStateRunning::default()),
+            ..Default::default()
+        },
+    )]);
+    pod_status.container_statuses = Some(vec![status(
+        "main",
+        ContainerState {
+            terminated: Some(ContainerStateTerminated::default()),
+            ..Default::default()
+        },
+    )]);
+    pod
+}
+
 /// Builds a list of volumes from builders.
 pub fn volumes<const N: usize>(list: [VolumeBuilder; N]) -> Vec<PersistentVolume> {
     list.into_iter().map(|b| b.0).collect()
