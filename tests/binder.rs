@@ -1276,3 +1276,64 @@ async fn set_10_multi_sync() {
     ])
     .await;
 }
+
+/// CSI migration of bound pairs: a volume an in-tree plugin provisioned and
+/// a claim handed to one get `migrated-to` naming the CSI driver (every
+/// sync anneals it), and a volume whose `migrated-to` its provisioner does
+/// not migrate to loses it again (upstream's 5-9).
+#[tokio::test(start_paused = true)]
+async fn set_m_migration_of_bound_pairs() {
+    const GCE_CSI: &str = "pd.csi.storage.gke.io";
+    let bound_claim = |name: &str, uid: &str, volume: &str| {
+        claim(name, uid, "10Gi")
+            .volume_name(volume)
+            .phase("Bound")
+            .annotations(&[ANN_BIND_COMPLETED])
+    };
+    run_table(vec![
+        row("m-1 volume provisioned by a migrated plugin gets migrated-to")
+            .volumes(
+                volumes([volume("volume-m1", "10Gi")
+                    .bound_to("uid-m1", "claim-m1")
+                    .phase("Bound")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")]),
+                volumes([volume("volume-m1", "10Gi")
+                    .bound_to("uid-m1", "claim-m1")
+                    .phase("Bound")
+                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_MIGRATED_TO, GCE_CSI)]),
+            )
+            .same_claims(claims([bound_claim("claim-m1", "uid-m1", "volume-m1")]))
+            .call(Call::SyncVolume),
+        row("m-2 claim handed to a migrated plugin gets migrated-to")
+            .same_volumes(volumes([volume("volume-m2", "10Gi")
+                .bound_to("uid-m2", "claim-m2")
+                .phase("Bound")]))
+            .claims(
+                claims([bound_claim("claim-m2", "uid-m2", "volume-m2")
+                    .annotation(ANN_STORAGE_PROVISIONER, "kubernetes.io/gce-pd")]),
+                claims([bound_claim("claim-m2", "uid-m2", "volume-m2")
+                    .annotation(ANN_STORAGE_PROVISIONER, "kubernetes.io/gce-pd")
+                    .annotation(ANN_MIGRATED_TO, GCE_CSI)]),
+            ),
+        row("5-9 volume has its external deletion finalizer removed as its plugin is not migrated")
+            .volumes(
+                volumes([volume("volume5-9", "10Gi")
+                    .bound_to("uid5-9", "claim5-9")
+                    .phase("Bound")
+                    .policy("Delete")
+                    .annotations(&[ANN_PROVISIONED_BY])
+                    .annotation(ANN_MIGRATED_TO, GCE_CSI)
+                    .finalizers(&[FINALIZER_EXTERNAL])]),
+                volumes([volume("volume5-9", "10Gi")
+                    .bound_to("uid5-9", "claim5-9")
+                    .phase("Bound")
+                    .policy("Delete")
+                    .annotations(&[ANN_PROVISIONED_BY])
+                    .finalizers(&["kubernetes.io/pv-controller"])]),
+            )
+            .same_claims(claims([bound_claim("claim5-9", "uid5-9", "volume5-9")]))
+            .call(Call::SyncVolume),
+    ])
+    .await;
+}

@@ -44,7 +44,20 @@ fn classes() -> Vec<StorageClass> {
             mount_options: Some(vec!["foo".to_string()]),
             ..class("unsupported-mountoptions", MOCK_PLUGIN, "Immediate", p1)
         },
+        class("gp2", "kubernetes.io/aws-ebs", "Immediate", p1),
+        class(
+            "gp2-wait",
+            "kubernetes.io/aws-ebs",
+            "WaitForFirstConsumer",
+            p1,
+        ),
     ]
+}
+
+/// The claim handed to the CSI driver that took over its class's in-tree
+/// plugin: both provisioner keys and migrated-to name the driver.
+fn migrated_to(name: &str, uid: &str, class: &str, driver: &str) -> ClaimBuilder {
+    handed_to(name, uid, class, driver).annotation(ANN_MIGRATED_TO, driver)
 }
 
 fn node1() -> Node {
@@ -328,6 +341,32 @@ async fn set_11_provision() {
             )
             .classes(classes())
             .events(&["Normal ExternalProvisioning"]),
+        // CSI migration: a gp2 class (the default class of many managed
+        // clusters) is served by ebs.csi.aws.com's external provisioner.
+        row("11-21 external provisioner for CSI migration")
+            .claims(
+                claims([pending("claim11-21", "uid11-21", "gp2")]),
+                claims([migrated_to("claim11-21", "uid11-21", "gp2", "ebs.csi.aws.com")]),
+            )
+            .classes(classes())
+            .events(&["Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner 'ebs.csi.aws.com'"]),
+        row("11-21-1 CSI migration with delayed binding and a selected node")
+            .claims(
+                claims([pending("claim11-21-1", "uid11-21-1", "gp2-wait").annotation(ANN_SELECTED_NODE, "node1")]),
+                claims([migrated_to("claim11-21-1", "uid11-21-1", "gp2-wait", "ebs.csi.aws.com")
+                    .annotation(ANN_SELECTED_NODE, "node1")]),
+            )
+            .classes(classes())
+            .events(&["Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner 'ebs.csi.aws.com'"]),
+        // A claim an older controller handed to the in-tree plugin by name
+        // is re-addressed to the driver.
+        row("11-21-2 claim handed to the in-tree plugin before migration")
+            .claims(
+                claims([handed_to("claim11-21-2", "uid11-21-2", "gp2", "kubernetes.io/aws-ebs")]),
+                claims([migrated_to("claim11-21-2", "uid11-21-2", "gp2", "ebs.csi.aws.com")]),
+            )
+            .classes(classes())
+            .events(&["Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner 'ebs.csi.aws.com'"]),
         row("11-25 failed in-tree provision with data source")
             .same_claims(vec![with_data_source(pending("claim11-25", "uid11-25", "gold").build())])
             .classes(classes())
@@ -463,4 +502,37 @@ async fn set_12_provision_multi_sync() {
             .settled_events(&[]),
     ])
     .await;
+}
+
+/// Every in-tree plugin upstream migrated hands its claims to its CSI driver.
+#[tokio::test(start_paused = true)]
+async fn every_migrated_plugin_hands_its_claims_to_its_driver() {
+    let plugins = [
+        ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
+        ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
+        ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
+        ("kubernetes.io/azure-file", "file.csi.azure.com"),
+        ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
+        ("kubernetes.io/vsphere-volume", "csi.vsphere.vmware.com"),
+        ("kubernetes.io/portworx-volume", "pxd.portworx.com"),
+    ];
+    let rows = plugins
+        .iter()
+        .map(|(plugin, driver)| {
+            let class_name = plugin.trim_start_matches("kubernetes.io/");
+            let name: &'static str = Box::leak(format!("migrated {plugin}").into_boxed_str());
+            let event: &'static str = Box::leak(
+                format!("Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner '{driver}'")
+                    .into_boxed_str(),
+            );
+            row(name)
+                .claims(
+                    claims([pending("claim", "uid", class_name)]),
+                    claims([migrated_to("claim", "uid", class_name, driver)]),
+                )
+                .classes(vec![class(class_name, plugin, "Immediate", ("type", "ssd"))])
+                .events(&[event])
+        })
+        .collect();
+    run_table(rows).await;
 }

@@ -227,6 +227,133 @@ mod tests {
         }
     }
 
+    /// Upstream's TestModifyDeletionFinalizers (13-1 to 13-15), in this
+    /// controller's terms: `None` means no write.
+    #[test]
+    fn deletion_finalizers_follow_provisioner_policy_and_migration() {
+        const EXT: &str = FINALIZER_EXTERNAL_PROVISIONER;
+        const OURS: &str = FINALIZER_PV_CONTROLLER;
+        const CUSTOM: &str = "test.io/custom";
+        const MOCK: &str = "kubernetes.io/mock-volume";
+        /// Name, provisioner, policy, finalizers, the finalizers wanted.
+        type Case = (
+            &'static str,
+            Option<&'static str>,
+            &'static str,
+            &'static [&'static str],
+            Option<&'static [&'static str]>,
+        );
+        let cases: [Case; 15] = [
+            (
+                "13-1 CSI volume keeps the external finalizer",
+                Some("rbd.csi.ceph.com"),
+                "Delete",
+                &[EXT],
+                None,
+            ),
+            (
+                "13-2 CSI volume without finalizer",
+                Some("rbd.csi.ceph.com"),
+                "Delete",
+                &[],
+                None,
+            ),
+            (
+                "13-3 in-tree Delete gets ours beside a custom one",
+                Some(MOCK),
+                "Delete",
+                &[CUSTOM],
+                Some(&[CUSTOM, OURS]),
+            ),
+            (
+                "13-4 in-tree Delete gets ours",
+                Some(MOCK),
+                "Delete",
+                &[],
+                Some(&[OURS]),
+            ),
+            (
+                "13-5 in-tree: the external finalizer is replaced by ours",
+                Some(MOCK),
+                "Delete",
+                &[EXT],
+                Some(&[OURS]),
+            ),
+            (
+                "13-6 in-tree with custom and external",
+                Some(MOCK),
+                "Delete",
+                &[CUSTOM, EXT],
+                Some(&[CUSTOM, OURS]),
+            ),
+            (
+                "13-7 migrated volume loses ours, keeps external",
+                Some("kubernetes.io/gce-pd"),
+                "Delete",
+                &[EXT, OURS],
+                Some(&[EXT]),
+            ),
+            (
+                "13-8 in-tree with both keeps only ours",
+                Some(MOCK),
+                "Delete",
+                &[EXT, OURS],
+                Some(&[OURS]),
+            ),
+            (
+                "13-9 in-tree with all three",
+                Some(MOCK),
+                "Delete",
+                &[CUSTOM, EXT, OURS],
+                Some(&[CUSTOM, OURS]),
+            ),
+            (
+                "13-10 not provisioned, external finalizer",
+                None,
+                "Delete",
+                &[EXT],
+                None,
+            ),
+            (
+                "13-11 not provisioned, no finalizers",
+                None,
+                "Delete",
+                &[],
+                None,
+            ),
+            (
+                "13-12 Retain without finalizer",
+                Some(MOCK),
+                "Retain",
+                &[],
+                None,
+            ),
+            (
+                "13-13 Recycle without finalizer",
+                Some(MOCK),
+                "Recycle",
+                &[],
+                None,
+            ),
+            (
+                "13-14 Retain loses ours",
+                Some(MOCK),
+                "Retain",
+                &[OURS],
+                Some(&[]),
+            ),
+            ("13-15 static volume", None, "Retain", &[], None),
+        ];
+        for (name, provisioner, policy, finalizers, wanted) in cases {
+            let wanted = wanted.map(|list| list.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+            assert_eq!(
+                wanted_finalizers(&volume(provisioner, policy, finalizers)),
+                wanted,
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn in_tree_delete_gets_the_finalizer() {
         let v = volume(
