@@ -5,11 +5,10 @@
 use std::future::Future;
 use std::net::SocketAddr;
 
-use kube::Client;
-
+use crate::client::Clients;
 use crate::controller_base::{BaseConfig, BaseError, ControllerBase, IdleProbe};
 use crate::leader::{LeaderElector, LeaseConfig};
-use crate::server::{self, BindError};
+use crate::server::{self, BindError, Health};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -36,24 +35,28 @@ pub enum AppError {
 /// A controller whose admin server is already listening.
 pub struct App {
     base: ControllerBase,
-    client: Client,
+    clients: Clients,
     election: Option<LeaseConfig>,
     metrics_address: SocketAddr,
     server: tokio::task::JoinHandle<()>,
 }
 
 impl App {
-    /// Builds the controller and starts serving its admin endpoints (not
-    /// ready until the caches sync).
-    pub async fn start(client: Client, config: AppConfig) -> Result<Self, AppError> {
-        let base = ControllerBase::new(client.clone(), config.base)?;
+    /// Builds the controller on the controller's client and starts serving
+    /// its admin endpoints (not ready until the caches sync).
+    pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
+        let base = ControllerBase::new(clients.controller.clone(), config.base)?;
         let listener = server::bind(config.metrics_address).await?;
         let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
-        let server = tokio::spawn(server::serve(listener, base.metrics(), base.readiness()));
+        let health = Health {
+            readiness: base.readiness(),
+            liveness: base.liveness(),
+        };
+        let server = tokio::spawn(server::serve(listener, base.metrics(), health));
         tracing::info!(address = %metrics_address, "serving /metrics, /livez and /readyz");
         Ok(Self {
             base,
-            client,
+            clients,
             election: config.election,
             metrics_address,
             server,
@@ -70,15 +73,19 @@ impl App {
         self.base.idle_probe()
     }
 
-    /// Runs the controller (elected when configured) until `shutdown`
-    /// resolves, then stops the admin server.
+    /// Runs the controller (elected when configured, on the lease's own
+    /// client) until `shutdown` resolves, then stops the admin server.
+    /// Without election the write gate opens for good.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
         let result = match self.election {
             Some(lease) => {
-                let elector = LeaderElector::new(self.client, lease);
+                let elector = LeaderElector::new(self.clients.lease, lease, self.clients.gate);
                 self.base.run_elected(elector, shutdown).await
             }
-            None => self.base.run(shutdown).await,
+            None => {
+                self.clients.gate.open();
+                self.base.run(shutdown).await
+            }
         };
         self.server.abort();
         Ok(result?)

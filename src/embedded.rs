@@ -18,12 +18,14 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Patch, PatchParams};
+use kube::client::ClientBuilder;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
+use crate::client::{ClientOptions, Clients};
 use crate::controller_base::IdleProbe;
 use crate::memapi::{MemApi, MemApiError};
 
@@ -43,6 +45,8 @@ pub struct EmbeddedConfig {
     pub quiet_period: Duration,
     /// The controller process to run against the in-memory cluster.
     pub app: AppConfig,
+    /// How the controller's client is limited (the flags').
+    pub client: ClientOptions,
 }
 
 /// Why embedded mode could not run.
@@ -85,7 +89,12 @@ pub async fn run(
     println!("  kubectl --server http://{address} get pv,pvc -A");
     let logger = tokio::spawn(log_transitions(api.client()));
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
-    let app = App::start(api.client(), config.app).await?;
+    let clients = Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        config.client,
+    );
+    let app = App::start(clients, config.app).await?;
     println!("  metrics: http://{}/metrics", app.metrics_address());
     let idle = app.idle_probe();
     let settled = {

@@ -29,6 +29,8 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::time::Instant;
 
+use crate::client::WriteGate;
+
 /// Where the Lease is and how it is held (kube-controller-manager's flags
 /// and defaults: 15 s lease, 10 s renew deadline, 2 s retry period).
 #[derive(Clone, Debug)]
@@ -116,15 +118,20 @@ pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaseConfig,
     observed: Option<Observed>,
+    gate: WriteGate,
 }
 
 impl LeaderElector {
-    /// A candidate using `client` to reach the Lease.
-    pub fn new(client: Client, config: LeaseConfig) -> Self {
+    /// A candidate using `client` (a client of its own, see
+    /// [`crate::client`]) to reach the Lease. Each acquisition or renewal
+    /// opens `gate` until the renew deadline after the attempt began, so the
+    /// controller's writes stop by themselves when renewals stop.
+    pub fn new(client: Client, config: LeaseConfig, gate: WriteGate) -> Self {
         Self {
             api: Api::namespaced(client, &config.namespace),
             config,
             observed: None,
+            gate,
         }
     }
 
@@ -150,8 +157,18 @@ impl LeaderElector {
     }
 
     /// One attempt: creates the Lease, renews it, or takes it over when the
-    /// holder let it expire. Returns whether this candidate now holds it.
+    /// holder let it expire. Returns whether this candidate now holds it,
+    /// and opens the write gate until the renew deadline when it does.
     pub async fn try_acquire_or_renew(&mut self) -> Result<bool, LeaderError> {
+        let began = Instant::now();
+        let held = self.attempt().await?;
+        if held {
+            self.gate.open_until(began + self.config.renew_deadline);
+        }
+        Ok(held)
+    }
+
+    async fn attempt(&mut self) -> Result<bool, LeaderError> {
         let now = Timestamp::now();
         let Some(mut lease) = self
             .api
@@ -297,6 +314,7 @@ impl LeaderElector {
             let deadline = Instant::now() + self.config.renew_deadline;
             let renewed = tokio::time::timeout_at(deadline, self.renew_until_success()).await;
             if renewed.is_err() {
+                self.gate.close();
                 tracing::error!(identity = %self.config.identity, "could not renew the leader lease in time, leadership lost");
                 return;
             }
@@ -314,9 +332,10 @@ impl LeaderElector {
         }
     }
 
-    /// Gives the Lease up, if held: clears the holder, so that a follower
-    /// takes over at its next attempt.
+    /// Gives the Lease up, if held: closes the write gate, then clears the
+    /// holder, so that a follower takes over at its next attempt.
     pub async fn release(&mut self) -> Result<(), LeaderError> {
+        self.gate.close();
         let Some(mut lease) = self
             .api
             .get_opt(&self.config.name)
@@ -366,8 +385,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn first_candidate_creates_second_waits_for_expiry() {
         let api = MemApi::new();
-        let mut a = LeaderElector::new(api.client(), config("a"));
-        let mut b = LeaderElector::new(api.client(), config("b"));
+        let mut a = LeaderElector::new(api.client(), config("a"), WriteGate::default());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
         assert!(a.try_acquire_or_renew().await.unwrap());
         assert!(!b.try_acquire_or_renew().await.unwrap());
         tokio::time::sleep(Duration::from_secs(14)).await;
@@ -391,8 +410,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn renewals_keep_followers_out() {
         let api = MemApi::new();
-        let mut a = LeaderElector::new(api.client(), config("a"));
-        let mut b = LeaderElector::new(api.client(), config("b"));
+        let mut a = LeaderElector::new(api.client(), config("a"), WriteGate::default());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
         assert!(a.try_acquire_or_renew().await.unwrap());
         for _ in 0..20 {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -406,8 +425,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn release_hands_over_at_once() {
         let api = MemApi::new();
-        let mut a = LeaderElector::new(api.client(), config("a"));
-        let mut b = LeaderElector::new(api.client(), config("b"));
+        let mut a = LeaderElector::new(api.client(), config("a"), WriteGate::default());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
         assert!(a.try_acquire_or_renew().await.unwrap());
         assert!(!b.try_acquire_or_renew().await.unwrap());
         a.release().await.unwrap();
@@ -419,9 +438,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn concurrent_takeover_has_one_winner() {
         let api = MemApi::new();
-        let mut a = LeaderElector::new(api.client(), config("a"));
-        let mut b = LeaderElector::new(api.client(), config("b"));
-        let mut c = LeaderElector::new(api.client(), config("c"));
+        let mut a = LeaderElector::new(api.client(), config("a"), WriteGate::default());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
+        let mut c = LeaderElector::new(api.client(), config("c"), WriteGate::default());
         assert!(a.try_acquire_or_renew().await.unwrap());
         assert!(!b.try_acquire_or_renew().await.unwrap());
         assert!(!c.try_acquire_or_renew().await.unwrap());
@@ -432,6 +451,29 @@ mod tests {
             1,
             "exactly one takes over"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renewals_hold_the_gate_open_until_the_renew_deadline() {
+        let api = MemApi::new();
+        let gate = WriteGate::default();
+        let mut a = LeaderElector::new(api.client(), config("a"), gate.clone());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
+        assert!(!gate.is_open(), "closed before the lease is held");
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        assert!(!b.try_acquire_or_renew().await.unwrap());
+        assert!(gate.is_open());
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert!(gate.is_open());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            !gate.is_open(),
+            "without a renewal the gate closes at the deadline"
+        );
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        assert!(gate.is_open(), "a renewal opens it again");
+        a.release().await.unwrap();
+        assert!(!gate.is_open(), "released: closed");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod cache;
+pub mod client;
 pub mod constants;
 pub mod controller;
 pub mod controller_base;

@@ -5,14 +5,14 @@
 use anyhow::Context as _;
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config, client::ClientBuilder};
+use kube::{Config, client::ClientBuilder};
 use pv_controller::app::{App, AppConfig};
+use pv_controller::client::Clients;
 use pv_controller::controller::Settings;
 use pv_controller::controller_base::BaseConfig;
 use pv_controller::embedded::{self, EmbeddedConfig};
 use pv_controller::leader::{LeaseConfig, default_identity};
 use pv_controller::options::{LogFormat, Options};
-use pv_controller::ratelimit::RateLimitLayer;
 use pv_controller::reclaim::{PluginConfig, VolumePlugins};
 use pv_controller::server::parse_bind_address;
 
@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
                     exit_when_settled: options.exit_when_settled,
                     quiet_period: options.resync_period() * 3,
                     app: config,
+                    client: options.client_options(),
                 },
                 shutdown_signal(),
             )
@@ -37,8 +38,8 @@ async fn main() -> anyhow::Result<()> {
             println!("\n{table}");
         }
         None => {
-            let client = connect(&options).await?;
-            App::start(client, config)
+            let clients = connect(&options).await?;
+            App::start(clients, config)
                 .await?
                 .run(shutdown_signal())
                 .await
@@ -89,9 +90,11 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             settings: Settings {
                 enable_dynamic_provisioning: options.enable_dynamic_provisioning,
                 plugins: VolumePlugins::from_config(&plugins),
+                max_concurrent_operations: options.max_concurrent_operations,
                 ..Settings::default()
             },
             instance: identity,
+            ..BaseConfig::default()
         },
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
             format!(
@@ -103,8 +106,9 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
     })
 }
 
-/// A client for the cluster named by the flags, limited to the flags' rate.
-async fn connect(options: &Options) -> anyhow::Result<Client> {
+/// The clients for the cluster named by the flags: the controller's, limited
+/// to the flags' rate, and the lease's own.
+async fn connect(options: &Options) -> anyhow::Result<Clients> {
     let mut config = match &options.kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path)
@@ -129,11 +133,12 @@ async fn connect(options: &Options) -> anyhow::Result<Client> {
             .parse()
             .with_context(|| format!("parsing --master {master:?}"))?;
     }
-    let limit = RateLimitLayer::new(options.kube_api_qps, options.kube_api_burst);
-    Ok(ClientBuilder::try_from(config)
-        .context("building the API client")?
-        .with_layer(&limit)
-        .build())
+    let builder = || ClientBuilder::try_from(config.clone()).context("building the API client");
+    Ok(Clients::build(
+        builder()?,
+        builder()?,
+        options.client_options(),
+    ))
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -15,7 +15,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
 /// Wait after an operation's first failure before it may run again.
@@ -23,6 +23,10 @@ pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 
 /// Longest wait after repeated failures (upstream: 2 min 2 s).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(122);
+
+/// How many operations run at once by default; more wait their turn (a
+/// waiting operation counts as running, so it is not started twice).
+pub const DEFAULT_CONCURRENCY: usize = 32;
 
 /// What an operation does, for logs and metrics labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,6 +170,9 @@ pub struct OperationTracker {
 
 struct Inner {
     operations: Mutex<HashMap<OperationName, Operation>>,
+    /// Turns to run: bounds how many operations act at once, so a storm of
+    /// claims or released volumes cannot flood the API server.
+    turns: Arc<Semaphore>,
     /// Woken whenever an operation finishes.
     finished: Notify,
     on_completion: Option<CompletionHook>,
@@ -189,22 +196,28 @@ impl Default for OperationTracker {
 }
 
 impl OperationTracker {
-    /// A tracker with nothing running.
+    /// A tracker with nothing running, running at most
+    /// [`DEFAULT_CONCURRENCY`] operations at once.
     pub fn new() -> Self {
-        Self::build(None)
+        Self::build(None, DEFAULT_CONCURRENCY)
     }
 
-    /// A tracker that calls `hook` each time an operation finishes, e.g. to
+    /// A tracker running at most `concurrency` operations at once (at least
+    /// one) that calls `hook` each time an operation finishes, e.g. to
     /// observe an operation-duration metric. The hook runs on the
     /// operation's task and should be quick.
-    pub fn with_completion_hook(hook: impl Fn(&OperationReport) + Send + Sync + 'static) -> Self {
-        Self::build(Some(Arc::new(hook)))
+    pub fn with_completion_hook(
+        concurrency: usize,
+        hook: impl Fn(&OperationReport) + Send + Sync + 'static,
+    ) -> Self {
+        Self::build(Some(Arc::new(hook)), concurrency)
     }
 
-    fn build(on_completion: Option<CompletionHook>) -> Self {
+    fn build(on_completion: Option<CompletionHook>, concurrency: usize) -> Self {
         Self {
             inner: Arc::new(Inner {
                 operations: Mutex::new(HashMap::new()),
+                turns: Arc::new(Semaphore::new(concurrency.max(1))),
                 finished: Notify::new(),
                 on_completion,
             }),
@@ -225,9 +238,14 @@ impl OperationTracker {
         self.reserve(&name, started)?;
         tracing::debug!(operation = %name, "operation started");
         let tracker = self.clone();
+        let turns = Arc::clone(&self.inner.turns);
         // The operation runs on a task of its own, so that a panic in it ends
-        // that task only and reaches the tracker as a join error.
-        let task = tokio::spawn(operation);
+        // that task only and reaches the tracker as a join error. It waits
+        // for its turn there, holding its name meanwhile.
+        let task = tokio::spawn(async move {
+            let _turn = turns.acquire_owned().await;
+            operation.await
+        });
         if let Some(entry) = self.lock().get_mut(&name) {
             entry.abort = Some(task.abort_handle());
         }
@@ -486,7 +504,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn panic_counts_as_failure() {
         let (reports, mut received) = mpsc::unbounded_channel();
-        let tracker = OperationTracker::with_completion_hook(move |report| {
+        let tracker = OperationTracker::with_completion_hook(DEFAULT_CONCURRENCY, move |report| {
             let _ = reports.send(report.clone());
         });
         tracker
@@ -510,7 +528,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn completion_hook_gets_duration_and_outcome() {
         let (reports, mut received) = mpsc::unbounded_channel();
-        let tracker = OperationTracker::with_completion_hook(move |report| {
+        let tracker = OperationTracker::with_completion_hook(DEFAULT_CONCURRENCY, move |report| {
             let _ = reports.send(report.clone());
         });
         tracker
@@ -571,5 +589,44 @@ mod tests {
         let started = Instant::now();
         tracker.wait_idle().await;
         assert_eq!(started.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_the_concurrency_limit_runs_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let tracker = OperationTracker::with_completion_hook(2, |_| {});
+        let active = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        for i in 0..5 {
+            let (active, most) = (Arc::clone(&active), Arc::clone(&most));
+            tracker
+                .run(
+                    OperationName::delete(&format!("pv{i}"), "uid"),
+                    async move {
+                        let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        Ok::<(), String>(())
+                    },
+                )
+                .expect("started");
+        }
+        let started = Instant::now();
+        tracker.wait_idle().await;
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(3),
+            "five in turns of two"
+        );
+        assert!(
+            tracker
+                .run(OperationName::delete("pv0", "uid"), async {
+                    Ok::<(), String>(())
+                })
+                .is_ok(),
+            "finished operations may run again"
+        );
     }
 }

@@ -31,6 +31,16 @@ pub struct Options {
     #[arg(long = "kube-api-burst", default_value_t = 30)]
     pub kube_api_burst: u32,
 
+    /// How long one API request (other than a watch) may take before it
+    /// fails and its sync is retried.
+    #[arg(long = "kube-api-timeout", default_value = "60s", value_parser = parse_duration)]
+    pub kube_api_timeout: Duration,
+
+    /// How many long operations (provision, delete, recycle) run at once;
+    /// more wait their turn.
+    #[arg(long = "max-concurrent-operations", default_value_t = crate::operations::DEFAULT_CONCURRENCY)]
+    pub max_concurrent_operations: usize,
+
     /// How often every volume and claim is synced again (default 15s; 1s
     /// with --embedded-cluster, so the demo settles in seconds).
     #[arg(long = "pvclaimbinder-sync-period", value_parser = parse_duration)]
@@ -174,6 +184,15 @@ impl Options {
             Some(address) => address,
             None if self.embedded() => EMBEDDED_METRICS_ADDRESS,
             None => DEFAULT_METRICS_ADDRESS,
+        }
+    }
+
+    /// How the controller's API client is limited.
+    pub fn client_options(&self) -> crate::client::ClientOptions {
+        crate::client::ClientOptions {
+            qps: self.kube_api_qps,
+            burst: self.kube_api_burst,
+            request_timeout: self.kube_api_timeout,
         }
     }
 

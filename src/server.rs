@@ -1,7 +1,9 @@
 //! The admin HTTP server: `/metrics` (Prometheus text format), `/livez`
-//! (the process serves requests) and `/readyz` (every informer cache has
-//! synced; with leader election a follower is ready too, since it keeps warm
-//! caches and is fit to take over).
+//! (the controller has not failed: a watcher that keeps failing, a task
+//! that died, turn it unhealthy, so the kubelet restarts a process that
+//! would otherwise look fine and do nothing) and `/readyz` (every informer
+//! cache has synced; with leader election a follower is ready too, since it
+//! keeps warm caches and is fit to take over).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,20 +35,52 @@ impl Readiness {
     }
 }
 
+/// Whether the controller still works; turned unhealthy once, for good,
+/// with the reason, when it fails. Cheap to clone: clones share the state.
+#[derive(Clone, Debug, Default)]
+pub struct Liveness(Arc<std::sync::Mutex<Option<String>>>);
+
+impl Liveness {
+    /// Marks the controller failed, for `reason`.
+    pub fn fail(&self, reason: String) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+    }
+
+    /// Why the controller failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The health handles the admin server reports.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    /// For `/readyz`.
+    pub readiness: Readiness,
+    /// For `/livez`.
+    pub liveness: Liveness,
+}
+
 /// What the handlers read.
 #[derive(Clone)]
 struct AdminState {
     metrics: Arc<Metrics>,
-    readiness: Readiness,
+    health: Health,
 }
 
 /// The routes of the admin server.
-pub fn router(metrics: Arc<Metrics>, readiness: Readiness) -> Router {
+pub fn router(metrics: Arc<Metrics>, health: Health) -> Router {
     Router::new()
         .route("/metrics", get(serve_metrics))
-        .route("/livez", get(|| async { "ok" }))
+        .route("/livez", get(serve_live))
         .route("/readyz", get(serve_ready))
-        .with_state(AdminState { metrics, readiness })
+        .with_state(AdminState { metrics, health })
 }
 
 /// Why the admin server could not start.
@@ -79,8 +113,8 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
 
 /// Serves the admin routes on `listener` until the task is dropped or the
 /// listener fails.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, readiness: Readiness) {
-    if let Err(error) = axum::serve(listener, router(metrics, readiness)).await {
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
+    if let Err(error) = axum::serve(listener, router(metrics, health)).await {
         tracing::error!(%error, "metrics server stopped");
     }
 }
@@ -95,8 +129,15 @@ async fn serve_metrics(State(state): State<AdminState>) -> Response {
     }
 }
 
+async fn serve_live(State(state): State<AdminState>) -> Response {
+    match state.health.liveness.failure() {
+        None => (StatusCode::OK, "ok").into_response(),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+    }
+}
+
 async fn serve_ready(State(state): State<AdminState>) -> Response {
-    if state.readiness.is_ready() {
+    if state.health.readiness.is_ready() {
         (StatusCode::OK, "ok").into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
@@ -123,8 +164,9 @@ mod tests {
     #[tokio::test]
     async fn ready_only_after_sync() {
         let metrics = Arc::new(Metrics::new().unwrap());
-        let readiness = Readiness::default();
-        let app = router(Arc::clone(&metrics), readiness.clone());
+        let health = Health::default();
+        let readiness = health.readiness.clone();
+        let app = router(Arc::clone(&metrics), health.clone());
         assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
         assert_eq!(
             get_path(app.clone(), "/readyz").await.0,
@@ -132,9 +174,15 @@ mod tests {
         );
         readiness.set_ready();
         assert_eq!(get_path(app.clone(), "/readyz").await.0, StatusCode::OK);
-        let (status, body) = get_path(app, "/metrics").await;
+        let (status, body) = get_path(app.clone(), "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert!(body.contains("# TYPE retroactive_storageclass_total counter"));
+        health
+            .liveness
+            .fail("the pod watch has been failing".to_string());
+        let (status, body) = get_path(app, "/livez").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "the pod watch has been failing");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use pv_controller::app::AppConfig;
+use pv_controller::client::ClientOptions;
 use pv_controller::controller::Settings;
 use pv_controller::controller_base::BaseConfig;
 use pv_controller::embedded::{EmbeddedConfig, run};
@@ -43,6 +44,7 @@ async fn demo_settles_and_shows_each_case() {
             metrics_address: ([127, 0, 0, 1], 0).into(),
             election: None,
         },
+        client: options.client_options(),
     };
     let table = run(config, std::future::pending()).await.unwrap();
     assert_eq!(
@@ -95,6 +97,7 @@ async fn a_missing_file_is_an_error() {
             metrics_address: ([127, 0, 0, 1], 0).into(),
             election: None,
         },
+        client: ClientOptions::default(),
     };
     let error = run(config, std::future::pending()).await.unwrap_err();
     assert!(error.to_string().contains("/nonexistent/cluster.yaml"));

@@ -10,10 +10,12 @@ use std::time::Duration;
 use common::builders::*;
 use common::harness::{check_invariants, settle};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, PersistentVolumeClaim};
+use kube::client::ClientBuilder;
+use pv_controller::client::{ClientOptions, Clients, WriteGate};
 use pv_controller::controller_base::{BaseConfig, ControllerBase, IdleProbe};
 use pv_controller::leader::{LeaderElector, LeaseConfig};
-use pv_controller::memapi::{MemApi, Verb};
+use pv_controller::memapi::{MemApi, Reactor, Verb};
 use pv_controller::metrics::Metrics;
 use pv_controller::server::Readiness;
 use tokio::sync::oneshot;
@@ -29,9 +31,20 @@ struct Candidate {
     task: JoinHandle<()>,
 }
 
+/// The production wiring on `api`: a gated, limited controller client and
+/// the lease's own client.
+fn clients(api: &MemApi, options: ClientOptions) -> Clients {
+    Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        options,
+    )
+}
+
 fn start(api: &MemApi, identity: &str) -> Candidate {
+    let clients = clients(api, ClientOptions::default());
     let base = ControllerBase::new(
-        api.client(),
+        clients.controller,
         BaseConfig {
             resync_period: Duration::from_secs(5),
             instance: identity.to_string(),
@@ -40,8 +53,9 @@ fn start(api: &MemApi, identity: &str) -> Candidate {
     )
     .unwrap();
     let elector = LeaderElector::new(
-        api.client(),
+        clients.lease,
         LeaseConfig::new("kube-system", "pv-controller", identity),
+        clients.gate,
     );
     let (stop, stopped) = oneshot::channel::<()>();
     Candidate {
@@ -181,4 +195,173 @@ async fn a_crashed_leader_is_replaced_after_the_lease_expires() {
     settle(&api, &b.idle).await;
     assert_eq!(bound_claims(&api), 2);
     assert!(writes(&b) > 0);
+}
+
+/// A leader started on `clients`, with the handle of its run.
+struct Leader {
+    controller: Arc<pv_controller::controller::Controller>,
+    task: JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+    _stop: oneshot::Sender<()>,
+}
+
+fn lead(controller_client: kube::Client, lease_client: kube::Client, gate: WriteGate) -> Leader {
+    let base = ControllerBase::new(
+        controller_client,
+        BaseConfig {
+            resync_period: Duration::from_secs(15),
+            instance: "a".to_string(),
+            ..BaseConfig::default()
+        },
+    )
+    .unwrap();
+    let controller = Arc::clone(base.controller());
+    let elector = LeaderElector::new(
+        lease_client,
+        LeaseConfig::new("kube-system", "pv-controller", "a"),
+        gate,
+    );
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(base.run_elected(elector, async move {
+        let _ = stopped.await;
+    }));
+    Leader {
+        controller,
+        task,
+        _stop: stop,
+    }
+}
+
+/// The highest resourceVersion among volumes, claims and events: the last
+/// write the controller got through.
+fn last_controller_write(api: &MemApi) -> u64 {
+    let rv = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        meta.resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let volumes = api
+        .list::<PersistentVolume>()
+        .iter()
+        .map(|v| rv(&v.metadata))
+        .max();
+    let claims = api
+        .list::<PersistentVolumeClaim>()
+        .iter()
+        .map(|c| rv(&c.metadata))
+        .max();
+    let events = api
+        .list::<CoreEvent>()
+        .iter()
+        .map(|e| rv(&e.metadata))
+        .max();
+    [volumes, claims, events]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0)
+}
+
+/// A slow API server: renewals hang, and the controller's writes take
+/// seconds. The moment the renew deadline passes, no write of the leader
+/// reaches the server any more, not even one it started before (in-flight
+/// syncs are cancelled), and the process gives up leadership.
+#[tokio::test(start_paused = true)]
+async fn losing_the_lease_stops_every_write_at_once() {
+    let api = MemApi::new();
+    let clients = clients(&api, ClientOptions::default());
+    let gate = clients.gate.clone();
+    let leader = lead(clients.controller, clients.lease, clients.gate);
+    until_holder(&api, "a").await;
+
+    api.add_reactor(
+        Reactor::on(Verb::Update, "leases")
+            .delay(Duration::from_secs(60))
+            .always(),
+    );
+    api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumeclaims")
+            .delay(Duration::from_secs(4))
+            .always(),
+    );
+    for i in 0..20 {
+        seed_pair(&api, i);
+    }
+    while gate.is_open() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let closed_at = Instant::now();
+    let last_allowed = last_controller_write(&api);
+    let result = leader.task.await.unwrap();
+    assert!(
+        matches!(
+            result,
+            Err(pv_controller::controller_base::BaseError::LeadershipLost)
+        ),
+        "{result:?}"
+    );
+    assert!(
+        closed_at.elapsed() <= Duration::from_secs(2),
+        "leadership is given up one retry period after the gate closed: {:?}",
+        closed_at.elapsed()
+    );
+    assert_eq!(leader.controller.operations().running_count(), 0);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(
+        last_controller_write(&api),
+        last_allowed,
+        "no write of the controller landed after the renew deadline"
+    );
+    assert!(
+        bound_claims(&api) < 20,
+        "the test must catch writes in flight"
+    );
+}
+
+/// 500 claims wait on an external provisioner, with the default client
+/// limit of 20 requests per second and 50 ms of latency: the controller's
+/// traffic saturates its limit for two minutes, but renewals travel on the
+/// lease's own client, so the leader keeps the lease all along.
+#[tokio::test(start_paused = true)]
+async fn a_queue_of_controller_traffic_never_costs_the_lease() {
+    let api = MemApi::new();
+    api.create(&storage_class("ext", "example.com/external", "Immediate"))
+        .unwrap();
+    for i in 0..500 {
+        api.create(
+            &claim(&format!("claim-{i}"), &format!("uid-{i}"), "1Gi")
+                .class("ext")
+                .build(),
+        )
+        .unwrap();
+    }
+    api.add_reactor(Reactor::any().delay(Duration::from_millis(50)).always());
+    let options = ClientOptions {
+        qps: 20.0,
+        burst: 30,
+        ..ClientOptions::default()
+    };
+    let clients = clients(&api, options);
+    let leader = lead(clients.controller, clients.lease, clients.gate);
+    until_holder(&api, "a").await;
+    api.reset_requests();
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert!(
+        !leader.task.is_finished(),
+        "still leading after two minutes"
+    );
+    assert_eq!(holder(&api).as_deref(), Some("a"));
+    let lease = api
+        .get::<Lease>(Some("kube-system"), "pv-controller")
+        .unwrap();
+    assert_eq!(lease.spec.unwrap().lease_transitions, Some(0));
+    let stats = api.requests();
+    let lease_writes = stats.count(Verb::Update, "leases", None);
+    let controller_requests = stats.log().len() as u64 - lease_writes;
+    assert!(
+        controller_requests >= 20 * 100,
+        "the controller's limit was saturated: {controller_requests} requests in 120 s"
+    );
+    assert!(lease_writes >= 55, "renewed every 2 s: {lease_writes}");
+    leader.task.abort();
 }

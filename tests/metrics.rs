@@ -232,7 +232,11 @@ async fn metrics_parse_and_count_the_objects() {
     events.flush().await;
     assert!(readiness.is_ready());
 
-    let router = pv_controller::server::router(metrics, readiness);
+    let health = pv_controller::server::Health {
+        readiness,
+        liveness: Default::default(),
+    };
+    let router = pv_controller::server::router(metrics, health);
     let request = http::Request::get("/metrics")
         .body(axum::body::Body::empty())
         .unwrap();

@@ -13,6 +13,7 @@ use clap::Parser;
 use common::builders::*;
 use common::harness::settle;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
+use pv_controller::client::WriteGate;
 use pv_controller::controller::Settings;
 use pv_controller::controller_base::{BaseConfig, ControllerBase};
 use pv_controller::embedded::stand_in_kubelet;
@@ -159,6 +160,7 @@ async fn exercised() -> BTreeSet<Permission> {
     let elector = LeaderElector::new(
         api.client(),
         LeaseConfig::new("pv-controller", "pv-controller", "only"),
+        WriteGate::default(),
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(base.run_elected(elector, async move {

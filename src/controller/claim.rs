@@ -184,6 +184,9 @@ impl Controller {
     /// or provision, or report that nothing fits.
     async fn find_volume_for_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
         let delay_binding = self.is_delay_binding(claim)?;
+        // Waiting is declared before the search, so a volume that becomes
+        // Available while it runs still wakes the claim.
+        self.remember_unmatched(claim);
         let found = match self.cache.find_best_match(claim, delay_binding) {
             Ok(found) => found,
             Err(error) => {
@@ -202,7 +205,6 @@ impl Controller {
             tracing::debug!(volume = %crate::keys::VolumeName::of(&volume), "found a matching volume");
             return self.bind(&volume, claim).await;
         }
-        self.remember_unmatched(claim);
         if self.assign_default_class(claim).await? {
             return Ok(());
         }

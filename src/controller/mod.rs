@@ -124,6 +124,8 @@ pub struct Settings {
     /// Called when an operation ends, with its name, start, duration and
     /// outcome (for the operation-duration metrics).
     pub operation_hook: Option<OperationHook>,
+    /// How many long operations (provision, delete, recycle) run at once.
+    pub max_concurrent_operations: usize,
 }
 
 impl Default for Settings {
@@ -133,6 +135,7 @@ impl Default for Settings {
             plugins: VolumePlugins::default(),
             provision_retry: RetryPolicy::default(),
             operation_hook: None,
+            max_concurrent_operations: crate::operations::DEFAULT_CONCURRENCY,
         }
     }
 }
@@ -218,17 +221,20 @@ impl Controller {
             .as_ref()
             .map(|OperationHook(hook)| Arc::clone(hook));
         let operation_metrics = Arc::clone(&metrics);
-        let operations = OperationTracker::with_completion_hook(move |report| {
-            let operation = report.name.kind().as_str();
-            if report.outcome.is_success() {
-                operation_metrics.volume_operation_completed("", operation, report.elapsed);
-            } else {
-                operation_metrics.volume_operation_failed("", operation);
-            }
-            if let Some(hook) = &hook {
-                hook(report);
-            }
-        });
+        let operations = OperationTracker::with_completion_hook(
+            settings.max_concurrent_operations,
+            move |report| {
+                let operation = report.name.kind().as_str();
+                if report.outcome.is_success() {
+                    operation_metrics.volume_operation_completed("", operation, report.elapsed);
+                } else {
+                    operation_metrics.volume_operation_failed("", operation);
+                }
+                if let Some(hook) = &hook {
+                    hook(report);
+                }
+            },
+        );
         Self {
             client,
             cache,

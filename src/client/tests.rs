@@ -1,0 +1,118 @@
+//! The gate refuses writes unless open, closes by itself at its deadline,
+//! and lets reads through; the timeout ends a request the server never
+//! answers, but not a watch; the lease client is neither gated nor limited.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use kube::Api;
+use kube::api::PostParams;
+use kube::client::ClientBuilder;
+
+use super::*;
+use crate::memapi::{MemApi, Reactor, Verb};
+
+fn clients(api: &MemApi, options: ClientOptions) -> Clients {
+    Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        options,
+    )
+}
+
+fn volume(name: &str) -> PersistentVolume {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/tmp/x"}},
+    }))
+    .expect("volume")
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_pass_only_while_the_gate_is_open() {
+    let api = MemApi::new();
+    let clients = clients(&api, ClientOptions::default());
+    let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
+    let refused = volumes.create(&PostParams::default(), &volume("a")).await;
+    assert!(refused.is_err(), "a closed gate refuses a create");
+    assert!(
+        volumes.list(&Default::default()).await.is_ok(),
+        "reads pass"
+    );
+    assert_eq!(
+        api.requests()
+            .count(Verb::Create, "persistentvolumes", None),
+        0
+    );
+
+    clients
+        .gate
+        .open_until(Instant::now() + Duration::from_secs(10));
+    volumes
+        .create(&PostParams::default(), &volume("b"))
+        .await
+        .expect("open gate lets the write through");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(!clients.gate.is_open(), "the gate closes at its deadline");
+    assert!(volumes.delete("b", &Default::default()).await.is_err());
+    assert!(api.get::<PersistentVolume>(None, "b").is_some());
+
+    clients.gate.open();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    volumes
+        .delete("b", &Default::default())
+        .await
+        .expect("an open gate stays open");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_without_answer_times_out_but_a_watch_does_not() {
+    let api = MemApi::new();
+    api.add_reactor(
+        Reactor::on(Verb::Get, "persistentvolumes")
+            .delay(Duration::from_secs(3600))
+            .always(),
+    );
+    let options = ClientOptions {
+        request_timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    let clients = clients(&api, options);
+    let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
+    let started = Instant::now();
+    let error = volumes.get("a").await.expect_err("times out");
+    assert!(error.to_string().contains("no answer within 5s"), "{error}");
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+
+    api.add_reactor(
+        Reactor::on(Verb::Watch, "persistentvolumes")
+            .delay(Duration::from_secs(20))
+            .always(),
+    );
+    let watch = volumes.watch(&Default::default(), "0").await;
+    assert!(watch.is_ok(), "a watch may take longer than the timeout");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_lease_client_is_neither_gated_nor_limited() {
+    let api = MemApi::new();
+    let options = ClientOptions {
+        qps: 1.0,
+        burst: 1,
+        ..ClientOptions::default()
+    };
+    let clients = clients(&api, options);
+    let leases: Api<Lease> = Api::namespaced(clients.lease.clone(), "kube-system");
+    let started = Instant::now();
+    for name in ["a", "b", "c", "d"] {
+        let lease: Lease =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("lease");
+        leases
+            .create(&PostParams::default(), &lease)
+            .await
+            .expect("lease writes need no gate");
+    }
+    assert_eq!(started.elapsed(), Duration::ZERO, "and wait for no token");
+}
