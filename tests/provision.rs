@@ -87,7 +87,8 @@ fn handed_to(name: &str, uid: &str, class: &str, provisioner: &str) -> ClaimBuil
         .annotation(ANN_BETA_STORAGE_PROVISIONER, provisioner)
 }
 
-/// The volume the mock provisions for a claim.
+/// The volume the mock provisions for a claim, as the server stores it
+/// (admission adds pv-protection to the controller's own finalizer).
 fn provisioned(uid: &str, claim_name: &str, class: &str) -> VolumeBuilder {
     volume(&format!("pvc-{uid}"), "1Gi")
         .bound_to(uid, claim_name)
@@ -95,7 +96,7 @@ fn provisioned(uid: &str, claim_name: &str, class: &str) -> VolumeBuilder {
         .policy("Delete")
         .class(class)
         .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_PROVISIONED_BY])
-        .finalizers(&[FINALIZER])
+        .finalizers(&[FINALIZER, "kubernetes.io/pv-protection"])
 }
 
 /// A claim bound to its provisioned volume.

@@ -205,9 +205,14 @@ impl Scenario {
     }
 }
 
-/// A server seeded with the row's objects.
+/// A server seeded with the row's objects, strict as a real one: volumes and
+/// claims created through the API get the protection finalizers, as the
+/// StorageObjectInUseProtection admission plugin adds them.
 fn seeded_server(s: &Scenario) -> MemApi {
-    let api = MemApi::new();
+    let api = MemApi::with_config(pv_controller::memapi::MemApiConfig {
+        protection_finalizers: true,
+        ..Default::default()
+    });
     for class in &s.classes {
         api.create(class)
             .unwrap_or_else(|e| panic!("{}: seeding class: {e}", s.name));
