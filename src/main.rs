@@ -94,7 +94,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
                 ..Settings::default()
             },
             instance: identity,
-            ..BaseConfig::default()
+            watch_failure_limit: options.watch_failure_limit,
         },
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
             format!(

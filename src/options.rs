@@ -36,6 +36,11 @@ pub struct Options {
     #[arg(long = "kube-api-timeout", default_value = "60s", value_parser = parse_duration)]
     pub kube_api_timeout: Duration,
 
+    /// How long a watch may fail without one success before the controller
+    /// stops with an error (and /livez fails), so it is restarted.
+    #[arg(long = "watch-failure-limit", default_value = "3m", value_parser = parse_duration)]
+    pub watch_failure_limit: Duration,
+
     /// How many long operations (provision, delete, recycle) run at once;
     /// more wait their turn.
     #[arg(long = "max-concurrent-operations", default_value_t = crate::operations::DEFAULT_CONCURRENCY)]
@@ -293,6 +298,9 @@ mod tests {
         assert_eq!(options.log_level(), tracing::Level::INFO);
         assert_eq!(options.kube_api_qps, 20.0);
         assert_eq!(options.kube_api_burst, 30);
+        assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
+        assert_eq!(options.watch_failure_limit, Duration::from_secs(180));
+        assert_eq!(options.max_concurrent_operations, 32);
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);
