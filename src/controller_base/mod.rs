@@ -392,13 +392,23 @@ impl ControllerBase {
             wait_ready("node", &listers.nodes).await
         };
         tokio::select! {
-            result = ready => result?,
+            // A watcher that gave up also drops its store's writer, which
+            // fails the wait for that store: report the watcher's reason.
+            biased;
+            failure = next_failure(&mut self.watchers) => return Err(failure),
             () = shutdown => {
                 tracing::info!("stopped while the caches were filling");
                 self.watchers.shutdown().await;
                 return Ok(false);
             }
-            failure = next_failure(&mut self.watchers) => return Err(failure),
+            result = ready => {
+                if let Err(error) = result {
+                    return Err(match self.watchers.try_join_next() {
+                        Some(Ok(Err(failure))) => failure,
+                        _ => error,
+                    });
+                }
+            }
         }
         for volume in self.volumes.state() {
             offer_logged(self.cache.offer_volume(volume));
