@@ -14,9 +14,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
-use pv_controller::index::VolumeIndex;
+use pv_controller::VolumeIndex;
 use pv_controller::memapi::{MemApi, Verb};
+use pv_controller::{BaseConfig, ControllerBase};
 
 fn storage(size: &str) -> std::collections::BTreeMap<String, Quantity> {
     [("storage".to_string(), Quantity(size.to_string()))].into()

@@ -5,10 +5,10 @@
 use std::future::Future;
 use std::net::SocketAddr;
 
-use crate::client::Clients;
-use crate::controller_base::{BaseConfig, BaseError, ControllerBase, IdleProbe};
-use crate::leader::{LeaderElector, LeaseConfig};
-use crate::server::{self, BindError, Health};
+use crate::pv::controller_base::{BaseConfig, BaseError, ControllerBase, IdleProbe};
+use crate::runtime::client::Clients;
+use crate::runtime::leader::{LeaderElector, LeaseConfig};
+use crate::runtime::server::{self, BindError, Health};
 
 /// What to run.
 #[derive(Clone, Debug)]

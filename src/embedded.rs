@@ -25,9 +25,9 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
-use crate::client::{ClientOptions, Clients};
-use crate::controller_base::IdleProbe;
 use crate::memapi::{MemApi, MemApiError};
+use crate::pv::controller_base::IdleProbe;
+use crate::runtime::client::{ClientOptions, Clients};
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -381,7 +381,7 @@ fn columns(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::testing::volume;
+    use crate::pv::objects::testing::volume;
 
     #[test]
     fn tables_align_columns() {

@@ -2,31 +2,55 @@
 //!
 //! It binds PersistentVolumeClaims to PersistentVolumes, hands claims to
 //! provisioners and reclaims released volumes, with the behaviour of the
-//! `persistentvolume-binder` of kube-controller-manager. The crate is split
-//! into wiring (`controller_base`) and decisions (`controller`), with plain
-//! data structures (`cache`, `index`, `queue`) in between and an in-memory
-//! API server (`memapi`) to prove it on.
+//! `persistentvolume-binder` of kube-controller-manager.
+//!
+//! The crate is laid out for several controllers in one process: the
+//! PersistentVolume controller (`pv`) is one folder beside the parts every
+//! controller shares (`runtime`: API clients, leader election, admin
+//! server, metrics, queue, operation tracker, events), and the process
+//! (`app`, `options`) wires them. docs/architecture.md draws the whole.
+//!
+//! The public surface is what a binary, a benchmark or a test needs to
+//! build and run a controller, or to plug a volume plugin into it; the
+//! modules themselves are private.
 
-pub mod app;
-pub mod cache;
-pub mod client;
-pub mod constants;
-pub mod controller;
-pub mod controller_base;
-pub mod embedded;
-pub mod error;
-pub mod events;
-pub mod index;
-pub mod keys;
-pub mod leader;
+mod app;
+#[cfg(feature = "embedded")]
+mod embedded;
+mod options;
+mod pv;
+mod runtime;
+
 pub mod memapi;
-pub mod metrics;
-pub mod migration;
-pub mod objects;
-pub mod operations;
-pub mod options;
 pub mod quantity;
-pub mod queue;
-pub mod ratelimit;
-pub mod reclaim;
-pub mod server;
+
+pub use app::{App, AppConfig, AppError};
+#[cfg(feature = "embedded")]
+pub use embedded::{
+    EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
+    stand_in_kubelet, wait_settled,
+};
+pub use options::{DurationError, LogFormat, Options, parse_duration};
+pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
+pub use pv::controller_base::{
+    BaseConfig, BaseError, ControllerBase, DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
+};
+pub use pv::index::VolumeIndex;
+pub use pv::keys::{ClaimKey, VolumeName};
+pub use pv::objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
+pub use pv::plugins::recycler::{
+    ANN_CLAIM_UID as RECYCLER_ANN_CLAIM_UID, ANN_VOLUME_UID as RECYCLER_ANN_VOLUME_UID,
+    RecyclerPodConfig, TemplateError, default_template as default_recycler_template,
+};
+pub use pv::plugins::{
+    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
+    VolumePlugins,
+};
+pub use runtime::client::{
+    ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,
+};
+pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
+pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
+pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
+pub use runtime::ratelimit::RateLimitLayer;
+pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};

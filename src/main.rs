@@ -6,15 +6,10 @@ use anyhow::Context as _;
 use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
-use pv_controller::app::{App, AppConfig};
-use pv_controller::client::Clients;
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::BaseConfig;
-use pv_controller::embedded::{self, EmbeddedConfig};
-use pv_controller::leader::{LeaseConfig, default_identity};
-use pv_controller::options::{LogFormat, Options};
-use pv_controller::reclaim::{PluginConfig, VolumePlugins};
-use pv_controller::server::parse_bind_address;
+use pv_controller::{
+    App, AppConfig, BaseConfig, Clients, LeaseConfig, LogFormat, Options, Settings, VolumePlugins,
+    default_identity, parse_bind_address,
+};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -22,21 +17,7 @@ async fn main() -> anyhow::Result<()> {
     init_tracing(&options);
     let config = app_config(&options)?;
     match &options.embedded_cluster {
-        Some(file) => {
-            let table = embedded::run(
-                EmbeddedConfig {
-                    file: file.clone(),
-                    exit_when_settled: options.exit_when_settled,
-                    quiet_period: options.resync_period() * 3,
-                    app: config,
-                    client: options.client_options(),
-                },
-                shutdown_signal(),
-            )
-            .await
-            .context("running on the embedded cluster")?;
-            println!("\n{table}");
-        }
+        Some(file) => run_embedded_cluster(file, &options, config).await?,
         None => {
             let clients = connect(&options).await?;
             App::start(clients, config)
@@ -47,6 +28,42 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs the controller on an in-memory cluster seeded from `file` and
+/// prints the final table.
+#[cfg(feature = "embedded")]
+async fn run_embedded_cluster(
+    file: &std::path::Path,
+    options: &Options,
+    config: AppConfig,
+) -> anyhow::Result<()> {
+    let table = pv_controller::run_embedded(
+        pv_controller::EmbeddedConfig {
+            file: file.to_path_buf(),
+            exit_when_settled: options.exit_when_settled,
+            quiet_period: options.resync_period() * 3,
+            app: config,
+            client: options.client_options(),
+        },
+        shutdown_signal(),
+    )
+    .await
+    .context("running on the embedded cluster")?;
+    println!("\n{table}");
+    Ok(())
+}
+
+/// Refuses `--embedded-cluster` in a build without the in-memory cluster.
+#[cfg(not(feature = "embedded"))]
+async fn run_embedded_cluster(
+    _file: &std::path::Path,
+    _options: &Options,
+    _config: AppConfig,
+) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "--embedded-cluster is not available: this binary was built without the `embedded` feature"
+    )
 }
 
 /// Logs to stderr, as text or JSON, at the level `-v` asks for unless
@@ -72,7 +89,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
                 && options.leader_elect_renew_deadline < options.leader_elect_lease_duration,
         "leader election needs retry period < renew deadline < lease duration"
     );
-    let plugins = PluginConfig::from_options(options).context("loading volume plugins")?;
+    let plugins = options.plugin_config().context("loading volume plugins")?;
     let identity = default_identity();
     let election = options.leader_elect().then(|| LeaseConfig {
         lease_duration: options.leader_elect_lease_duration,
@@ -90,11 +107,11 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             settings: Settings {
                 enable_dynamic_provisioning: options.enable_dynamic_provisioning,
                 plugins: VolumePlugins::from_config(&plugins),
-                max_concurrent_operations: options.max_concurrent_operations,
                 ..Settings::default()
             },
             instance: identity,
             watch_failure_limit: options.watch_failure_limit,
+            max_concurrent_operations: options.max_concurrent_operations,
         },
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
             format!(

@@ -6,6 +6,11 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::pv::plugins::PluginConfig;
+use crate::pv::plugins::recycler::{
+    RecyclerPodConfig, TemplateError, default_template, load_template,
+};
+
 /// Flags of the `pv-controller` binary.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -43,7 +48,7 @@ pub struct Options {
 
     /// How many long operations (provision, delete, recycle) run at once;
     /// more wait their turn.
-    #[arg(long = "max-concurrent-operations", default_value_t = crate::operations::DEFAULT_CONCURRENCY)]
+    #[arg(long = "max-concurrent-operations", default_value_t = crate::runtime::operations::DEFAULT_CONCURRENCY)]
     pub max_concurrent_operations: usize,
 
     /// How often every volume and claim is synced again (default 15s; 1s
@@ -62,7 +67,7 @@ pub struct Options {
 
     /// Directory under which the hostPath provisioner creates volumes (not a
     /// kube-controller-manager flag; upstream hard-codes /tmp/hostpath_pv).
-    #[arg(long = "hostpath-provisioner-root", default_value = crate::reclaim::DEFAULT_HOST_PATH_ROOT)]
+    #[arg(long = "hostpath-provisioner-root", default_value = crate::pv::plugins::DEFAULT_HOST_PATH_ROOT)]
     pub hostpath_provisioner_root: PathBuf,
 
     /// Pod template (YAML or JSON) of the hostPath recycler; its first volume
@@ -192,9 +197,34 @@ impl Options {
         }
     }
 
+    /// The volume plugins' configuration of the flags; a recycler pod
+    /// template file that cannot be read or has no volume is an error, so
+    /// the controller does not start with a recycler that would fail on
+    /// every volume.
+    pub fn plugin_config(&self) -> Result<PluginConfig, TemplateError> {
+        let template = |path: &Option<PathBuf>| match path {
+            Some(path) => load_template(path),
+            None => Ok(default_template()),
+        };
+        Ok(PluginConfig {
+            enable_host_path_provisioner: self.enable_hostpath_provisioner,
+            host_path_root: self.hostpath_provisioner_root.clone(),
+            host_path_recycler: RecyclerPodConfig {
+                template: template(&self.pv_recycler_pod_template_filepath_hostpath)?,
+                minimum_timeout: self.pv_recycler_minimum_timeout_hostpath,
+                timeout_increment: self.pv_recycler_timeout_increment_hostpath,
+            },
+            nfs_recycler: RecyclerPodConfig {
+                template: template(&self.pv_recycler_pod_template_filepath_nfs)?,
+                minimum_timeout: self.pv_recycler_minimum_timeout_nfs,
+                timeout_increment: self.pv_recycler_increment_timeout_nfs,
+            },
+        })
+    }
+
     /// How the controller's API client is limited.
-    pub fn client_options(&self) -> crate::client::ClientOptions {
-        crate::client::ClientOptions {
+    pub fn client_options(&self) -> crate::runtime::client::ClientOptions {
+        crate::runtime::client::ClientOptions {
             qps: self.kube_api_qps,
             burst: self.kube_api_burst,
             request_timeout: self.kube_api_timeout,

@@ -12,10 +12,10 @@ use common::builders::*;
 use common::harness::{Call, row, run_table, settle};
 use common::mock_plugin::{MockConfig, MockPlugin};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::Settings;
+use pv_controller::VolumePlugins;
 use pv_controller::memapi::MemApi;
-use pv_controller::reclaim::VolumePlugins;
+use pv_controller::{BaseConfig, ControllerBase};
 
 const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use clap::Parser;
-use pv_controller::options::Options;
+use pv_controller::Options;
 use serde::Deserialize;
 use serde_json::Value;
 

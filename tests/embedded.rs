@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use pv_controller::app::AppConfig;
-use pv_controller::client::ClientOptions;
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::BaseConfig;
-use pv_controller::embedded::{EmbeddedConfig, run};
-use pv_controller::options::Options;
-use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+use pv_controller::AppConfig;
+use pv_controller::BaseConfig;
+use pv_controller::ClientOptions;
+use pv_controller::Options;
+use pv_controller::Settings;
+use pv_controller::VolumePlugins;
+use pv_controller::{EmbeddedConfig, run_embedded as run};
 
 /// The table row that starts with `name`, split into cells.
 fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
@@ -27,7 +27,7 @@ fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
 async fn demo_settles_and_shows_each_case() {
     // The plugins the binary gets with its default flags.
     let options = Options::parse_from(["pv-controller"]);
-    let plugins = PluginConfig::from_options(&options).unwrap();
+    let plugins = options.plugin_config().unwrap();
     let config = EmbeddedConfig {
         file: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
         exit_when_settled: true,

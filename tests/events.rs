@@ -11,11 +11,11 @@ use std::time::Duration;
 use common::builders::{claim, volume};
 use common::harness::recorded_events;
 use k8s_openapi::api::core::v1::{Event, ObjectReference, PersistentVolume};
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
-use pv_controller::events::{EventRecorder, EventType, QUEUE_CAPACITY, reference_of};
-use pv_controller::keys::ClaimKey;
+use pv_controller::ClaimKey;
 use pv_controller::memapi::{MemApi, Reactor, Verb};
-use pv_controller::metrics::{EventOutcome, Metrics};
+use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::{EventOutcome, Metrics};
+use pv_controller::{EventRecorder, EventType, QUEUE_CAPACITY, reference_of};
 use tokio::time::Instant;
 
 /// A recorder on `api` with its own metrics.

@@ -12,12 +12,12 @@ use common::harness::{check_invariants, settle};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
-use pv_controller::client::{ClientOptions, Clients, WriteGate};
-use pv_controller::controller_base::{BaseConfig, ControllerBase, IdleProbe};
-use pv_controller::leader::{LeaderElector, LeaseConfig};
+use pv_controller::Metrics;
+use pv_controller::Readiness;
 use pv_controller::memapi::{MemApi, Reactor, Verb};
-use pv_controller::metrics::Metrics;
-use pv_controller::server::Readiness;
+use pv_controller::{BaseConfig, ControllerBase, IdleProbe};
+use pv_controller::{ClientOptions, Clients, WriteGate};
+use pv_controller::{LeaderElector, LeaseConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -199,8 +199,8 @@ async fn a_crashed_leader_is_replaced_after_the_lease_expires() {
 
 /// A leader started on `clients`, with the handle of its run.
 struct Leader {
-    controller: Arc<pv_controller::controller::Controller>,
-    task: JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+    controller: Arc<pv_controller::Controller>,
+    task: JoinHandle<Result<(), pv_controller::BaseError>>,
     _stop: oneshot::Sender<()>,
 }
 
@@ -294,10 +294,7 @@ async fn losing_the_lease_stops_every_write_at_once() {
     let last_allowed = last_controller_write(&api);
     let result = leader.task.await.unwrap();
     assert!(
-        matches!(
-            result,
-            Err(pv_controller::controller_base::BaseError::LeadershipLost)
-        ),
+        matches!(result, Err(pv_controller::BaseError::LeadershipLost)),
         "{result:?}"
     );
     assert!(

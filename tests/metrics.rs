@@ -10,8 +10,8 @@ use std::time::Duration;
 use common::builders::*;
 use common::harness::settle;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
 use pv_controller::memapi::{MemApi, Verb};
+use pv_controller::{BaseConfig, ControllerBase};
 use tower::ServiceExt;
 
 /// One sample: metric name, labels, value.
@@ -232,11 +232,11 @@ async fn metrics_parse_and_count_the_objects() {
     events.flush().await;
     assert!(readiness.is_ready());
 
-    let health = pv_controller::server::Health {
+    let health = pv_controller::Health {
         readiness,
         liveness: Default::default(),
     };
-    let router = pv_controller::server::router(metrics, health);
+    let router = pv_controller::router(metrics, health);
     let request = http::Request::get("/metrics")
         .body(axum::body::Body::empty())
         .unwrap();

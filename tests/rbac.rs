@@ -13,14 +13,14 @@ use clap::Parser;
 use common::builders::*;
 use common::harness::settle;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
-use pv_controller::client::WriteGate;
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
-use pv_controller::embedded::stand_in_kubelet;
-use pv_controller::leader::{LeaderElector, LeaseConfig};
+use pv_controller::Options;
+use pv_controller::Settings;
+use pv_controller::VolumePlugins;
+use pv_controller::WriteGate;
 use pv_controller::memapi::MemApi;
-use pv_controller::options::Options;
-use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+use pv_controller::stand_in_kubelet;
+use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::{LeaderElector, LeaseConfig};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -142,7 +142,7 @@ async fn exercised() -> BTreeSet<Permission> {
     }
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let options = Options::parse_from(["pv-controller"]);
-    let plugins = PluginConfig::from_options(&options).unwrap();
+    let plugins = options.plugin_config().unwrap();
     let base = ControllerBase::new(
         api.client(),
         BaseConfig {

@@ -16,11 +16,11 @@ use k8s_openapi::api::core::v1::{
     Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
+use pv_controller::Settings;
 use pv_controller::memapi::{MemApi, Verb};
-use pv_controller::reclaim::recycler::{self, RecyclerPodConfig};
-use pv_controller::reclaim::{PluginConfig, VolumePlugins};
+use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::{PluginConfig, VolumePlugins};
+use pv_controller::{RecyclerPodConfig, default_recycler_template};
 
 fn bound(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
     volume(name, "1Gi")
@@ -39,11 +39,7 @@ fn one_success() -> MockConfig {
 
 /// Puts a volume back on the server as Available and unclaimed (and into
 /// the controller's cache in direct mode).
-fn make_available(
-    api: &MemApi,
-    controller: Option<&pv_controller::controller::Controller>,
-    name: &str,
-) {
+fn make_available(api: &MemApi, controller: Option<&pv_controller::Controller>, name: &str) {
     let stored = api.put(&free(name).build()).expect("put volume");
     if let Some(controller) = controller {
         controller
@@ -236,12 +232,12 @@ fn real_controller(api: &MemApi) -> ControllerBase {
         enable_host_path_provisioner: false,
         host_path_root: "/tmp/hostpath_pv".into(),
         host_path_recycler: RecyclerPodConfig {
-            template: recycler::default_template(),
+            template: default_recycler_template(),
             minimum_timeout: 60,
             timeout_increment: 30,
         },
         nfs_recycler: RecyclerPodConfig {
-            template: recycler::default_template(),
+            template: default_recycler_template(),
             minimum_timeout: 300,
             timeout_increment: 30,
         },
@@ -261,7 +257,7 @@ fn start(
     base: ControllerBase,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+    tokio::task::JoinHandle<Result<(), pv_controller::BaseError>>,
 ) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(base.run(async move {
@@ -485,7 +481,7 @@ async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof(
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(recycler::ANN_CLAIM_UID))
+            .and_then(|a| a.get(pv_controller::RECYCLER_ANN_CLAIM_UID))
             .map(String::as_str),
         Some("uid-2"),
         "the new pod is made for the second release"

@@ -15,12 +15,12 @@ use common::harness::settle;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
-use pv_controller::client::{ClientOptions, Clients};
-use pv_controller::controller::Settings;
-use pv_controller::controller_base::{BaseConfig, BaseError, ControllerBase};
-use pv_controller::leader::{LeaderElector, LeaseConfig};
+use pv_controller::Settings;
 use pv_controller::memapi::{MemApi, Reactor, Verb};
-use pv_controller::reclaim::{PluginError, ProvisionRequest, VolumePlugin, VolumePlugins};
+use pv_controller::{BaseConfig, BaseError, ControllerBase};
+use pv_controller::{ClientOptions, Clients};
+use pv_controller::{LeaderElector, LeaseConfig};
+use pv_controller::{PluginError, ProvisionRequest, VolumePlugin, VolumePlugins};
 use tokio::time::Instant;
 
 fn base(api: &MemApi, config: BaseConfig) -> ControllerBase {
@@ -182,7 +182,7 @@ async fn a_standby_forgets_deleted_objects_and_queues_nothing() {
 }
 
 /// `pv_controller_sync_duration_seconds_count` of claim syncs.
-fn claim_syncs(metrics: &pv_controller::metrics::Metrics) -> u64 {
+fn claim_syncs(metrics: &pv_controller::Metrics) -> u64 {
     let text = metrics.render().expect("metrics");
     text.lines()
         .filter(|l| l.starts_with("pv_controller_sync_duration_seconds_count{kind=\"claim\""))
@@ -206,16 +206,11 @@ async fn waiting_claims_are_forgotten_when_deleted_and_not_resynced_twice() {
             ..BaseConfig::default()
         },
     );
-    let controller = Arc::clone(base.controller());
     let metrics = base.metrics();
     let idle = base.idle_probe();
     let task = tokio::spawn(base.run(std::future::pending()));
     settle(&api, &idle).await;
-    assert_eq!(
-        controller.unmatched_len(),
-        10,
-        "ten claims wait for a volume"
-    );
+    assert_eq!(idle.waiting_claims(), 10, "ten claims wait for a volume");
 
     // The small volume stays Available through every resync: that is no
     // news, so the waiting claims are synced once per period, not twice.
@@ -231,10 +226,6 @@ async fn waiting_claims_are_forgotten_when_deleted_and_not_resynced_twice() {
         api.remove::<PersistentVolumeClaim>(Some("default"), &format!("big-{i}"));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(
-        controller.unmatched_len(),
-        0,
-        "deleted claims no longer wait"
-    );
+    assert_eq!(idle.waiting_claims(), 0, "deleted claims no longer wait");
     task.abort();
 }

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use pv_controller::controller::{Controller, RetryPolicy, Settings};
-use pv_controller::controller_base::{BaseConfig, ControllerBase};
-use pv_controller::events::EventRecorder;
-use pv_controller::keys::{ClaimKey, VolumeName};
+use pv_controller::EventRecorder;
+use pv_controller::VolumePlugins;
 use pv_controller::memapi::{MemApi, Reactor};
-use pv_controller::reclaim::VolumePlugins;
+use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::{ClaimKey, VolumeName};
+use pv_controller::{Controller, RetryPolicy, Settings};
 use serde_json::Value;
 
 use super::mock_plugin::{MockConfig, MockPlugin};
@@ -300,12 +300,12 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
     // Events are written in the background: wait for every one recorded.
     controller.recorder().flush().await;
     match (s.call, result) {
-        (Call::SyncClaimError, Ok(())) => {
+        (Call::SyncClaimError, Ok(_)) => {
             problems.push("expected the sync to fail, it succeeded".into())
         }
         (Call::SyncClaimError, Err(_)) => {}
         (_, Err(e)) => problems.push(format!("sync failed: {e}")),
-        (_, Ok(())) => {}
+        (_, Ok(_)) => {}
     }
     api.clear_reactors();
     problems.extend(compare_objects(
@@ -362,7 +362,7 @@ pub async fn run_settled(s: &Scenario) -> Vec<String> {
 
 /// Waits (in paused time) until no write happened for twenty seconds (more
 /// than a resync period) and the queues are idle.
-pub async fn settle(api: &MemApi, idle: &pv_controller::controller_base::IdleProbe) {
+pub async fn settle(api: &MemApi, idle: &pv_controller::IdleProbe) {
     let mut last = api.resource_version();
     let mut quiet_rounds = 0;
     for _ in 0..2000 {
@@ -586,10 +586,10 @@ pub async fn run_table(rows: Vec<Scenario>) {
 /// change the cluster while it runs.
 pub struct Running {
     api: MemApi,
-    idle: pv_controller::controller_base::IdleProbe,
+    idle: pv_controller::IdleProbe,
     events: EventRecorder,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), pv_controller::controller_base::BaseError>>,
+    task: tokio::task::JoinHandle<Result<(), pv_controller::BaseError>>,
 }
 
 impl Running {

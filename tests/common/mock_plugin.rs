@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{
     GCEPersistentDiskVolumeSource, PersistentVolume, PersistentVolumeSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_controller::reclaim::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
+use pv_controller::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
 use tokio::time::Instant;
 
 use super::builders::MOCK_PLUGIN;

@@ -1,0 +1,303 @@
+//! Claim decisions: an unbound claim is matched, pre-bound or handed to a
+//! provisioner; a bound claim is checked against its volume.
+
+use std::sync::Arc;
+
+use crate::runtime::events::EventType;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+
+use super::{Controller, Next};
+use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons};
+use crate::pv::error::{Error, Result};
+use crate::pv::keys::ClaimKey;
+use crate::pv::objects::{
+    ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
+    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
+    volume_capacity, volume_class, volume_mode, volume_vac,
+};
+
+/// Where an unbound claim (no `bind-completed` annotation) stands.
+#[derive(Debug)]
+pub enum UnboundClaimSituation {
+    /// The claim names no volume: find one.
+    NoVolumeRequested,
+    /// The claim names a volume the controller does not know (yet).
+    RequestedVolumeMissing,
+    /// The claim names a volume that nobody has claimed.
+    RequestedVolumeFree(Arc<PersistentVolume>),
+    /// The claim names a volume that is (pre-)bound to this very claim.
+    RequestedVolumeBoundHere(Arc<PersistentVolume>),
+    /// The claim names a volume that belongs to another claim.
+    RequestedVolumeBoundElsewhere(Arc<PersistentVolume>),
+}
+
+/// Where a bound claim (`bind-completed` set) stands.
+#[derive(Debug)]
+pub enum BoundClaimSituation {
+    /// The claim no longer names a volume.
+    NoVolumeName,
+    /// The claim names a volume that does not exist.
+    Missing,
+    /// The volume exists but has no claimRef (or the binding is half done).
+    Unclaimed(Arc<PersistentVolume>),
+    /// The volume points back at this claim (by UID).
+    BoundHere(Arc<PersistentVolume>),
+    /// The volume belongs to another claim.
+    BoundElsewhere,
+}
+
+/// Classifies an unbound claim given the volume it names, if any.
+pub fn classify_unbound(
+    claim: &PersistentVolumeClaim,
+    requested: Option<Arc<PersistentVolume>>,
+) -> UnboundClaimSituation {
+    if requested_volume(claim).is_none() {
+        return UnboundClaimSituation::NoVolumeRequested;
+    }
+    match requested {
+        None => UnboundClaimSituation::RequestedVolumeMissing,
+        Some(volume) => {
+            let has_claim_ref = volume.spec.as_ref().is_some_and(|s| s.claim_ref.is_some());
+            if !has_claim_ref {
+                UnboundClaimSituation::RequestedVolumeFree(volume)
+            } else if is_volume_bound_to_claim(&volume, claim) {
+                UnboundClaimSituation::RequestedVolumeBoundHere(volume)
+            } else {
+                UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume)
+            }
+        }
+    }
+}
+
+/// Classifies a bound claim given the volume it names, if any.
+pub fn classify_bound(
+    claim: &PersistentVolumeClaim,
+    volume: Option<Arc<PersistentVolume>>,
+) -> BoundClaimSituation {
+    if requested_volume(claim).is_none() {
+        return BoundClaimSituation::NoVolumeName;
+    }
+    let Some(volume) = volume else {
+        return BoundClaimSituation::Missing;
+    };
+    let claim_ref_uid = volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.claim_ref.as_ref())
+        .map(|r| r.uid.clone().unwrap_or_default());
+    match claim_ref_uid {
+        None => BoundClaimSituation::Unclaimed(volume),
+        Some(uid) if Some(&uid) == claim.metadata.uid.as_ref() => {
+            BoundClaimSituation::BoundHere(volume)
+        }
+        Some(_) => BoundClaimSituation::BoundElsewhere,
+    }
+}
+
+/// The volume a claim names in `spec.volumeName`, if any.
+pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+impl Controller {
+    pub(super) async fn sync_unbound_claim(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<Next> {
+        let requested = requested_volume(claim).and_then(|name| self.cache.volume(name));
+        match classify_unbound(claim, requested) {
+            UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(claim).await,
+            UnboundClaimSituation::RequestedVolumeMissing => {
+                tracing::debug!("requested volume not found, claim stays pending");
+                self.set_claim_status(claim, ClaimPhase::Pending, None)
+                    .await
+                    .map(|_| Next::nothing())
+            }
+            UnboundClaimSituation::RequestedVolumeFree(volume) => {
+                match check_volume_satisfies_claim(&volume, claim) {
+                    Ok(()) => self.bind(&volume, claim).await.map(|()| Next::nothing()),
+                    Err(reason) => {
+                        let message = format!(
+                            "Cannot bind to requested volume {:?}: {reason}",
+                            crate::pv::keys::VolumeName::of(&volume).0
+                        );
+                        self.warn(claim.as_ref(), reasons::VOLUME_MISMATCH, message);
+                        self.set_claim_status(claim, ClaimPhase::Pending, None)
+                            .await
+                            .map(|_| Next::nothing())
+                    }
+                }
+            }
+            UnboundClaimSituation::RequestedVolumeBoundHere(volume) => {
+                tracing::debug!("requested volume is bound to this claim, finishing the binding");
+                self.bind(&volume, claim).await.map(|()| Next::nothing())
+            }
+            UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume) => {
+                let name = crate::pv::keys::VolumeName::of(&volume).0;
+                let message = format!("volume {name:?} already bound to a different claim.");
+                self.warn(claim.as_ref(), reasons::FAILED_BINDING, message);
+                if has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
+                    // Only a removed bind-completed annotation gets a claim
+                    // here: refuse to guess which side is right.
+                    let owner = volume
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.claim_ref.as_ref())
+                        .map(|r| {
+                            format!(
+                                "{}/{}",
+                                r.namespace.as_deref().unwrap_or(""),
+                                r.name.as_deref().unwrap_or("")
+                            )
+                        })
+                        .unwrap_or_default();
+                    return Err(Error::Inconsistent(format!(
+                        "invalid binding of claim {} to volume {name:?}: volume already claimed by {owner:?}",
+                        ClaimKey::of(claim)
+                    )));
+                }
+                self.set_claim_status(claim, ClaimPhase::Pending, None)
+                    .await
+                    .map(|_| Next::nothing())
+            }
+        }
+    }
+
+    /// An unbound claim that names no volume: bind the best match, or wait,
+    /// or provision, or report that nothing fits. Without a match the claim
+    /// waits for a volume to become Available ([`Next::claim_waits`]).
+    async fn find_volume_for_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
+        let delay_binding = self.is_delay_binding(claim)?;
+        let found = match self.cache.find_best_match(claim, delay_binding) {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(%error, "claim cannot be matched");
+                self.warn(
+                    claim.as_ref(),
+                    reasons::FAILED_BINDING,
+                    format!("invalid claim: {error}"),
+                );
+                return Ok(Next::nothing());
+            }
+        };
+        if let Some(volume) = found {
+            tracing::debug!(volume = %crate::pv::keys::VolumeName::of(&volume), "found a matching volume");
+            self.bind(&volume, claim).await?;
+            return Ok(Next::nothing());
+        }
+        let waits = Next {
+            claim_waits: true,
+            ..Next::default()
+        };
+        if self.assign_default_class(claim).await? {
+            return Ok(waits);
+        }
+        let selected_node = has_annotation(&claim.metadata, ANN_SELECTED_NODE);
+        if delay_binding && !selected_node {
+            self.event_for_waiting_claim(claim);
+        } else if !claim_class(claim).is_empty() {
+            self.provision_claim(claim).await?;
+            return Ok(waits);
+        } else {
+            self.note(
+                claim.as_ref(),
+                reasons::FAILED_BINDING,
+                "no persistent volumes available for this claim and no storage class is set"
+                    .to_string(),
+            );
+        }
+        self.set_claim_status(claim, ClaimPhase::Pending, None)
+            .await?;
+        Ok(waits)
+    }
+
+    pub(super) async fn sync_bound_claim(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<Next> {
+        let volume = requested_volume(claim).and_then(|name| self.cache.volume(name));
+        match classify_bound(claim, volume) {
+            BoundClaimSituation::NoVolumeName => {
+                self.set_claim_phase_with_event(
+                    claim,
+                    ClaimPhase::Lost,
+                    EventType::Warning,
+                    reasons::CLAIM_LOST,
+                    "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
+                )
+                .await
+                .map(|()| Next::nothing())
+            }
+            BoundClaimSituation::Missing => {
+                self.set_claim_phase_with_event(
+                    claim,
+                    ClaimPhase::Lost,
+                    EventType::Warning,
+                    reasons::CLAIM_LOST,
+                    "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
+                )
+                .await
+                .map(|()| Next::nothing())
+            }
+            // The volume came unbound, or its claimRef write has not been
+            // seen yet; either way binding again is right.
+            BoundClaimSituation::Unclaimed(volume) => {
+                self.bind(&volume, claim).await.map(|()| Next::nothing())
+            }
+            // All is well; bind() only fixes phases that lag behind.
+            BoundClaimSituation::BoundHere(volume) => {
+                self.bind(&volume, claim).await.map(|()| Next::nothing())
+            }
+            BoundClaimSituation::BoundElsewhere => {
+                self.set_claim_phase_with_event(
+                    claim,
+                    ClaimPhase::Lost,
+                    EventType::Warning,
+                    reasons::CLAIM_MISBOUND,
+                    "Two claims are bound to the same volume, this one is bound incorrectly",
+                )
+                .await
+                .map(|()| Next::nothing())
+            }
+        }
+    }
+}
+
+/// Why a volume named by a claim cannot serve it, in upstream's words and
+/// order; `Ok` when it can. The claim's label selector is deliberately not
+/// checked: naming a volume overrides it.
+pub fn check_volume_satisfies_claim(
+    volume: &PersistentVolume,
+    claim: &PersistentVolumeClaim,
+) -> std::result::Result<(), String> {
+    if is_being_deleted(&volume.metadata) {
+        return Err(format!(
+            "the volume is marked for deletion {:?}",
+            crate::pv::keys::VolumeName::of(volume).0
+        ));
+    }
+    let request = claim_request(claim).map_err(|e| e.to_string())?;
+    let capacity = volume_capacity(volume).map_err(|e| e.to_string())?;
+    if capacity < request {
+        return Err("requested PV is too small".to_string());
+    }
+    if volume_class(volume) != claim_class(claim) {
+        return Err("storageClassName does not match".to_string());
+    }
+    if volume_vac(volume) != claim_vac(claim) {
+        return Err("volumeAttributesClassName does not match".to_string());
+    }
+    if volume_mode(volume) != claim_volume_mode(claim) {
+        return Err("incompatible volumeMode".to_string());
+    }
+    let wanted = claim_access_modes(claim).map_err(|e| e.to_string())?;
+    let offered = volume_access_modes(volume).map_err(|e| e.to_string())?;
+    if !offered.is_superset_of(wanted) {
+        return Err("incompatible accessMode".to_string());
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! The delete operation: deletes a released volume's storage through its
+//! plugin, then the volume object. A failure marks the volume Failed (one
+//! Warning event, when the phase changes) and backs off; storage still in
+//! use only postpones the delete (a Normal event).
+//!
+//! A volume being deleted (it has a deletionTimestamp and waits for its
+//! finalizers) is deleted the same way unless the controller recorded that
+//! it deleted the storage already: the absence of the controller's
+//! finalizer proves nothing, since a volume provisioned before the finalizer
+//! existed never had it.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::PersistentVolume;
+
+use super::Controller;
+use super::finalizers::storage_already_deleted;
+use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::error::{Error, Result};
+use crate::pv::keys::VolumeName;
+use crate::pv::objects::{VolumePhase, annotation};
+use crate::pv::plugins::PluginError;
+use crate::runtime::events::EventType;
+
+/// What deleting a volume's storage came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Deletion {
+    /// A plugin deleted the storage.
+    Deleted,
+    /// An external program deletes it; the volume stays Released for it.
+    External,
+}
+
+impl Controller {
+    /// Deletes a released volume: re-reads it, checks it is still released,
+    /// deletes the storage, drops the deletion finalizer and deletes the
+    /// object. Runs on the operation tracker as `delete-<pv>[<uid>]`.
+    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(&scheduled), operation = "delete"))]
+    pub(super) async fn delete_operation(&self, scheduled: Arc<PersistentVolume>) -> Result<()> {
+        let name = VolumeName::of(&scheduled).0;
+        let Some(volume) = self.fresh_volume(&name).await? else {
+            tracing::debug!("volume already deleted");
+            return Ok(());
+        };
+        if !self.is_volume_released(&volume) {
+            tracing::debug!("volume is not released any more, not deleting");
+            return Ok(());
+        }
+        if storage_already_deleted(&volume) {
+            tracing::debug!("storage already deleted, the object waits for other finalizers");
+            return Ok(());
+        }
+        match self.delete_storage(&volume).await {
+            Ok(Deletion::External) => {
+                tracing::debug!("volume is deleted by an external program");
+                Ok(())
+            }
+            Ok(Deletion::Deleted) => {
+                tracing::info!("volume storage deleted");
+                let volume = self.mark_storage_deleted(&volume).await?;
+                match self.delete_volume(&volume).await {
+                    Ok(()) => tracing::info!("volume object deleted"),
+                    // The next sync runs the (idempotent) delete again; a
+                    // volume re-created under this name meanwhile is another
+                    // object, and the precondition kept it.
+                    Err(error) => tracing::warn!(%error, "deleting the volume object failed"),
+                }
+                Ok(())
+            }
+            Err(error) => {
+                let message = error.to_string();
+                match &error {
+                    PluginError::InUse(_) => {
+                        tracing::info!(%message, "volume still in use, delete postponed");
+                        self.note(volume.as_ref(), reasons::VOLUME_DELETE, message);
+                    }
+                    PluginError::Setup(_) | PluginError::Failed(_) => {
+                        tracing::warn!(%message, "deleting volume storage failed");
+                        self.set_volume_phase_with_event(
+                            &volume,
+                            VolumePhase::Failed,
+                            EventType::Warning,
+                            reasons::VOLUME_FAILED_DELETE,
+                            message,
+                        )
+                        .await?;
+                    }
+                }
+                Err(Error::Plugin {
+                    action: format!("deleting volume {name:?}"),
+                    source: error,
+                })
+            }
+        }
+    }
+
+    /// Deletes a volume's storage with the plugin that provisioned it (by
+    /// `provisioned-by`) or, for a volume not provisioned, the plugin that
+    /// handles its source. Errors carry upstream's event wording.
+    pub(super) async fn delete_storage(
+        &self,
+        volume: &PersistentVolume,
+    ) -> std::result::Result<Deletion, PluginError> {
+        let name = VolumeName::of(volume).0;
+        let plugins = &self.settings.plugins;
+        let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
+        let plugin = if !provisioner.is_empty() {
+            match plugins.deleter_by_name(provisioner, volume) {
+                Some(plugin) => plugin,
+                None if !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) => {
+                    return Ok(Deletion::External);
+                }
+                None => {
+                    return Err(PluginError::Setup(format!(
+                        "Error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched name: {provisioner}"
+                    )));
+                }
+            }
+        } else {
+            plugins.deleter_for(volume).ok_or_else(|| {
+                PluginError::Setup(format!(
+                    "Error getting deleter volume plugin for volume {name:?}: {}",
+                    no_deleter_reason(volume)
+                ))
+            })?
+        };
+        tracing::debug!(plugin = plugin.name(), "deleting volume storage");
+        match plugin.delete(volume).await {
+            Ok(()) => Ok(Deletion::Deleted),
+            Err(PluginError::Setup(message)) => Err(PluginError::Setup(format!(
+                "Failed to create deleter for volume {name:?}: {message}"
+            ))),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// Why no plugin deletes a volume, in the plugin manager's words: a volume
+/// whose source a known plugin serves (CSI, NFS, hostPath) has a plugin that
+/// cannot delete; any other has no plugin at all.
+fn no_deleter_reason(volume: &PersistentVolume) -> &'static str {
+    let known_source = volume
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.csi.is_some() || s.nfs.is_some() || s.host_path.is_some());
+    if known_source {
+        "no deletable volume plugin matched"
+    } else {
+        "no volume plugin matched"
+    }
+}

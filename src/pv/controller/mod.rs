@@ -1,0 +1,372 @@
+//! The decisions of the PersistentVolume controller: what to do with one
+//! volume or one claim, given the newest state the controller knows.
+//!
+//! # What the controller guarantees
+//!
+//! A claim (PVC) asks for storage; a volume (PV) is storage. Binding links
+//! them both ways: the volume's `spec.claimRef` names the claim (with its
+//! UID), and the claim's `spec.volumeName` names the volume. The controller
+//! keeps these invariants, under faults and restarts:
+//!
+//! - a volume's claimRef names at most one claim, and a Bound claim's volume
+//!   points back at it by name and UID;
+//! - a pending claim for which a fitting Available volume exists gets bound,
+//!   and is never left Pending because of the controller's own stale view;
+//! - bad input (an unparsable quantity, an unknown access mode, a claimRef to
+//!   a missing namespace) gets a Warning event and a log line, and the
+//!   controller goes on serving every other object.
+//!
+//! # States
+//!
+//! A volume is `Pending` when created, `Available` while no claim holds it,
+//! `Bound` while its claim exists, `Released` once its claim is gone (and the
+//! reclaim policy runs), and `Failed` when reclaiming went wrong. A claim is
+//! `Pending` until bound, `Bound`, and `Lost` when its volume vanished or was
+//! given to someone else; a Lost claim is bound again if its volume returns.
+//!
+//! The annotation `pv.kubernetes.io/bind-completed` on a claim separates the
+//! two halves of claim handling: without it the claim is unbound (maybe
+//! half-bound after a crash) and the controller finds or finishes a binding;
+//! with it the claim was bound once and the controller only checks that the
+//! binding still holds. `pv.kubernetes.io/bound-by-controller` marks a
+//! binding the controller made itself (and may undo), as opposed to one a
+//! user pre-set by writing `claimRef` or `volumeName`.
+//!
+//! # The order of the four binding writes, and why
+//!
+//! Binding takes four writes, each of which can fail or be overtaken:
+//! 1. the volume's spec gets the claimRef (this is the reservation: once it
+//!    is stored, no other claim can take the volume, because a volume whose
+//!    claimRef names another claim never matches);
+//! 2. the volume's status becomes Bound;
+//! 3. the claim's spec gets `volumeName` and the annotations;
+//! 4. the claim's status becomes Bound, with the volume's capacity and modes.
+//!
+//! The volume goes first because it is the shared resource; a crash after
+//! any step leaves a state that the next sync recognises and completes
+//! ("complete bind after crash"), and a crash before step 1 leaves nothing.
+//!
+//! # Why a second cache
+//!
+//! The four writes come back as watch events in any order and late. If the
+//! controller decided from the watch stream alone, it would offer a volume it
+//! has just reserved to the next claim, or write a status onto a spec it has
+//! already replaced (and get a conflict). So every successful write's answer
+//! goes into the shadow cache at once, and the cache keeps the newest version
+//! of each object by resourceVersion; decisions read only from it.
+//!
+//! # How decisions are written
+//!
+//! Each sync first classifies the object into a situation enum (see
+//! [`claim`] and [`volume`]), then acts on it with an exhaustive `match`, so
+//! that every case is accounted for, including those where nothing is done.
+//!
+//! # Long operations
+//!
+//! Provisioning, deleting and recycling touch storage and can take minutes.
+//! A sync never waits for them: it starts them on the operation tracker under
+//! a name made of the object's name and UID (`provision-<ns>/<claim>[<uid>]`,
+//! `delete-<pv>[<uid>]`, `recycle-<pv>[<uid>]`). The tracker refuses a second
+//! start of a running name and holds back a failed one for its backoff, so
+//! the syncs that keep asking (every resync, every event) never run one
+//! object's operation twice at once. Each operation re-reads its object from
+//! the API server before acting, because the sync that started it may have
+//! decided from a view that is already stale. What is created has a
+//! deterministic name (the volume `pvc-<claim uid>`, the pod
+//! `recycler-for-<pv>`), so a second run, in this process or after a
+//! restart, finds the first run's result instead of making another.
+
+mod binding;
+mod claim;
+mod delete;
+mod finalizers;
+mod provision;
+mod provision_in_tree;
+mod reclaim;
+mod recycle;
+mod volume;
+mod writes;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::Client;
+use kube::runtime::reflector::Store;
+
+use crate::pv::cache::ShadowCache;
+use crate::pv::constants::ANN_BIND_COMPLETED;
+use crate::pv::error::Result;
+use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::metrics::PvMetrics;
+use crate::pv::objects::has_annotation;
+use crate::pv::plugins::VolumePlugins;
+use crate::runtime::events::EventRecorder;
+use crate::runtime::metrics::Metrics;
+use crate::runtime::operations::{OperationError, OperationName, OperationTracker};
+use writes::WriteLocks;
+
+/// Settings that change what the controller decides (as opposed to how it is
+/// wired).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Whether claims with a storage class get handed to a provisioner
+    /// (`--enable-dynamic-provisioning`).
+    pub enable_dynamic_provisioning: bool,
+    /// The volume plugins that provision, delete and recycle in process.
+    pub plugins: VolumePlugins,
+    /// How often, and how far apart, a provisioned volume's object is
+    /// created (and, when that fails, its storage deleted again).
+    pub provision_retry: RetryPolicy,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            enable_dynamic_provisioning: true,
+            plugins: VolumePlugins::default(),
+            provision_retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// A fixed number of attempts a fixed interval apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all (at least one is made).
+    pub attempts: u32,
+    /// Pause after a failed attempt before the next.
+    pub interval: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Upstream's 5 attempts, 10 s apart.
+    fn default() -> Self {
+        Self {
+            attempts: 5,
+            interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Read-only views of the objects the controller consults but does not own.
+#[derive(Clone)]
+pub struct Listers {
+    /// StorageClasses, for binding mode, provisioner and default class.
+    pub classes: Store<StorageClass>,
+    /// Pods, to tell which claims wait for scheduling.
+    pub pods: Store<Pod>,
+    /// Nodes, for provisioning on a selected node.
+    pub nodes: Store<Node>,
+}
+
+/// What should happen after a decision, besides the writes it made: the
+/// decisions say it, the wiring (`controller_base`) does it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Next {
+    /// Claims to sync soon: a volume is bound to them on its side only.
+    pub sync_claims: Vec<ClaimKey>,
+    /// A volume has just become Available: claims waiting for one may fit.
+    pub volume_available: bool,
+    /// The claim synced found no volume: it waits for one to become
+    /// Available (and is tried again at once when one does).
+    pub claim_waits: bool,
+}
+
+impl Next {
+    /// Nothing more to do.
+    pub fn nothing() -> Self {
+        Self::default()
+    }
+
+    /// A volume became Available when `became` holds.
+    fn available_if(became: bool) -> Self {
+        Self {
+            volume_available: became,
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a long operation reports what should happen after it (a recycled
+/// volume that became Available); the wiring acts on it.
+#[derive(Clone)]
+pub struct FollowUps(Arc<dyn Fn(Next) + Send + Sync>);
+
+impl FollowUps {
+    /// Reports to `report`, which should be quick.
+    pub fn new(report: impl Fn(Next) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(report))
+    }
+
+    /// Follow-ups nobody acts on (tests of single decisions).
+    pub fn ignored() -> Self {
+        Self::new(drop)
+    }
+
+    fn report(&self, next: Next) {
+        (self.0)(next);
+    }
+}
+
+impl fmt::Debug for FollowUps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FollowUps")
+    }
+}
+
+/// What a controller is made of. The wiring builds the parts (a test may
+/// build them from a shadow cache and stores alone) and hands them in.
+pub struct Parts {
+    /// For the controller's reads and writes.
+    pub client: Client,
+    /// The newest objects the controller knows.
+    pub cache: Arc<ShadowCache>,
+    /// StorageClasses, pods and nodes.
+    pub listers: Listers,
+    /// Where events go.
+    pub recorder: EventRecorder,
+    /// Runs the long operations, one per object at a time.
+    pub operations: OperationTracker,
+    /// What the controller decides.
+    pub settings: Settings,
+    /// The process's shared series (writes).
+    pub metrics: Arc<Metrics>,
+    /// The controller's own series.
+    pub pv_metrics: PvMetrics,
+    /// Where long operations report what should happen next.
+    pub follow_ups: FollowUps,
+}
+
+/// Everything a sync needs: the client, the shadow cache, listers, the event
+/// recorder and the operation tracker. Cloning is cheap and shares all of
+/// it; an operation runs on a clone.
+#[derive(Clone)]
+pub struct Controller {
+    client: Client,
+    cache: Arc<ShadowCache>,
+    listers: Listers,
+    recorder: EventRecorder,
+    settings: Settings,
+    operations: OperationTracker,
+    metrics: Arc<Metrics>,
+    pv_metrics: PvMetrics,
+    follow_ups: FollowUps,
+    write_locks: WriteLocks,
+}
+
+impl Controller {
+    /// A controller made of `parts`.
+    pub fn new(parts: Parts) -> Self {
+        Self {
+            client: parts.client,
+            cache: parts.cache,
+            listers: parts.listers,
+            recorder: parts.recorder,
+            settings: parts.settings,
+            operations: parts.operations,
+            metrics: parts.metrics,
+            pv_metrics: parts.pv_metrics,
+            follow_ups: parts.follow_ups,
+            write_locks: WriteLocks::default(),
+        }
+    }
+
+    /// The tracker of running provision, delete and recycle operations.
+    pub fn operations(&self) -> &OperationTracker {
+        &self.operations
+    }
+
+    /// The event recorder, to flush the events of a sync (tests, shutdown).
+    pub fn recorder(&self) -> &EventRecorder {
+        &self.recorder
+    }
+
+    /// Starts a long operation unless one of the same name is running or
+    /// backing off after a failure; a refused start is normal (the next
+    /// sync asks again) and only logged.
+    fn schedule<F>(&self, name: OperationName, operation: F)
+    where
+        F: Future<Output = Result<()>> + Send + 'static,
+    {
+        match self.operations.run(name.clone(), operation) {
+            Ok(()) => tracing::debug!(operation = %name, "operation scheduled"),
+            Err(OperationError::AlreadyRunning { .. }) => {
+                tracing::debug!(operation = %name, "operation already running, skipping")
+            }
+            Err(OperationError::Backoff { remaining, .. }) => {
+                tracing::debug!(operation = %name, ?remaining, "operation postponed by backoff")
+            }
+        }
+    }
+
+    /// The metrics the controller counts its writes and operations in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The shadow cache the controller decides from.
+    pub fn cache(&self) -> &Arc<ShadowCache> {
+        &self.cache
+    }
+
+    /// Syncs one claim: binds it, finishes a half-done binding, hands it to a
+    /// provisioner, or marks it Pending or Lost; says what should follow.
+    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(claim)))]
+    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
+        let claim = &self.anneal_claim(claim).await?;
+        if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
+            self.sync_bound_claim(claim).await
+        } else {
+            self.sync_unbound_claim(claim).await
+        }
+    }
+
+    /// Syncs one volume: keeps its phase in line with its claim, releases it
+    /// when the claim is gone, and runs its reclaim policy; says what should
+    /// follow.
+    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
+    pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> Result<Next> {
+        self.sync_volume_inner(volume).await
+    }
+}
+
+/// A controller on an in-memory API server, with empty listers and an empty
+/// shadow cache, for unit tests of the decisions and writes.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use kube::runtime::reflector;
+
+    use super::{Controller, FollowUps, Listers, Parts, Settings};
+    use crate::memapi::MemApi;
+    use crate::pv::metrics::PvMetrics;
+    use crate::runtime::events::EventRecorder;
+    use crate::runtime::metrics::Metrics;
+    use crate::runtime::operations::OperationTracker;
+
+    /// The controller; the caller fills its shadow cache.
+    pub(crate) fn controller(api: &MemApi) -> Controller {
+        let client = api.client();
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        Controller::new(Parts {
+            client: client.clone(),
+            cache: Arc::default(),
+            listers: Listers {
+                classes: reflector::store().0,
+                pods: reflector::store().0,
+                nodes: reflector::store().0,
+            },
+            recorder: EventRecorder::new(client, Arc::clone(&metrics), "test").expect("recorder"),
+            operations: OperationTracker::new(),
+            settings: Settings::default(),
+            pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
+            metrics,
+            follow_ups: FollowUps::ignored(),
+        })
+    }
+}

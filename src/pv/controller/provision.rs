@@ -1,0 +1,319 @@
+//! Claims no existing volume can serve: delayed binding, the retroactive
+//! default StorageClass, and the hand-off to a provisioner.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::runtime::reflector::ObjectRef;
+
+use super::Controller;
+use super::writes::{Edit, Part};
+use crate::pv::constants::{
+    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS, ANN_MIGRATED_TO,
+    ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
+};
+use crate::pv::error::{Error, Result};
+use crate::pv::keys::ClaimKey;
+use crate::pv::migration::csi_driver_of;
+use crate::pv::objects::{annotation, claim_class, claim_has_class};
+use crate::runtime::operations::OperationName;
+
+impl Controller {
+    /// The StorageClass of the given name, from the lister.
+    pub(super) fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        self.listers.classes.get(&ObjectRef::new(name))
+    }
+
+    /// Whether binding of this claim waits for a pod to be scheduled
+    /// (its class has `volumeBindingMode: WaitForFirstConsumer`). A class that
+    /// does not exist means no delay; a class without a binding mode is an
+    /// error, as upstream.
+    pub(super) fn is_delay_binding(&self, claim: &PersistentVolumeClaim) -> Result<bool> {
+        let class_name = claim_class(claim);
+        if class_name.is_empty() {
+            return Ok(false);
+        }
+        let Some(class) = self.storage_class(class_name) else {
+            return Ok(false);
+        };
+        match class.volume_binding_mode.as_deref() {
+            None => Err(Error::StorageClass(format!(
+                "VolumeBindingMode not set for StorageClass {class_name:?}"
+            ))),
+            Some(mode) => Ok(mode == "WaitForFirstConsumer"),
+        }
+    }
+
+    /// Tells the user why a delayed-binding claim is still Pending: no pod
+    /// uses it yet, or its pods are not scheduled yet.
+    pub(super) fn event_for_waiting_claim(&self, claim: &Arc<PersistentVolumeClaim>) {
+        let waiting = self.unscheduled_pods_using(claim);
+        let (reason, message) = match waiting.as_slice() {
+            [] => (
+                reasons::WAIT_FOR_FIRST_CONSUMER,
+                "waiting for first consumer to be created before binding".to_string(),
+            ),
+            [one] => (
+                reasons::WAIT_FOR_POD_SCHEDULED,
+                format!("waiting for pod {one} to be scheduled"),
+            ),
+            many => (
+                reasons::WAIT_FOR_POD_SCHEDULED,
+                format!("waiting for pods {} to be scheduled", many.join(",")),
+            ),
+        };
+        self.note(claim.as_ref(), reason, message);
+    }
+
+    /// Names of the pods that use the claim, are not finished and have no
+    /// node yet, sorted.
+    fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .active_pods_using(&ClaimKey::of(claim))
+            .into_iter()
+            .filter(|pod| {
+                pod.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .unwrap_or("")
+                    .is_empty()
+            })
+            .filter_map(|pod| pod.metadata.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The pods that mount the claim and are not finished, from the lister.
+    pub(super) fn active_pods_using(&self, key: &ClaimKey) -> Vec<Arc<Pod>> {
+        self.listers
+            .pods
+            .state()
+            .into_iter()
+            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
+            .filter(|pod| pod_uses_claim(pod, &key.name))
+            .filter(|pod| !pod_is_terminated(pod))
+            .collect()
+    }
+
+    /// Gives a claim that has no class at all the cluster's default class,
+    /// so that claims created before a default existed get provisioned.
+    /// Returns whether the claim was updated (its next sync continues).
+    pub(super) async fn assign_default_class(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<bool> {
+        if claim_has_class(claim) {
+            return Ok(false);
+        }
+        let Some(class) = default_class(&self.listers.classes.state()) else {
+            return Ok(false);
+        };
+        let class_name = class.metadata.name.clone().unwrap_or_default();
+        let result = self
+            .write_claim(claim, Part::Spec, |changed| {
+                if claim_has_class(changed) {
+                    return Edit::Unchanged;
+                }
+                changed
+                    .spec
+                    .get_or_insert_with(Default::default)
+                    .storage_class_name = Some(class_name.clone());
+                Edit::Changed
+            })
+            .await;
+        self.pv_metrics.retroactive_storage_class(result.is_err());
+        result?;
+        tracing::info!(class = %class_name, "assigned the default storage class to the claim");
+        Ok(true)
+    }
+
+    /// Hands a claim to the provisioner of its class: an in-process plugin
+    /// when the class names one, else an external provisioner (for a class
+    /// naming an in-tree plugin that migrated to CSI, the CSI driver's). Both
+    /// run as the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
+    pub(super) async fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+        if !self.settings.enable_dynamic_provisioning {
+            tracing::debug!("dynamic provisioning is disabled, claim left alone");
+            return Ok(());
+        }
+        let class_name = claim_class(claim);
+        let Some(class) = self.storage_class(class_name) else {
+            let message = format!("storageclass.storage.k8s.io {class_name:?} not found");
+            self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
+            return Ok(());
+        };
+        let migrated = csi_driver_of(&class.provisioner);
+        let plugin = match migrated {
+            Some(_) => None,
+            None => self.settings.plugins.provisioner(&class.provisioner),
+        };
+        if plugin.is_none()
+            && migrated.is_none()
+            && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX)
+        {
+            tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
+            self.warn(
+                claim.as_ref(),
+                reasons::PROVISIONING_FAILED,
+                format!(
+                    "no provisionable volume plugin matched name: {}",
+                    class.provisioner
+                ),
+            );
+            return Ok(());
+        }
+        let key = ClaimKey::of(claim);
+        let name = OperationName::provision(
+            &key.namespace,
+            &key.name,
+            claim.metadata.uid.as_deref().unwrap_or(""),
+        );
+        let this = self.clone();
+        let claim = Arc::clone(claim);
+        match plugin {
+            Some(plugin) => self.schedule(name, async move {
+                this.provision_in_tree(claim, plugin, class).await
+            }),
+            None => {
+                let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
+                let migrated = migrated.is_some();
+                self.schedule(name, async move {
+                    this.provision_external(claim, provisioner, migrated).await
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks an external provisioner for a volume through the claim's
+    /// storage-provisioner annotations (and `migrated-to` when the class's
+    /// in-tree plugin migrated to that CSI driver), and says so in an event
+    /// (every time it runs, as upstream: a claim waiting long shows it).
+    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision"))]
+    async fn provision_external(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        provisioner: String,
+        migrated: bool,
+    ) -> Result<()> {
+        let claim = match self
+            .set_claim_provisioner(&claim, &provisioner, migrated)
+            .await
+        {
+            Ok(claim) => claim,
+            Err(error) => {
+                self.warn(
+                    claim.as_ref(),
+                    reasons::PROVISIONING_FAILED,
+                    format!("Error saving claim: {error}"),
+                );
+                return Err(error);
+            }
+        };
+        let message = format!(
+            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
+        );
+        self.note(claim.as_ref(), reasons::EXTERNAL_PROVISIONING, message);
+        Ok(())
+    }
+
+    /// Writes both storage-provisioner annotations when the GA one differs,
+    /// and `migrated-to` with them for a claim handed to the CSI driver of a
+    /// migrated in-tree plugin.
+    pub(super) async fn set_claim_provisioner(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        provisioner: &str,
+        migrated: bool,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        let wanted = |claim: &PersistentVolumeClaim| {
+            annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
+                && (!migrated || annotation(&claim.metadata, ANN_MIGRATED_TO) == Some(provisioner))
+        };
+        if wanted(claim) {
+            return Ok(Arc::clone(claim));
+        }
+        let stored = self
+            .write_claim(claim, Part::Spec, |changed| {
+                if wanted(changed) {
+                    return Edit::Unchanged;
+                }
+                let annotations = changed
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default);
+                for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
+                    annotations.insert(key.to_string(), provisioner.to_string());
+                }
+                if migrated {
+                    annotations.insert(ANN_MIGRATED_TO.to_string(), provisioner.to_string());
+                }
+                Edit::Changed
+            })
+            .await?;
+        tracing::info!(provisioner, "claim handed to its provisioner");
+        Ok(stored)
+    }
+}
+
+/// The default StorageClass: among classes annotated as default, the newest
+/// by creation time, ties broken by name.
+pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>> {
+    classes
+        .iter()
+        .filter(|class| {
+            annotation(&class.metadata, ANN_IS_DEFAULT_CLASS) == Some("true")
+                || annotation(&class.metadata, ANN_BETA_IS_DEFAULT_CLASS) == Some("true")
+        })
+        .max_by(|a, b| {
+            let created = |c: &StorageClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            created(a)
+                .cmp(&created(b))
+                .then_with(|| b.metadata.name.cmp(&a.metadata.name))
+        })
+        .cloned()
+}
+
+/// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
+fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
+    let pod_name = pod.metadata.name.as_deref().unwrap_or("");
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .any(|volume| {
+            let direct = volume
+                .persistent_volume_claim
+                .as_ref()
+                .is_some_and(|c| c.claim_name == claim_name);
+            let ephemeral =
+                volume.ephemeral.is_some() && format!("{pod_name}-{}", volume.name) == claim_name;
+            direct || ephemeral
+        })
+}
+
+/// Whether a pod will not run again: Succeeded or Failed, or being deleted
+/// with no container of any kind (init, regular, ephemeral) running, as
+/// upstream's `IsPodTerminated`. A container counts as running unless its
+/// state says terminated or waiting.
+pub fn pod_is_terminated(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return true;
+    }
+    let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
+        statuses.into_iter().flatten().all(|c| {
+            c.state
+                .as_ref()
+                .is_some_and(|state| state.terminated.is_some() || state.waiting.is_some())
+        })
+    };
+    pod.metadata.deletion_timestamp.is_some()
+        && status.is_none_or(|s| {
+            not_running(s.init_container_statuses.as_ref())
+                && not_running(s.container_statuses.as_ref())
+                && not_running(s.ephemeral_container_statuses.as_ref())
+        })
+}

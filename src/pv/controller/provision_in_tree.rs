@@ -1,0 +1,289 @@
+//! Provisioning with an in-process plugin: the plugin creates storage, the
+//! controller creates the volume object for it, pre-bound to the claim.
+//!
+//! The volume is named `pvc-<claim uid>`, so a repeated run (a retry, a
+//! second sync, a restarted controller) finds the volume of the first run
+//! and stops instead of provisioning again. If the object cannot be created
+//! after the retries, the storage is deleted again so nothing leaks
+//! silently; if that fails too, an event asks for manual clean-up.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::runtime::reflector::ObjectRef;
+
+use super::Controller;
+use super::binding::set_annotation;
+use super::delete::Deletion;
+use super::writes::{Edit, Part};
+use crate::pv::constants::{
+    ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE,
+    FINALIZER_PV_CONTROLLER, reasons,
+};
+use crate::pv::error::{Error, Result, api};
+use crate::pv::keys::ClaimKey;
+use crate::pv::objects::{VolumePhase, annotation, claim_class, claim_reference};
+use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
+
+/// The name of the volume provisioned for a claim.
+pub fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
+    format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or(""))
+}
+
+impl Controller {
+    /// Provisions a volume for a claim with an in-process plugin. Runs on the
+    /// operation tracker as `provision-<ns>/<claim>[<uid>]`.
+    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision", plugin = plugin.name()))]
+    pub(super) async fn provision_in_tree(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        plugin: Arc<dyn VolumePlugin>,
+        class: Arc<StorageClass>,
+    ) -> Result<()> {
+        let class_name = class.metadata.name.clone().unwrap_or_default();
+        if claim.spec.as_ref().is_some_and(|s| s.data_source.is_some()) {
+            let message = format!(
+                "plugin {:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource",
+                plugin.name()
+            );
+            return self.provisioning_failed(&claim, message).await;
+        }
+        let claim = self
+            .set_claim_provisioner(&claim, &class.provisioner, false)
+            .await?;
+        let pv_name = provisioned_volume_name(&claim);
+        let existing = self
+            .volumes_api()
+            .get_opt(&pv_name)
+            .await
+            .map_err(api(|| format!("getting volume {pv_name:?}")))?;
+        if existing.is_some() {
+            tracing::debug!(volume = %pv_name, "volume already provisioned");
+            return Ok(());
+        }
+        let mount_options = class.mount_options.clone().unwrap_or_default();
+        if !mount_options.is_empty() && !plugin.supports_mount_options() {
+            let message = format!(
+                "Mount options are not supported by the provisioner but StorageClass {class_name:?} has mount options [{}]",
+                mount_options.join(" ")
+            );
+            return self.provisioning_failed(&claim, message).await;
+        }
+        let selected_node = match annotation(&claim.metadata, ANN_SELECTED_NODE) {
+            None => None,
+            Some(node) => match self.listers.nodes.get(&ObjectRef::new(node)) {
+                Some(node) => Some(node),
+                None => {
+                    let message = format!("Failed to get target node: node {node:?} not found");
+                    return self.provisioning_failed(&claim, message).await;
+                }
+            },
+        };
+        let request = ProvisionRequest {
+            pv_name: pv_name.clone(),
+            claim: PersistentVolumeClaim::clone(&claim),
+            reclaim_policy: class
+                .reclaim_policy
+                .clone()
+                .unwrap_or_else(|| "Delete".to_string()),
+            parameters: class.parameters.clone().unwrap_or_default(),
+            mount_options,
+            selected_node,
+        };
+        let volume = match plugin.provision(&request).await {
+            Ok(volume) => volume,
+            Err(PluginError::Setup(message)) => {
+                return self
+                    .provisioning_failed(&claim, format!("Failed to create provisioner: {message}"))
+                    .await;
+            }
+            Err(error) => {
+                self.reschedule_provisioning(&claim).await;
+                let message =
+                    format!("Failed to provision volume with StorageClass {class_name:?}: {error}");
+                return self.provisioning_failed(&claim, message).await;
+            }
+        };
+        let volume = complete_volume(volume, &claim, &pv_name, plugin.name());
+        tracing::info!(volume = %pv_name, "storage provisioned");
+        match self.create_provisioned_volume(&volume).await {
+            Ok(()) => {
+                let message = format!(
+                    "Successfully provisioned volume {pv_name} using {}",
+                    plugin.name()
+                );
+                self.note(claim.as_ref(), reasons::PROVISIONING_SUCCEEDED, message);
+                Ok(())
+            }
+            Err(error) => {
+                let message = format!(
+                    "Error creating provisioned PV object for claim {}: {error}. Deleting the volume.",
+                    ClaimKey::of(&claim)
+                );
+                tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
+                self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
+                self.clean_up_provisioned(&claim, &volume).await;
+                // As upstream: the next sync provisions again, no backoff.
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a ProvisioningFailed event and fails the operation (so it
+    /// backs off).
+    async fn provisioning_failed(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        message: String,
+    ) -> Result<()> {
+        tracing::warn!(%message, "provisioning failed");
+        self.warn(
+            claim.as_ref(),
+            reasons::PROVISIONING_FAILED,
+            message.clone(),
+        );
+        Err(Error::Plugin {
+            action: format!("provisioning a volume for claim {}", ClaimKey::of(claim)),
+            source: PluginError::Failed(message),
+        })
+    }
+
+    /// Gives a claim's node choice back to the scheduler after the plugin
+    /// failed on it, by removing `selected-node`; best effort.
+    async fn reschedule_provisioning(&self, claim: &Arc<PersistentVolumeClaim>) {
+        if annotation(&claim.metadata, ANN_SELECTED_NODE).is_none() {
+            return;
+        }
+        let removal = self
+            .write_claim(claim, Part::Spec, |changed| {
+                let removed = changed
+                    .metadata
+                    .annotations
+                    .as_mut()
+                    .and_then(|annotations| annotations.remove(ANN_SELECTED_NODE));
+                if removed.is_some() {
+                    Edit::Changed
+                } else {
+                    Edit::Unchanged
+                }
+            })
+            .await;
+        match removal {
+            Ok(_) => tracing::info!("selected node removed, the scheduler picks again"),
+            Err(error) => tracing::debug!(%error, "removing the selected node failed"),
+        }
+    }
+
+    /// Creates the volume object, trying again a few times; one that
+    /// already exists (an earlier attempt got through unanswered) counts as
+    /// created. The API server drops status on create, so Bound is written
+    /// right after, sparing the claim a round of being offered a Pending
+    /// volume.
+    async fn create_provisioned_volume(&self, volume: &PersistentVolume) -> Result<()> {
+        let retry = self.settings.provision_retry;
+        let mut attempt = 1;
+        loop {
+            match self.create_volume(volume).await {
+                Ok(created) => {
+                    tracing::info!(attempt, "provisioned volume object created");
+                    if let Err(error) = self
+                        .set_volume_phase(&created, VolumePhase::Bound, None)
+                        .await
+                    {
+                        tracing::debug!(%error, "setting the new volume Bound failed; its sync will");
+                    }
+                    return Ok(());
+                }
+                Err(Error::Api {
+                    source: kube::Error::Api(status),
+                    ..
+                }) if status.is_already_exists() => {
+                    tracing::info!(attempt, "provisioned volume object already exists");
+                    return Ok(());
+                }
+                Err(error) if attempt < retry.attempts => {
+                    tracing::debug!(attempt, %error, "creating the volume object failed, retrying");
+                    attempt += 1;
+                    tokio::time::sleep(retry.interval).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Deletes storage whose volume object could not be created, trying a
+    /// few times; reports storage left behind.
+    async fn clean_up_provisioned(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        volume: &PersistentVolume,
+    ) {
+        let retry = self.settings.provision_retry;
+        let mut attempt = 1;
+        let failure = loop {
+            match self.delete_storage(volume).await {
+                Ok(Deletion::Deleted) => {
+                    tracing::info!(attempt, "provisioned storage deleted again");
+                    return;
+                }
+                Ok(Deletion::External) => {
+                    // A plugin provisioned it, so a plugin deletes it; an
+                    // external deleter here would be a bug.
+                    tracing::error!("no in-process deleter for provisioned storage");
+                    return;
+                }
+                Err(error) if attempt < retry.attempts => {
+                    tracing::debug!(attempt, %error, "deleting provisioned storage failed, retrying");
+                    attempt += 1;
+                    tokio::time::sleep(retry.interval).await;
+                }
+                Err(error) => break error,
+            }
+        };
+        let message = format!(
+            "Error cleaning provisioned volume for claim {}: {failure}. Please delete manually.",
+            ClaimKey::of(claim)
+        );
+        tracing::error!(%message, "provisioned storage leaked");
+        self.warn(
+            claim.as_ref(),
+            reasons::PROVISIONING_CLEANUP_FAILED,
+            message,
+        );
+    }
+}
+
+/// The plugin's volume made ready to create: named, pre-bound to the claim
+/// by the controller, of the claim's class, marked with its provisioner, and
+/// protected by the deletion finalizer when its policy is Delete.
+fn complete_volume(
+    mut volume: PersistentVolume,
+    claim: &PersistentVolumeClaim,
+    pv_name: &str,
+    plugin: &str,
+) -> PersistentVolume {
+    if volume.metadata.name.as_deref().unwrap_or("").is_empty() {
+        volume.metadata.name = Some(pv_name.to_string());
+    }
+    let class = claim_class(claim);
+    let spec = volume.spec.get_or_insert_with(Default::default);
+    spec.claim_ref = Some(claim_reference(claim));
+    spec.storage_class_name = (!class.is_empty()).then(|| class.to_string());
+    let deletes = spec.persistent_volume_reclaim_policy.as_deref() == Some("Delete");
+    set_annotation(&mut volume.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+    volume
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(ANN_DYNAMICALLY_PROVISIONED.to_string(), plugin.to_string());
+    if deletes {
+        let finalizers = volume.metadata.finalizers.get_or_insert_with(Vec::new);
+        if !finalizers.iter().any(|f| f == FINALIZER_PV_CONTROLLER) {
+            finalizers.push(FINALIZER_PV_CONTROLLER.to_string());
+        }
+    }
+    volume.status.get_or_insert_with(Default::default).phase =
+        Some(VolumePhase::Bound.as_str().to_string());
+    volume
+}

@@ -1,0 +1,144 @@
+//! Reclaim of released volumes by their policy: Retain keeps them, Delete
+//! and Recycle run as operations (see [`super::delete`] and
+//! [`super::recycle`]) or are left to an external program, anything else is
+//! reported as an unknown policy.
+
+use std::sync::Arc;
+
+use crate::runtime::events::EventType;
+use k8s_openapi::api::core::v1::PersistentVolume;
+
+use super::Controller;
+use super::claim::requested_volume;
+use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::error::{Result, api};
+use crate::pv::keys::VolumeName;
+use crate::pv::migration::is_migrated;
+use crate::pv::objects::{
+    ReclaimPolicy, VolumePhase, annotation, claim_ref_key, claim_ref_uid, reclaim_policy,
+};
+use crate::runtime::operations::OperationName;
+
+/// What to do with a released volume.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReclaimAction {
+    /// Another program owns reclaim (a volume whose in-tree plugin migrated
+    /// to CSI, or one with policy Delete that an external provisioner made):
+    /// leave it Released.
+    LeaveToExternal,
+    /// Policy Retain: keep the volume and its data for an administrator.
+    Retain,
+    /// Policy Recycle: scrub the volume and make it Available again.
+    Recycle,
+    /// Policy Delete: delete the storage and the volume object.
+    Delete,
+    /// A policy the controller does not know.
+    Unknown(String),
+}
+
+/// Decides how a released volume is reclaimed.
+pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
+    if is_migrated(volume) {
+        return ReclaimAction::LeaveToExternal;
+    }
+    match reclaim_policy(volume) {
+        ReclaimPolicy::Retain => ReclaimAction::Retain,
+        ReclaimPolicy::Recycle => ReclaimAction::Recycle,
+        ReclaimPolicy::Delete if has_external_deleter(volume) => ReclaimAction::LeaveToExternal,
+        ReclaimPolicy::Delete => ReclaimAction::Delete,
+        ReclaimPolicy::Other(policy) => ReclaimAction::Unknown(policy),
+    }
+}
+
+/// Whether a program outside the controller deletes this volume: one that
+/// an external provisioner made (its `provisioned-by` names no in-tree
+/// plugin). A volume no provisioner made is deleted by the plugin of its
+/// source, or fails when there is none (a static CSI volume, for one).
+pub fn has_external_deleter(volume: &PersistentVolume) -> bool {
+    annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)
+        .is_some_and(|p| !p.is_empty() && !p.starts_with(IN_TREE_PLUGIN_PREFIX))
+}
+
+impl Controller {
+    /// Runs a released volume's reclaim policy: Recycle and Delete start
+    /// their operation (at most one per volume at a time).
+    pub(super) async fn reclaim_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+        let name = VolumeName::of(volume).0;
+        let uid = volume.metadata.uid.clone().unwrap_or_default();
+        match reclaim_action(volume) {
+            ReclaimAction::LeaveToExternal => {
+                tracing::debug!("reclaim left to an external program");
+                Ok(())
+            }
+            ReclaimAction::Retain => {
+                tracing::debug!("policy Retain, volume kept");
+                Ok(())
+            }
+            ReclaimAction::Recycle => {
+                let this = self.clone();
+                let volume = Arc::clone(volume);
+                self.schedule(OperationName::recycle(&name, &uid), async move {
+                    this.recycle_operation(volume).await
+                });
+                Ok(())
+            }
+            ReclaimAction::Delete => {
+                let this = self.clone();
+                let volume = Arc::clone(volume);
+                self.schedule(OperationName::delete(&name, &uid), async move {
+                    this.delete_operation(volume).await
+                });
+                Ok(())
+            }
+            ReclaimAction::Unknown(policy) => {
+                tracing::warn!(policy, "unknown reclaim policy");
+                self.set_volume_phase_with_event(
+                    volume,
+                    VolumePhase::Failed,
+                    EventType::Warning,
+                    reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
+                    "Volume has unrecognized PersistentVolumeReclaimPolicy".to_string(),
+                )
+                .await
+                .map(drop)
+            }
+        }
+    }
+
+    /// Whether a volume is still released, judged from the shadow cache: its
+    /// claimRef names a claim that is gone, was replaced (another UID), or is
+    /// bound to another volume. An operation checks this on the volume it
+    /// has just read, so that a volume bound again meanwhile is left alone.
+    pub(super) fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
+        let uid = claim_ref_uid(volume);
+        let Some(key) = claim_ref_key(volume).filter(|_| !uid.is_empty()) else {
+            return false;
+        };
+        let Some(claim) = self.cache.claim(&key) else {
+            return true;
+        };
+        if claim.metadata.uid.as_deref() != Some(uid) {
+            return true;
+        }
+        match requested_volume(&claim) {
+            None => false,
+            Some(name) => name != VolumeName::of(volume).0,
+        }
+    }
+
+    /// The volume as the API server has it now, stored in the shadow cache;
+    /// `None` when it is gone.
+    pub(super) async fn fresh_volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>> {
+        let fresh = self
+            .volumes_api()
+            .get_opt(name)
+            .await
+            .map_err(api(|| format!("getting volume {name:?}")))?;
+        let Some(fresh) = fresh else {
+            return Ok(None);
+        };
+        let fresh = Arc::new(fresh);
+        self.cache.offer_volume(Arc::clone(&fresh))?;
+        Ok(Some(self.cache.volume(name).unwrap_or(fresh)))
+    }
+}

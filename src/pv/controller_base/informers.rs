@@ -1,0 +1,243 @@
+//! The watchers: one per kind, each feeding its lister (a reflector store)
+//! and, for volumes and claims, the shadow cache and the work queue.
+//!
+//! A watch that fails is retried with backoff; one that keeps failing for
+//! the configured time ends its pump with an error, which stops the process
+//! (so Kubernetes restarts it) instead of leaving a healthy-looking
+//! controller that sees nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::BaseError;
+use super::waiting::FollowUp;
+use crate::pv::controller::Controller;
+use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::runtime::queue::WorkQueue;
+
+/// A watcher with the default backoff, so a broken watch is retried.
+pub(super) fn watch<K>(
+    client: &Client,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
+}
+
+/// Drives a reflected watch stream of `kind`, handing each event to
+/// `on_event`. Returns an error when the watch has failed without a single
+/// success (a complete list, or a change) for `failure_limit`, or when the
+/// stream ends. The start of a relist is no success: the watcher announces
+/// one before every attempt, failing or not.
+pub(super) async fn pump<K, S, F>(
+    kind: &'static str,
+    stream: S,
+    failure_limit: Duration,
+    mut on_event: F,
+) -> Result<(), BaseError>
+where
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+    F: FnMut(&Event<K>),
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut failing_since: Option<Instant> = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+                    failing_since = None;
+                }
+                on_event(&event);
+            }
+            Err(error) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                tracing::warn!(kind, %error, "watch failed, retrying");
+                if since.elapsed() >= failure_limit {
+                    return Err(BaseError::WatchFailing {
+                        kind,
+                        limit: failure_limit,
+                        last_error: error.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Err(BaseError::TaskEnded(format!("the {kind} watch")))
+}
+
+/// Keeps only what the controller reads from a pod (its volumes, node,
+/// phase, deletion and the state of each container of every kind, which
+/// tells whether it is terminated), so a large cluster's pods cost little
+/// memory.
+pub(super) fn keep_pod_essentials(pod: &mut Pod) {
+    pod.metadata.managed_fields = None;
+    pod.metadata.annotations = None;
+    pod.metadata.labels = None;
+    pod.metadata.owner_references = None;
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.clear();
+        spec.init_containers = None;
+        spec.ephemeral_containers = None;
+    }
+    if let Some(status) = pod.status.as_mut() {
+        status.conditions = None;
+        for statuses in [
+            &mut status.container_statuses,
+            &mut status.init_container_statuses,
+            &mut status.ephemeral_container_statuses,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for container in statuses.iter_mut() {
+                *container = ContainerStatus {
+                    name: std::mem::take(&mut container.name),
+                    state: container.state.take(),
+                    ..ContainerStatus::default()
+                };
+            }
+        }
+    }
+}
+
+/// Logs an object the shadow cache refused (an unparsable resourceVersion).
+pub(super) fn offer_logged(result: Result<bool, crate::pv::cache::CacheError>) {
+    if let Err(error) = result {
+        tracing::warn!(%error, "object not cached");
+    }
+}
+
+/// What the volume and claim event handlers act on. Keys are queued only
+/// while this replica leads: a standby keeps its cache warm (and forgets
+/// deleted objects) but collects no work, and syncs everything once it
+/// leads.
+#[derive(Clone)]
+pub(super) struct Handlers {
+    pub(super) controller: Arc<Controller>,
+    pub(super) volumes: Store<PersistentVolume>,
+    pub(super) claims: Store<PersistentVolumeClaim>,
+    pub(super) volume_queue: WorkQueue<VolumeName>,
+    pub(super) claim_queue: WorkQueue<ClaimKey>,
+    pub(super) leading: Arc<AtomicBool>,
+    pub(super) follow_up: FollowUp,
+}
+
+impl Handlers {
+    fn leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    /// A volume event: offered to the cache and queued; a deletion (seen as
+    /// such, or as a volume missing from a relist) is forgotten and its
+    /// claim queued, so the claim becomes Lost promptly.
+    pub(super) fn on_volume_event(&self, event: &Event<PersistentVolume>) {
+        let cache = self.controller.cache();
+        match event {
+            Event::Apply(volume) => {
+                let key = VolumeName::of(volume);
+                if let Some(shared) = self.volumes.get(&ObjectRef::new(&key.0)) {
+                    offer_logged(cache.offer_volume(shared));
+                }
+                if self.leading() {
+                    self.volume_queue.add(key);
+                }
+            }
+            Event::Delete(volume) => self.volume_deleted(&VolumeName::of(volume)),
+            Event::Init | Event::InitApply(_) => {}
+            Event::InitDone => {
+                for volume in self.volumes.state() {
+                    offer_logged(cache.offer_volume(volume));
+                }
+                for name in cache.volume_names() {
+                    if self.volumes.get(&ObjectRef::new(&name.0)).is_none() {
+                        self.volume_deleted(&name);
+                    } else if self.leading() {
+                        self.volume_queue.add(name);
+                    }
+                }
+            }
+        }
+    }
+
+    fn volume_deleted(&self, name: &VolumeName) {
+        let Some(last) = self.controller.cache().remove_volume(&name.0) else {
+            return;
+        };
+        tracing::info!(volume = %name, "volume deleted");
+        if let Some(claim) = claim_of_deleted_volume(&last)
+            && self.leading()
+        {
+            self.claim_queue.add(claim);
+        }
+    }
+
+    /// A claim event, handled as [`Handlers::on_volume_event`]; a deleted
+    /// claim's volume is queued, so it becomes Released promptly.
+    pub(super) fn on_claim_event(&self, event: &Event<PersistentVolumeClaim>) {
+        let cache = self.controller.cache();
+        match event {
+            Event::Apply(claim) => {
+                let key = ClaimKey::of(claim);
+                if let Some(shared) = self.claims.get(&claim_ref(&key)) {
+                    offer_logged(cache.offer_claim(shared));
+                }
+                if self.leading() {
+                    self.claim_queue.add(key);
+                }
+            }
+            Event::Delete(claim) => self.claim_deleted(&ClaimKey::of(claim)),
+            Event::Init | Event::InitApply(_) => {}
+            Event::InitDone => {
+                for claim in self.claims.state() {
+                    offer_logged(cache.offer_claim(claim));
+                }
+                for key in cache.claim_keys() {
+                    if self.claims.get(&claim_ref(&key)).is_none() {
+                        self.claim_deleted(&key);
+                    } else if self.leading() {
+                        self.claim_queue.add(key);
+                    }
+                }
+            }
+        }
+    }
+
+    fn claim_deleted(&self, key: &ClaimKey) {
+        self.follow_up.forget(key);
+        let Some(last) = self.controller.cache().remove_claim(key) else {
+            return;
+        };
+        tracing::info!(claim = %key, "claim deleted");
+        if let Some(volume) = volume_of_deleted_claim(&last)
+            && self.leading()
+        {
+            self.volume_queue.add(volume);
+        }
+    }
+}
+
+fn claim_ref(key: &ClaimKey) -> ObjectRef<PersistentVolumeClaim> {
+    ObjectRef::new(&key.name).within(&key.namespace)
+}
+
+/// The claim a deleted volume was bound to.
+fn claim_of_deleted_volume(volume: &PersistentVolume) -> Option<ClaimKey> {
+    crate::pv::objects::claim_ref_key(volume)
+}
+
+/// The volume a deleted claim was bound to.
+fn volume_of_deleted_claim(claim: &PersistentVolumeClaim) -> Option<VolumeName> {
+    let name = claim.spec.as_ref()?.volume_name.clone()?;
+    (!name.is_empty()).then_some(VolumeName(name))
+}

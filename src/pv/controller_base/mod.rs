@@ -1,0 +1,624 @@
+//! The wiring of the controller: watchers feeding listers and the shadow
+//! cache, the volume and claim queues, their workers, the periodic resync,
+//! leadership, and start-up and shutdown. Decisions live in
+//! [`crate::pv::controller`].
+//!
+//! The base supervises everything it starts. A watcher that keeps failing,
+//! a watcher or worker that ends or panics, stops the controller with an
+//! error and turns `/livez` unhealthy, so the process exits non-zero and is
+//! restarted, rather than looking healthy while doing nothing. Losing the
+//! lease cancels every sync and operation in flight at once (the write gate
+//! of [`crate::runtime::client`] has already closed by then). A shutdown signal is
+//! honoured at any point, also while the caches are still filling.
+
+mod informers;
+mod waiting;
+mod workers;
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::{Client, Resource};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::pv::cache::ShadowCache;
+use crate::pv::controller::{Controller, FollowUps, Listers, Parts, Settings};
+use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::metrics::{PvMetrics, StateCollector};
+use crate::runtime::events::{EventRecorder, RecorderError};
+use crate::runtime::leader::LeaderElector;
+use crate::runtime::metrics::{Metrics, MetricsError};
+use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
+use crate::runtime::queue::WorkQueue;
+use crate::runtime::server::{Liveness, Readiness};
+use informers::{Handlers, keep_pod_essentials, offer_logged, pump, watch};
+use waiting::FollowUp;
+
+/// How the controller is wired; the decision settings ride along.
+#[derive(Clone, Debug)]
+pub struct BaseConfig {
+    /// How often every volume and claim is synced again, whatever happened
+    /// (`--pvclaimbinder-sync-period`).
+    pub resync_period: Duration,
+    /// What the controller decides.
+    pub settings: Settings,
+    /// Name of this controller instance in events (for example the pod name).
+    pub instance: String,
+    /// How long a watch may fail without one success before the controller
+    /// gives up and stops with an error.
+    pub watch_failure_limit: Duration,
+    /// How many long operations (provision, delete, recycle) run at once.
+    pub max_concurrent_operations: usize,
+}
+
+/// Default of [`BaseConfig::watch_failure_limit`].
+pub const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
+
+impl Default for BaseConfig {
+    fn default() -> Self {
+        Self {
+            resync_period: Duration::from_secs(15),
+            settings: Settings::default(),
+            instance: crate::pv::constants::CONTROLLER_NAME.to_string(),
+            watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
+            max_concurrent_operations: DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+/// Failures of the wiring itself (not of one object's sync).
+#[derive(Debug, thiserror::Error)]
+pub enum BaseError {
+    /// A lister never got its first complete list.
+    #[error("waiting for the {0} cache to sync: {1}")]
+    CacheSync(&'static str, String),
+    /// The metrics could not be set up.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    /// The event recorder could not start (no tokio runtime).
+    #[error(transparent)]
+    Events(#[from] RecorderError),
+    /// This instance could not renew its leader lease in time; it stopped
+    /// writing and must restart to compete again (as kube-controller-manager
+    /// exits).
+    #[error("leader lease lost")]
+    LeadershipLost,
+    /// A watch failed again and again, without one success, for `limit`.
+    #[error("the {kind} watch has been failing for {limit:?}: {last_error}")]
+    WatchFailing {
+        /// The watched kind.
+        kind: &'static str,
+        /// How long it failed.
+        limit: Duration,
+        /// The last failure.
+        last_error: String,
+    },
+    /// A task that should run as long as the controller ended or panicked.
+    #[error("{0} stopped unexpectedly")]
+    TaskEnded(String),
+}
+
+/// Tells whether the controller's queues are idle; see
+/// [`ControllerBase::idle_probe`].
+#[derive(Clone)]
+pub struct IdleProbe {
+    volumes: WorkQueue<VolumeName>,
+    claims: WorkQueue<ClaimKey>,
+    operations: OperationTracker,
+    follow_up: FollowUp,
+}
+
+impl IdleProbe {
+    /// Whether nothing is queued, being processed, waiting for a retry, or
+    /// running as a long operation.
+    pub fn is_idle(&self) -> bool {
+        self.volumes.is_idle() && self.claims.is_idle() && self.operations.running_count() == 0
+    }
+
+    /// How many claims found no volume and wait for one to become Available.
+    pub fn waiting_claims(&self) -> usize {
+        self.follow_up.waiting()
+    }
+}
+
+/// The running parts of the controller, built once and then run.
+pub struct ControllerBase {
+    controller: Arc<Controller>,
+    cache: Arc<ShadowCache>,
+    volumes: Store<PersistentVolume>,
+    claims: Store<PersistentVolumeClaim>,
+    volume_queue: WorkQueue<VolumeName>,
+    claim_queue: WorkQueue<ClaimKey>,
+    config: BaseConfig,
+    client: Client,
+    /// The watchers; each runs as long as the controller.
+    watchers: JoinSet<Result<(), BaseError>>,
+    listers: Listers,
+    writers: Option<Writers>,
+    metrics: Arc<Metrics>,
+    readiness: Readiness,
+    liveness: Liveness,
+    leading: Arc<AtomicBool>,
+    follow_up: FollowUp,
+}
+
+/// The write halves of the listers, consumed when the watchers start.
+struct Writers {
+    volumes: reflector::store::Writer<PersistentVolume>,
+    claims: reflector::store::Writer<PersistentVolumeClaim>,
+    classes: reflector::store::Writer<StorageClass>,
+    pods: reflector::store::Writer<Pod>,
+    nodes: reflector::store::Writer<Node>,
+}
+
+/// The running workers and the token that stops the resync.
+struct Workers {
+    tasks: JoinSet<Result<(), BaseError>>,
+    stop: CancellationToken,
+}
+
+/// How a leading controller stopped.
+enum End {
+    Shutdown,
+    LeaseLost,
+    Failed(BaseError),
+}
+
+impl ControllerBase {
+    /// Builds the controller and its wiring; nothing runs until
+    /// [`ControllerBase::start_informers`] or [`ControllerBase::run`], except
+    /// the event recorder's sender task. Fails only when the metrics cannot
+    /// be registered or there is no tokio runtime for that task.
+    pub fn new(client: Client, config: BaseConfig) -> Result<Self, BaseError> {
+        let (volumes, volumes_writer) = reflector::store();
+        let (claims, claims_writer) = reflector::store();
+        let (classes, classes_writer) = reflector::store();
+        let (pods, pods_writer) = reflector::store();
+        let (nodes, nodes_writer) = reflector::store();
+        let cache = Arc::new(ShadowCache::default());
+        let volume_queue = WorkQueue::new();
+        let claim_queue = WorkQueue::new();
+        let listers = Listers {
+            classes,
+            pods,
+            nodes,
+        };
+        let metrics = Arc::new(Metrics::new()?);
+        let pv_metrics = PvMetrics::new(&metrics)?;
+        let recorder = EventRecorder::new(
+            client.clone(),
+            Arc::clone(&metrics),
+            config.instance.clone(),
+        )?;
+        metrics.register(Box::new(StateCollector::new(
+            Arc::clone(&cache),
+            volume_queue.clone(),
+            claim_queue.clone(),
+        )?))?;
+        let follow_up = FollowUp::new(claim_queue.clone());
+        let controller = Arc::new(Controller::new(Parts {
+            client: client.clone(),
+            cache: Arc::clone(&cache),
+            listers: listers.clone(),
+            recorder,
+            operations: operation_tracker(config.max_concurrent_operations, pv_metrics.clone()),
+            settings: config.settings.clone(),
+            metrics: Arc::clone(&metrics),
+            pv_metrics,
+            follow_ups: {
+                let follow_up = follow_up.clone();
+                FollowUps::new(move |next| follow_up.apply(next))
+            },
+        }));
+        Ok(Self {
+            controller,
+            cache,
+            volumes,
+            claims,
+            volume_queue,
+            claim_queue,
+            config,
+            client,
+            watchers: JoinSet::new(),
+            listers,
+            writers: Some(Writers {
+                volumes: volumes_writer,
+                claims: claims_writer,
+                classes: classes_writer,
+                pods: pods_writer,
+                nodes: nodes_writer,
+            }),
+            metrics,
+            readiness: Readiness::default(),
+            liveness: Liveness::default(),
+            leading: Arc::default(),
+            follow_up,
+        })
+    }
+
+    /// The controller's metrics, for the admin server.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// A handle that turns ready once every cache has synced, for `/readyz`.
+    pub fn readiness(&self) -> Readiness {
+        self.readiness.clone()
+    }
+
+    /// A handle that turns unhealthy when the controller fails, for `/livez`.
+    pub fn liveness(&self) -> Liveness {
+        self.liveness.clone()
+    }
+
+    /// The decision half, for callers that sync objects themselves.
+    pub fn controller(&self) -> &Arc<Controller> {
+        &self.controller
+    }
+
+    /// A handle that tells, while the controller runs, whether it has
+    /// nothing queued, in progress or waiting for a retry.
+    pub fn idle_probe(&self) -> IdleProbe {
+        IdleProbe {
+            volumes: self.volume_queue.clone(),
+            claims: self.claim_queue.clone(),
+            operations: self.controller.operations().clone(),
+            follow_up: self.follow_up.clone(),
+        }
+    }
+
+    /// Starts the watchers and waits until every lister holds a complete
+    /// list; then fills the shadow cache from them, so the first syncs see
+    /// every volume and claim.
+    pub async fn start_informers(&mut self) -> Result<(), BaseError> {
+        self.sync_caches(pin!(std::future::pending()))
+            .await
+            .map(drop)
+    }
+
+    /// Runs the controller until `shutdown` resolves: watchers, one worker
+    /// per queue (a sync is not reentrant for one object, and one worker per
+    /// kind keeps two claims from racing for one volume), and the resync.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), BaseError> {
+        let mut shutdown = pin!(shutdown);
+        let result = self.run_unelected(shutdown.as_mut()).await;
+        self.fail_on(result)
+    }
+
+    async fn run_unelected(
+        &mut self,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<(), BaseError> {
+        if !self.sync_caches(shutdown.as_mut()).await? {
+            return Ok(());
+        }
+        self.metrics.set_leader(true);
+        let mut workers = self.start_workers();
+        let end = tokio::select! {
+            () = &mut shutdown => End::Shutdown,
+            failure = next_failure(&mut self.watchers) => End::Failed(failure),
+            failure = next_failure(&mut workers.tasks) => End::Failed(failure),
+        };
+        self.metrics.set_leader(false);
+        match end {
+            End::Shutdown => {
+                self.stop(workers).await;
+                flush_events(self.controller.recorder()).await;
+                Ok(())
+            }
+            End::LeaseLost => Err(BaseError::LeadershipLost),
+            End::Failed(failure) => {
+                self.abort(workers).await;
+                Err(failure)
+            }
+        }
+    }
+
+    /// Runs the controller with leader election: the caches are filled and
+    /// kept warm at once, but the workers (every write) run only while
+    /// `elector` holds the lease. On `shutdown` the lease is released, so a
+    /// follower takes over at once; if the lease cannot be renewed, every
+    /// sync and operation in flight is cancelled and
+    /// [`BaseError::LeadershipLost`] is returned.
+    pub async fn run_elected(
+        mut self,
+        mut elector: LeaderElector,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), BaseError> {
+        let mut shutdown = pin!(shutdown);
+        let result = self.lead(&mut elector, shutdown.as_mut()).await;
+        self.fail_on(result)
+    }
+
+    async fn lead(
+        &mut self,
+        elector: &mut LeaderElector,
+        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<(), BaseError> {
+        if !self.sync_caches(shutdown.as_mut()).await? {
+            return Ok(());
+        }
+        self.metrics.set_leader(false);
+        tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
+        tokio::select! {
+            () = elector.acquire() => {}
+            () = &mut shutdown => {
+                self.watchers.shutdown().await;
+                tracing::info!("stopped before becoming leader");
+                return Ok(());
+            }
+            failure = next_failure(&mut self.watchers) => return Err(failure),
+        }
+        self.metrics.set_leader(true);
+        tracing::info!(identity = %elector.identity(), "leading");
+        let mut workers = self.start_workers();
+        let end = tokio::select! {
+            () = elector.hold() => End::LeaseLost,
+            () = &mut shutdown => End::Shutdown,
+            failure = next_failure(&mut self.watchers) => End::Failed(failure),
+            failure = next_failure(&mut workers.tasks) => End::Failed(failure),
+        };
+        self.metrics.set_leader(false);
+        match end {
+            End::LeaseLost => {
+                self.abort(workers).await;
+                Err(BaseError::LeadershipLost)
+            }
+            End::Shutdown => {
+                self.stop(workers).await;
+                // Still the leader until the lease is released: write what
+                // the workers recorded.
+                flush_events(self.controller.recorder()).await;
+                release(elector).await;
+                Ok(())
+            }
+            End::Failed(failure) => {
+                self.abort(workers).await;
+                release(elector).await;
+                Err(failure)
+            }
+        }
+    }
+
+    /// Marks the process unhealthy when `result` is an error.
+    fn fail_on(&self, result: Result<(), BaseError>) -> Result<(), BaseError> {
+        if let Err(error) = &result {
+            tracing::error!(%error, "controller stopped with an error");
+            self.liveness.fail(error.to_string());
+        }
+        result
+    }
+
+    /// Starts the watchers (once) and waits until every lister holds a
+    /// complete list, then fills the shadow cache from them. Returns `false`
+    /// when `shutdown` came first; fails when a watcher gives up first.
+    async fn sync_caches(
+        &mut self,
+        shutdown: Pin<&mut impl Future<Output = ()>>,
+    ) -> Result<bool, BaseError> {
+        self.spawn_watchers();
+        let (volumes, claims) = (self.volumes.clone(), self.claims.clone());
+        let listers = self.listers.clone();
+        let ready = async move {
+            wait_ready("persistentvolume", &volumes).await?;
+            wait_ready("persistentvolumeclaim", &claims).await?;
+            wait_ready("storageclass", &listers.classes).await?;
+            wait_ready("pod", &listers.pods).await?;
+            wait_ready("node", &listers.nodes).await
+        };
+        tokio::select! {
+            // A watcher that gave up also drops its store's writer, which
+            // fails the wait for that store: report the watcher's reason.
+            biased;
+            failure = next_failure(&mut self.watchers) => return Err(failure),
+            () = shutdown => {
+                tracing::info!("stopped while the caches were filling");
+                self.watchers.shutdown().await;
+                return Ok(false);
+            }
+            result = ready => {
+                if let Err(error) = result {
+                    return Err(match self.watchers.try_join_next() {
+                        Some(Ok(Err(failure))) => failure,
+                        _ => error,
+                    });
+                }
+            }
+        }
+        for volume in self.volumes.state() {
+            offer_logged(self.cache.offer_volume(volume));
+        }
+        for claim in self.claims.state() {
+            offer_logged(self.cache.offer_claim(claim));
+        }
+        tracing::info!(
+            volumes = self.cache.volumes_len(),
+            claims = self.cache.claims_len(),
+            "caches synced"
+        );
+        self.readiness.set_ready();
+        Ok(true)
+    }
+
+    /// Starts one watcher per kind, unless they run already.
+    fn spawn_watchers(&mut self) {
+        let Some(writers) = self.writers.take() else {
+            return;
+        };
+        let client = self.client.clone();
+        let limit = self.config.watch_failure_limit;
+        let handlers = Handlers {
+            controller: Arc::clone(&self.controller),
+            volumes: self.volumes.clone(),
+            claims: self.claims.clone(),
+            volume_queue: self.volume_queue.clone(),
+            claim_queue: self.claim_queue.clone(),
+            leading: Arc::clone(&self.leading),
+            follow_up: self.follow_up.clone(),
+        };
+        let on_volumes = handlers.clone();
+        self.watchers.spawn(pump(
+            "persistentvolume",
+            reflector::reflector(writers.volumes, watch::<PersistentVolume>(&client)),
+            limit,
+            move |event| on_volumes.on_volume_event(event),
+        ));
+        self.watchers.spawn(pump(
+            "persistentvolumeclaim",
+            reflector::reflector(writers.claims, watch::<PersistentVolumeClaim>(&client)),
+            limit,
+            move |event| handlers.on_claim_event(event),
+        ));
+        self.watchers.spawn(pump(
+            "storageclass",
+            reflector::reflector(writers.classes, watch::<StorageClass>(&client)),
+            limit,
+            |_| {},
+        ));
+        self.watchers.spawn(pump(
+            "pod",
+            reflector::reflector(
+                writers.pods,
+                watch::<Pod>(&client).modify(keep_pod_essentials),
+            ),
+            limit,
+            |_| {},
+        ));
+        self.watchers.spawn(pump(
+            "node",
+            reflector::reflector(
+                writers.nodes,
+                watch::<Node>(&client).modify(|node| node.status = None),
+            ),
+            limit,
+            |_| {},
+        ));
+    }
+
+    /// Starts one worker per queue and the resync; from now on the event
+    /// handlers queue work.
+    fn start_workers(&self) -> Workers {
+        self.leading.store(true, Ordering::Release);
+        let stop = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        tasks.spawn(workers::volume_worker(
+            Arc::clone(&self.controller),
+            self.volumes.clone(),
+            self.volume_queue.clone(),
+            self.follow_up.clone(),
+        ));
+        tasks.spawn(workers::claim_worker(
+            Arc::clone(&self.controller),
+            self.claims.clone(),
+            self.claim_queue.clone(),
+            self.follow_up.clone(),
+        ));
+        tasks.spawn(workers::resync(
+            Arc::clone(&self.cache),
+            self.volume_queue.clone(),
+            self.claim_queue.clone(),
+            self.config.resync_period,
+            stop.clone(),
+        ));
+        tracing::info!("controller started");
+        Workers { tasks, stop }
+    }
+
+    /// Stops gracefully: each worker finishes the key it holds; operations
+    /// are cancelled, as the next leader runs them again.
+    async fn stop(&mut self, mut workers: Workers) {
+        tracing::info!("shutting down");
+        self.leading.store(false, Ordering::Release);
+        workers.stop.cancel();
+        self.controller.operations().abort_all();
+        self.volume_queue.shut_down();
+        self.claim_queue.shut_down();
+        while workers.tasks.join_next().await.is_some() {}
+        self.watchers.shutdown().await;
+        tracing::info!("controller stopped");
+    }
+
+    /// Stops at once: every sync and operation in flight is cancelled where
+    /// it stands (its next write is never sent).
+    async fn abort(&mut self, mut workers: Workers) {
+        tracing::warn!("stopping every sync and operation in flight");
+        self.leading.store(false, Ordering::Release);
+        workers.stop.cancel();
+        workers.tasks.abort_all();
+        self.controller.operations().abort_all();
+        self.volume_queue.shut_down();
+        self.claim_queue.shut_down();
+        while workers.tasks.join_next().await.is_some() {}
+        self.watchers.shutdown().await;
+    }
+}
+
+/// The tracker of long operations, at most `concurrency` at once, counting
+/// each finished one in the controller's operation series.
+fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker {
+    OperationTracker::with_completion_hook(concurrency, move |report| {
+        let operation = report.name.kind().as_str();
+        if report.outcome.is_success() {
+            metrics.volume_operation_completed("", operation, report.elapsed);
+        } else {
+            metrics.volume_operation_failed("", operation);
+        }
+    })
+}
+
+/// Gives the lease up so a follower takes over at once.
+async fn release(elector: &mut LeaderElector) {
+    if let Err(error) = elector.release().await {
+        tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
+    }
+}
+
+/// The first of `tasks` to end: each should run as long as the controller,
+/// so its end (an error, a return, a panic) is a failure. Never resolves
+/// while all of them run, or when there are none.
+async fn next_failure(tasks: &mut JoinSet<Result<(), BaseError>>) -> BaseError {
+    match tasks.join_next().await {
+        None => std::future::pending().await,
+        Some(Ok(Err(failure))) => failure,
+        Some(Ok(Ok(()))) => BaseError::TaskEnded("a controller task".to_string()),
+        Some(Err(join_error)) if join_error.is_panic() => {
+            BaseError::TaskEnded(format!("a controller task (it panicked: {join_error})"))
+        }
+        Some(Err(join_error)) => BaseError::TaskEnded(format!("a controller task ({join_error})")),
+    }
+}
+
+/// How long a graceful shutdown waits for queued events to be written.
+const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Waits, at most [`EVENT_FLUSH_TIMEOUT`], for the events recorded so far to
+/// be written, so a clean stop does not lose the last syncs' events.
+async fn flush_events(recorder: &EventRecorder) {
+    if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, recorder.flush())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            timeout = ?EVENT_FLUSH_TIMEOUT,
+            "events still queued at shutdown were not written"
+        );
+    }
+}
+
+async fn wait_ready<K>(kind: &'static str, store: &Store<K>) -> Result<(), BaseError>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .wait_until_ready()
+        .await
+        .map_err(|error| BaseError::CacheSync(kind, error.to_string()))
+}

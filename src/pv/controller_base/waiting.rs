@@ -1,0 +1,182 @@
+//! The claims that found no volume and wait for one to become Available,
+//! and what the wiring does with a decision's [`Next`].
+//!
+//! A claim that finds no match is remembered, and synced again as soon as a
+//! volume becomes Available, instead of at the next resync. Each time a
+//! volume becomes Available the waiting set is emptied into the claim queue
+//! and an epoch advances; a claim whose sync began before that and ends
+//! waiting is queued again at once, so a volume that turns Available while
+//! the claim's search runs is never missed.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::pv::controller::Next;
+use crate::pv::keys::ClaimKey;
+use crate::runtime::queue::WorkQueue;
+
+/// The waiting claims and the epoch of volumes becoming Available.
+#[derive(Debug, Default)]
+struct State {
+    claims: HashSet<ClaimKey>,
+    epoch: u64,
+}
+
+/// Acts on what the decisions say should follow. Cheap to clone.
+#[derive(Clone)]
+pub(super) struct FollowUp {
+    state: Arc<Mutex<State>>,
+    claim_queue: WorkQueue<ClaimKey>,
+}
+
+impl FollowUp {
+    pub(super) fn new(claim_queue: WorkQueue<ClaimKey>) -> Self {
+        Self {
+            state: Arc::default(),
+            claim_queue,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The epoch to note when a claim's sync begins.
+    pub(super) fn epoch(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// Queues the claims `next` names, and every waiting claim when a volume
+    /// became Available.
+    pub(super) fn apply(&self, next: Next) {
+        for key in next.sync_claims {
+            self.claim_queue.add(key);
+        }
+        if next.volume_available {
+            let waiting = {
+                let mut state = self.lock();
+                state.epoch += 1;
+                std::mem::take(&mut state.claims)
+            };
+            if !waiting.is_empty() {
+                tracing::debug!(
+                    claims = waiting.len(),
+                    "a volume became available, retrying the claims that wait for one"
+                );
+            }
+            for key in waiting {
+                self.claim_queue.add(key);
+            }
+        }
+    }
+
+    /// After the sync of `key` that began at `began`: a claim that waits
+    /// joins the waiting set, or is queued again at once when a volume
+    /// became Available meanwhile; a claim that does not wait leaves it.
+    pub(super) fn claim_synced(&self, key: &ClaimKey, waits: bool, began: u64) {
+        let requeue = {
+            let mut state = self.lock();
+            if !waits {
+                state.claims.remove(key);
+                false
+            } else if state.epoch != began {
+                true
+            } else {
+                state.claims.insert(key.clone());
+                false
+            }
+        };
+        if requeue {
+            self.claim_queue.add(key.clone());
+        }
+    }
+
+    /// A claim was deleted: it waits no more.
+    pub(super) fn forget(&self, key: &ClaimKey) {
+        self.lock().claims.remove(key);
+    }
+
+    /// How many claims wait for a volume.
+    pub(super) fn waiting(&self) -> usize {
+        self.lock().claims.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ClaimKey {
+        ClaimKey::new("ns", name)
+    }
+
+    async fn drain(queue: &WorkQueue<ClaimKey>) -> Vec<ClaimKey> {
+        let mut keys = vec![];
+        while !queue.is_empty() {
+            if let Some(key) = queue.get().await {
+                queue.done(&key);
+                keys.push(key);
+            }
+        }
+        keys.sort();
+        keys
+    }
+
+    #[tokio::test]
+    async fn a_volume_becoming_available_wakes_every_waiting_claim_once() {
+        let queue = WorkQueue::new();
+        let follow = FollowUp::new(queue.clone());
+        for name in ["a", "b"] {
+            let began = follow.epoch();
+            follow.claim_synced(&key(name), true, began);
+        }
+        assert_eq!(follow.waiting(), 2);
+        assert!(drain(&queue).await.is_empty());
+        follow.apply(Next {
+            volume_available: true,
+            ..Next::default()
+        });
+        assert_eq!(drain(&queue).await, vec![key("a"), key("b")]);
+        assert_eq!(follow.waiting(), 0);
+        follow.apply(Next {
+            volume_available: true,
+            ..Next::default()
+        });
+        assert!(drain(&queue).await.is_empty(), "no one waits any more");
+    }
+
+    #[tokio::test]
+    async fn a_volume_available_during_the_search_is_not_missed() {
+        let queue = WorkQueue::new();
+        let follow = FollowUp::new(queue.clone());
+        let began = follow.epoch();
+        follow.apply(Next {
+            volume_available: true,
+            ..Next::default()
+        });
+        follow.claim_synced(&key("a"), true, began);
+        assert_eq!(drain(&queue).await, vec![key("a")], "queued again at once");
+        assert_eq!(follow.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn bound_and_deleted_claims_wait_no_more() {
+        let follow = FollowUp::new(WorkQueue::new());
+        follow.claim_synced(&key("a"), true, 0);
+        follow.claim_synced(&key("b"), true, 0);
+        follow.claim_synced(&key("a"), false, 0);
+        follow.forget(&key("b"));
+        assert_eq!(follow.waiting(), 0);
+    }
+
+    #[tokio::test]
+    async fn claims_named_by_a_decision_are_queued() {
+        let queue = WorkQueue::new();
+        let follow = FollowUp::new(queue.clone());
+        follow.apply(Next {
+            sync_claims: vec![key("c")],
+            ..Next::default()
+        });
+        assert_eq!(drain(&queue).await, vec![key("c")]);
+    }
+}

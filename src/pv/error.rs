@@ -1,0 +1,91 @@
+//! The controller's error type: what went wrong while syncing one object,
+//! with enough context (object, operation) to act on a log line.
+
+use crate::pv::cache::CacheError;
+use crate::pv::index::MatchError;
+
+/// Why a sync of a volume or claim did not finish. A failed sync is retried
+/// with per-key backoff; none of these stops the controller.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API request failed; `action` says which write or read it was.
+    #[error("{action}: {source}")]
+    Api {
+        /// What the controller was doing, e.g. `updating status of volume "pv1"`.
+        action: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The shadow cache refused an object (unparsable resourceVersion).
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A claim could not be matched against volumes (invalid request).
+    #[error(transparent)]
+    Match(#[from] MatchError),
+    /// A StorageClass is unusable as it stands.
+    #[error("{0}")]
+    StorageClass(String),
+    /// Two objects disagree in a way the controller must not paper over.
+    #[error("{0}")]
+    Inconsistent(String),
+    /// The object changed since the sync decided what to write (another
+    /// task of this process wrote it first); the write was not sent and the
+    /// sync is retried from the newer copy.
+    #[error("{object} changed since the decision: {reason}")]
+    Stale {
+        /// The object, e.g. `volume "pv1"`.
+        object: String,
+        /// What changed.
+        reason: String,
+    },
+    /// A volume plugin failed to provision, delete or recycle storage;
+    /// `action` says which, for which object.
+    #[error("{action}: {source}")]
+    Plugin {
+        /// What the controller asked of the plugin, e.g. `deleting volume "pv1"`.
+        action: String,
+        /// The plugin's error.
+        #[source]
+        source: crate::pv::plugins::PluginError,
+    },
+}
+
+impl Error {
+    /// A short, stable label for metrics, one per kind of failure.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Api { source, .. } => match source {
+                kube::Error::Api(status) if status.is_conflict() => "conflict",
+                kube::Error::Api(status) if status.is_not_found() => "not_found",
+                kube::Error::Api(_) => "api",
+                _ => "transport",
+            },
+            Error::Cache(_) => "cache",
+            Error::Match(_) => "match",
+            Error::StorageClass(_) => "storage_class",
+            Error::Inconsistent(_) => "inconsistent",
+            Error::Stale { .. } => "stale",
+            Error::Plugin { .. } => "plugin",
+        }
+    }
+
+    /// Whether the error is an optimistic-concurrency conflict or a write
+    /// refused because the object moved on: both are expected now and then,
+    /// are retried at once from fresh data, and are logged more quietly.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.is_conflict())
+            || matches!(self, Error::Stale { .. })
+    }
+}
+
+/// Wraps a client error with what the controller was doing.
+pub(crate) fn api(action: impl FnOnce() -> String) -> impl FnOnce(kube::Error) -> Error {
+    move |source| Error::Api {
+        action: action(),
+        source,
+    }
+}
+
+/// The controller's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

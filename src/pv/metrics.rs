@@ -1,0 +1,410 @@
+//! The PersistentVolume controller's own series, under upstream's names
+//! and labels (`pv_collector_*`, `volume_operation_total_*`,
+//! `retroactive_storageclass_*`), registered into the process's registry.
+//! The `pv_collector_*` gauges and the queue and cache sizes are not
+//! updated as things happen: a [`StateCollector`] computes them from the
+//! shadow cache and the queues when Prometheus scrapes, as upstream's
+//! collector does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts};
+
+use crate::pv::cache::ShadowCache;
+use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::objects::{VolumeMode, claim_vac, volume_mode};
+use crate::runtime::metrics::{Metrics, MetricsError};
+use crate::runtime::queue::WorkQueue;
+
+/// Buckets of upstream's `volume_operation_total_seconds` (seconds).
+pub const OPERATION_BUCKETS: [f64; 13] = [
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0, 50.0, 120.0, 300.0, 600.0,
+];
+
+/// Label value upstream uses when a volume has no known plugin.
+pub const NO_PLUGIN: &str = "N/A";
+
+/// The PersistentVolume controller's event-driven series. Cheap to clone:
+/// clones count into the same series.
+#[derive(Clone)]
+pub struct PvMetrics {
+    retroactive_total: IntCounter,
+    retroactive_errors: IntCounter,
+    operation_seconds: HistogramVec,
+    operation_errors: IntCounterVec,
+}
+
+impl std::fmt::Debug for PvMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PvMetrics").finish_non_exhaustive()
+    }
+}
+
+impl PvMetrics {
+    /// Creates the series and registers them into `metrics`' registry.
+    pub fn new(metrics: &Metrics) -> Result<Self, MetricsError> {
+        let retroactive_total = IntCounter::new(
+            "retroactive_storageclass_total",
+            "Total number of retroactive StorageClass assignments to persistent volume claims",
+        )?;
+        let retroactive_errors = IntCounter::new(
+            "retroactive_storageclass_errors_total",
+            "Total number of failed retroactive StorageClass assignments to persistent volume claims",
+        )?;
+        let operation_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "volume_operation_total_seconds",
+                "Storage operation end to end duration in seconds",
+            )
+            .buckets(OPERATION_BUCKETS.to_vec()),
+            &["plugin_name", "operation_name"],
+        )?;
+        let operation_errors = IntCounterVec::new(
+            Opts::new(
+                "volume_operation_total_errors",
+                "Total volume operation errors",
+            ),
+            &["plugin_name", "operation_name"],
+        )?;
+        metrics.register(Box::new(retroactive_total.clone()))?;
+        metrics.register(Box::new(retroactive_errors.clone()))?;
+        metrics.register(Box::new(operation_seconds.clone()))?;
+        metrics.register(Box::new(operation_errors.clone()))?;
+        Ok(Self {
+            retroactive_total,
+            retroactive_errors,
+            operation_seconds,
+            operation_errors,
+        })
+    }
+
+    /// Counts one retroactive default-StorageClass assignment attempt
+    /// (`retroactive_storageclass_total`), and its failure if it failed.
+    pub fn retroactive_storage_class(&self, failed: bool) {
+        self.retroactive_total.inc();
+        if failed {
+            self.retroactive_errors.inc();
+        }
+    }
+
+    /// Records a finished volume operation (`provision`, `delete`, ...) and
+    /// how long it took end to end (`volume_operation_total_seconds`). An
+    /// empty plugin name is reported as `N/A`, as upstream.
+    pub fn volume_operation_completed(&self, plugin_name: &str, operation: &str, took: Duration) {
+        self.operation_seconds
+            .with_label_values(&[plugin_label(plugin_name), operation])
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts a failed volume operation (`volume_operation_total_errors`).
+    pub fn volume_operation_failed(&self, plugin_name: &str, operation: &str) {
+        self.operation_errors
+            .with_label_values(&[plugin_label(plugin_name), operation])
+            .inc();
+    }
+}
+
+fn plugin_label(plugin_name: &str) -> &str {
+    if plugin_name.is_empty() {
+        NO_PLUGIN
+    } else {
+        plugin_name
+    }
+}
+
+/// The volume plugin upstream would find for a volume's source
+/// (`FindPluginBySpec`): CSI volumes as `kubernetes.io/csi:<driver>`, the
+/// in-tree plugins the controller still knows by their plugin names, and
+/// `N/A` for anything else.
+pub fn plugin_name(volume: &PersistentVolume) -> String {
+    let Some(spec) = volume.spec.as_ref() else {
+        return NO_PLUGIN.to_string();
+    };
+    if let Some(csi) = spec.csi.as_ref() {
+        return format!("kubernetes.io/csi:{}", csi.driver);
+    }
+    let name = if spec.nfs.is_some() {
+        "kubernetes.io/nfs"
+    } else if spec.host_path.is_some() {
+        "kubernetes.io/host-path"
+    } else if spec.local.is_some() {
+        "kubernetes.io/local-volume"
+    } else {
+        NO_PLUGIN
+    };
+    name.to_string()
+}
+
+/// Computes the state gauges at scrape time: upstream's `pv_collector_*`
+/// from the shadow cache, and the queue depths and cache sizes.
+pub struct StateCollector {
+    cache: Arc<ShadowCache>,
+    volume_queue: WorkQueue<VolumeName>,
+    claim_queue: WorkQueue<ClaimKey>,
+    descs: Vec<Desc>,
+}
+
+/// The gauge families the collector fills at each scrape.
+struct StateGauges {
+    bound_pv: GaugeVec,
+    unbound_pv: GaugeVec,
+    bound_pvc: GaugeVec,
+    unbound_pvc: GaugeVec,
+    total_pv: GaugeVec,
+    queue_depth: GaugeVec,
+    cache_objects: GaugeVec,
+}
+
+impl StateGauges {
+    fn new() -> Result<Self, prometheus::Error> {
+        let claim_labels = ["namespace", "storage_class", "volume_attributes_class"];
+        Ok(Self {
+            bound_pv: GaugeVec::new(
+                Opts::new(
+                    "pv_collector_bound_pv_count",
+                    "Gauge measuring number of persistent volume currently bound",
+                ),
+                &["storage_class"],
+            )?,
+            unbound_pv: GaugeVec::new(
+                Opts::new(
+                    "pv_collector_unbound_pv_count",
+                    "Gauge measuring number of persistent volume currently unbound",
+                ),
+                &["storage_class"],
+            )?,
+            bound_pvc: GaugeVec::new(
+                Opts::new(
+                    "pv_collector_bound_pvc_count",
+                    "Gauge measuring number of persistent volume claim currently bound",
+                ),
+                &claim_labels,
+            )?,
+            unbound_pvc: GaugeVec::new(
+                Opts::new(
+                    "pv_collector_unbound_pvc_count",
+                    "Gauge measuring number of persistent volume claim currently unbound",
+                ),
+                &claim_labels,
+            )?,
+            total_pv: GaugeVec::new(
+                Opts::new(
+                    "pv_collector_total_pv_count",
+                    "Gauge measuring total number of persistent volumes",
+                ),
+                &["plugin_name", "volume_mode"],
+            )?,
+            queue_depth: GaugeVec::new(
+                Opts::new(
+                    "pv_controller_queue_depth",
+                    "Keys waiting in a work queue (not counting those being processed or backing off)",
+                ),
+                &["queue"],
+            )?,
+            cache_objects: GaugeVec::new(
+                Opts::new(
+                    "pv_controller_shadow_cache_objects",
+                    "Objects held in the shadow cache, by kind",
+                ),
+                &["kind"],
+            )?,
+        })
+    }
+
+    fn all(&self) -> [&GaugeVec; 7] {
+        [
+            &self.bound_pv,
+            &self.unbound_pv,
+            &self.bound_pvc,
+            &self.unbound_pvc,
+            &self.total_pv,
+            &self.queue_depth,
+            &self.cache_objects,
+        ]
+    }
+}
+
+impl StateCollector {
+    /// A collector over the controller's shadow cache and queues.
+    pub fn new(
+        cache: Arc<ShadowCache>,
+        volume_queue: WorkQueue<VolumeName>,
+        claim_queue: WorkQueue<ClaimKey>,
+    ) -> Result<Self, MetricsError> {
+        let descs = StateGauges::new()?
+            .all()
+            .iter()
+            .flat_map(|gauge| gauge.desc().into_iter().cloned())
+            .collect();
+        Ok(Self {
+            cache,
+            volume_queue,
+            claim_queue,
+            descs,
+        })
+    }
+
+    fn fill(&self, gauges: &StateGauges) {
+        let volumes = self.cache.volumes();
+        let claims = self.cache.claims();
+        for (labels, count) in count_by(volumes.iter().filter(|v| is_bound_volume(v)), |v| {
+            vec![volume_class_field(v)]
+        }) {
+            gauges.bound_pv.with_label_values(&labels).set(count);
+        }
+        for (labels, count) in count_by(volumes.iter().filter(|v| !is_bound_volume(v)), |v| {
+            vec![volume_class_field(v)]
+        }) {
+            gauges.unbound_pv.with_label_values(&labels).set(count);
+        }
+        for (labels, count) in count_by(volumes.iter(), |v| {
+            vec![plugin_name(v), volume_mode_label(v)]
+        }) {
+            gauges.total_pv.with_label_values(&labels).set(count);
+        }
+        for (labels, count) in count_by(claims.iter().filter(|c| is_bound_claim(c)), claim_labels) {
+            gauges.bound_pvc.with_label_values(&labels).set(count);
+        }
+        for (labels, count) in count_by(claims.iter().filter(|c| !is_bound_claim(c)), claim_labels)
+        {
+            gauges.unbound_pvc.with_label_values(&labels).set(count);
+        }
+        gauges
+            .queue_depth
+            .with_label_values(&["volume"])
+            .set(self.volume_queue.len() as f64);
+        gauges
+            .queue_depth
+            .with_label_values(&["claim"])
+            .set(self.claim_queue.len() as f64);
+        gauges
+            .cache_objects
+            .with_label_values(&["persistentvolume"])
+            .set(self.cache.volumes_len() as f64);
+        gauges
+            .cache_objects
+            .with_label_values(&["persistentvolumeclaim"])
+            .set(self.cache.claims_len() as f64);
+    }
+}
+
+impl Collector for StateCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        match StateGauges::new() {
+            Ok(gauges) => {
+                self.fill(&gauges);
+                gauges.all().iter().flat_map(|g| g.collect()).collect()
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot build the state gauges");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Counts items by the label values `labels` gives them.
+fn count_by<'a, T: 'a>(
+    items: impl Iterator<Item = &'a Arc<T>>,
+    labels: impl Fn(&T) -> Vec<String>,
+) -> BTreeMap<Vec<String>, f64> {
+    let mut counts = BTreeMap::new();
+    for item in items {
+        *counts.entry(labels(item)).or_insert(0.0) += 1.0;
+    }
+    counts
+}
+
+fn is_bound_volume(volume: &PersistentVolume) -> bool {
+    volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+}
+
+fn is_bound_claim(claim: &PersistentVolumeClaim) -> bool {
+    claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+}
+
+/// `spec.storageClassName` only (not the beta annotation), as upstream's
+/// collector reads it.
+fn volume_class_field(volume: &PersistentVolume) -> String {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.storage_class_name.clone())
+        .unwrap_or_default()
+}
+
+fn volume_mode_label(volume: &PersistentVolume) -> String {
+    match volume_mode(volume) {
+        VolumeMode::Filesystem => "Filesystem".to_string(),
+        VolumeMode::Block => "Block".to_string(),
+        VolumeMode::Other(mode) => mode,
+    }
+}
+
+fn claim_labels(claim: &PersistentVolumeClaim) -> Vec<String> {
+    vec![
+        claim.metadata.namespace.clone().unwrap_or_default(),
+        claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.storage_class_name.clone())
+            .unwrap_or_default(),
+        claim_vac(claim).unwrap_or("").to_string(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pv::objects::testing::volume;
+
+    #[test]
+    fn every_metric_registers_and_renders() {
+        let metrics = Metrics::new().unwrap();
+        let pv = PvMetrics::new(&metrics).unwrap();
+        let collector = StateCollector::new(
+            Arc::new(ShadowCache::default()),
+            WorkQueue::new(),
+            WorkQueue::new(),
+        )
+        .unwrap();
+        metrics.register(Box::new(collector)).unwrap();
+        pv.retroactive_storage_class(true);
+        pv.volume_operation_completed("", "delete", Duration::from_millis(300));
+        pv.volume_operation_failed("kubernetes.io/nfs", "delete");
+        let text = metrics.render().unwrap();
+        assert!(text.contains("retroactive_storageclass_total 1"), "{text}");
+        assert!(text.contains("retroactive_storageclass_errors_total 1"));
+        assert!(text.contains(
+            "volume_operation_total_seconds_bucket{operation_name=\"delete\",plugin_name=\"N/A\",le=\"0.5\"} 1"
+        ));
+        assert!(text.contains(
+            "volume_operation_total_errors{operation_name=\"delete\",plugin_name=\"kubernetes.io/nfs\"} 1"
+        ));
+        assert!(text.contains("pv_controller_queue_depth{queue=\"volume\"} 0"));
+    }
+
+    #[test]
+    fn plugin_names_follow_upstream() {
+        assert_eq!(plugin_name(&volume("v", "1Gi").build()), "N/A");
+        let mut nfs = volume("v", "1Gi").build();
+        nfs.spec.as_mut().unwrap().nfs = Some(Default::default());
+        assert_eq!(plugin_name(&nfs), "kubernetes.io/nfs");
+        let mut csi = volume("v", "1Gi").build();
+        csi.spec.as_mut().unwrap().csi =
+            Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+                driver: "ebs.csi.aws.com".into(),
+                ..Default::default()
+            });
+        assert_eq!(plugin_name(&csi), "kubernetes.io/csi:ebs.csi.aws.com");
+    }
+}

@@ -1,0 +1,237 @@
+//! Volume plugins: the code that touches storage itself, as opposed to the
+//! controller, which only decides when. A plugin may provision storage for a
+//! claim, delete a released volume's storage, or recycle (scrub) it.
+//!
+//! The controller holds a [`VolumePlugins`] registry and asks it, by plugin
+//! name (a StorageClass's provisioner, a volume's `provisioned-by`) or by
+//! volume source (a hostPath or NFS volume), for the plugin to use. Two real
+//! plugins exist, [`host_path::HostPathPlugin`] and [`nfs::NfsPlugin`]; tests
+//! add a mock, which is why the plugin interface is a trait.
+
+pub mod host_path;
+pub mod nfs;
+pub mod recycler;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use kube::Client;
+
+use crate::pv::constants::reasons;
+use crate::runtime::events::{EventRecorder, EventType};
+use recycler::RecyclerPodConfig;
+
+/// Why a plugin could not do what it was asked. The controller words its
+/// events after the kind: upstream distinguishes a plugin that cannot even
+/// be set up for a volume from one that tried and failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    /// The plugin cannot serve this request at all (upstream's
+    /// `NewProvisioner` / `NewDeleter` / `NewRecycler` failing).
+    #[error("{0}")]
+    Setup(String),
+    /// The plugin tried and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The storage is still in use; deleting it must wait (upstream's
+    /// `DeletedVolumeInUseError`), which is not a failure of the volume.
+    #[error("{0}")]
+    InUse(String),
+}
+
+/// What a provisioner needs to create storage for a claim.
+#[derive(Clone, Debug)]
+pub struct ProvisionRequest {
+    /// Name the new volume must get (`pvc-<claim uid>`).
+    pub pv_name: String,
+    /// The claim the storage is for.
+    pub claim: PersistentVolumeClaim,
+    /// Reclaim policy of the claim's StorageClass (Delete when unset).
+    pub reclaim_policy: String,
+    /// The StorageClass's parameters, opaque to the controller.
+    pub parameters: BTreeMap<String, String>,
+    /// The StorageClass's mount options.
+    pub mount_options: Vec<String>,
+    /// The node the scheduler picked, for WaitForFirstConsumer claims.
+    pub selected_node: Option<Arc<Node>>,
+}
+
+/// Forwards what happens to a recycler pod to the volume being recycled, so
+/// `kubectl describe pv` shows the scrub's progress.
+#[derive(Clone)]
+pub struct EventRelay {
+    recorder: EventRecorder,
+    volume: ObjectReference,
+}
+
+impl EventRelay {
+    /// A relay recording on `volume` through `recorder`.
+    pub fn new(recorder: EventRecorder, volume: ObjectReference) -> Self {
+        Self { recorder, volume }
+    }
+
+    /// Records a recycler pod's event on the volume as `RecyclerPod` (queued,
+    /// not awaited).
+    pub async fn relay(&self, event_type: EventType, message: &str) {
+        self.recorder.record(
+            self.volume.clone(),
+            event_type,
+            reasons::RECYCLER_POD,
+            format!("Recycler pod: {message}"),
+        );
+    }
+}
+
+/// What a recycler needs besides the volume: a client to run its pod with,
+/// and the relay for the pod's events.
+#[derive(Clone)]
+pub struct RecycleContext {
+    /// Client for the recycler pod and its events.
+    pub client: Client,
+    /// Where the pod's events go.
+    pub relay: EventRelay,
+}
+
+/// A volume plugin. Every capability is optional; the `can_*` methods say
+/// which ones a plugin has for a given volume, and the operations of a
+/// capability it lacks answer [`PluginError::Setup`].
+pub trait VolumePlugin: Send + Sync {
+    /// The plugin's name, e.g. `kubernetes.io/host-path`; StorageClass
+    /// provisioners and `provisioned-by` annotations refer to it.
+    fn name(&self) -> &str;
+
+    /// Whether the plugin creates storage for claims of a class naming it.
+    fn can_provision(&self) -> bool {
+        false
+    }
+
+    /// Whether the plugin can delete this volume's storage.
+    fn can_delete(&self, _volume: &PersistentVolume) -> bool {
+        false
+    }
+
+    /// Whether the plugin can recycle this volume.
+    fn can_recycle(&self, _volume: &PersistentVolume) -> bool {
+        false
+    }
+
+    /// Whether volumes it provisions accept StorageClass mount options.
+    fn supports_mount_options(&self) -> bool {
+        false
+    }
+
+    /// Creates storage and returns the volume describing it (name, source,
+    /// capacity, modes, reclaim policy); the controller binds it.
+    fn provision<'a>(
+        &'a self,
+        _request: &'a ProvisionRequest,
+    ) -> BoxFuture<'a, Result<PersistentVolume, PluginError>> {
+        let error = PluginError::Setup(format!("plugin {:?} cannot provision", self.name()));
+        Box::pin(async move { Err(error) })
+    }
+
+    /// Deletes the volume's storage.
+    fn delete<'a>(
+        &'a self,
+        _volume: &'a PersistentVolume,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        let error = PluginError::Setup(format!("plugin {:?} cannot delete", self.name()));
+        Box::pin(async move { Err(error) })
+    }
+
+    /// Scrubs the volume's data so it can be bound again.
+    fn recycle<'a>(
+        &'a self,
+        _volume: &'a PersistentVolume,
+        _context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        let error = PluginError::Setup(format!("plugin {:?} cannot recycle", self.name()));
+        Box::pin(async move { Err(error) })
+    }
+}
+
+/// The plugins the controller may use, looked up by name or by volume.
+#[derive(Clone, Default)]
+pub struct VolumePlugins {
+    plugins: Vec<Arc<dyn VolumePlugin>>,
+}
+
+impl fmt::Debug for VolumePlugins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.plugins.iter().map(|p| p.name().to_string()))
+            .finish()
+    }
+}
+
+impl VolumePlugins {
+    /// A registry with `plugin` added (a later plugin of the same name is
+    /// never found: the first one wins).
+    pub fn with(mut self, plugin: Arc<dyn VolumePlugin>) -> Self {
+        self.plugins.push(plugin);
+        self
+    }
+
+    /// The plugins of the flags: hostPath (recycle, delete, and provision when
+    /// `--enable-hostpath-provisioner` is set) and NFS (recycle), with the
+    /// recycler pod templates and timeouts of the flags.
+    pub fn from_config(config: &PluginConfig) -> Self {
+        Self::default()
+            .with(Arc::new(host_path::HostPathPlugin::new(
+                config.host_path_recycler.clone(),
+                config.enable_host_path_provisioner,
+                config.host_path_root.clone(),
+            )))
+            .with(Arc::new(nfs::NfsPlugin::new(config.nfs_recycler.clone())))
+    }
+
+    /// The plugin of this name, whatever it can do.
+    pub fn by_name(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
+        self.plugins.iter().find(|p| p.name() == name).cloned()
+    }
+
+    /// The provisioner of this name.
+    pub fn provisioner(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
+        self.by_name(name).filter(|p| p.can_provision())
+    }
+
+    /// The deleter of this name (a volume's `provisioned-by`).
+    pub fn deleter_by_name(
+        &self,
+        name: &str,
+        volume: &PersistentVolume,
+    ) -> Option<Arc<dyn VolumePlugin>> {
+        self.by_name(name).filter(|p| p.can_delete(volume))
+    }
+
+    /// The first plugin that can delete this volume.
+    pub fn deleter_for(&self, volume: &PersistentVolume) -> Option<Arc<dyn VolumePlugin>> {
+        self.plugins.iter().find(|p| p.can_delete(volume)).cloned()
+    }
+
+    /// The first plugin that can recycle this volume.
+    pub fn recycler_for(&self, volume: &PersistentVolume) -> Option<Arc<dyn VolumePlugin>> {
+        self.plugins.iter().find(|p| p.can_recycle(volume)).cloned()
+    }
+}
+
+/// Default directory under which the hostPath provisioner creates volumes
+/// (upstream: `/tmp/hostpath_pv`).
+pub const DEFAULT_HOST_PATH_ROOT: &str = "/tmp/hostpath_pv";
+
+/// The plugin settings of the command line, checked at start-up.
+#[derive(Clone, Debug)]
+pub struct PluginConfig {
+    /// Whether the hostPath plugin provisions (`--enable-hostpath-provisioner`).
+    pub enable_host_path_provisioner: bool,
+    /// Where provisioned hostPath volumes go.
+    pub host_path_root: PathBuf,
+    /// The hostPath recycler pod and its timeouts.
+    pub host_path_recycler: RecyclerPodConfig,
+    /// The NFS recycler pod and its timeouts.
+    pub nfs_recycler: RecyclerPodConfig,
+}

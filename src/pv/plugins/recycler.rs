@@ -1,0 +1,680 @@
+//! The recycler pod: a short-lived pod that mounts a released hostPath or
+//! NFS volume at `/scrub` and deletes everything in it.
+//!
+//! The pod has a deterministic name, `recycler-for-<pv>` (shortened with a
+//! hash when the volume name is too long), and carries in annotations the
+//! UID of the volume and the UID of the released claim: one release of one
+//! volume. A pod of that name found at create time is adopted (waited for
+//! instead of duplicated) only when it was made for this very release: same
+//! volume UID, same claim UID, not being deleted, and created after the
+//! volume was released. That is a pod this controller started before a
+//! restart (or the previous leader did). Any other pod of that name (from an
+//! earlier release, still Terminating because its node is gone or a
+//! finalizer holds it) proves nothing about this release's data: it is
+//! deleted and the recycle fails with upstream's "old recycler pod found,
+//! will retry later", so a fresh pod scrubs the volume once the old one is
+//! gone.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{
+    Container, Event as CoreEvent, PersistentVolume, Pod, PodSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+
+use super::{EventRelay, PluginError, RecycleContext};
+use crate::quantity::Amount;
+use crate::runtime::events::EventType;
+
+/// Namespace of the recycler pod when the template names none.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Image of the default recycler pod (upstream's current choice).
+pub const DEFAULT_IMAGE: &str = "registry.k8s.io/build-image/debian-base:bookworm-v1.0.4";
+
+/// The default pod's scrub script: fail unless `/scrub` exists and ends up empty.
+pub const SCRUB_SCRIPT: &str =
+    "test -e /scrub && find /scrub -mindepth 1 -delete && test -z \"$(ls -A /scrub)\" || exit 1";
+
+/// Prefix of recycler pod names.
+pub const POD_NAME_PREFIX: &str = "recycler-for-";
+
+/// Annotation on a recycler pod: the UID of the volume it scrubs, so that a
+/// restarted controller can tell its own pod from a stale one.
+pub const ANN_VOLUME_UID: &str = "pv-controller.k8s.io/recycled-volume-uid";
+
+/// Annotation on a recycler pod: the UID of the claim whose release it
+/// scrubs; with [`ANN_VOLUME_UID`] it names one release of one volume.
+pub const ANN_CLAIM_UID: &str = "pv-controller.k8s.io/released-claim-uid";
+
+/// Longest pod name (a DNS subdomain).
+const MAX_NAME_LEN: usize = 253;
+
+/// How long past its deadline a recycler pod is waited for before the
+/// recycle is given up: the kubelet needs a moment to report the deadline.
+pub const DEADLINE_GRACE: Duration = Duration::from_secs(30);
+
+/// A recycler pod template and its deadline rule.
+#[derive(Clone, Debug)]
+pub struct RecyclerPodConfig {
+    /// The pod to start; its first volume is replaced by the one to scrub.
+    pub template: Pod,
+    /// Shortest deadline, in seconds.
+    pub minimum_timeout: u64,
+    /// Seconds of deadline per whole GiB of capacity.
+    pub timeout_increment: u64,
+}
+
+/// Why a recycler pod template was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// The file could not be read.
+    #[error("reading recycler pod template {path}: {source}")]
+    Read {
+        /// The template file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a pod in YAML or JSON.
+    #[error("parsing recycler pod template {path}: {message}")]
+    Parse {
+        /// The template file.
+        path: String,
+        /// The parser's complaint.
+        message: String,
+    },
+    /// The pod has no volume to replace with the one to scrub.
+    #[error("recycler pod template {path} must have at least one volume")]
+    NoVolume {
+        /// The template file.
+        path: String,
+    },
+}
+
+/// Why recycling with a pod failed; the message becomes the volume's
+/// `Recycle failed: …` event.
+#[derive(Debug, thiserror::Error)]
+pub enum RecyclerError {
+    /// The pod could not be created.
+    #[error("unexpected error creating recycler pod: {0}")]
+    Create(String),
+    /// A pod of that name exists that was not made for this release (or is
+    /// being deleted); it was deleted and the recycle will be tried again.
+    #[error("old recycler pod found, will retry later")]
+    StalePod,
+    /// The pod ended in phase Failed.
+    #[error("{0}")]
+    PodFailed(String),
+    /// The pod was deleted before it finished.
+    #[error("recycler pod was deleted")]
+    PodDeleted,
+    /// The pod did not finish within its deadline and the grace after it.
+    #[error("recycler pod did not finish within {0:?}")]
+    Timeout(Duration),
+    /// The scrub succeeded but the pod could not be deleted.
+    #[error("failed to delete recycler pod: {0}")]
+    Cleanup(String),
+}
+
+/// Upstream's default recycler pod (before the volume is filled in).
+pub fn default_template() -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            namespace: Some(DEFAULT_NAMESPACE.to_string()),
+            generate_name: Some("pv-recycler-".to_string()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            active_deadline_seconds: Some(60),
+            restart_policy: Some("Never".to_string()),
+            volumes: Some(vec![Volume {
+                name: "vol".to_string(),
+                ..Default::default()
+            }]),
+            containers: vec![Container {
+                name: "pv-recycler".to_string(),
+                image: Some(DEFAULT_IMAGE.to_string()),
+                command: Some(vec!["/bin/sh".to_string()]),
+                args: Some(vec!["-c".to_string(), SCRUB_SCRIPT.to_string()]),
+                volume_mounts: Some(vec![VolumeMount {
+                    name: "vol".to_string(),
+                    mount_path: "/scrub".to_string(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// Reads a pod template from a YAML or JSON file and checks it has a volume.
+pub fn load_template(path: &Path) -> Result<Pod, TemplateError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let pod: Pod = serde_yaml_ng::from_str(&text).map_err(|e| TemplateError::Parse {
+        path: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
+    if volumes.is_none_or(|v| v.is_empty()) {
+        return Err(TemplateError::NoVolume { path: shown });
+    }
+    Ok(pod)
+}
+
+/// The deadline of a recycler pod for this volume, in seconds:
+/// `max(minimum, whole GiB × increment)`.
+pub fn timeout_for(volume: &PersistentVolume, minimum: u64, increment: u64) -> u64 {
+    let gib = crate::pv::objects::volume_capacity(volume)
+        .ok()
+        .map(gib_of)
+        .unwrap_or(0);
+    minimum.max(gib.saturating_mul(increment))
+}
+
+/// Whole GiB in an amount (rounded down; negative counts as zero).
+fn gib_of(amount: Amount) -> u64 {
+    const GIB: i128 = 1 << 30;
+    u64::try_from(amount.bytes_ceil().max(0) / GIB).unwrap_or(u64::MAX)
+}
+
+/// The recycler pod name of a volume: `recycler-for-<pv>`, or, when that
+/// is longer than a pod name may be, its start cut at a label boundary-safe
+/// point and a hash of the whole volume name, so distinct volumes keep
+/// distinct pods.
+pub fn pod_name(pv_name: &str) -> String {
+    let full = format!("{POD_NAME_PREFIX}{pv_name}");
+    if full.len() <= MAX_NAME_LEN {
+        return full;
+    }
+    let suffix = format!("{:016x}", fnv1a(pv_name.as_bytes()));
+    let keep = MAX_NAME_LEN - suffix.len() - 1;
+    // Names are ASCII (DNS subdomains), so byte slicing is safe; a name
+    // part must not end with '-' or '.' before the hash is appended.
+    let head = full[..keep].trim_end_matches(['-', '.']);
+    format!("{head}-{suffix}")
+}
+
+/// FNV-1a, 64 bits: a small stable hash (the same in every release, unlike
+/// the standard library's hasher).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The recycler pod for a volume: the template with the deterministic name,
+/// the volume's UID, the deadline, and `source` as its first volume.
+pub fn build_pod(config: &RecyclerPodConfig, volume: &PersistentVolume, source: Volume) -> Pod {
+    let pv_name = volume.metadata.name.clone().unwrap_or_default();
+    let mut pod = config.template.clone();
+    pod.metadata.name = Some(pod_name(&pv_name));
+    pod.metadata.generate_name = None;
+    pod.metadata.resource_version = None;
+    pod.metadata.uid = None;
+    if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
+        pod.metadata.namespace = Some(DEFAULT_NAMESPACE.to_string());
+    }
+    let annotations = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.insert(
+        ANN_VOLUME_UID.to_string(),
+        volume.metadata.uid.clone().unwrap_or_default(),
+    );
+    annotations.insert(
+        ANN_CLAIM_UID.to_string(),
+        crate::pv::objects::claim_ref_uid(volume).to_string(),
+    );
+    pod.status = None;
+    let timeout = timeout_for(volume, config.minimum_timeout, config.timeout_increment);
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    spec.active_deadline_seconds = i64::try_from(timeout).ok();
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    let name = volumes
+        .first()
+        .map(|v| v.name.clone())
+        .unwrap_or_else(|| "vol".to_string());
+    let filled = Volume { name, ..source };
+    match volumes.first_mut() {
+        Some(first) => *first = filled,
+        None => volumes.push(filled),
+    }
+    pod
+}
+
+/// How a recycler pod ended.
+enum PodEnd {
+    Succeeded,
+    Failed(String),
+    Deleted,
+}
+
+/// Scrubs `volume` with a recycler pod built from `config` that mounts
+/// `source` (the volume's own storage), as every recyclable plugin does.
+pub async fn recycle(
+    config: &RecyclerPodConfig,
+    volume: &PersistentVolume,
+    source: Volume,
+    context: &RecycleContext,
+) -> Result<(), PluginError> {
+    let pod = build_pod(config, volume, source);
+    run(&context.client, pod, released_at(volume), &context.relay)
+        .await
+        .map_err(|e| PluginError::Failed(e.to_string()))
+}
+
+/// When the volume was released, if the API server recorded it (the phase
+/// transition time of a Released volume; servers before 1.28 record none).
+pub fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
+    let status = volume.status.as_ref()?;
+    (status.phase.as_deref() == Some("Released"))
+        .then(|| status.last_phase_transition_time.as_ref().map(|t| t.0))
+        .flatten()
+}
+
+/// Runs a recycler pod to its end: creates it (or adopts the pod of the same
+/// name started for this release earlier), waits until it succeeds, fails or
+/// disappears, relaying its events to the volume, and deletes it.
+pub async fn run(
+    client: &Client,
+    pod: Pod,
+    released_at: Option<Timestamp>,
+    relay: &EventRelay,
+) -> Result<(), RecyclerError> {
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let adopted = create_or_adopt(&pods, &pod, released_at).await?;
+    let deadline = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.active_deadline_seconds)
+        .and_then(|s| u64::try_from(s).ok())
+        .map(Duration::from_secs)
+        .unwrap_or_default()
+        + DEADLINE_GRACE;
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
+    let ended =
+        tokio::time::timeout(deadline, watch_pod(&pods, &events, &name, !adopted, relay)).await;
+    let result = match ended {
+        Ok(PodEnd::Succeeded) => Ok(()),
+        Ok(PodEnd::Failed(message)) => Err(RecyclerError::PodFailed(message)),
+        Ok(PodEnd::Deleted) => Err(RecyclerError::PodDeleted),
+        Err(_) => Err(RecyclerError::Timeout(deadline)),
+    };
+    let cleanup = delete_pod(&pods, &name).await;
+    match (result, cleanup) {
+        (Err(error), _) => Err(error),
+        (Ok(()), Err(message)) => Err(RecyclerError::Cleanup(message)),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}
+
+/// Creates the pod; returns whether an existing pod made for this release
+/// was adopted instead. Any other pod of that name is deleted and the
+/// recycle fails, to be tried again once it is gone.
+async fn create_or_adopt(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    released_at: Option<Timestamp>,
+) -> Result<bool, RecyclerError> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    match pods.create(&PostParams::default(), pod).await {
+        Ok(_) => {
+            tracing::info!(pod = %name, "recycler pod created");
+            Ok(false)
+        }
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            let existing = pods
+                .get_opt(&name)
+                .await
+                .map_err(|e| RecyclerError::Create(e.to_string()))?;
+            if existing
+                .as_ref()
+                .is_some_and(|found| made_for_this_release(found, pod, released_at))
+            {
+                tracing::info!(pod = %name, "recycler pod of this release already exists, waiting for it");
+                return Ok(true);
+            }
+            tracing::info!(pod = %name, "old recycler pod found, deleting it");
+            delete_pod(pods, &name).await.map_err(|message| {
+                RecyclerError::Create(format!(
+                    "failed to delete old recycler pod {name}: {message}"
+                ))
+            })?;
+            Err(RecyclerError::StalePod)
+        }
+        Err(error) => Err(RecyclerError::Create(error.to_string())),
+    }
+}
+
+/// Whether `found` is the pod `wanted` describes, started for the same
+/// release: same volume and claim UIDs, not being deleted, and not older
+/// than the release (when the server recorded when that was).
+fn made_for_this_release(found: &Pod, wanted: &Pod, released_at: Option<Timestamp>) -> bool {
+    let same = |key: &str| {
+        let value = |pod: &Pod| {
+            pod.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key).cloned())
+                .filter(|v| !v.is_empty())
+        };
+        value(found).is_some() && value(found) == value(wanted)
+    };
+    let started_after_release = match (released_at, &found.metadata.creation_timestamp) {
+        (Some(released), Some(created)) => created.0 >= released,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    same(ANN_VOLUME_UID)
+        && same(ANN_CLAIM_UID)
+        && found.metadata.deletion_timestamp.is_none()
+        && started_after_release
+}
+
+/// Watches the pod until it ends, relaying its new events to the volume.
+/// `relay_existing` also relays events already present when the watch
+/// starts (a pod just created has no older events worth hiding).
+async fn watch_pod(
+    pods: &Api<Pod>,
+    events: &Api<CoreEvent>,
+    name: &str,
+    relay_existing: bool,
+    relay: &EventRelay,
+) -> PodEnd {
+    let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let by_object = watcher::Config::default().fields(&format!("involvedObject.name={name}"));
+    let mut pod_stream = std::pin::pin!(watcher::watcher(pods.clone(), by_name).default_backoff());
+    let mut event_stream =
+        std::pin::pin!(watcher::watcher(events.clone(), by_object).default_backoff());
+    let mut seen_pod = false;
+    let mut relayed = std::collections::HashSet::new();
+    loop {
+        tokio::select! {
+            item = pod_stream.next() => match item {
+                None => return PodEnd::Deleted,
+                Some(Err(error)) => tracing::debug!(pod = %name, %error, "recycler pod watch failed, retrying"),
+                Some(Ok(Event::Init)) => seen_pod = false,
+                Some(Ok(Event::InitDone)) if !seen_pod => return PodEnd::Deleted,
+                Some(Ok(Event::InitDone)) => {}
+                Some(Ok(Event::Delete(_))) => return PodEnd::Deleted,
+                Some(Ok(Event::InitApply(pod) | Event::Apply(pod))) => {
+                    seen_pod = true;
+                    if let Some(end) = pod_end(&pod) {
+                        return end;
+                    }
+                }
+            },
+            item = event_stream.next() => {
+                let (event, existing) = match item {
+                    Some(Ok(Event::Apply(event))) => (event, false),
+                    Some(Ok(Event::InitApply(event))) => (event, true),
+                    _ => continue,
+                };
+                if existing && !relay_existing {
+                    continue;
+                }
+                let key = event.metadata.uid.clone().or_else(|| event.metadata.name.clone());
+                if relayed.insert(key) {
+                    let event_type = match event.type_.as_deref() {
+                        Some("Warning") => EventType::Warning,
+                        _ => EventType::Normal,
+                    };
+                    relay.relay(event_type, event.message.as_deref().unwrap_or("")).await;
+                }
+            }
+        }
+    }
+}
+
+/// Whether a pod has ended, and how.
+fn pod_end(pod: &Pod) -> Option<PodEnd> {
+    let status = pod.status.as_ref()?;
+    match status.phase.as_deref() {
+        Some("Succeeded") => Some(PodEnd::Succeeded),
+        Some("Failed") => Some(PodEnd::Failed(
+            status
+                .message
+                .clone()
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "pod failed, pod.Status.Message unknown".to_string()),
+        )),
+        _ => None,
+    }
+}
+
+/// Deletes the pod; a pod already gone is fine.
+async fn delete_pod(pods: &Api<Pod>, name: &str) -> Result<(), String> {
+    match pods.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{HostPathVolumeSource, PersistentVolumeSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    fn volume(name: &str, capacity: &str) -> PersistentVolume {
+        PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                uid: Some("uid-1".to_string()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                capacity: Some([("storage".to_string(), Quantity(capacity.to_string()))].into()),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn is_dns_subdomain(name: &str) -> bool {
+        name.len() <= 253
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            })
+    }
+
+    #[test]
+    fn timeout_is_the_larger_of_minimum_and_size_rule() {
+        assert_eq!(timeout_for(&volume("v", "1Gi"), 60, 30), 60);
+        assert_eq!(timeout_for(&volume("v", "10Gi"), 60, 30), 300);
+        assert_eq!(timeout_for(&volume("v", "2500Mi"), 60, 30), 60);
+        assert_eq!(timeout_for(&volume("v", "100Gi"), 300, 30), 3000);
+        assert_eq!(timeout_for(&volume("v", "1500Mi"), 0, 30), 30);
+    }
+
+    #[test]
+    fn short_names_are_kept_and_long_ones_hashed_into_a_valid_name() {
+        assert_eq!(pod_name("pv1"), "recycler-for-pv1");
+        let long_a = format!("{}a", "x".repeat(252));
+        let long_b = format!("{}b", "x".repeat(252));
+        let (a, b) = (pod_name(&long_a), pod_name(&long_b));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 253);
+        assert!(is_dns_subdomain(&a), "{a}");
+        // A cut that lands on a dot or dash must not leave an invalid label.
+        let dotted = format!("{}.{}", "y".repeat(220), "z".repeat(32));
+        let name = pod_name(&dotted);
+        assert!(is_dns_subdomain(&name), "{name}");
+        assert_eq!(pod_name(&dotted), name, "the name is deterministic");
+    }
+
+    #[test]
+    fn pod_gets_name_deadline_uid_and_volume_source() {
+        let config = RecyclerPodConfig {
+            template: default_template(),
+            minimum_timeout: 60,
+            timeout_increment: 30,
+        };
+        let source = Volume {
+            host_path: Some(HostPathVolumeSource {
+                path: "/tmp/data".to_string(),
+                type_: None,
+            }),
+            ..Default::default()
+        };
+        let pod = build_pod(&config, &volume("pv1", "4Gi"), source);
+        assert_eq!(pod.metadata.name.as_deref(), Some("recycler-for-pv1"));
+        assert_eq!(pod.metadata.generate_name, None);
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("default"));
+        let spec = pod.spec.expect("spec");
+        assert_eq!(spec.active_deadline_seconds, Some(120));
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        let volumes = spec.volumes.expect("volumes");
+        assert_eq!(volumes[0].name, "vol");
+        assert_eq!(
+            volumes[0].host_path.as_ref().map(|h| h.path.as_str()),
+            Some("/tmp/data")
+        );
+        let container = &spec.containers[0];
+        assert_eq!(container.image.as_deref(), Some(DEFAULT_IMAGE));
+        assert_eq!(
+            container.args.as_ref().map(|a| a[1].as_str()),
+            Some(SCRUB_SCRIPT)
+        );
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANN_VOLUME_UID))
+                .map(String::as_str),
+            Some("uid-1")
+        );
+    }
+
+    #[test]
+    fn only_a_live_pod_of_this_very_release_is_adopted() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = |seconds: i64| Timestamp::from_second(seconds).expect("timestamp");
+        let pod = |volume_uid: &str, claim_uid: &str, created: i64, deleting: bool| Pod {
+            metadata: ObjectMeta {
+                annotations: Some(
+                    [
+                        (ANN_VOLUME_UID.to_string(), volume_uid.to_string()),
+                        (ANN_CLAIM_UID.to_string(), claim_uid.to_string()),
+                    ]
+                    .into(),
+                ),
+                creation_timestamp: Some(Time(at(created))),
+                deletion_timestamp: deleting.then(|| Time(at(created + 1))),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let wanted = pod("pv-uid", "claim-2", 0, false);
+        let released = Some(at(100));
+        let cases = [
+            (
+                "started for this release",
+                pod("pv-uid", "claim-2", 100, false),
+                released,
+                true,
+            ),
+            (
+                "release time unknown",
+                pod("pv-uid", "claim-2", 5, false),
+                None,
+                true,
+            ),
+            (
+                "an earlier release's pod",
+                pod("pv-uid", "claim-1", 100, false),
+                released,
+                false,
+            ),
+            (
+                "a re-created volume's pod",
+                pod("old-uid", "claim-2", 100, false),
+                released,
+                false,
+            ),
+            (
+                "being deleted",
+                pod("pv-uid", "claim-2", 100, true),
+                released,
+                false,
+            ),
+            (
+                "older than the release",
+                pod("pv-uid", "claim-2", 99, false),
+                released,
+                false,
+            ),
+            ("unmarked", Pod::default(), None, false),
+        ];
+        for (name, found, released, adopt) in cases {
+            assert_eq!(
+                made_for_this_release(&found, &wanted, released),
+                adopt,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn templates_without_volumes_or_unreadable_are_refused() {
+        let dir = std::env::temp_dir().join(format!("recycler-template-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let no_volume = dir.join("novol.yaml");
+        std::fs::write(
+            &no_volume,
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n  - name: c\n    image: busybox\n",
+        )
+        .expect("write");
+        assert!(matches!(
+            load_template(&no_volume),
+            Err(TemplateError::NoVolume { .. })
+        ));
+        let good = dir.join("good.yaml");
+        std::fs::write(
+            &good,
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  namespace: kube-system\nspec:\n  volumes:\n  - name: scrub\n  containers:\n  - name: c\n    image: busybox\n",
+        )
+        .expect("write");
+        let pod = load_template(&good).expect("valid template");
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("kube-system"));
+        let garbage = dir.join("garbage.yaml");
+        std::fs::write(&garbage, "spec: [unclosed").expect("write");
+        assert!(matches!(
+            load_template(&garbage),
+            Err(TemplateError::Parse { .. })
+        ));
+        assert!(matches!(
+            load_template(&dir.join("missing.yaml")),
+            Err(TemplateError::Read { .. })
+        ));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}

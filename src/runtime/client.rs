@@ -1,0 +1,291 @@
+//! The controller's API clients, and what stands between them and the API
+//! server.
+//!
+//! Two clients, never one: the leader lease is renewed on a client of its
+//! own, so no burst of controller traffic (a rate limiter's queue, a slow
+//! server) can delay a renewal past the renew deadline and cost the lease.
+//!
+//! The controller's client passes every request through, outermost first:
+//! - the rate limit (`--kube-api-qps`, `--kube-api-burst`), a token bucket
+//!   that makes requests wait their turn;
+//! - the [`WriteGate`], checked when a request has its turn: a mutating
+//!   request (POST, PUT, PATCH, DELETE) is refused unless the gate is open,
+//!   and leader election opens it only until the renew deadline after each
+//!   renewal, so a replica that is not leader, or stops being leader,
+//!   writes nothing, at once;
+//! - a timeout on every request but watches (which end on their own
+//!   `timeoutSeconds`), so no sync hangs on an answer that never comes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{Method, Request};
+use kube::Client;
+use kube::client::ClientBuilder;
+use tokio::time::Instant;
+use tower::{BoxError, Layer, Service};
+
+use crate::runtime::ratelimit::RateLimitLayer;
+
+/// How the controller's client talks to the API server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientOptions {
+    /// Requests per second on average; 0 or less means no client-side limit.
+    pub qps: f64,
+    /// Requests allowed in a burst above the steady rate.
+    pub burst: u32,
+    /// How long a request other than a watch may take before it fails.
+    pub request_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            qps: 0.0,
+            burst: 0,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+/// Default time limit of one request (`--kube-api-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The controller's client, the lease's client, and the gate that ties the
+/// first to the second's success.
+#[derive(Clone)]
+pub struct Clients {
+    /// For everything the controller reads and writes.
+    pub controller: Client,
+    /// For the leader lease only.
+    pub lease: Client,
+    /// Open while this replica may write.
+    pub gate: WriteGate,
+}
+
+impl Clients {
+    /// The controller's client from `controller` and the lease's from
+    /// `lease`: two builders of one transport (a kube `Config`'s, or an
+    /// in-memory server's), so the two never share a connection or a queue.
+    pub fn build<S, B>(
+        controller: ClientBuilder<S>,
+        lease: ClientBuilder<S>,
+        options: ClientOptions,
+    ) -> Self
+    where
+        S: Service<Request<kube::client::Body>, Response = http::Response<B>> + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError>,
+        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let gate = WriteGate::default();
+        let timeout = TimeoutLayer(options.request_timeout);
+        let controller = controller
+            .with_layer(&timeout)
+            .with_layer(&gate)
+            .with_layer(&RateLimitLayer::new(options.qps, options.burst))
+            .build();
+        let lease = lease.with_layer(&timeout).build();
+        Self {
+            controller,
+            lease,
+            gate,
+        }
+    }
+}
+
+/// Whether this replica may write now. Cheap to clone; clones share state.
+/// Starts closed.
+#[derive(Clone, Debug, Default)]
+pub struct WriteGate {
+    state: Arc<Mutex<GateState>>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum GateState {
+    #[default]
+    Closed,
+    OpenUntil(Instant),
+    Open,
+}
+
+impl WriteGate {
+    /// Opens the gate for good (a controller running without election).
+    pub fn open(&self) {
+        *self.lock() = GateState::Open;
+    }
+
+    /// Opens the gate until `deadline` (the renew deadline after the last
+    /// renewal of the lease); it closes by itself then.
+    pub fn open_until(&self, deadline: Instant) {
+        *self.lock() = GateState::OpenUntil(deadline);
+    }
+
+    /// Closes the gate: every write is refused from now on.
+    pub fn close(&self) {
+        *self.lock() = GateState::Closed;
+    }
+
+    /// Whether a write may go out now.
+    pub fn is_open(&self) -> bool {
+        match *self.lock() {
+            GateState::Closed => false,
+            GateState::OpenUntil(deadline) => Instant::now() < deadline,
+            GateState::Open => true,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Why a request did not go out.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// A write while this replica is not the leader.
+    #[error("{method} {path} refused: this replica does not hold the leader lease")]
+    NotLeader {
+        /// The request's method.
+        method: Method,
+        /// The request's path.
+        path: String,
+    },
+    /// No answer within the request timeout.
+    #[error("{method} {path}: no answer within {timeout:?}")]
+    Timeout {
+        /// The request's method.
+        method: Method,
+        /// The request's path.
+        path: String,
+        /// The limit that passed.
+        timeout: Duration,
+    },
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+impl<S> Layer<S> for WriteGate {
+    type Service = Gated<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Gated {
+            inner,
+            gate: self.clone(),
+        }
+    }
+}
+
+/// The service of [`WriteGate`]: refuses writes while the gate is closed.
+pub struct Gated<S> {
+    inner: S,
+    gate: WriteGate,
+}
+
+fn is_write(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+impl<S, B> Service<Request<B>> for Gated<S>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        if is_write(request.method()) && !self.gate.is_open() {
+            let error = ClientError::NotLeader {
+                method: request.method().clone(),
+                path: request.uri().path().to_string(),
+            };
+            tracing::warn!(%error, "write refused");
+            return Box::pin(async move { Err(error.into()) });
+        }
+        let answer = self.inner.call(request);
+        Box::pin(async move { answer.await.map_err(Into::into) })
+    }
+}
+
+/// Puts a time limit on every request except watches.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeoutLayer(pub Duration);
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = TimedOut<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TimedOut {
+            inner,
+            timeout: self.0,
+        }
+    }
+}
+
+/// The service of [`TimeoutLayer`].
+pub struct TimedOut<S> {
+    inner: S,
+    timeout: Duration,
+}
+
+/// Whether a request is a watch (which streams until its own timeout).
+fn is_watch<B>(request: &Request<B>) -> bool {
+    request
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"))
+}
+
+impl<S, B> Service<Request<B>> for TimedOut<S>
+where
+    S: Service<Request<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let watch = is_watch(&request);
+        let method = request.method().clone();
+        let path = request.uri().path().to_string();
+        let timeout = self.timeout;
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            if watch {
+                return answer.await.map_err(Into::into);
+            }
+            match tokio::time::timeout(timeout, answer).await {
+                Ok(result) => result.map_err(Into::into),
+                Err(_) => Err(ClientError::Timeout {
+                    method,
+                    path,
+                    timeout,
+                }
+                .into()),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,284 @@
+//! The metrics registry every controller of the process shares, and the
+//! series every controller has: syncs, API writes and conflicts, events,
+//! leadership. A controller registers its own series (the PersistentVolume
+//! controller's `pv_collector_*`, for one) into the same registry, so one
+//! `/metrics` serves them all.
+//!
+//! Each process, and each controller in tests, owns a [`Metrics`] with its
+//! own registry, so two controllers in one test process count separately.
+
+use std::time::Duration;
+
+use prometheus::core::Collector;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+/// Buckets of `pv_controller_sync_duration_seconds`: one sync is a few API
+/// calls at most, so milliseconds to a few seconds.
+pub const SYNC_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
+/// Why the metrics could not be set up (an invalid name or a name
+/// registered twice: a programming error, caught by the unit tests).
+#[derive(Debug, thiserror::Error)]
+#[error("setting up metrics: {0}")]
+pub struct MetricsError(#[from] prometheus::Error);
+
+/// The metrics of one controller, and the registry they are exported from.
+pub struct Metrics {
+    registry: Registry,
+    sync_seconds: HistogramVec,
+    api_writes: IntCounterVec,
+    api_conflicts: IntCounterVec,
+    events: IntCounterVec,
+    leader: IntGauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every event-driven metric in a fresh registry.
+    pub fn new() -> Result<Self, MetricsError> {
+        let registry = Registry::new();
+        let sync_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "pv_controller_sync_duration_seconds",
+                "Duration of one sync of a volume or claim, by kind and result",
+            )
+            .buckets(SYNC_BUCKETS.to_vec()),
+            &["kind", "result"],
+        )?;
+        let api_writes = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_api_writes_total",
+                "Writes to volumes and claims sent to the API server, by resource, verb, subresource and result",
+            ),
+            &["resource", "verb", "subresource", "result"],
+        )?;
+        let api_conflicts = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_api_conflicts_total",
+                "Writes refused with 409 Conflict (a stale resourceVersion), by resource and subresource",
+            ),
+            &["resource", "subresource"],
+        )?;
+        let events = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_events_total",
+                "Events the controller recorded, by what became of each one",
+            ),
+            &["outcome"],
+        )?;
+        for outcome in EventOutcome::ALL {
+            events.with_label_values(&[outcome.as_str()]);
+        }
+        let leader = IntGauge::new(
+            "pv_controller_leader",
+            "1 while this instance holds the leader lease (or runs without election), else 0",
+        )?;
+        registry.register(Box::new(sync_seconds.clone()))?;
+        registry.register(Box::new(api_writes.clone()))?;
+        registry.register(Box::new(api_conflicts.clone()))?;
+        registry.register(Box::new(events.clone()))?;
+        registry.register(Box::new(leader.clone()))?;
+        Ok(Self {
+            registry,
+            sync_seconds,
+            api_writes,
+            api_conflicts,
+            events,
+            leader,
+        })
+    }
+
+    /// Adds a controller's own series, or a collector that computes gauges
+    /// at scrape time, to this registry.
+    pub fn register(&self, collector: Box<dyn Collector>) -> Result<(), MetricsError> {
+        Ok(self.registry.register(collector)?)
+    }
+
+    /// Every metric in the Prometheus text exposition format.
+    pub fn render(&self) -> Result<String, MetricsError> {
+        let mut buffer = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut buffer)?;
+        Ok(String::from_utf8_lossy(&buffer).into_owned())
+    }
+
+    /// Records one sync of a volume or claim (`kind` is `volume` or `claim`).
+    pub fn sync_finished(&self, kind: &str, result: &str, took: Duration) {
+        self.sync_seconds
+            .with_label_values(&[kind, result])
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one write to `resource` (`subresource` "" for the object
+    /// itself): `ok`, `conflict` or `error`.
+    pub fn api_write(&self, resource: &str, verb: &str, subresource: &str, outcome: WriteOutcome) {
+        self.api_writes
+            .with_label_values(&[resource, verb, subresource, outcome.as_str()])
+            .inc();
+        if outcome == WriteOutcome::Conflict {
+            self.api_conflicts
+                .with_label_values(&[resource, subresource])
+                .inc();
+        }
+    }
+
+    /// Writes counted so far to `resource`/`subresource` whatever their
+    /// verb and outcome; lets a test tell which of two controllers wrote.
+    pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
+        let outcomes = [
+            WriteOutcome::Ok,
+            WriteOutcome::Conflict,
+            WriteOutcome::Error,
+        ];
+        ["create", "update", "delete"]
+            .iter()
+            .flat_map(|verb| outcomes.iter().map(move |outcome| (verb, outcome)))
+            .map(|(verb, outcome)| {
+                self.api_writes
+                    .with_label_values(&[resource, verb, subresource, outcome.as_str()])
+                    .get()
+            })
+            .sum()
+    }
+
+    /// Counts one recorded event by what became of it
+    /// (`pv_controller_events_total`).
+    pub fn event(&self, outcome: EventOutcome) {
+        self.events.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// Events counted so far with `outcome`; lets a test check that an event
+    /// was written, folded or lost as it expects.
+    pub fn events_with_outcome(&self, outcome: EventOutcome) -> u64 {
+        self.events.with_label_values(&[outcome.as_str()]).get()
+    }
+
+    /// Sets whether this instance leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+}
+
+/// How one API write ended, for `pv_controller_api_writes_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Stored.
+    Ok,
+    /// Refused with 409 Conflict.
+    Conflict,
+    /// Any other failure.
+    Error,
+}
+
+impl WriteOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Conflict => "conflict",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// What became of one recorded event, for `pv_controller_events_total`.
+/// Every event the controller records ends in exactly one of these, so their
+/// sum is the number of events recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Written as a new event object.
+    Created,
+    /// A repeat of an event written before: that event's count and last
+    /// timestamp were bumped with a PATCH.
+    Patched,
+    /// One of many similar events about one object: written into the
+    /// object's `(combined from similar events)` event (created or patched).
+    Aggregated,
+    /// Dropped by the per-object spam filter (a burst of 25, then one every
+    /// five minutes).
+    SpamFiltered,
+    /// Dropped because the queue of events waiting to be written was full.
+    DroppedQueueFull,
+    /// Refused by the API server (422, 403, AlreadyExists, a terminating
+    /// namespace, ...); not retried.
+    Rejected,
+    /// Given up: the API server could not be reached in any of the tries,
+    /// the request could not be built, or the recorder's sender task was
+    /// gone.
+    Failed,
+}
+
+impl EventOutcome {
+    /// Every outcome, so each label exists (at 0) from the start.
+    pub const ALL: [EventOutcome; 7] = [
+        Self::Created,
+        Self::Patched,
+        Self::Aggregated,
+        Self::SpamFiltered,
+        Self::DroppedQueueFull,
+        Self::Rejected,
+        Self::Failed,
+    ];
+
+    /// The `outcome` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Patched => "patched",
+            Self::Aggregated => "aggregated",
+            Self::SpamFiltered => "spam_filtered",
+            Self::DroppedQueueFull => "dropped_queue_full",
+            Self::Rejected => "rejected",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_counted_by_outcome() {
+        let metrics = Metrics::new().unwrap();
+        metrics.api_write("persistentvolumes", "update", "status", WriteOutcome::Ok);
+        metrics.api_write(
+            "persistentvolumes",
+            "update",
+            "status",
+            WriteOutcome::Conflict,
+        );
+        metrics.api_write("persistentvolumes", "delete", "", WriteOutcome::Error);
+        assert_eq!(metrics.api_writes_to("persistentvolumes", "status"), 2);
+        assert_eq!(metrics.api_writes_to("persistentvolumes", ""), 1);
+        let text = metrics.render().unwrap();
+        assert!(text.contains(
+            "pv_controller_api_conflicts_total{resource=\"persistentvolumes\",subresource=\"status\"} 1"
+        ));
+    }
+
+    #[test]
+    fn events_are_counted_by_outcome_and_every_outcome_is_exported() {
+        let metrics = Metrics::new().unwrap();
+        metrics.event(EventOutcome::Rejected);
+        metrics.event(EventOutcome::Rejected);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Rejected), 2);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Created), 0);
+        let text = metrics.render().unwrap();
+        assert!(text.contains("pv_controller_events_total{outcome=\"rejected\"} 2"));
+        for outcome in EventOutcome::ALL {
+            let line = format!(
+                "pv_controller_events_total{{outcome=\"{}\"}}",
+                outcome.as_str()
+            );
+            assert!(text.contains(&line), "{line} missing:\n{text}");
+        }
+    }
+}

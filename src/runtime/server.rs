@@ -1,0 +1,200 @@
+//! The admin HTTP server: `/metrics` (Prometheus text format), `/livez`
+//! (the controller has not failed: a watcher that keeps failing, a task
+//! that died, turn it unhealthy, so the kubelet restarts a process that
+//! would otherwise look fine and do nothing) and `/readyz` (every informer
+//! cache has synced; with leader election a follower is ready too, since it
+//! keeps warm caches and is fit to take over).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::runtime::metrics::Metrics;
+
+/// Whether the controller's caches have synced; set once by the controller,
+/// read by `/readyz`. Cheap to clone: clones share the flag.
+#[derive(Clone, Debug, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    /// Marks the controller ready.
+    pub fn set_ready(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether the controller is ready.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Whether the controller still works; turned unhealthy once, for good,
+/// with the reason, when it fails. Cheap to clone: clones share the state.
+#[derive(Clone, Debug, Default)]
+pub struct Liveness(Arc<std::sync::Mutex<Option<String>>>);
+
+impl Liveness {
+    /// Marks the controller failed, for `reason`.
+    pub fn fail(&self, reason: String) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+    }
+
+    /// Why the controller failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The health handles the admin server reports.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    /// For `/readyz`.
+    pub readiness: Readiness,
+    /// For `/livez`.
+    pub liveness: Liveness,
+}
+
+/// What the handlers read.
+#[derive(Clone)]
+struct AdminState {
+    metrics: Arc<Metrics>,
+    health: Health,
+}
+
+/// The routes of the admin server.
+pub fn router(metrics: Arc<Metrics>, health: Health) -> Router {
+    Router::new()
+        .route("/metrics", get(serve_metrics))
+        .route("/livez", get(serve_live))
+        .route("/readyz", get(serve_ready))
+        .with_state(AdminState { metrics, health })
+}
+
+/// Why the admin server could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("binding the metrics address {address}: {source}")]
+pub struct BindError {
+    address: String,
+    #[source]
+    source: std::io::Error,
+}
+
+/// Parses a bind address in Go's style too: `:10280` means every interface.
+pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrParseError> {
+    match address.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}").parse(),
+        None => address.parse(),
+    }
+}
+
+/// Binds the admin server's listener (port 0 picks a free port; the
+/// listener's `local_addr` tells which).
+pub async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| BindError {
+            address: address.to_string(),
+            source,
+        })
+}
+
+/// Serves the admin routes on `listener` until the task is dropped or the
+/// listener fails.
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
+    if let Err(error) = axum::serve(listener, router(metrics, health)).await {
+        tracing::error!(%error, "metrics server stopped");
+    }
+}
+
+async fn serve_metrics(State(state): State<AdminState>) -> Response {
+    match state.metrics.render() {
+        Ok(text) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot render metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+        }
+    }
+}
+
+async fn serve_live(State(state): State<AdminState>) -> Response {
+    match state.health.liveness.failure() {
+        None => (StatusCode::OK, "ok").into_response(),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+    }
+}
+
+async fn serve_ready(State(state): State<AdminState>) -> Response {
+    if state.health.readiness.is_ready() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    async fn get_path(router: Router, path: &str) -> (StatusCode, String) {
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = router.oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn ready_only_after_sync() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let health = Health::default();
+        let readiness = health.readiness.clone();
+        let app = router(Arc::clone(&metrics), health.clone());
+        assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
+        assert_eq!(
+            get_path(app.clone(), "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        readiness.set_ready();
+        assert_eq!(get_path(app.clone(), "/readyz").await.0, StatusCode::OK);
+        let (status, body) = get_path(app.clone(), "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains("# TYPE pv_controller_leader gauge"));
+        health
+            .liveness
+            .fail("the pod watch has been failing".to_string());
+        let (status, body) = get_path(app, "/livez").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "the pod watch has been failing");
+    }
+
+    #[test]
+    fn go_style_addresses() {
+        assert_eq!(
+            parse_bind_address(":10280").unwrap(),
+            "0.0.0.0:10280".parse().unwrap()
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert!(parse_bind_address("nonsense").is_err());
+    }
+}
