@@ -613,6 +613,7 @@ pub(crate) mod testing {
 
     /// A volume under construction; `volume(name, size)` starts it as an
     /// Available RWO volume without class or volume mode.
+    #[derive(Clone)]
     pub(crate) struct VolumeBuilder(PersistentVolume);
 
     pub(crate) fn volume(name: &str, size: &str) -> VolumeBuilder {
@@ -690,6 +691,22 @@ pub(crate) mod testing {
             self.spec().volume_attributes_class_name = Some(vac.to_owned());
             self
         }
+        pub(crate) fn policy(mut self, policy: &str) -> Self {
+            self.spec().persistent_volume_reclaim_policy = Some(policy.to_owned());
+            self
+        }
+        pub(crate) fn annotation(mut self, key: &str, value: &str) -> Self {
+            annotate(&mut self.0.metadata, key, value);
+            self
+        }
+        pub(crate) fn csi(mut self, driver: &str) -> Self {
+            self.spec().csi = Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+                driver: driver.to_owned(),
+                volume_handle: "handle".to_owned(),
+                ..Default::default()
+            });
+            self
+        }
         pub(crate) fn deleting(mut self) -> Self {
             self.0.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
             self
@@ -708,6 +725,7 @@ pub(crate) mod testing {
 
     /// A claim under construction; `claim(name, size)` starts it in namespace
     /// `myns`, asking for RWO, without class, selector or volume mode.
+    #[derive(Clone)]
     pub(crate) struct ClaimBuilder(PersistentVolumeClaim);
 
     pub(crate) fn claim(name: &str, size: &str) -> ClaimBuilder {
@@ -738,6 +756,10 @@ pub(crate) mod testing {
         }
         fn selector(&mut self) -> &mut LabelSelector {
             self.spec().selector.get_or_insert_default()
+        }
+        pub(crate) fn volume_name(mut self, name: &str) -> Self {
+            self.spec().volume_name = Some(name.to_owned());
+            self
         }
         pub(crate) fn uid(mut self, uid: &str) -> Self {
             self.0.metadata.uid = Some(uid.to_owned());

@@ -15,11 +15,11 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
 use super::finalizers::storage_already_deleted;
-use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumePhase, annotation};
-use crate::pv::plugins::PluginError;
+use crate::pv::objects::VolumePhase;
+use crate::pv::plugins::{Deleter, PluginError};
 use crate::runtime::events::EventType;
 
 /// What deleting a volume's storage came to.
@@ -94,35 +94,22 @@ impl Controller {
         }
     }
 
-    /// Deletes a volume's storage with the plugin that provisioned it (by
-    /// `provisioned-by`) or, for a volume not provisioned, the plugin that
-    /// handles its source. Errors carry upstream's event wording.
+    /// Deletes a volume's storage with its deleter (see
+    /// [`VolumePlugins::deleter`](crate::pv::plugins::VolumePlugins::deleter)).
+    /// Errors carry upstream's event wording.
     pub(super) async fn delete_storage(
         &self,
         volume: &PersistentVolume,
     ) -> std::result::Result<Deletion, PluginError> {
         let name = VolumeName::of(volume).0;
-        let plugins = &self.settings.plugins;
-        let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
-        let plugin = if !provisioner.is_empty() {
-            match plugins.deleter_by_name(provisioner, volume) {
-                Some(plugin) => plugin,
-                None if !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) => {
-                    return Ok(Deletion::External);
-                }
-                None => {
-                    return Err(PluginError::Setup(format!(
-                        "Error getting deleter volume plugin for volume {name:?}: no deletable volume plugin matched name: {provisioner}"
-                    )));
-                }
+        let plugin = match self.settings.plugins.deleter(volume) {
+            Deleter::Plugin(plugin) => plugin,
+            Deleter::External => return Ok(Deletion::External),
+            Deleter::Missing(reason) => {
+                return Err(PluginError::Setup(format!(
+                    "Error getting deleter volume plugin for volume {name:?}: {reason}"
+                )));
             }
-        } else {
-            plugins.deleter_for(volume).ok_or_else(|| {
-                PluginError::Setup(format!(
-                    "Error getting deleter volume plugin for volume {name:?}: {}",
-                    no_deleter_reason(volume)
-                ))
-            })?
         };
         tracing::debug!(plugin = plugin.name(), "deleting volume storage");
         match plugin.delete(volume).await {
@@ -132,20 +119,5 @@ impl Controller {
             ))),
             Err(other) => Err(other),
         }
-    }
-}
-
-/// Why no plugin deletes a volume, in the plugin manager's words: a volume
-/// whose source a known plugin serves (CSI, NFS, hostPath) has a plugin that
-/// cannot delete; any other has no plugin at all.
-fn no_deleter_reason(volume: &PersistentVolume) -> &'static str {
-    let known_source = volume
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.csi.is_some() || s.nfs.is_some() || s.host_path.is_some());
-    if known_source {
-        "no deletable volume plugin matched"
-    } else {
-        "no volume plugin matched"
     }
 }

@@ -370,3 +370,6 @@ pub(crate) mod testing {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

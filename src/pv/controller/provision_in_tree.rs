@@ -62,34 +62,9 @@ impl Controller {
             tracing::debug!(volume = %pv_name, "volume already provisioned");
             return Ok(());
         }
-        let mount_options = class.mount_options.clone().unwrap_or_default();
-        if !mount_options.is_empty() && !plugin.supports_mount_options() {
-            let message = format!(
-                "Mount options are not supported by the provisioner but StorageClass {class_name:?} has mount options [{}]",
-                mount_options.join(" ")
-            );
-            return self.provisioning_failed(&claim, message).await;
-        }
-        let selected_node = match annotation(&claim.metadata, ANN_SELECTED_NODE) {
-            None => None,
-            Some(node) => match self.listers.nodes.get(&ObjectRef::new(node)) {
-                Some(node) => Some(node),
-                None => {
-                    let message = format!("Failed to get target node: node {node:?} not found");
-                    return self.provisioning_failed(&claim, message).await;
-                }
-            },
-        };
-        let request = ProvisionRequest {
-            pv_name: pv_name.clone(),
-            claim: PersistentVolumeClaim::clone(&claim),
-            reclaim_policy: class
-                .reclaim_policy
-                .clone()
-                .unwrap_or_else(|| "Delete".to_string()),
-            parameters: class.parameters.clone().unwrap_or_default(),
-            mount_options,
-            selected_node,
+        let request = match self.provision_request(&claim, &class, plugin.as_ref(), &pv_name) {
+            Ok(request) => request,
+            Err(message) => return self.provisioning_failed(&claim, message).await,
         };
         let volume = match plugin.provision(&request).await {
             Ok(volume) => volume,
@@ -107,25 +82,76 @@ impl Controller {
         };
         let volume = complete_volume(volume, &claim, &pv_name, plugin.name());
         tracing::info!(volume = %pv_name, "storage provisioned");
-        match self.create_provisioned_volume(&volume).await {
+        self.save_provisioned(&claim, &volume, plugin.name()).await;
+        Ok(())
+    }
+
+    /// What the plugin is asked for: the class's policy, parameters and
+    /// mount options, and the node the scheduler selected. Fails, with the
+    /// event's message, on mount options the plugin does not support or a
+    /// selected node that does not exist.
+    fn provision_request(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        class: &StorageClass,
+        plugin: &dyn VolumePlugin,
+        pv_name: &str,
+    ) -> std::result::Result<ProvisionRequest, String> {
+        let class_name = class.metadata.name.as_deref().unwrap_or("");
+        let mount_options = class.mount_options.clone().unwrap_or_default();
+        if !mount_options.is_empty() && !plugin.supports_mount_options() {
+            return Err(format!(
+                "Mount options are not supported by the provisioner but StorageClass {class_name:?} has mount options [{}]",
+                mount_options.join(" ")
+            ));
+        }
+        let selected_node = match annotation(&claim.metadata, ANN_SELECTED_NODE) {
+            None => None,
+            Some(node) => match self.listers.nodes.get(&ObjectRef::new(node)) {
+                Some(node) => Some(node),
+                None => {
+                    return Err(format!(
+                        "Failed to get target node: node {node:?} not found"
+                    ));
+                }
+            },
+        };
+        Ok(ProvisionRequest {
+            pv_name: pv_name.to_string(),
+            claim: PersistentVolumeClaim::clone(claim),
+            reclaim_policy: class
+                .reclaim_policy
+                .clone()
+                .unwrap_or_else(|| "Delete".to_string()),
+            parameters: class.parameters.clone().unwrap_or_default(),
+            mount_options,
+            selected_node,
+        })
+    }
+
+    /// Creates the provisioned volume's object and says so; when it cannot
+    /// be created, deletes the storage again (the next sync provisions
+    /// anew, without backoff, as upstream).
+    async fn save_provisioned(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        volume: &PersistentVolume,
+        plugin: &str,
+    ) {
+        let pv_name = crate::pv::keys::VolumeName::of(volume);
+        match self.create_provisioned_volume(volume).await {
             Ok(()) => {
-                let message = format!(
-                    "Successfully provisioned volume {pv_name} using {}",
-                    plugin.name()
-                );
+                let message = format!("Successfully provisioned volume {pv_name} using {plugin}");
                 self.note(claim.as_ref(), reasons::PROVISIONING_SUCCEEDED, message);
-                Ok(())
             }
             Err(error) => {
                 let message = format!(
                     "Error creating provisioned PV object for claim {}: {error}. Deleting the volume.",
-                    ClaimKey::of(&claim)
+                    ClaimKey::of(claim)
                 );
                 tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
                 self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
-                self.clean_up_provisioned(&claim, &volume).await;
-                // As upstream: the next sync provisions again, no backoff.
-                Ok(())
+                self.clean_up_provisioned(claim, volume).await;
             }
         }
     }

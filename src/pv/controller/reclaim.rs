@@ -10,13 +10,14 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
 use super::claim::requested_volume;
-use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::constants::reasons;
 use crate::pv::error::{Result, api};
 use crate::pv::keys::VolumeName;
 use crate::pv::migration::is_migrated;
 use crate::pv::objects::{
-    ReclaimPolicy, VolumePhase, annotation, claim_ref_key, claim_ref_uid, reclaim_policy,
+    ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, reclaim_policy,
 };
+use crate::pv::plugins::{Deleter, VolumePlugins};
 use crate::runtime::operations::OperationName;
 
 /// What to do with a released volume.
@@ -36,27 +37,21 @@ pub enum ReclaimAction {
     Unknown(String),
 }
 
-/// Decides how a released volume is reclaimed.
-pub fn reclaim_action(volume: &PersistentVolume) -> ReclaimAction {
+/// Decides how a released volume is reclaimed, with the deleters of
+/// `plugins` for policy Delete.
+pub fn reclaim_action(volume: &PersistentVolume, plugins: &VolumePlugins) -> ReclaimAction {
     if is_migrated(volume) {
         return ReclaimAction::LeaveToExternal;
     }
     match reclaim_policy(volume) {
         ReclaimPolicy::Retain => ReclaimAction::Retain,
         ReclaimPolicy::Recycle => ReclaimAction::Recycle,
-        ReclaimPolicy::Delete if has_external_deleter(volume) => ReclaimAction::LeaveToExternal,
-        ReclaimPolicy::Delete => ReclaimAction::Delete,
+        ReclaimPolicy::Delete => match plugins.deleter(volume) {
+            Deleter::External => ReclaimAction::LeaveToExternal,
+            Deleter::Plugin(_) | Deleter::Missing(_) => ReclaimAction::Delete,
+        },
         ReclaimPolicy::Other(policy) => ReclaimAction::Unknown(policy),
     }
-}
-
-/// Whether a program outside the controller deletes this volume: one that
-/// an external provisioner made (its `provisioned-by` names no in-tree
-/// plugin). A volume no provisioner made is deleted by the plugin of its
-/// source, or fails when there is none (a static CSI volume, for one).
-pub fn has_external_deleter(volume: &PersistentVolume) -> bool {
-    annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)
-        .is_some_and(|p| !p.is_empty() && !p.starts_with(IN_TREE_PLUGIN_PREFIX))
 }
 
 impl Controller {
@@ -65,7 +60,7 @@ impl Controller {
     pub(super) async fn reclaim_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
         let name = VolumeName::of(volume).0;
         let uid = volume.metadata.uid.clone().unwrap_or_default();
-        match reclaim_action(volume) {
+        match reclaim_action(volume, &self.settings.plugins) {
             ReclaimAction::LeaveToExternal => {
                 tracing::debug!("reclaim left to an external program");
                 Ok(())

@@ -12,6 +12,7 @@
 //! honoured at any point, also while the caches are still filling.
 
 mod informers;
+mod run;
 mod waiting;
 mod workers;
 
@@ -34,12 +35,12 @@ use crate::pv::controller::{Controller, FollowUps, Listers, Parts, Settings};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::metrics::{PvMetrics, StateCollector};
 use crate::runtime::events::{EventRecorder, RecorderError};
-use crate::runtime::leader::LeaderElector;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::{Liveness, Readiness};
 use informers::{Handlers, keep_pod_essentials, offer_logged, pump, watch};
+use run::next_failure;
 use waiting::FollowUp;
 
 /// How the controller is wired; the decision settings ride along.
@@ -165,13 +166,6 @@ struct Workers {
     stop: CancellationToken,
 }
 
-/// How a leading controller stopped.
-enum End {
-    Shutdown,
-    LeaseLost,
-    Failed(BaseError),
-}
-
 impl ControllerBase {
     /// Builds the controller and its wiring; nothing runs until
     /// [`ControllerBase::start_informers`] or [`ControllerBase::run`], except
@@ -282,119 +276,6 @@ impl ControllerBase {
         self.sync_caches(pin!(std::future::pending()))
             .await
             .map(drop)
-    }
-
-    /// Runs the controller until `shutdown` resolves: watchers, one worker
-    /// per queue (a sync is not reentrant for one object, and one worker per
-    /// kind keeps two claims from racing for one volume), and the resync.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), BaseError> {
-        let mut shutdown = pin!(shutdown);
-        let result = self.run_unelected(shutdown.as_mut()).await;
-        self.fail_on(result)
-    }
-
-    async fn run_unelected(
-        &mut self,
-        mut shutdown: Pin<&mut impl Future<Output = ()>>,
-    ) -> Result<(), BaseError> {
-        if !self.sync_caches(shutdown.as_mut()).await? {
-            return Ok(());
-        }
-        self.metrics.set_leader(true);
-        let mut workers = self.start_workers();
-        let end = tokio::select! {
-            () = &mut shutdown => End::Shutdown,
-            failure = next_failure(&mut self.watchers) => End::Failed(failure),
-            failure = next_failure(&mut workers.tasks) => End::Failed(failure),
-        };
-        self.metrics.set_leader(false);
-        match end {
-            End::Shutdown => {
-                self.stop(workers).await;
-                flush_events(self.controller.recorder()).await;
-                Ok(())
-            }
-            End::LeaseLost => Err(BaseError::LeadershipLost),
-            End::Failed(failure) => {
-                self.abort(workers).await;
-                Err(failure)
-            }
-        }
-    }
-
-    /// Runs the controller with leader election: the caches are filled and
-    /// kept warm at once, but the workers (every write) run only while
-    /// `elector` holds the lease. On `shutdown` the lease is released, so a
-    /// follower takes over at once; if the lease cannot be renewed, every
-    /// sync and operation in flight is cancelled and
-    /// [`BaseError::LeadershipLost`] is returned.
-    pub async fn run_elected(
-        mut self,
-        mut elector: LeaderElector,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<(), BaseError> {
-        let mut shutdown = pin!(shutdown);
-        let result = self.lead(&mut elector, shutdown.as_mut()).await;
-        self.fail_on(result)
-    }
-
-    async fn lead(
-        &mut self,
-        elector: &mut LeaderElector,
-        mut shutdown: Pin<&mut impl Future<Output = ()>>,
-    ) -> Result<(), BaseError> {
-        if !self.sync_caches(shutdown.as_mut()).await? {
-            return Ok(());
-        }
-        self.metrics.set_leader(false);
-        tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
-        tokio::select! {
-            () = elector.acquire() => {}
-            () = &mut shutdown => {
-                self.watchers.shutdown().await;
-                tracing::info!("stopped before becoming leader");
-                return Ok(());
-            }
-            failure = next_failure(&mut self.watchers) => return Err(failure),
-        }
-        self.metrics.set_leader(true);
-        tracing::info!(identity = %elector.identity(), "leading");
-        let mut workers = self.start_workers();
-        let end = tokio::select! {
-            () = elector.hold() => End::LeaseLost,
-            () = &mut shutdown => End::Shutdown,
-            failure = next_failure(&mut self.watchers) => End::Failed(failure),
-            failure = next_failure(&mut workers.tasks) => End::Failed(failure),
-        };
-        self.metrics.set_leader(false);
-        match end {
-            End::LeaseLost => {
-                self.abort(workers).await;
-                Err(BaseError::LeadershipLost)
-            }
-            End::Shutdown => {
-                self.stop(workers).await;
-                // Still the leader until the lease is released: write what
-                // the workers recorded.
-                flush_events(self.controller.recorder()).await;
-                release(elector).await;
-                Ok(())
-            }
-            End::Failed(failure) => {
-                self.abort(workers).await;
-                release(elector).await;
-                Err(failure)
-            }
-        }
-    }
-
-    /// Marks the process unhealthy when `result` is an error.
-    fn fail_on(&self, result: Result<(), BaseError>) -> Result<(), BaseError> {
-        if let Err(error) = &result {
-            tracing::error!(%error, "controller stopped with an error");
-            self.liveness.fail(error.to_string());
-        }
-        result
     }
 
     /// Starts the watchers (once) and waits until every lister holds a
@@ -531,34 +412,6 @@ impl ControllerBase {
         tracing::info!("controller started");
         Workers { tasks, stop }
     }
-
-    /// Stops gracefully: each worker finishes the key it holds; operations
-    /// are cancelled, as the next leader runs them again.
-    async fn stop(&mut self, mut workers: Workers) {
-        tracing::info!("shutting down");
-        self.leading.store(false, Ordering::Release);
-        workers.stop.cancel();
-        self.controller.operations().abort_all();
-        self.volume_queue.shut_down();
-        self.claim_queue.shut_down();
-        while workers.tasks.join_next().await.is_some() {}
-        self.watchers.shutdown().await;
-        tracing::info!("controller stopped");
-    }
-
-    /// Stops at once: every sync and operation in flight is cancelled where
-    /// it stands (its next write is never sent).
-    async fn abort(&mut self, mut workers: Workers) {
-        tracing::warn!("stopping every sync and operation in flight");
-        self.leading.store(false, Ordering::Release);
-        workers.stop.cancel();
-        workers.tasks.abort_all();
-        self.controller.operations().abort_all();
-        self.volume_queue.shut_down();
-        self.claim_queue.shut_down();
-        while workers.tasks.join_next().await.is_some() {}
-        self.watchers.shutdown().await;
-    }
 }
 
 /// The tracker of long operations, at most `concurrency` at once, counting
@@ -572,45 +425,6 @@ fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker
             metrics.volume_operation_failed("", operation);
         }
     })
-}
-
-/// Gives the lease up so a follower takes over at once.
-async fn release(elector: &mut LeaderElector) {
-    if let Err(error) = elector.release().await {
-        tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
-    }
-}
-
-/// The first of `tasks` to end: each should run as long as the controller,
-/// so its end (an error, a return, a panic) is a failure. Never resolves
-/// while all of them run, or when there are none.
-async fn next_failure(tasks: &mut JoinSet<Result<(), BaseError>>) -> BaseError {
-    match tasks.join_next().await {
-        None => std::future::pending().await,
-        Some(Ok(Err(failure))) => failure,
-        Some(Ok(Ok(()))) => BaseError::TaskEnded("a controller task".to_string()),
-        Some(Err(join_error)) if join_error.is_panic() => {
-            BaseError::TaskEnded(format!("a controller task (it panicked: {join_error})"))
-        }
-        Some(Err(join_error)) => BaseError::TaskEnded(format!("a controller task ({join_error})")),
-    }
-}
-
-/// How long a graceful shutdown waits for queued events to be written.
-const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Waits, at most [`EVENT_FLUSH_TIMEOUT`], for the events recorded so far to
-/// be written, so a clean stop does not lose the last syncs' events.
-async fn flush_events(recorder: &EventRecorder) {
-    if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, recorder.flush())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            timeout = ?EVENT_FLUSH_TIMEOUT,
-            "events still queued at shutdown were not written"
-        );
-    }
 }
 
 async fn wait_ready<K>(kind: &'static str, store: &Store<K>) -> Result<(), BaseError>

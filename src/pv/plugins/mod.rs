@@ -21,7 +21,8 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
 
-use crate::pv::constants::reasons;
+use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::objects::annotation;
 use crate::runtime::events::{EventRecorder, EventType};
 use recycler::RecyclerPodConfig;
 
@@ -154,6 +155,32 @@ pub trait VolumePlugin: Send + Sync {
     }
 }
 
+/// Who deletes a released volume's storage; see [`VolumePlugins::deleter`].
+#[derive(Clone)]
+pub enum Deleter {
+    /// This plugin, in process.
+    Plugin(Arc<dyn VolumePlugin>),
+    /// An external provisioner, which deletes the volume itself.
+    External,
+    /// Nobody: why, in the plugin manager's words.
+    Missing(String),
+}
+
+/// Why no plugin deletes a volume, in the plugin manager's words: a volume
+/// whose source a known plugin serves (CSI, NFS, hostPath) has a plugin that
+/// cannot delete; any other has no plugin at all.
+fn no_deleter_reason(volume: &PersistentVolume) -> &'static str {
+    let known_source = volume
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.csi.is_some() || s.nfs.is_some() || s.host_path.is_some());
+    if known_source {
+        "no deletable volume plugin matched"
+    } else {
+        "no volume plugin matched"
+    }
+}
+
 /// The plugins the controller may use, looked up by name or by volume.
 #[derive(Clone, Default)]
 pub struct VolumePlugins {
@@ -199,18 +226,26 @@ impl VolumePlugins {
         self.by_name(name).filter(|p| p.can_provision())
     }
 
-    /// The deleter of this name (a volume's `provisioned-by`).
-    pub fn deleter_by_name(
-        &self,
-        name: &str,
-        volume: &PersistentVolume,
-    ) -> Option<Arc<dyn VolumePlugin>> {
-        self.by_name(name).filter(|p| p.can_delete(volume))
-    }
-
-    /// The first plugin that can delete this volume.
-    pub fn deleter_for(&self, volume: &PersistentVolume) -> Option<Arc<dyn VolumePlugin>> {
-        self.plugins.iter().find(|p| p.can_delete(volume)).cloned()
+    /// Who deletes a released volume's storage, by upstream's rule
+    /// (`findDeletablePlugin`): the plugin that provisioned it (by
+    /// `provisioned-by`); an external provisioner when that names no plugin
+    /// here and no in-tree plugin; for a volume no provisioner made, the
+    /// plugin that handles its source.
+    pub fn deleter(&self, volume: &PersistentVolume) -> Deleter {
+        let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
+        if !provisioner.is_empty() {
+            return match self.by_name(provisioner).filter(|p| p.can_delete(volume)) {
+                Some(plugin) => Deleter::Plugin(plugin),
+                None if !provisioner.starts_with(IN_TREE_PLUGIN_PREFIX) => Deleter::External,
+                None => Deleter::Missing(format!(
+                    "no deletable volume plugin matched name: {provisioner}"
+                )),
+            };
+        }
+        match self.plugins.iter().find(|p| p.can_delete(volume)) {
+            Some(plugin) => Deleter::Plugin(Arc::clone(plugin)),
+            None => Deleter::Missing(no_deleter_reason(volume).to_string()),
+        }
     }
 
     /// The first plugin that can recycle this volume.
