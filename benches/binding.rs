@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use memapi::{MemApi, Verb};
 use pv_controller::VolumeIndex;
-use pv_controller::memapi::{MemApi, Verb};
 use pv_controller::{BaseConfig, ControllerBase};
 
 fn storage(size: &str) -> std::collections::BTreeMap<String, Quantity> {

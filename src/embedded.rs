@@ -22,10 +22,10 @@ use kube::client::ClientBuilder;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use memapi::{MemApi, MemApiError};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
-use crate::memapi::{MemApi, MemApiError};
 use crate::pv::controller_base::IdleProbe;
 use crate::runtime::client::{ClientOptions, Clients};
 

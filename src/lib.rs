@@ -21,9 +21,6 @@ mod options;
 mod pv;
 mod runtime;
 
-pub mod memapi;
-pub mod quantity;
-
 pub use app::{App, AppConfig, AppError};
 #[cfg(feature = "embedded")]
 pub use embedded::{

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::builders::*;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 
 fn kubeconfig(server: &str) -> String {
     format!(

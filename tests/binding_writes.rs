@@ -7,7 +7,7 @@ mod common;
 use common::builders::*;
 use common::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::memapi::{MemApi, Reactor, Verb};
+use memapi::{MemApi, Reactor, Verb};
 
 /// Runs the controller on `api` until it settles, then stops it.
 async fn run_until_settled(api: &MemApi) {

@@ -12,9 +12,9 @@ use common::builders::*;
 use common::harness::{Call, row, run_table, settle};
 use common::mock_plugin::{MockConfig, MockPlugin};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use memapi::MemApi;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
-use pv_controller::memapi::MemApi;
 use pv_controller::{BaseConfig, ControllerBase};
 
 const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";

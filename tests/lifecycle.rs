@@ -7,7 +7,7 @@ mod common;
 use common::builders::*;
 use common::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 
 fn volume_phase(api: &MemApi, name: &str) -> String {
     api.get::<PersistentVolume>(None, name)
@@ -239,7 +239,7 @@ async fn a_claim_with_an_explicit_empty_class_keeps_it() {
 /// is still released.
 #[tokio::test(start_paused = true)]
 async fn a_deletion_seen_only_after_a_relist_releases_the_volume() {
-    use pv_controller::memapi::{Reactor, Verb};
+    use memapi::{Reactor, Verb};
     use std::time::Duration;
 
     let api = MemApi::new();

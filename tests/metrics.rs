@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::builders::*;
 use common::harness::settle;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::memapi::{MemApi, Verb};
+use memapi::{MemApi, Verb};
 use pv_controller::{BaseConfig, ControllerBase};
 use tower::ServiceExt;
 

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_controller::memapi::{Reactor, Verb};
+use memapi::{Reactor, Verb};
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
 

@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::{
     Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use memapi::{MemApi, Verb};
 use pv_controller::Settings;
-use pv_controller::memapi::{MemApi, Verb};
 use pv_controller::{BaseConfig, ControllerBase};
 use pv_controller::{PluginConfig, VolumePlugins};
 use pv_controller::{RecyclerPodConfig, default_recycler_template};

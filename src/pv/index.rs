@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use quantity::Amount;
 
 use crate::pv::keys::ClaimKey;
 use crate::pv::objects::{
@@ -42,7 +43,6 @@ use crate::pv::objects::{
     claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::quantity::Amount;
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

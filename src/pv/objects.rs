@@ -11,10 +11,10 @@ use std::fmt;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use quantity::{Amount, QuantityError};
 
 use crate::pv::constants::ANN_BETA_STORAGE_CLASS;
 use crate::pv::keys::{ClaimKey, VolumeName};
-use crate::quantity::{Amount, QuantityError};
 
 /// The resource name under which capacities and requests hold storage size.
 const STORAGE: &str = "storage";

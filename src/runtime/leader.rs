@@ -370,7 +370,7 @@ impl LeaderElector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memapi::MemApi;
+    use memapi::MemApi;
 
     fn config(identity: &str) -> LeaseConfig {
         LeaseConfig::new("kube-system", "pv-controller", identity)

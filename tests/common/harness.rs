@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
+use memapi::{MemApi, Reactor};
 use pv_controller::EventRecorder;
 use pv_controller::VolumePlugins;
-use pv_controller::memapi::{MemApi, Reactor};
 use pv_controller::{BaseConfig, ControllerBase};
 use pv_controller::{ClaimKey, VolumeName};
 use pv_controller::{Controller, RetryPolicy, Settings};
@@ -209,7 +209,7 @@ impl Scenario {
 /// claims created through the API get the protection finalizers, as the
 /// StorageObjectInUseProtection admission plugin adds them.
 fn seeded_server(s: &Scenario) -> MemApi {
-    let api = MemApi::with_config(pv_controller::memapi::MemApiConfig {
+    let api = MemApi::with_config(memapi::MemApiConfig {
         protection_finalizers: true,
         ..Default::default()
     });

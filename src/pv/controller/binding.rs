@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use quantity::Amount;
 
 use super::Controller;
 use super::writes::{Edit, Part, claim_in_phase, same_claim_binding, same_claim_ref};
@@ -18,7 +19,6 @@ use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
 };
-use crate::quantity::Amount;
 
 impl Controller {
     /// Binds a volume and a claim with the four writes, volume first, and

@@ -341,9 +341,9 @@ pub(crate) mod testing {
     use std::sync::Arc;
 
     use kube::runtime::reflector;
+    use memapi::MemApi;
 
     use super::{Controller, FollowUps, Listers, Parts, Settings};
-    use crate::memapi::MemApi;
     use crate::pv::metrics::PvMetrics;
     use crate::runtime::events::EventRecorder;
     use crate::runtime::metrics::Metrics;

@@ -28,9 +28,9 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
+use quantity::Amount;
 
 use super::{EventRelay, PluginError, RecycleContext};
-use crate::quantity::Amount;
 use crate::runtime::events::EventType;
 
 /// Namespace of the recycler pod when the template names none.

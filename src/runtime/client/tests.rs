@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::Api;
 use kube::api::PostParams;
 use kube::client::ClientBuilder;
+use memapi::{MemApi, Reactor, Verb};
 
 use super::*;
-use crate::memapi::{MemApi, Reactor, Verb};
 
 fn clients(api: &MemApi, options: ClientOptions) -> Clients {
     Clients::build(

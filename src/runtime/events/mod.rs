@@ -267,7 +267,7 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
-        let client = runtime.block_on(async { crate::memapi::MemApi::new().client() });
+        let client = runtime.block_on(async { memapi::MemApi::new().client() });
         let error = EventRecorder::new(client, metrics, "").expect_err("no runtime here");
         assert!(error.to_string().contains("event recorder"), "{error}");
     }

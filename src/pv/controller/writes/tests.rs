@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use memapi::{MemApi, Verb};
+
 use super::*;
-use crate::memapi::{MemApi, Verb};
 use crate::pv::objects::testing::{claim, volume};
 
 /// A controller on a fresh memapi whose shadow cache holds `volumes`.

@@ -3,6 +3,17 @@
 //! One row per resource (group, version, plural, kind, scope, status
 //! subresource, short names, field selectors, defaults). Adding a kind is
 //! adding a row; everything else (routing, discovery, seeding) reads it.
+//! Here too is [`Part`], which part of a resource a write addresses: the
+//! write verbs and validation both decide by it.
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource: for kinds with a status subresource, status is kept.
+    Main,
+    /// The `/status` subresource: only status is taken.
+    Status,
+}
 
 /// One served resource, as a row of the kinds table.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,16 +1,14 @@
 //! memapi's Rust-side levers: put and remove notify watchers, typed
 //! get/list, separate core and events.k8s.io events, leases.
 
-mod common;
-
-use common::{pv, pvc};
+use crate::support::{pv, pvc};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::events::v1::Event as NewEvent;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 use serde_json::json;
 
 #[tokio::test]

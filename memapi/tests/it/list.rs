@@ -1,14 +1,12 @@
 //! memapi lists: label and field selectors, namespaces, limit/continue,
 //! and YAML seeding.
 
-mod common;
-
-use common::{code, pv, pvc};
+use crate::support::{code, pv, pvc};
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 use std::collections::BTreeMap;
 
 fn names<K: kube::Resource>(items: &[K]) -> Vec<String> {

@@ -5,9 +5,10 @@
 use super::body::{ResponseBody, error_response, json_response};
 use super::delete;
 use super::discovery;
-use super::ops::{self, Origin, Part};
+use super::ops::{self, Origin};
 use super::patch::PatchType;
 use super::reactors::{Action, RequestInfo, Verb};
+use super::resources::Part;
 use super::route::{self, Query, ResourceRoute, Route};
 use super::selectors::{FieldSelector, Filter, LabelSelector};
 use super::stats::RequestLogEntry;

@@ -1,11 +1,9 @@
 //! kubectl against memapi's TCP listener: get, get -o yaml, create -f,
 //! patch (merge and json), delete and get -w. Skipped without kubectl.
 
-mod common;
-
-use common::pv;
+use crate::support::pv;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;

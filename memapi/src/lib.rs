@@ -1,6 +1,14 @@
 //! memapi: an in-memory Kubernetes API server, the test bed the controller
 //! is proven on.
 //!
+//! It is a crate of its own in the pv-controller workspace, so that the
+//! rule "the test bed knows nothing of the controller, and the controller
+//! nothing of how it is tested" is held by the compiler: memapi does not
+//! depend on `pv-controller`, which takes it as a dev-dependency for its
+//! tests and benchmark and, behind its default-on `embedded` feature, for
+//! `--embedded-cluster` (the container image is built without it). The
+//! only crate the two share is `quantity`.
+//!
 //! It is one level below client-go's fake clientset: a real `kube::Client`
 //! talks to it (as a `tower::Service`, see [`MemApi::client`]), so the very
 //! watchers, reflectors and typed `Api<K>` calls of production run against

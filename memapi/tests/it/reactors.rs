@@ -1,15 +1,13 @@
 //! memapi reactors (errors, drops, delays, probabilities), request
 //! counters, and bad requests answered with Status bodies.
 
-mod common;
-
-use common::{code, pv, reason};
+use crate::support::{code, pv, reason};
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use pv_controller::memapi::{MemApi, MemApiConfig, Reactor, Verb};
+use memapi::{MemApi, MemApiConfig, Reactor, Verb};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tower::ServiceExt;

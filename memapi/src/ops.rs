@@ -21,7 +21,7 @@
 use super::admission;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
 use super::patch::{self, PatchType};
-use super::resources::ResourceKind;
+use super::resources::{Part, ResourceKind};
 use super::status::ApiError;
 use super::store::Store;
 use super::validation;
@@ -35,15 +35,6 @@ pub enum Origin {
     Api,
     /// Seeding: the given status, uid and timestamps are kept.
     Seed,
-}
-
-/// Which part of an object a write addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// The main resource: for kinds with a status subresource, status is kept.
-    Main,
-    /// The `/status` subresource: only status is taken.
-    Status,
 }
 
 /// Checks the body is an object of this kind and fills in apiVersion/kind.

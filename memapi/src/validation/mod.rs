@@ -17,8 +17,7 @@ mod events;
 mod names;
 mod volumes;
 
-use super::ops::Part;
-use super::resources::ResourceKind;
+use super::resources::{Part, ResourceKind};
 use super::status::{ApiError, Cause};
 use serde_json::Value;
 

@@ -2,9 +2,7 @@
 //! graceful deletion of pods, immutable claim and volume fields, the
 //! storage admission plugins, and what a `/status` write keeps.
 
-mod common;
-
-use common::{code, pv, pvc, reason};
+use crate::support::{code, pv, pvc, reason};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{
     Event as CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod,
@@ -13,7 +11,7 @@ use k8s_openapi::api::events::v1::Event as NewEvent;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use pv_controller::memapi::{MemApi, MemApiConfig};
+use memapi::{MemApi, MemApiConfig};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

@@ -85,7 +85,7 @@ pub enum Times {
 /// A fault-injection rule. Build with [`Reactor::on`] or [`Reactor::any`].
 ///
 /// ```
-/// use pv_controller::memapi::{Reactor, Verb};
+/// use memapi::{Reactor, Verb};
 /// // The next two PV status updates fail with 409 Conflict.
 /// let r = Reactor::on(Verb::Update, "persistentvolumes").subresource("status").error(409).times(2);
 /// # let _ = r;
@@ -197,7 +197,7 @@ impl Reactor {
     /// Counts (`times`, `probability`) apply to those successful writes.
     ///
     /// ```
-    /// use pv_controller::memapi::{Reactor, Verb};
+    /// use memapi::{Reactor, Verb};
     /// // The next PV update is stored, but its answer is lost.
     /// let r = Reactor::on(Verb::Update, "persistentvolumes").after_commit().drop_connection();
     /// # let _ = r;

@@ -1,12 +1,10 @@
 //! memapi write semantics: conflicts, status subresource, defaults,
 //! finalizers and preconditions, bad requests.
 
-mod common;
-
-use common::{code, pv, pvc, reason};
+use crate::support::{code, pv, pvc, reason};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use pv_controller::memapi::MemApi;
+use memapi::MemApi;
 use serde_json::json;
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use super::object::{set_at, str_at, value_at};
 use super::resources::{self, ResourceKind};
 use super::status::ApiError;
 use super::store::Store;
-use crate::quantity::Amount;
+use quantity::Amount;
 use serde_json::{Value, json};
 
 /// The finalizer StorageObjectInUseProtection puts on every new PV.

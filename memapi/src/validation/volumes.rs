@@ -23,7 +23,7 @@
 
 use super::super::object::{str_at, value_at};
 use super::FieldError;
-use crate::quantity::Amount;
+use quantity::Amount;
 use serde_json::{Map, Value};
 
 /// The fields of `PersistentVolumeSource`, inlined in a volume's spec.

@@ -1,15 +1,13 @@
 //! memapi watches through kube-runtime's watcher: every change is seen,
 //! and a compacted version yields an in-stream 410 and a relist.
 
-mod common;
-
-use common::pv;
+use crate::support::pv;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
-use pv_controller::memapi::{MemApi, Reactor, Verb};
+use memapi::{MemApi, Reactor, Verb};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;

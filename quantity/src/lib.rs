@@ -15,6 +15,11 @@
 //! Two deliberate differences: surrounding whitespace is trimmed (as
 //! `Quantity`'s JSON decoding does) and a string without any digit (`"-"`,
 //! `"."`) is an error, where upstream reads it as zero.
+//!
+//! A crate of its own because both sides of the workspace read quantities:
+//! the controller (capacities and requests, when matching and binding) and
+//! memapi (its validation and admission compare requests), and neither may
+//! depend on the other.
 
 use std::fmt;
 use std::str::FromStr;
