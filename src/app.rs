@@ -77,15 +77,12 @@ impl App {
     /// client) until `shutdown` resolves, then stops the admin server.
     /// Without election the write gate opens for good.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
-        let result = match self.election {
-            Some(lease) => {
-                let elector = LeaderElector::new(self.clients.lease, lease, self.clients.gate);
-                self.base.run_elected(elector, shutdown).await
-            }
-            None => {
-                self.clients.gate.open();
-                self.base.run(shutdown).await
-            }
+        let result = if let Some(lease) = self.election {
+            let elector = LeaderElector::new(self.clients.lease, lease, self.clients.gate);
+            self.base.run_elected(elector, shutdown).await
+        } else {
+            self.clients.gate.open();
+            self.base.run(shutdown).await
         };
         self.server.abort();
         Ok(result?)

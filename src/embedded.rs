@@ -157,10 +157,10 @@ pub async fn stand_in_kubelet(client: Client) {
             .await;
         match result {
             Ok(_) => {
-                tracing::info!(pod = %format!("{namespace}/{name}"), "stand-in kubelet: pod Succeeded")
+                tracing::info!(pod = %format!("{namespace}/{name}"), "stand-in kubelet: pod Succeeded");
             }
             Err(error) => {
-                tracing::warn!(pod = %format!("{namespace}/{name}"), %error, "stand-in kubelet could not finish the pod")
+                tracing::warn!(pod = %format!("{namespace}/{name}"), %error, "stand-in kubelet could not finish the pod");
             }
         }
     }
@@ -227,7 +227,7 @@ where
                 match from {
                     Some(from) if from == to => {}
                     Some(from) => {
-                        tracing::info!(object = %format!("{kind}/{name}"), %from, %to, "phase changed")
+                        tracing::info!(object = %format!("{kind}/{name}"), %from, %to, "phase changed");
                     }
                     None => tracing::info!(object = %format!("{kind}/{name}"), phase = %to, "seen"),
                 }
@@ -337,7 +337,7 @@ pub fn render_events(events: &[Event]) -> String {
 }
 
 fn row<const N: usize>(cells: [&str; N]) -> Vec<String> {
-    cells.iter().map(|c| c.to_string()).collect()
+    cells.iter().map(std::string::ToString::to_string).collect()
 }
 
 fn storage(

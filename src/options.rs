@@ -153,10 +153,10 @@ pub struct Options {
 /// Default metrics address in a cluster: plain HTTP next to the control
 /// plane's ports (10257 kube-controller-manager, 10259 scheduler), on none
 /// of them.
-pub const DEFAULT_METRICS_ADDRESS: &str = "0.0.0.0:10280";
+pub(crate) const DEFAULT_METRICS_ADDRESS: &str = "0.0.0.0:10280";
 
 /// Default metrics address in embedded mode: a free loopback port.
-pub const EMBEDDED_METRICS_ADDRESS: &str = "127.0.0.1:0";
+pub(crate) const EMBEDDED_METRICS_ADDRESS: &str = "127.0.0.1:0";
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

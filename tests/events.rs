@@ -94,7 +94,7 @@ async fn an_event_about_a_volume_lands_in_default_as_a_core_event() {
     let (recorder, metrics) = recorder(&api);
     let pv = stored_volume(&api, "pv1");
     recorder.record(
-        pv.clone(),
+        &pv,
         EventType::Normal,
         "VolumeRecycled",
         "Volume recycled".into(),
@@ -160,11 +160,11 @@ async fn a_repeat_is_a_patch_that_counts_and_another_message_a_new_event() {
     let pv = stored_volume(&api, "pv1");
     let record = |message: &str| {
         recorder.record(
-            pv.clone(),
+            &pv,
             EventType::Warning,
             "VolumeFailedDelete",
             message.to_string(),
-        )
+        );
     };
     record("boom");
     recorder.flush().await;
@@ -203,11 +203,11 @@ async fn a_repeat_of_a_deleted_event_creates_it_again() {
     let pv = stored_volume(&api, "pv1");
     let record = || {
         recorder.record(
-            pv.clone(),
+            &pv,
             EventType::Normal,
             "RecyclerPod",
             "Recycler pod: pulled".into(),
-        )
+        );
     };
     record();
     recorder.flush().await;
@@ -240,7 +240,7 @@ async fn a_rejected_event_is_counted_and_logged_not_retried() {
         "involvedObject.namespace: Invalid value: \"\": does not match event.namespace",
     ));
     let started = Instant::now();
-    recorder.record(pv, EventType::Warning, "VolumeFailedDelete", "boom".into());
+    recorder.record(&pv, EventType::Warning, "VolumeFailedDelete", "boom".into());
     recorder.flush().await;
 
     assert_eq!(started.elapsed(), Duration::ZERO, "no retry pause");
@@ -271,7 +271,7 @@ async fn a_dropped_connection_is_retried_then_the_event_is_written() {
             .times(2),
     );
     let started = Instant::now();
-    recorder.record(pv, EventType::Normal, "VolumeRecycled", "done".into());
+    recorder.record(&pv, EventType::Normal, "VolumeRecycled", "done".into());
     recorder.flush().await;
 
     // A random pause below 10 s after the first failure, 10 s after the second.
@@ -299,7 +299,7 @@ async fn an_unreachable_server_is_given_up_on_after_twelve_tries() {
             .always(),
     );
     let started = Instant::now();
-    recorder.record(pv, EventType::Normal, "VolumeRecycled", "done".into());
+    recorder.record(&pv, EventType::Normal, "VolumeRecycled", "done".into());
     recorder.flush().await;
 
     let waited = started.elapsed();
@@ -326,7 +326,7 @@ async fn a_full_queue_drops_and_counts_the_overflow() {
         let mut pv = volume(&format!("pv{i}"), "1Gi").build();
         pv.metadata.uid = Some(format!("uid-{i}"));
         recorder.record(
-            reference_of(&pv),
+            &reference_of(&pv),
             EventType::Normal,
             "VolumeRecycled",
             "done".into(),
@@ -360,7 +360,7 @@ async fn a_flood_about_one_object_is_combined_and_then_filtered() {
     // Twelve distinct messages: nine stand alone, the rest are combined.
     for i in 0..12 {
         recorder.record(
-            pv.clone(),
+            &pv,
             EventType::Warning,
             "VolumeFailedDelete",
             format!("attempt {i} failed"),
@@ -377,12 +377,7 @@ async fn a_flood_about_one_object_is_combined_and_then_filtered() {
 
     // The object has had 12 of its 25; the 26th event and later are dropped.
     for _ in 0..20 {
-        recorder.record(
-            pv.clone(),
-            EventType::Normal,
-            "VolumeRecycled",
-            "done".into(),
-        );
+        recorder.record(&pv, EventType::Normal, "VolumeRecycled", "done".into());
     }
     recorder.flush().await;
     assert_eq!(

@@ -88,4 +88,4 @@ pub(crate) fn api(action: impl FnOnce() -> String) -> impl FnOnce(kube::Error) -
 }
 
 /// The controller's result type.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

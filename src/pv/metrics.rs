@@ -22,12 +22,12 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
 
 /// Buckets of upstream's `volume_operation_total_seconds` (seconds).
-pub const OPERATION_BUCKETS: [f64; 13] = [
+pub(crate) const OPERATION_BUCKETS: [f64; 13] = [
     0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0, 50.0, 120.0, 300.0, 600.0,
 ];
 
 /// Label value upstream uses when a volume has no known plugin.
-pub const NO_PLUGIN: &str = "N/A";
+pub(crate) const NO_PLUGIN: &str = "N/A";
 
 /// The PersistentVolume controller's event-driven series. Cheap to clone:
 /// clones count into the same series.
@@ -121,7 +121,7 @@ fn plugin_label(plugin_name: &str) -> &str {
 /// (`FindPluginBySpec`): CSI volumes as `kubernetes.io/csi:<driver>`, the
 /// in-tree plugins the controller still knows by their plugin names, and
 /// `N/A` for anything else.
-pub fn plugin_name(volume: &PersistentVolume) -> String {
+pub(crate) fn plugin_name(volume: &PersistentVolume) -> String {
     let Some(spec) = volume.spec.as_ref() else {
         return NO_PLUGIN.to_string();
     };
@@ -142,7 +142,7 @@ pub fn plugin_name(volume: &PersistentVolume) -> String {
 
 /// Computes the state gauges at scrape time: upstream's `pv_collector_*`
 /// from the shadow cache, and the queue depths and cache sizes.
-pub struct StateCollector {
+pub(crate) struct StateCollector {
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
     claim_queue: WorkQueue<ClaimKey>,
@@ -231,7 +231,7 @@ impl StateGauges {
 
 impl StateCollector {
     /// A collector over the controller's shadow cache and queues.
-    pub fn new(
+    pub(crate) fn new(
         cache: Arc<ShadowCache>,
         volume_queue: WorkQueue<VolumeName>,
         claim_queue: WorkQueue<ClaimKey>,

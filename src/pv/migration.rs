@@ -19,7 +19,7 @@ use crate::pv::objects::annotation;
 
 /// Each migrated in-tree plugin and the CSI driver that took it over
 /// (csi-translation-lib's names).
-pub const MIGRATED_PLUGINS: [(&str, &str); 7] = [
+pub(crate) const MIGRATED_PLUGINS: [(&str, &str); 7] = [
     ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
     ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
     ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
@@ -30,7 +30,7 @@ pub const MIGRATED_PLUGINS: [(&str, &str); 7] = [
 ];
 
 /// The CSI driver serving a migrated in-tree plugin; `None` for any other name.
-pub fn csi_driver_of(plugin: &str) -> Option<&'static str> {
+pub(crate) fn csi_driver_of(plugin: &str) -> Option<&'static str> {
     MIGRATED_PLUGINS
         .iter()
         .find(|(in_tree, _)| *in_tree == plugin)
@@ -44,13 +44,13 @@ fn is_migration_driver(name: &str) -> bool {
 
 /// How the `migrated-to` annotation of an object must change, if at all:
 /// `Some(Some(driver))` to set it, `Some(None)` to remove it.
-pub type MigratedToChange = Option<Option<String>>;
+pub(crate) type MigratedToChange = Option<Option<String>>;
 
 /// The change to a volume's `migrated-to`: set to the driver of the plugin
 /// that provisioned it when that plugin migrated, removed when it names a
 /// driver the volume's provisioner does not migrate to. A volume no plugin
 /// provisioned is left as it is.
-pub fn volume_migrated_to_change(volume: &PersistentVolume) -> MigratedToChange {
+pub(crate) fn volume_migrated_to_change(volume: &PersistentVolume) -> MigratedToChange {
     let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)?;
     let current = annotation(&volume.metadata, ANN_MIGRATED_TO).filter(|v| !v.is_empty());
     change(current, csi_driver_of(provisioner))
@@ -62,7 +62,7 @@ pub fn volume_migrated_to_change(volume: &PersistentVolume) -> MigratedToChange 
 /// driver the annotation names (the controller hands such claims to the
 /// driver directly); removed otherwise. A claim handed to no provisioner is
 /// left as it is.
-pub fn claim_migrated_to_change(claim: &PersistentVolumeClaim) -> MigratedToChange {
+pub(crate) fn claim_migrated_to_change(claim: &PersistentVolumeClaim) -> MigratedToChange {
     let provisioner = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
         .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER))?;
     let current = annotation(&claim.metadata, ANN_MIGRATED_TO).filter(|v| !v.is_empty());
@@ -74,7 +74,7 @@ pub fn claim_migrated_to_change(claim: &PersistentVolumeClaim) -> MigratedToChan
 
 /// Whether a volume is reclaimed by a CSI driver's external provisioner
 /// because its in-tree plugin migrated.
-pub fn is_migrated(volume: &PersistentVolume) -> bool {
+pub(crate) fn is_migrated(volume: &PersistentVolume) -> bool {
     annotation(&volume.metadata, ANN_MIGRATED_TO).is_some_and(|v| !v.is_empty())
         || annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)
             .is_some_and(|p| csi_driver_of(p).is_some())

@@ -75,24 +75,24 @@ pub enum ObjectError {
 }
 
 /// The value of annotation `key`, if the object has it.
-pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
     meta.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
 /// Whether the object carries annotation `key`, whatever its value.
-pub fn has_annotation(meta: &ObjectMeta, key: &str) -> bool {
+pub(crate) fn has_annotation(meta: &ObjectMeta, key: &str) -> bool {
     annotation(meta, key).is_some()
 }
 
 /// Whether the object has a deletionTimestamp: it is going away and waits only
 /// for its finalizers, so it must not be bound or offered anew.
-pub fn is_being_deleted(meta: &ObjectMeta) -> bool {
+pub(crate) fn is_being_deleted(meta: &ObjectMeta) -> bool {
     meta.deletion_timestamp.is_some()
 }
 
 /// The storage class of a volume: the beta annotation wins over
 /// `spec.storageClassName`; no class at all is `""`.
-pub fn volume_class(volume: &PersistentVolume) -> &str {
+pub(crate) fn volume_class(volume: &PersistentVolume) -> &str {
     if let Some(class) = annotation(&volume.metadata, ANN_BETA_STORAGE_CLASS) {
         return class;
     }
@@ -106,7 +106,7 @@ pub fn volume_class(volume: &PersistentVolume) -> &str {
 /// The storage class a claim asks for: the beta annotation wins over
 /// `spec.storageClassName`; an absent and an empty class are both `""`, which
 /// binds only to volumes without a class.
-pub fn claim_class(claim: &PersistentVolumeClaim) -> &str {
+pub(crate) fn claim_class(claim: &PersistentVolumeClaim) -> &str {
     if let Some(class) = annotation(&claim.metadata, ANN_BETA_STORAGE_CLASS) {
         return class;
     }
@@ -120,7 +120,7 @@ pub fn claim_class(claim: &PersistentVolumeClaim) -> &str {
 /// Whether a claim chose a class, even the empty one: `spec.storageClassName`
 /// is set (to anything, `""` included) or the beta annotation is present.
 /// Only claims without a class get the default class assigned retroactively.
-pub fn claim_has_class(claim: &PersistentVolumeClaim) -> bool {
+pub(crate) fn claim_has_class(claim: &PersistentVolumeClaim) -> bool {
     let spec_set = claim
         .spec
         .as_ref()
@@ -146,7 +146,7 @@ fn storage_amount(
 
 /// The size of a volume, `spec.capacity[storage]`; zero when absent (as
 /// upstream reads it), an error naming the volume when unparsable.
-pub fn volume_capacity(volume: &PersistentVolume) -> Result<Amount, ObjectError> {
+pub(crate) fn volume_capacity(volume: &PersistentVolume) -> Result<Amount, ObjectError> {
     let capacity = volume.spec.as_ref().and_then(|s| s.capacity.as_ref());
     storage_amount(
         capacity,
@@ -157,7 +157,7 @@ pub fn volume_capacity(volume: &PersistentVolume) -> Result<Amount, ObjectError>
 
 /// The size a claim asks for, `spec.resources.requests[storage]`; zero when
 /// absent (as upstream reads it), an error naming the claim when unparsable.
-pub fn claim_request(claim: &PersistentVolumeClaim) -> Result<Amount, ObjectError> {
+pub(crate) fn claim_request(claim: &PersistentVolumeClaim) -> Result<Amount, ObjectError> {
     let requests = claim
         .spec
         .as_ref()
@@ -176,7 +176,7 @@ pub fn claim_request(claim: &PersistentVolumeClaim) -> Result<Amount, ObjectErro
 /// the modes as strings, so a claim and a volume with the same unknown mode
 /// still match each other and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum VolumeMode {
+pub(crate) enum VolumeMode {
     /// A mounted filesystem; also what an absent mode means.
     Filesystem,
     /// A raw block device.
@@ -188,7 +188,7 @@ pub enum VolumeMode {
 impl VolumeMode {
     /// Reads an optional `volumeMode` field; absent means Filesystem (the API
     /// server's default, applied here too for objects from older servers).
-    pub fn parse(mode: Option<&str>) -> Self {
+    pub(crate) fn parse(mode: Option<&str>) -> Self {
         match mode {
             None | Some("Filesystem") => Self::Filesystem,
             Some("Block") => Self::Block,
@@ -198,19 +198,19 @@ impl VolumeMode {
 }
 
 /// The volume mode of a volume (`spec.volumeMode`).
-pub fn volume_mode(volume: &PersistentVolume) -> VolumeMode {
+pub(crate) fn volume_mode(volume: &PersistentVolume) -> VolumeMode {
     VolumeMode::parse(volume.spec.as_ref().and_then(|s| s.volume_mode.as_deref()))
 }
 
 /// The volume mode a claim asks for (`spec.volumeMode`).
-pub fn claim_volume_mode(claim: &PersistentVolumeClaim) -> VolumeMode {
+pub(crate) fn claim_volume_mode(claim: &PersistentVolumeClaim) -> VolumeMode {
     VolumeMode::parse(claim.spec.as_ref().and_then(|s| s.volume_mode.as_deref()))
 }
 
 /// One way a volume can be attached, as the API spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(clippy::enum_variant_names, reason = "the API's names")]
-pub enum AccessMode {
+pub(crate) enum AccessMode {
     /// `ReadWriteOnce` (RWO): read-write by one node.
     ReadWriteOnce,
     /// `ReadOnlyMany` (ROX): read-only by many nodes.
@@ -223,7 +223,7 @@ pub enum AccessMode {
 
 impl AccessMode {
     /// All modes, in upstream's canonical order (RWO, ROX, RWX, RWOP).
-    pub const ALL: [AccessMode; 4] = [
+    pub(crate) const ALL: [AccessMode; 4] = [
         Self::ReadWriteOnce,
         Self::ReadOnlyMany,
         Self::ReadWriteMany,
@@ -231,12 +231,12 @@ impl AccessMode {
     ];
 
     /// The mode named by the API string, if it is one.
-    pub fn parse(mode: &str) -> Option<Self> {
+    pub(crate) fn parse(mode: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == mode)
     }
 
     /// The API spelling, e.g. `ReadWriteOnce`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ReadWriteOnce => "ReadWriteOnce",
             Self::ReadOnlyMany => "ReadOnlyMany",
@@ -246,7 +246,7 @@ impl AccessMode {
     }
 
     /// The short form kubectl prints, e.g. `RWO`.
-    pub fn short(self) -> &'static str {
+    pub(crate) fn short(self) -> &'static str {
         match self {
             Self::ReadWriteOnce => "RWO",
             Self::ReadOnlyMany => "ROX",
@@ -267,21 +267,21 @@ impl AccessMode {
 
 /// A set of access modes; duplicates and order in the API list do not matter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct AccessModes(u8);
+pub(crate) struct AccessModes(u8);
 
 impl AccessModes {
     /// The empty set (a claim asking for nothing matches any volume).
-    pub const EMPTY: AccessModes = AccessModes(0);
+    pub(crate) const EMPTY: AccessModes = AccessModes(0);
 
     /// The set holding exactly `modes`.
     #[cfg(test)]
-    pub fn of(modes: &[AccessMode]) -> Self {
+    pub(crate) fn of(modes: &[AccessMode]) -> Self {
         Self(modes.iter().fold(0, |bits, m| bits | m.bit()))
     }
 
     /// Reads an API list of modes; the first unknown string is returned as
     /// the error.
-    pub fn parse<S: AsRef<str>>(modes: &[S]) -> Result<Self, String> {
+    pub(crate) fn parse<S: AsRef<str>>(modes: &[S]) -> Result<Self, String> {
         modes.iter().try_fold(Self::EMPTY, |set, mode| {
             let mode = mode.as_ref();
             AccessMode::parse(mode)
@@ -291,28 +291,28 @@ impl AccessModes {
     }
 
     /// Whether `mode` is in the set.
-    pub fn contains(self, mode: AccessMode) -> bool {
+    pub(crate) fn contains(self, mode: AccessMode) -> bool {
         self.0 & mode.bit() != 0
     }
 
     /// Whether every mode of `other` is in this set.
-    pub fn is_superset_of(self, other: AccessModes) -> bool {
+    pub(crate) fn is_superset_of(self, other: AccessModes) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// How many modes the set holds.
-    pub fn len(self) -> u32 {
+    pub(crate) fn len(self) -> u32 {
         self.0.count_ones()
     }
 
     /// Whether the set holds no mode.
     #[cfg(test)]
-    pub fn is_empty(self) -> bool {
+    pub(crate) fn is_empty(self) -> bool {
         self.0 == 0
     }
 
     /// The modes in the set, in canonical order.
-    pub fn iter(self) -> impl Iterator<Item = AccessMode> {
+    pub(crate) fn iter(self) -> impl Iterator<Item = AccessMode> {
         AccessMode::ALL
             .into_iter()
             .filter(move |m| self.contains(*m))
@@ -322,7 +322,7 @@ impl AccessModes {
     /// of equal size in a fixed order (by canonical mode order): the order in
     /// which a claim tries the volume groups, so that a volume offering fewer
     /// extra modes is preferred.
-    pub fn supersets(self) -> impl Iterator<Item = AccessModes> {
+    pub(crate) fn supersets(self) -> impl Iterator<Item = AccessModes> {
         let mut all: Vec<AccessModes> = (0u8..16)
             .map(AccessModes)
             .filter(|s| s.is_superset_of(self))
@@ -342,7 +342,7 @@ impl fmt::Display for AccessModes {
 
 /// The access modes a volume offers (`spec.accessModes`); an unknown string is
 /// an error naming the volume.
-pub fn volume_access_modes(volume: &PersistentVolume) -> Result<AccessModes, ObjectError> {
+pub(crate) fn volume_access_modes(volume: &PersistentVolume) -> Result<AccessModes, ObjectError> {
     let modes = volume
         .spec
         .as_ref()
@@ -356,7 +356,9 @@ pub fn volume_access_modes(volume: &PersistentVolume) -> Result<AccessModes, Obj
 
 /// The access modes a claim asks for (`spec.accessModes`); an unknown string
 /// is an error naming the claim.
-pub fn claim_access_modes(claim: &PersistentVolumeClaim) -> Result<AccessModes, ObjectError> {
+pub(crate) fn claim_access_modes(
+    claim: &PersistentVolumeClaim,
+) -> Result<AccessModes, ObjectError> {
     let modes = claim
         .spec
         .as_ref()
@@ -370,7 +372,10 @@ pub fn claim_access_modes(claim: &PersistentVolumeClaim) -> Result<AccessModes, 
 
 /// Whether the volume is bound or pre-bound to this claim: its claimRef names
 /// the claim's namespace and name, and its UID, when set, is the claim's.
-pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
+pub(crate) fn is_volume_bound_to_claim(
+    volume: &PersistentVolume,
+    claim: &PersistentVolumeClaim,
+) -> bool {
     let Some(claim_ref) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
         return false;
     };
@@ -385,7 +390,7 @@ pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVol
 
 /// The reference to a claim that binding writes into a volume's claimRef:
 /// kind, apiVersion, namespace, name, UID and resourceVersion of the claim.
-pub fn claim_reference(claim: &PersistentVolumeClaim) -> ObjectReference {
+pub(crate) fn claim_reference(claim: &PersistentVolumeClaim) -> ObjectReference {
     ObjectReference {
         kind: Some("PersistentVolumeClaim".to_owned()),
         api_version: Some("v1".to_owned()),
@@ -399,7 +404,7 @@ pub fn claim_reference(claim: &PersistentVolumeClaim) -> ObjectReference {
 
 /// The VolumeAttributesClass of a volume (`spec.volumeAttributesClassName`);
 /// `None` when absent or empty, which upstream treats alike.
-pub fn volume_vac(volume: &PersistentVolume) -> Option<&str> {
+pub(crate) fn volume_vac(volume: &PersistentVolume) -> Option<&str> {
     let name = volume
         .spec
         .as_ref()?
@@ -410,7 +415,7 @@ pub fn volume_vac(volume: &PersistentVolume) -> Option<&str> {
 
 /// The VolumeAttributesClass a claim asks for (`spec.volumeAttributesClassName`);
 /// `None` when absent or empty, which upstream treats alike.
-pub fn claim_vac(claim: &PersistentVolumeClaim) -> Option<&str> {
+pub(crate) fn claim_vac(claim: &PersistentVolumeClaim) -> Option<&str> {
     let name = claim
         .spec
         .as_ref()?
@@ -503,12 +508,12 @@ impl fmt::Display for ClaimPhase {
 }
 
 /// The phase of a volume; `None` when it has none (or an unknown one).
-pub fn volume_phase(volume: &PersistentVolume) -> Option<VolumePhase> {
+pub(crate) fn volume_phase(volume: &PersistentVolume) -> Option<VolumePhase> {
     VolumePhase::parse(volume.status.as_ref()?.phase.as_deref()?)
 }
 
 /// The phase of a claim; `None` when it has none (or an unknown one).
-pub fn claim_phase(claim: &PersistentVolumeClaim) -> Option<ClaimPhase> {
+pub(crate) fn claim_phase(claim: &PersistentVolumeClaim) -> Option<ClaimPhase> {
     ClaimPhase::parse(claim.status.as_ref()?.phase.as_deref()?)
 }
 
@@ -550,7 +555,7 @@ impl fmt::Display for ReclaimPolicy {
 }
 
 /// A volume's reclaim policy.
-pub fn reclaim_policy(volume: &PersistentVolume) -> ReclaimPolicy {
+pub(crate) fn reclaim_policy(volume: &PersistentVolume) -> ReclaimPolicy {
     ReclaimPolicy::parse(
         volume
             .spec
@@ -561,13 +566,13 @@ pub fn reclaim_policy(volume: &PersistentVolume) -> ReclaimPolicy {
 }
 
 /// The namespace and name a volume's claimRef names, when it names one.
-pub fn claim_ref_key(volume: &PersistentVolume) -> Option<ClaimKey> {
+pub(crate) fn claim_ref_key(volume: &PersistentVolume) -> Option<ClaimKey> {
     let reference = volume.spec.as_ref()?.claim_ref.as_ref()?;
     Some(ClaimKey::of_reference(reference))
 }
 
 /// The UID a volume's claimRef names ("" when it names none).
-pub fn claim_ref_uid(volume: &PersistentVolume) -> &str {
+pub(crate) fn claim_ref_uid(volume: &PersistentVolume) -> &str {
     volume
         .spec
         .as_ref()

@@ -223,7 +223,7 @@ where
 
 /// Puts a time limit on every request except watches.
 #[derive(Clone, Copy, Debug)]
-pub struct TimeoutLayer(pub Duration);
+pub(crate) struct TimeoutLayer(pub Duration);
 
 impl<S> Layer<S> for TimeoutLayer {
     type Service = TimedOut<S>;
@@ -237,7 +237,7 @@ impl<S> Layer<S> for TimeoutLayer {
 }
 
 /// The service of [`TimeoutLayer`].
-pub struct TimedOut<S> {
+pub(crate) struct TimedOut<S> {
     inner: S,
     timeout: Duration,
 }

@@ -16,7 +16,7 @@ use prometheus::{
 
 /// Buckets of `pv_controller_sync_duration_seconds`: one sync is a few API
 /// calls at most, so milliseconds to a few seconds.
-pub const SYNC_BUCKETS: [f64; 12] = [
+pub(crate) const SYNC_BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 

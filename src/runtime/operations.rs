@@ -19,14 +19,14 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
 /// Wait after an operation's first failure before it may run again.
-pub const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 
 /// Longest wait after repeated failures (upstream: 2 min 2 s).
-pub const MAX_BACKOFF: Duration = Duration::from_secs(122);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(122);
 
 /// How many operations run at once by default; more wait their turn (a
 /// waiting operation counts as running, so it is not started twice).
-pub const DEFAULT_CONCURRENCY: usize = 32;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
 
 /// What an operation does, for logs and metrics labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -258,7 +258,7 @@ impl OperationTracker {
                     OperationOutcome::Panicked
                 }
             };
-            tracker.finish(OperationReport {
+            tracker.finish(&OperationReport {
                 elapsed: started.elapsed(),
                 name,
                 started,
@@ -340,7 +340,7 @@ impl OperationTracker {
         }
     }
 
-    fn finish(&self, report: OperationReport) {
+    fn finish(&self, report: &OperationReport) {
         {
             let mut operations = self.lock();
             match &report.outcome {
@@ -366,7 +366,7 @@ impl OperationTracker {
             }
         }
         if let Some(hook) = &self.inner.on_completion {
-            hook(&report);
+            hook(report);
         }
         self.inner.finished.notify_waiters();
     }
@@ -398,12 +398,12 @@ mod tests {
         OperationName::delete("pv1", "uid-1")
     }
 
-    async fn fail() -> Result<(), String> {
-        Err("storage backend unavailable".to_string())
+    fn fail() -> std::future::Ready<Result<(), String>> {
+        std::future::ready(Err("storage backend unavailable".to_string()))
     }
 
-    async fn succeed() -> Result<(), String> {
-        Ok(())
+    fn succeed() -> std::future::Ready<Result<(), String>> {
+        std::future::ready(Ok(()))
     }
 
     /// Starts `operation` under the test name and waits until it finished;
@@ -417,9 +417,9 @@ mod tests {
         Ok(())
     }
 
-    fn remaining(result: Result<(), OperationError>) -> Option<Duration> {
+    fn remaining(result: &Result<(), OperationError>) -> Option<Duration> {
         match result {
-            Err(OperationError::Backoff { remaining, .. }) => Some(remaining),
+            Err(OperationError::Backoff { remaining, .. }) => Some(*remaining),
             _ => None,
         }
     }
@@ -470,10 +470,10 @@ mod tests {
         let mut expected = INITIAL_BACKOFF;
         for _ in 0..12 {
             run_to_end(&tracker, fail()).await.expect("start allowed");
-            assert_eq!(remaining(tracker.run(op(), succeed())), Some(expected));
+            assert_eq!(remaining(&tracker.run(op(), succeed())), Some(expected));
             tokio::time::advance(expected - Duration::from_millis(1)).await;
             assert_eq!(
-                remaining(tracker.run(op(), succeed())),
+                remaining(&tracker.run(op(), succeed())),
                 Some(Duration::from_millis(1))
             );
             tokio::time::advance(Duration::from_millis(1)).await;
@@ -496,7 +496,7 @@ mod tests {
         tracker.wait_idle().await;
         run_to_end(&tracker, fail()).await.expect("start allowed");
         assert_eq!(
-            remaining(tracker.run(op(), succeed())),
+            remaining(&tracker.run(op(), succeed())),
             Some(INITIAL_BACKOFF)
         );
     }
@@ -519,7 +519,7 @@ mod tests {
         let report = received.recv().await.expect("report");
         assert_eq!(report.outcome, OperationOutcome::Panicked);
         assert_eq!(
-            remaining(tracker.run(op(), succeed())),
+            remaining(&tracker.run(op(), succeed())),
             Some(INITIAL_BACKOFF)
         );
         assert_eq!(tracker.running_count(), 0);

@@ -25,15 +25,15 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// First retry delay of a failing key (client-go's default item limiter).
-pub const BACKOFF_BASE: Duration = Duration::from_millis(5);
+pub(crate) const BACKOFF_BASE: Duration = Duration::from_millis(5);
 
 /// Longest retry delay of a failing key (client-go's default item limiter).
-pub const BACKOFF_MAX: Duration = Duration::from_secs(1000);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1000);
 
 /// A deduplicating FIFO of keys, shared by the event handlers that add keys
 /// and the workers that process them. Cloning is cheap and gives another
 /// handle on the same queue.
-pub struct WorkQueue<K> {
+pub(crate) struct WorkQueue<K> {
     inner: Arc<Inner<K>>,
 }
 
@@ -80,7 +80,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Default for WorkQueue<K> {
 
 impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// An empty queue, ready for workers.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
@@ -102,7 +102,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Marks `key` as needing processing. A key already waiting stays where
     /// it is; a key being processed is queued again once it is `done`.
     /// Ignored after [`shut_down`](Self::shut_down).
-    pub fn add(&self, key: K) {
+    pub(crate) fn add(&self, key: K) {
         let added = self.lock().add(key);
         if added {
             self.inner.changed.notify_waiters();
@@ -112,7 +112,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Adds `key` once `delay` has passed, so a retry or a timed re-check does
     /// not occupy a worker while it waits. A key already scheduled keeps the
     /// earlier of its two due times. Ignored after shut-down.
-    pub fn add_after(&self, key: K, delay: Duration) {
+    pub(crate) fn add_after(&self, key: K, delay: Duration) {
         if delay.is_zero() {
             self.add(key);
             return;
@@ -126,21 +126,21 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Adds `key` after its retry backoff (5 ms, doubling with each failure
     /// up to 1000 s), so a key that keeps failing does not spin a worker.
-    pub fn add_rate_limited(&self, key: K) {
+    pub(crate) fn add_rate_limited(&self, key: K) {
         let delay = self.lock().next_backoff(&key);
         self.add_after(key, delay);
     }
 
     /// Clears the failure count of `key`, so its next retry starts from the
     /// shortest backoff again. Called after a key was processed successfully.
-    pub fn forget(&self, key: &K) {
+    pub(crate) fn forget(&self, key: &K) {
         self.lock().failures.remove(key);
     }
 
     /// How many times `key` was re-added by [`add_rate_limited`](Self::add_rate_limited)
     /// since it was last forgotten.
     #[cfg(test)]
-    pub fn num_requeues(&self, key: &K) -> u32 {
+    pub(crate) fn num_requeues(&self, key: &K) -> u32 {
         self.lock().failures.get(key).copied().unwrap_or(0)
     }
 
@@ -150,7 +150,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Returns `None` as soon as the queue is shut down, even when keys are
     /// still waiting: workers exit promptly, and a restarted controller
     /// re-lists every object anyway, so nothing is lost by dropping them.
-    pub async fn get(&self) -> Option<K> {
+    pub(crate) async fn get(&self) -> Option<K> {
         loop {
             let mut changed = pin!(self.inner.changed.notified());
             // Register before looking at the state, so a change made between
@@ -183,7 +183,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Marks `key` as processed. If it was added while being processed, it
     /// is queued again now.
-    pub fn done(&self, key: &K) {
+    pub(crate) fn done(&self, key: &K) {
         let requeued = self.lock().done(key);
         if requeued {
             self.inner.changed.notify_waiters();
@@ -192,7 +192,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Number of keys ready for a worker (not counting keys being processed
     /// or still waiting for their delay), for the queue-depth metric.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         let mut state = self.lock();
         state.promote_due(Instant::now());
         state.waiting.len()
@@ -200,13 +200,13 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Whether no key is ready for a worker.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Whether no key is ready, being processed, or waiting for a retry:
     /// the controller has nothing left to do until something changes.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         let mut state = self.lock();
         state.promote_due(Instant::now());
         state.waiting.is_empty() && state.processing.is_empty() && state.delayed.is_empty()
@@ -214,14 +214,14 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Stops the queue: waiting workers return `None` at once, later adds
     /// are ignored and delayed keys are dropped.
-    pub fn shut_down(&self) {
+    pub(crate) fn shut_down(&self) {
         self.lock().shut_down();
         self.inner.changed.notify_waiters();
     }
 
     /// Whether [`shut_down`](Self::shut_down) was called.
     #[cfg(test)]
-    pub fn is_shutting_down(&self) -> bool {
+    pub(crate) fn is_shutting_down(&self) -> bool {
         self.lock().shutting_down
     }
 

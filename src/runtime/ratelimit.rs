@@ -98,7 +98,7 @@ where
             let taken = self
                 .bucket
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take(Instant::now());
             match taken {
                 Ok(()) => self.reserved = true,

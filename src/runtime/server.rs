@@ -102,7 +102,7 @@ pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrPar
 
 /// Binds the admin server's listener (port 0 picks a free port; the
 /// listener's `local_addr` tells which).
-pub async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
+pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
     TcpListener::bind(address)
         .await
         .map_err(|source| BindError {
@@ -113,7 +113,7 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
 
 /// Serves the admin routes on `listener` until the task is dropped or the
 /// listener fails.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
+pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
     if let Err(error) = axum::serve(listener, router(metrics, health)).await {
         tracing::error!(%error, "metrics server stopped");
     }

@@ -22,24 +22,25 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use k8s_openapi::jiff::Timestamp;
 
 /// The provisioner name used for volumes and claims of the mock plugin.
-pub const MOCK_PLUGIN: &str = "kubernetes.io/mock-volume";
+pub(crate) const MOCK_PLUGIN: &str = "kubernetes.io/mock-volume";
 
-pub const RWO: &str = "ReadWriteOnce";
-pub const ROX: &str = "ReadOnlyMany";
-pub const RWX: &str = "ReadWriteMany";
-pub const RWOP: &str = "ReadWriteOncePod";
+pub(crate) const RWO: &str = "ReadWriteOnce";
+pub(crate) const ROX: &str = "ReadOnlyMany";
+pub(crate) const RWX: &str = "ReadWriteMany";
+pub(crate) const RWOP: &str = "ReadWriteOncePod";
 
-pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
-pub const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
-pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
-pub const ANN_STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
-pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
-pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-pub const ANN_BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
-pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
-pub const ANN_MIGRATED_TO: &str = "pv.kubernetes.io/migrated-to";
-pub const ANN_STORAGE_DELETED: &str = "pv-controller.k8s.io/storage-deleted";
-pub const FINALIZER_EXTERNAL: &str = "external-provisioner.volume.kubernetes.io/finalizer";
+pub(crate) const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+pub(crate) const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+pub(crate) const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+pub(crate) const ANN_STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
+pub(crate) const ANN_BETA_STORAGE_PROVISIONER: &str =
+    "volume.beta.kubernetes.io/storage-provisioner";
+pub(crate) const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+pub(crate) const ANN_BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+pub(crate) const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
+pub(crate) const ANN_MIGRATED_TO: &str = "pv.kubernetes.io/migrated-to";
+pub(crate) const ANN_STORAGE_DELETED: &str = "pv-controller.k8s.io/storage-deleted";
+pub(crate) const FINALIZER_EXTERNAL: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 
 fn quantity(value: &str) -> Quantity {
     Quantity(value.to_string())
@@ -50,7 +51,7 @@ fn storage(value: &str) -> BTreeMap<String, Quantity> {
 }
 
 fn modes(list: &[&str]) -> Vec<String> {
-    list.iter().map(|m| m.to_string()).collect()
+    list.iter().map(std::string::ToString::to_string).collect()
 }
 
 /// The value a test annotation gets: the mock plugin for provisioner keys,
@@ -69,7 +70,7 @@ fn annotation_value(key: &str) -> String {
 pub struct VolumeBuilder(pub PersistentVolume);
 
 /// A volume of the given capacity, Pending, Retain, no class, unbound.
-pub fn volume(name: &str, capacity: &str) -> VolumeBuilder {
+pub(crate) fn volume(name: &str, capacity: &str) -> VolumeBuilder {
     VolumeBuilder(PersistentVolume {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -202,7 +203,8 @@ impl VolumeBuilder {
     }
 
     pub fn finalizers(mut self, list: &[&str]) -> Self {
-        self.0.metadata.finalizers = Some(list.iter().map(|f| f.to_string()).collect());
+        self.0.metadata.finalizers =
+            Some(list.iter().map(std::string::ToString::to_string).collect());
         self
     }
 
@@ -223,7 +225,7 @@ pub struct ClaimBuilder(pub PersistentVolumeClaim);
 
 /// A claim in namespace `default` with the given UID and request, Pending,
 /// no class (nil), no volume.
-pub fn claim(name: &str, uid: &str, request: &str) -> ClaimBuilder {
+pub(crate) fn claim(name: &str, uid: &str, request: &str) -> ClaimBuilder {
     ClaimBuilder(PersistentVolumeClaim {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -358,7 +360,12 @@ impl ClaimBuilder {
             match_expressions: Some(vec![LabelSelectorRequirement {
                 key: key.to_string(),
                 operator: operator.to_string(),
-                values: Some(values.iter().map(|v| v.to_string()).collect()),
+                values: Some(
+                    values
+                        .iter()
+                        .map(std::string::ToString::to_string)
+                        .collect(),
+                ),
             }]),
             ..Default::default()
         });
@@ -383,7 +390,7 @@ impl From<ClaimBuilder> for PersistentVolumeClaim {
 
 /// A StorageClass with a provisioner and binding mode
 /// (`Immediate` or `WaitForFirstConsumer`), reclaim policy Delete.
-pub fn storage_class(name: &str, provisioner: &str, binding_mode: &str) -> StorageClass {
+pub(crate) fn storage_class(name: &str, provisioner: &str, binding_mode: &str) -> StorageClass {
     StorageClass {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -397,7 +404,7 @@ pub fn storage_class(name: &str, provisioner: &str, binding_mode: &str) -> Stora
 }
 
 /// Marks a StorageClass as the cluster default.
-pub fn default_class(mut class: StorageClass) -> StorageClass {
+pub(crate) fn default_class(mut class: StorageClass) -> StorageClass {
     class
         .metadata
         .annotations
@@ -411,7 +418,7 @@ pub fn default_class(mut class: StorageClass) -> StorageClass {
 
 /// A pod in `default` using the named claims, with a phase and (optionally)
 /// a node.
-pub fn pod(name: &str, claims: &[&str], phase: &str, node: Option<&str>) -> Pod {
+pub(crate) fn pod(name: &str, claims: &[&str], phase: &str, node: Option<&str>) -> Pod {
     use k8s_openapi::api::core::v1::{PersistentVolumeClaimVolumeSource, Volume};
     Pod {
         metadata: ObjectMeta {
@@ -446,7 +453,7 @@ pub fn pod(name: &str, claims: &[&str], phase: &str, node: Option<&str>) -> Pod 
 
 /// A pod being deleted whose containers stopped but whose init container
 /// still runs: not terminated (upstream's `IsPodTerminated`).
-pub fn deleting_pod_with_running_init_container(name: &str, claims: &[&str]) -> Pod {
+pub(crate) fn deleting_pod_with_running_init_container(name: &str, claims: &[&str]) -> Pod {
     use k8s_openapi::api::core::v1::{
         ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
     };
@@ -478,11 +485,11 @@ pub fn deleting_pod_with_running_init_container(name: &str, claims: &[&str]) -> 
 }
 
 /// Builds a list of volumes from builders.
-pub fn volumes<const N: usize>(list: [VolumeBuilder; N]) -> Vec<PersistentVolume> {
+pub(crate) fn volumes<const N: usize>(list: [VolumeBuilder; N]) -> Vec<PersistentVolume> {
     list.into_iter().map(|b| b.0).collect()
 }
 
 /// Builds a list of claims from builders.
-pub fn claims<const N: usize>(list: [ClaimBuilder; N]) -> Vec<PersistentVolumeClaim> {
+pub(crate) fn claims<const N: usize>(list: [ClaimBuilder; N]) -> Vec<PersistentVolumeClaim> {
     list.into_iter().map(|b| b.0).collect()
 }

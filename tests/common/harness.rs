@@ -22,16 +22,16 @@ use super::mock_plugin::{MockConfig, MockPlugin};
 /// A change a row makes to the server (and, in direct mode, to the
 /// controller's cache) between the sync and the operation it started; in
 /// settled mode it is applied before the controller starts.
-pub type Inject = Arc<dyn Fn(&MemApi, Option<&Controller>) + Send + Sync>;
+pub(crate) type Inject = Arc<dyn Fn(&MemApi, Option<&Controller>) + Send + Sync>;
 
 /// Marker annotation: the object is on the server but not in the
 /// controller's shadow cache when the direct sync runs (a stale cache).
-pub const SKIP_CACHE: &str = "pv-testing-skip-local-store";
+pub(crate) const SKIP_CACHE: &str = "pv-testing-skip-local-store";
 
 /// Which sync a row's direct run calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(clippy::enum_variant_names)]
-pub enum Call {
+pub(crate) enum Call {
     /// `sync_claim` on the first claim; it must succeed.
     SyncClaim,
     /// `sync_claim` on the first claim; it must fail.
@@ -42,7 +42,7 @@ pub enum Call {
 
 /// One row of a scenario table.
 #[derive(Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: &'static str,
     pub volumes: Vec<PersistentVolume>,
     pub expected_volumes: Vec<PersistentVolume>,
@@ -71,7 +71,7 @@ pub struct Scenario {
 }
 
 /// Starts a row: no objects, no events, a claim sync.
-pub fn row(name: &'static str) -> Scenario {
+pub(crate) fn row(name: &'static str) -> Scenario {
     Scenario {
         name,
         volumes: vec![],
@@ -93,7 +93,7 @@ pub fn row(name: &'static str) -> Scenario {
 }
 
 impl Scenario {
-    pub fn volumes(
+    pub(crate) fn volumes(
         mut self,
         initial: Vec<PersistentVolume>,
         expected: Vec<PersistentVolume>,
@@ -104,11 +104,11 @@ impl Scenario {
     }
 
     /// Volumes that the sync must leave exactly as they are.
-    pub fn same_volumes(self, both: Vec<PersistentVolume>) -> Self {
+    pub(crate) fn same_volumes(self, both: Vec<PersistentVolume>) -> Self {
         self.volumes(both.clone(), both)
     }
 
-    pub fn claims(
+    pub(crate) fn claims(
         mut self,
         initial: Vec<PersistentVolumeClaim>,
         expected: Vec<PersistentVolumeClaim>,
@@ -119,36 +119,36 @@ impl Scenario {
     }
 
     /// Claims that the sync must leave exactly as they are.
-    pub fn same_claims(self, both: Vec<PersistentVolumeClaim>) -> Self {
+    pub(crate) fn same_claims(self, both: Vec<PersistentVolumeClaim>) -> Self {
         self.claims(both.clone(), both)
     }
 
-    pub fn events(mut self, events: &[&'static str]) -> Self {
+    pub(crate) fn events(mut self, events: &[&'static str]) -> Self {
         self.events = events.to_vec();
         self
     }
 
-    pub fn errors(mut self, errors: Vec<Reactor>) -> Self {
+    pub(crate) fn errors(mut self, errors: Vec<Reactor>) -> Self {
         self.errors = errors;
         self
     }
 
-    pub fn call(mut self, call: Call) -> Self {
+    pub(crate) fn call(mut self, call: Call) -> Self {
         self.call = call;
         self
     }
 
-    pub fn classes(mut self, classes: Vec<StorageClass>) -> Self {
+    pub(crate) fn classes(mut self, classes: Vec<StorageClass>) -> Self {
         self.classes = classes;
         self
     }
 
-    pub fn pods(mut self, pods: Vec<Pod>) -> Self {
+    pub(crate) fn pods(mut self, pods: Vec<Pod>) -> Self {
         self.pods = pods;
         self
     }
 
-    pub fn settles_to(
+    pub(crate) fn settles_to(
         mut self,
         volumes: Vec<PersistentVolume>,
         claims: Vec<PersistentVolumeClaim>,
@@ -157,27 +157,27 @@ impl Scenario {
         self
     }
 
-    pub fn stale_cached_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
+    pub(crate) fn stale_cached_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
         self.stale_cached_claims = claims;
         self
     }
 
-    pub fn settled_events(mut self, events: &[&'static str]) -> Self {
+    pub(crate) fn settled_events(mut self, events: &[&'static str]) -> Self {
         self.settled_events = Some(events.to_vec());
         self
     }
 
-    pub fn plugin(mut self, config: MockConfig) -> Self {
+    pub(crate) fn plugin(mut self, config: MockConfig) -> Self {
         self.plugin = Some(config);
         self
     }
 
-    pub fn nodes(mut self, nodes: Vec<Node>) -> Self {
+    pub(crate) fn nodes(mut self, nodes: Vec<Node>) -> Self {
         self.nodes = nodes;
         self
     }
 
-    pub fn inject(
+    pub(crate) fn inject(
         mut self,
         f: impl Fn(&MemApi, Option<&Controller>) + Send + Sync + 'static,
     ) -> Self {
@@ -187,7 +187,7 @@ impl Scenario {
 
     /// The controller settings of the row: its mock plugin, and retries a
     /// second apart (paused time makes the wait free).
-    pub fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Settings {
         let plugins = match &self.plugin {
             Some(config) => {
                 VolumePlugins::default().with(Arc::new(MockPlugin::new(config.clone())))
@@ -243,7 +243,7 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
 }
 
 /// Runs one direct sync and returns what differs from the row's expectation.
-pub async fn run_direct(s: &Scenario) -> Vec<String> {
+pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
     let config = BaseConfig {
         settings: s.settings(),
@@ -301,11 +301,10 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
     controller.recorder().flush().await;
     match (s.call, result) {
         (Call::SyncClaimError, Ok(_)) => {
-            problems.push("expected the sync to fail, it succeeded".into())
+            problems.push("expected the sync to fail, it succeeded".into());
         }
-        (Call::SyncClaimError, Err(_)) => {}
+        (Call::SyncClaimError, Err(_)) | (_, Ok(_)) => {}
         (_, Err(e)) => problems.push(format!("sync failed: {e}")),
-        (_, Ok(_)) => {}
     }
     api.clear_reactors();
     problems.extend(compare_objects(
@@ -327,7 +326,7 @@ pub async fn run_direct(s: &Scenario) -> Vec<String> {
 
 /// Runs the whole controller until it settles and returns what differs from
 /// the row's settled expectation (or its direct expectation).
-pub async fn run_settled(s: &Scenario) -> Vec<String> {
+pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
     if let Some(inject) = &s.inject {
         inject(&api, None);
@@ -362,7 +361,7 @@ pub async fn run_settled(s: &Scenario) -> Vec<String> {
 
 /// Waits (in paused time) until no write happened for twenty seconds (more
 /// than a resync period) and the queues are idle.
-pub async fn settle(api: &MemApi, idle: &pv_controller::IdleProbe) {
+pub(crate) async fn settle(api: &MemApi, idle: &pv_controller::IdleProbe) {
     let mut last = api.resource_version();
     let mut quiet_rounds = 0;
     for _ in 0..2000 {
@@ -381,7 +380,7 @@ pub async fn settle(api: &MemApi, idle: &pv_controller::IdleProbe) {
 }
 
 /// Checks the binding invariants on the server's objects.
-pub fn check_invariants(api: &MemApi) -> Vec<String> {
+pub(crate) fn check_invariants(api: &MemApi) -> Vec<String> {
     let volumes = api.list::<PersistentVolume>();
     let claims = api.list::<PersistentVolumeClaim>();
     let mut problems = vec![];
@@ -430,7 +429,7 @@ pub fn check_invariants(api: &MemApi) -> Vec<String> {
 
 /// Server objects compared with expectations, ignoring what the server
 /// assigns (resourceVersion, timestamps, generated UIDs of volumes).
-pub fn compare_objects(
+pub(crate) fn compare_objects(
     api: &MemApi,
     volumes: &[PersistentVolume],
     claims: &[PersistentVolumeClaim],
@@ -519,7 +518,7 @@ fn normalize<K: serde::Serialize + kube::Resource<DynamicType = ()>>(object: &K)
 /// `persistentvolume-controller`) as "Type Reason message", oldest first:
 /// by first occurrence, which the name's hexadecimal nanoseconds tell (a
 /// repeat patches the first object, so its resourceVersion moves on).
-pub fn recorded_events(api: &MemApi) -> Vec<String> {
+pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
     let mut events: Vec<Event> = api
         .list::<Event>()
         .into_iter()
@@ -557,7 +556,7 @@ pub fn recorded_events(api: &MemApi) -> Vec<String> {
 }
 
 /// Runs every row in both modes and fails with a report of all differences.
-pub async fn run_table(rows: Vec<Scenario>) {
+pub(crate) async fn run_table(rows: Vec<Scenario>) {
     let mut failures = vec![];
     for s in &rows {
         for (mode, problems) in [
@@ -584,7 +583,7 @@ pub async fn run_table(rows: Vec<Scenario>) {
 
 /// A controller running in the background on a memapi, for tests that
 /// change the cluster while it runs.
-pub struct Running {
+pub(crate) struct Running {
     api: MemApi,
     idle: pv_controller::IdleProbe,
     events: EventRecorder,
@@ -594,12 +593,12 @@ pub struct Running {
 
 impl Running {
     /// Starts the whole controller on `api` with the default 15 s resync.
-    pub fn start(api: &MemApi) -> Self {
+    pub(crate) fn start(api: &MemApi) -> Self {
         Self::start_with(api, BaseConfig::default())
     }
 
     /// Starts the whole controller on `api` with the given configuration.
-    pub fn start_with(api: &MemApi, config: BaseConfig) -> Self {
+    pub(crate) fn start_with(api: &MemApi, config: BaseConfig) -> Self {
         let base = ControllerBase::new(api.client(), config).expect("controller");
         let idle = base.idle_probe();
         let events = base.controller().recorder().clone();
@@ -618,7 +617,7 @@ impl Running {
 
     /// Waits until the controller has nothing left to do and every event it
     /// recorded is written.
-    pub async fn settle(&self) {
+    pub(crate) async fn settle(&self) {
         settle(&self.api, &self.idle).await;
         self.events.flush().await;
     }
@@ -629,7 +628,7 @@ impl Running {
     /// events, and the spam filter (upstream's) then lets one more through
     /// every five minutes: a new event about it can lag that far behind the
     /// sync that raised it, well past [`Running::settle`].
-    pub async fn wait_for_event(&self, wanted: &str) -> Vec<String> {
+    pub(crate) async fn wait_for_event(&self, wanted: &str) -> Vec<String> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
         loop {
             self.events.flush().await;
@@ -645,7 +644,7 @@ impl Running {
 
     /// Stops the controller, waits for it to finish and for its last events
     /// to be written.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

@@ -20,13 +20,13 @@ use super::builders::MOCK_PLUGIN;
 
 /// One provision call's expectation and answer.
 #[derive(Clone, Debug)]
-pub struct ProvisionCall {
+pub(crate) struct ProvisionCall {
     pub expected_parameters: BTreeMap<String, String>,
     pub error: Option<String>,
 }
 
 /// A provision call of class `gold` (param1=value1) that succeeds.
-pub fn provision1_success() -> ProvisionCall {
+pub(crate) fn provision1_success() -> ProvisionCall {
     ProvisionCall {
         expected_parameters: [("param1".to_string(), "value1".to_string())].into(),
         error: None,
@@ -34,7 +34,7 @@ pub fn provision1_success() -> ProvisionCall {
 }
 
 /// A provision call of class `gold` that fails.
-pub fn provision1_error() -> ProvisionCall {
+pub(crate) fn provision1_error() -> ProvisionCall {
     ProvisionCall {
         error: Some("Mock provisioner error".to_string()),
         ..provision1_success()
@@ -42,7 +42,7 @@ pub fn provision1_error() -> ProvisionCall {
 }
 
 /// A provision call of class `silver` (param2=value2) that succeeds.
-pub fn provision2_success() -> ProvisionCall {
+pub(crate) fn provision2_success() -> ProvisionCall {
     ProvisionCall {
         expected_parameters: [("param2".to_string(), "value2".to_string())].into(),
         error: None,
@@ -51,7 +51,7 @@ pub fn provision2_success() -> ProvisionCall {
 
 /// The configured answers; `None` in a result list is success.
 #[derive(Clone, Debug, Default)]
-pub struct MockConfig {
+pub(crate) struct MockConfig {
     pub provisions: Vec<ProvisionCall>,
     pub deletes: Vec<Option<String>>,
     pub recycles: Vec<Option<String>>,
@@ -60,22 +60,22 @@ pub struct MockConfig {
 }
 
 impl MockConfig {
-    pub fn provisions(mut self, calls: Vec<ProvisionCall>) -> Self {
+    pub(crate) fn provisions(mut self, calls: Vec<ProvisionCall>) -> Self {
         self.provisions = calls;
         self
     }
 
-    pub fn deletes(mut self, results: &[Option<&str>]) -> Self {
+    pub(crate) fn deletes(mut self, results: &[Option<&str>]) -> Self {
         self.deletes = results.iter().map(|r| r.map(str::to_string)).collect();
         self
     }
 
-    pub fn recycles(mut self, results: &[Option<&str>]) -> Self {
+    pub(crate) fn recycles(mut self, results: &[Option<&str>]) -> Self {
         self.recycles = results.iter().map(|r| r.map(str::to_string)).collect();
         self
     }
 
-    pub fn delete_delay(mut self, delay: Duration) -> Self {
+    pub(crate) fn delete_delay(mut self, delay: Duration) -> Self {
         self.delete_delay = delay;
         self
     }
@@ -83,14 +83,14 @@ impl MockConfig {
 
 /// What the mock was asked, for assertions.
 #[derive(Default, Debug)]
-pub struct MockCalls {
+pub(crate) struct MockCalls {
     pub provisions: usize,
     pub deletes: Vec<Instant>,
     pub recycles: usize,
 }
 
 /// The mock plugin.
-pub struct MockPlugin {
+pub(crate) struct MockPlugin {
     config: MockConfig,
     provisions: Mutex<VecDeque<ProvisionCall>>,
     deletes: Mutex<VecDeque<Option<String>>>,
@@ -99,7 +99,7 @@ pub struct MockPlugin {
 }
 
 impl MockPlugin {
-    pub fn new(config: MockConfig) -> Self {
+    pub(crate) fn new(config: MockConfig) -> Self {
         Self {
             provisions: Mutex::new(config.provisions.iter().cloned().collect()),
             deletes: Mutex::new(config.deletes.iter().cloned().collect()),

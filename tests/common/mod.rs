@@ -3,6 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod builders;
-pub mod harness;
-pub mod mock_plugin;
+pub(crate) mod builders;
+pub(crate) mod harness;
+pub(crate) mod mock_plugin;

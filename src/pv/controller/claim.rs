@@ -18,7 +18,7 @@ use crate::pv::objects::{
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
 #[derive(Debug)]
-pub enum UnboundClaimSituation {
+pub(super) enum UnboundClaimSituation {
     /// The claim names no volume: find one.
     NoVolumeRequested,
     /// The claim names a volume the controller does not know (yet).
@@ -33,7 +33,7 @@ pub enum UnboundClaimSituation {
 
 /// Where a bound claim (`bind-completed` set) stands.
 #[derive(Debug)]
-pub enum BoundClaimSituation {
+pub(super) enum BoundClaimSituation {
     /// The claim no longer names a volume.
     NoVolumeName,
     /// The claim names a volume that does not exist.
@@ -47,7 +47,7 @@ pub enum BoundClaimSituation {
 }
 
 /// Classifies an unbound claim given the volume it names, if any.
-pub fn classify_unbound(
+pub(super) fn classify_unbound(
     claim: &PersistentVolumeClaim,
     requested: Option<Arc<PersistentVolume>>,
 ) -> UnboundClaimSituation {
@@ -70,7 +70,7 @@ pub fn classify_unbound(
 }
 
 /// Classifies a bound claim given the volume it names, if any.
-pub fn classify_bound(
+pub(super) fn classify_bound(
     claim: &PersistentVolumeClaim,
     volume: Option<Arc<PersistentVolume>>,
 ) -> BoundClaimSituation {
@@ -200,7 +200,7 @@ impl Controller {
         if delay_binding && !selected_node {
             self.event_for_waiting_claim(claim);
         } else if !claim_class(claim).is_empty() {
-            self.provision_claim(claim).await?;
+            self.provision_claim(claim)?;
             return Ok(waits);
         } else {
             self.note(
@@ -270,7 +270,7 @@ impl Controller {
 /// Why a volume named by a claim cannot serve it, in upstream's words and
 /// order; `Ok` when it can. The claim's label selector is deliberately not
 /// checked: naming a volume overrides it.
-pub fn check_volume_satisfies_claim(
+pub(super) fn check_volume_satisfies_claim(
     volume: &PersistentVolume,
     claim: &PersistentVolumeClaim,
 ) -> std::result::Result<(), String> {

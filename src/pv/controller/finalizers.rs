@@ -36,7 +36,7 @@ use crate::pv::objects::{
 /// Retain and Recycle lose it, and the external provisioner's finalizer
 /// (left by a rolled-back migration) is removed, since no external
 /// provisioner will ever remove it.
-pub fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>> {
+pub(super) fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>> {
     let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED)?;
     let current = volume.metadata.finalizers.clone().unwrap_or_default();
     if csi_driver_of(provisioner).is_some() {
@@ -175,7 +175,7 @@ impl Controller {
 }
 
 /// Whether the controller already deleted this volume's storage.
-pub fn storage_already_deleted(volume: &PersistentVolume) -> bool {
+pub(super) fn storage_already_deleted(volume: &PersistentVolume) -> bool {
     has_annotation(&volume.metadata, ANN_STORAGE_DELETED)
 }
 
@@ -217,8 +217,12 @@ mod tests {
                 name: Some("pv".to_string()),
                 annotations: provisioner
                     .map(|p| [(ANN_DYNAMICALLY_PROVISIONED.to_string(), p.to_string())].into()),
-                finalizers: (!finalizers.is_empty())
-                    .then(|| finalizers.iter().map(|f| f.to_string()).collect()),
+                finalizers: (!finalizers.is_empty()).then(|| {
+                    finalizers
+                        .iter()
+                        .map(std::string::ToString::to_string)
+                        .collect()
+                }),
                 ..Default::default()
             },
             spec: Some(PersistentVolumeSpec {
@@ -347,7 +351,11 @@ mod tests {
             ("13-15 static volume", None, "Retain", &[], None),
         ];
         for (name, provisioner, policy, finalizers, wanted) in cases {
-            let wanted = wanted.map(|list| list.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+            let wanted = wanted.map(|list| {
+                list.iter()
+                    .map(std::string::ToString::to_string)
+                    .collect::<Vec<_>>()
+            });
             assert_eq!(
                 wanted_finalizers(&volume(provisioner, policy, finalizers)),
                 wanted,

@@ -292,13 +292,14 @@ impl Controller {
     where
         F: Future<Output = Result<()>> + Send + 'static,
     {
-        match self.operations.run(name.clone(), operation) {
-            Ok(()) => tracing::debug!(operation = %name, "operation scheduled"),
+        let shown = name.to_string();
+        match self.operations.run(name, operation) {
+            Ok(()) => tracing::debug!(operation = %shown, "operation scheduled"),
             Err(OperationError::AlreadyRunning { .. }) => {
-                tracing::debug!(operation = %name, "operation already running, skipping")
+                tracing::debug!(operation = %shown, "operation already running, skipping");
             }
             Err(OperationError::Backoff { remaining, .. }) => {
-                tracing::debug!(operation = %name, ?remaining, "operation postponed by backoff")
+                tracing::debug!(operation = %shown, ?remaining, "operation postponed by backoff");
             }
         }
     }

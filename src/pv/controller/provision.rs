@@ -133,7 +133,7 @@ impl Controller {
     /// when the class names one, else an external provisioner (for a class
     /// naming an in-tree plugin that migrated to CSI, the CSI driver's). Both
     /// run as the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
-    pub(super) async fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+    pub(super) fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
         if !self.settings.enable_dynamic_provisioning {
             tracing::debug!("dynamic provisioning is disabled, claim left alone");
             return Ok(());
@@ -172,17 +172,17 @@ impl Controller {
         );
         let this = self.clone();
         let claim = Arc::clone(claim);
-        match plugin {
-            Some(plugin) => self.schedule(name, async move {
-                this.provision_in_tree(claim, plugin, class).await
-            }),
-            None => {
-                let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
-                let migrated = migrated.is_some();
-                self.schedule(name, async move {
-                    this.provision_external(claim, provisioner, migrated).await
-                })
-            }
+        if let Some(plugin) = plugin {
+            // The provisioning future is large: keep it on the heap.
+            self.schedule(name, async move {
+                Box::pin(this.provision_in_tree(claim, plugin, class)).await
+            });
+        } else {
+            let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
+            let migrated = migrated.is_some();
+            self.schedule(name, async move {
+                this.provision_external(claim, provisioner, migrated).await
+            });
         }
         Ok(())
     }
@@ -260,7 +260,7 @@ impl Controller {
 
 /// The default StorageClass: among classes annotated as default, the newest
 /// by creation time, ties broken by name.
-pub fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>> {
+pub(super) fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<StorageClass>> {
     classes
         .iter()
         .filter(|class| {
@@ -297,7 +297,7 @@ fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
 /// with no container of any kind (init, regular, ephemeral) running, as
 /// upstream's `IsPodTerminated`. A container counts as running unless its
 /// state says terminated or waiting.
-pub fn pod_is_terminated(pod: &Pod) -> bool {
+pub(super) fn pod_is_terminated(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
     if phase == "Succeeded" || phase == "Failed" {

@@ -27,7 +27,7 @@ use crate::pv::objects::{VolumePhase, annotation, claim_class, claim_reference};
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
 
 /// The name of the volume provisioned for a claim.
-pub fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
+pub(super) fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
     format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or(""))
 }
 
@@ -47,7 +47,7 @@ impl Controller {
                 "plugin {:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource",
                 plugin.name()
             );
-            return self.provisioning_failed(&claim, message).await;
+            return self.provisioning_failed(&claim, message);
         }
         let claim = self
             .set_claim_provisioner(&claim, &class.provisioner, false)
@@ -64,20 +64,21 @@ impl Controller {
         }
         let request = match self.provision_request(&claim, &class, plugin.as_ref(), &pv_name) {
             Ok(request) => request,
-            Err(message) => return self.provisioning_failed(&claim, message).await,
+            Err(message) => return self.provisioning_failed(&claim, message),
         };
         let volume = match plugin.provision(&request).await {
             Ok(volume) => volume,
             Err(PluginError::Setup(message)) => {
-                return self
-                    .provisioning_failed(&claim, format!("Failed to create provisioner: {message}"))
-                    .await;
+                return self.provisioning_failed(
+                    &claim,
+                    format!("Failed to create provisioner: {message}"),
+                );
             }
             Err(error) => {
                 self.reschedule_provisioning(&claim).await;
                 let message =
                     format!("Failed to provision volume with StorageClass {class_name:?}: {error}");
-                return self.provisioning_failed(&claim, message).await;
+                return self.provisioning_failed(&claim, message);
             }
         };
         let volume = complete_volume(volume, &claim, &pv_name, plugin.name());
@@ -158,7 +159,7 @@ impl Controller {
 
     /// Records a ProvisioningFailed event and fails the operation (so it
     /// backs off).
-    async fn provisioning_failed(
+    fn provisioning_failed(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
         message: String,

@@ -22,7 +22,7 @@ use crate::runtime::operations::OperationName;
 
 /// What to do with a released volume.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ReclaimAction {
+pub(super) enum ReclaimAction {
     /// Another program owns reclaim (a volume whose in-tree plugin migrated
     /// to CSI, or one with policy Delete that an external provisioner made):
     /// leave it Released.
@@ -39,7 +39,7 @@ pub enum ReclaimAction {
 
 /// Decides how a released volume is reclaimed, with the deleters of
 /// `plugins` for policy Delete.
-pub fn reclaim_action(volume: &PersistentVolume, plugins: &VolumePlugins) -> ReclaimAction {
+pub(super) fn reclaim_action(volume: &PersistentVolume, plugins: &VolumePlugins) -> ReclaimAction {
     if is_migrated(volume) {
         return ReclaimAction::LeaveToExternal;
     }

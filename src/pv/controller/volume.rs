@@ -17,7 +17,7 @@ use crate::pv::objects::{
 
 /// Where a volume stands relative to the claim its claimRef names.
 #[derive(Debug)]
-pub enum VolumeSituation {
+pub(super) enum VolumeSituation {
     /// No claimRef: the volume is free.
     Unclaimed,
     /// A claimRef without UID: a user reserved the volume for a claim that
@@ -35,7 +35,7 @@ pub enum VolumeSituation {
 
 /// Classifies a volume given the claim its claimRef names (already checked to
 /// have the claimRef's UID; `None` when missing or replaced).
-pub fn classify_volume(
+pub(super) fn classify_volume(
     volume: &PersistentVolume,
     claim: Option<Arc<PersistentVolumeClaim>>,
 ) -> VolumeSituation {
@@ -158,16 +158,16 @@ impl Controller {
     /// Marks a volume Released (unless it already is, or Failed) and runs
     /// its reclaim policy.
     async fn release_and_reclaim(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let volume = match volume_phase(volume) {
-            Some(VolumePhase::Released | VolumePhase::Failed) => Arc::clone(volume),
-            _ => {
-                tracing::info!(
-                    policy = %reclaim_policy(volume),
-                    "volume released, reclaim policy will run"
-                );
-                self.set_volume_phase(volume, VolumePhase::Released, None)
-                    .await?
-            }
+        let volume = if let Some(VolumePhase::Released | VolumePhase::Failed) = volume_phase(volume)
+        {
+            Arc::clone(volume)
+        } else {
+            tracing::info!(
+                policy = %reclaim_policy(volume),
+                "volume released, reclaim policy will run"
+            );
+            self.set_volume_phase(volume, VolumePhase::Released, None)
+                .await?
         };
         self.reclaim_volume(&volume).await
     }

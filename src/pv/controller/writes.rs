@@ -421,7 +421,7 @@ impl Controller {
         message: String,
     ) {
         self.recorder
-            .record(reference_of(object), event_type, reason, message);
+            .record(&reference_of(object), event_type, reason, message);
     }
 }
 

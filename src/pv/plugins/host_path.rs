@@ -17,13 +17,13 @@ use super::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
 use crate::pv::constants::ANN_DYNAMICALLY_PROVISIONED;
 
 /// Name of the hostPath plugin.
-pub const PLUGIN_NAME: &str = "kubernetes.io/host-path";
+pub(crate) const PLUGIN_NAME: &str = "kubernetes.io/host-path";
 
 /// Directory under which the deleter always may delete (upstream's rule).
 const DELETABLE_ROOT: &str = "/tmp";
 
 /// Recycles, deletes and (opt-in) provisions hostPath volumes.
-pub struct HostPathPlugin {
+pub(crate) struct HostPathPlugin {
     recycler: RecyclerPodConfig,
     provisioning_enabled: bool,
     root: PathBuf,
@@ -32,7 +32,11 @@ pub struct HostPathPlugin {
 impl HostPathPlugin {
     /// A hostPath plugin; it provisions under `root` when
     /// `provisioning_enabled`.
-    pub fn new(recycler: RecyclerPodConfig, provisioning_enabled: bool, root: PathBuf) -> Self {
+    pub(crate) fn new(
+        recycler: RecyclerPodConfig,
+        provisioning_enabled: bool,
+        root: PathBuf,
+    ) -> Self {
         Self {
             recycler,
             provisioning_enabled,

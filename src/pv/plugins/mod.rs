@@ -8,9 +8,9 @@
 //! plugins exist, [`host_path::HostPathPlugin`] and [`nfs::NfsPlugin`]; tests
 //! add a mock, which is why the plugin interface is a trait.
 
-pub mod host_path;
-pub mod nfs;
-pub mod recycler;
+pub(crate) mod host_path;
+pub(crate) mod nfs;
+pub(crate) mod recycler;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -77,9 +77,9 @@ impl EventRelay {
 
     /// Records a recycler pod's event on the volume as `RecyclerPod` (queued,
     /// not awaited).
-    pub async fn relay(&self, event_type: EventType, message: &str) {
+    pub fn relay(&self, event_type: EventType, message: &str) {
         self.recorder.record(
-            self.volume.clone(),
+            &self.volume,
             event_type,
             reasons::RECYCLER_POD,
             format!("Recycler pod: {message}"),
@@ -256,7 +256,7 @@ impl VolumePlugins {
 
 /// Default directory under which the hostPath provisioner creates volumes
 /// (upstream: `/tmp/hostpath_pv`).
-pub const DEFAULT_HOST_PATH_ROOT: &str = "/tmp/hostpath_pv";
+pub(crate) const DEFAULT_HOST_PATH_ROOT: &str = "/tmp/hostpath_pv";
 
 /// The plugin settings of the command line, checked at start-up.
 #[derive(Clone, Debug)]

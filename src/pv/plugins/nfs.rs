@@ -8,16 +8,16 @@ use super::recycler::{self, RecyclerPodConfig};
 use super::{PluginError, RecycleContext, VolumePlugin};
 
 /// Name of the NFS plugin.
-pub const PLUGIN_NAME: &str = "kubernetes.io/nfs";
+pub(crate) const PLUGIN_NAME: &str = "kubernetes.io/nfs";
 
 /// Recycles NFS volumes.
-pub struct NfsPlugin {
+pub(crate) struct NfsPlugin {
     recycler: RecyclerPodConfig,
 }
 
 impl NfsPlugin {
     /// An NFS plugin running recycler pods from `recycler`.
-    pub fn new(recycler: RecyclerPodConfig) -> Self {
+    pub(crate) fn new(recycler: RecyclerPodConfig) -> Self {
         Self { recycler }
     }
 }

@@ -34,17 +34,17 @@ use super::{EventRelay, PluginError, RecycleContext};
 use crate::runtime::events::EventType;
 
 /// Namespace of the recycler pod when the template names none.
-pub const DEFAULT_NAMESPACE: &str = "default";
+pub(crate) const DEFAULT_NAMESPACE: &str = "default";
 
 /// Image of the default recycler pod (upstream's current choice).
-pub const DEFAULT_IMAGE: &str = "registry.k8s.io/build-image/debian-base:bookworm-v1.0.4";
+pub(crate) const DEFAULT_IMAGE: &str = "registry.k8s.io/build-image/debian-base:bookworm-v1.0.4";
 
 /// The default pod's scrub script: fail unless `/scrub` exists and ends up empty.
-pub const SCRUB_SCRIPT: &str =
+pub(crate) const SCRUB_SCRIPT: &str =
     "test -e /scrub && find /scrub -mindepth 1 -delete && test -z \"$(ls -A /scrub)\" || exit 1";
 
 /// Prefix of recycler pod names.
-pub const POD_NAME_PREFIX: &str = "recycler-for-";
+pub(crate) const POD_NAME_PREFIX: &str = "recycler-for-";
 
 /// Annotation on a recycler pod: the UID of the volume it scrubs, so that a
 /// restarted controller can tell its own pod from a stale one.
@@ -59,7 +59,7 @@ const MAX_NAME_LEN: usize = 253;
 
 /// How long past its deadline a recycler pod is waited for before the
 /// recycle is given up: the kubelet needs a moment to report the deadline.
-pub const DEADLINE_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DEADLINE_GRACE: Duration = Duration::from_secs(30);
 
 /// A recycler pod template and its deadline rule.
 #[derive(Clone, Debug)]
@@ -103,7 +103,7 @@ pub enum TemplateError {
 /// Why recycling with a pod failed; the message becomes the volume's
 /// `Recycle failed: …` event.
 #[derive(Debug, thiserror::Error)]
-pub enum RecyclerError {
+pub(crate) enum RecyclerError {
     /// The pod could not be created.
     #[error("unexpected error creating recycler pod: {0}")]
     Create(String),
@@ -159,7 +159,7 @@ pub fn default_template() -> Pod {
 }
 
 /// Reads a pod template from a YAML or JSON file and checks it has a volume.
-pub fn load_template(path: &Path) -> Result<Pod, TemplateError> {
+pub(crate) fn load_template(path: &Path) -> Result<Pod, TemplateError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
         path: shown.clone(),
@@ -170,7 +170,7 @@ pub fn load_template(path: &Path) -> Result<Pod, TemplateError> {
         message: e.to_string(),
     })?;
     let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
-    if volumes.is_none_or(|v| v.is_empty()) {
+    if volumes.is_none_or(std::vec::Vec::is_empty) {
         return Err(TemplateError::NoVolume { path: shown });
     }
     Ok(pod)
@@ -178,7 +178,7 @@ pub fn load_template(path: &Path) -> Result<Pod, TemplateError> {
 
 /// The deadline of a recycler pod for this volume, in seconds:
 /// `max(minimum, whole GiB × increment)`.
-pub fn timeout_for(volume: &PersistentVolume, minimum: u64, increment: u64) -> u64 {
+pub(crate) fn timeout_for(volume: &PersistentVolume, minimum: u64, increment: u64) -> u64 {
     let gib = crate::pv::objects::volume_capacity(volume)
         .ok()
         .map(gib_of)
@@ -196,7 +196,7 @@ fn gib_of(amount: Amount) -> u64 {
 /// is longer than a pod name may be, its start cut at a label boundary-safe
 /// point and a hash of the whole volume name, so distinct volumes keep
 /// distinct pods.
-pub fn pod_name(pv_name: &str) -> String {
+pub(crate) fn pod_name(pv_name: &str) -> String {
     let full = format!("{POD_NAME_PREFIX}{pv_name}");
     if full.len() <= MAX_NAME_LEN {
         return full;
@@ -219,7 +219,11 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The recycler pod for a volume: the template with the deterministic name,
 /// the volume's UID, the deadline, and `source` as its first volume.
-pub fn build_pod(config: &RecyclerPodConfig, volume: &PersistentVolume, source: Volume) -> Pod {
+pub(crate) fn build_pod(
+    config: &RecyclerPodConfig,
+    volume: &PersistentVolume,
+    source: Volume,
+) -> Pod {
     let pv_name = volume.metadata.name.clone().unwrap_or_default();
     let mut pod = config.template.clone();
     pod.metadata.name = Some(pod_name(&pv_name));
@@ -267,7 +271,7 @@ enum PodEnd {
 
 /// Scrubs `volume` with a recycler pod built from `config` that mounts
 /// `source` (the volume's own storage), as every recyclable plugin does.
-pub async fn recycle(
+pub(crate) async fn recycle(
     config: &RecyclerPodConfig,
     volume: &PersistentVolume,
     source: Volume,
@@ -281,7 +285,7 @@ pub async fn recycle(
 
 /// When the volume was released, if the API server recorded it (the phase
 /// transition time of a Released volume; servers before 1.28 record none).
-pub fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
+pub(crate) fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
     let status = volume.status.as_ref()?;
     (status.phase.as_deref() == Some("Released"))
         .then(|| status.last_phase_transition_time.as_ref().map(|t| t.0))
@@ -291,7 +295,7 @@ pub fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
 /// Runs a recycler pod to its end: creates it (or adopts the pod of the same
 /// name started for this release earlier), waits until it succeeds, fails or
 /// disappears, relaying its events to the volume, and deletes it.
-pub async fn run(
+pub(crate) async fn run(
     client: &Client,
     pod: Pod,
     released_at: Option<Timestamp>,
@@ -413,12 +417,11 @@ async fn watch_pod(
     loop {
         tokio::select! {
             item = pod_stream.next() => match item {
-                None => return PodEnd::Deleted,
+                None | Some(Ok(Event::Delete(_))) => return PodEnd::Deleted,
                 Some(Err(error)) => tracing::debug!(pod = %name, %error, "recycler pod watch failed, retrying"),
                 Some(Ok(Event::Init)) => seen_pod = false,
                 Some(Ok(Event::InitDone)) if !seen_pod => return PodEnd::Deleted,
                 Some(Ok(Event::InitDone)) => {}
-                Some(Ok(Event::Delete(_))) => return PodEnd::Deleted,
                 Some(Ok(Event::InitApply(pod) | Event::Apply(pod))) => {
                     seen_pod = true;
                     if let Some(end) = pod_end(&pod) {
@@ -441,7 +444,7 @@ async fn watch_pod(
                         Some("Warning") => EventType::Warning,
                         _ => EventType::Normal,
                     };
-                    relay.relay(event_type, event.message.as_deref().unwrap_or("")).await;
+                    relay.relay(event_type, event.message.as_deref().unwrap_or(""));
                 }
             }
         }

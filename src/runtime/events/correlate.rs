@@ -33,26 +33,26 @@ use super::object::event_name;
 
 /// How many keys each correlation step remembers (client-go's
 /// `maxLruCacheEntries`).
-pub const CORRELATION_CACHE_ENTRIES: usize = 4096;
+pub(super) const CORRELATION_CACHE_ENTRIES: usize = 4096;
 
 /// Distinct messages of similar events after which they are aggregated
 /// (client-go's `defaultAggregateMaxEvents`).
-pub const AGGREGATE_MAX_MESSAGES: usize = 10;
+pub(super) const AGGREGATE_MAX_MESSAGES: usize = 10;
 
 /// How long after the last similar event the aggregation still counts
 /// messages; a longer pause starts over (`defaultAggregateIntervalInSeconds`).
-pub const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
+pub(super) const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 
 /// What an aggregated event's message starts with.
-pub const AGGREGATE_MESSAGE_PREFIX: &str = "(combined from similar events): ";
+pub(super) const AGGREGATE_MESSAGE_PREFIX: &str = "(combined from similar events): ";
 
 /// Events about one object the spam filter lets through at once
 /// (`defaultSpamBurst`).
-pub const SPAM_BURST: u32 = 25;
+pub(super) const SPAM_BURST: u32 = 25;
 
 /// How long the spam filter takes to let one more event through once its
 /// burst is spent (`defaultSpamQPS` = 1/300).
-pub const SPAM_REFILL_INTERVAL: Duration = Duration::from_secs(300);
+pub(super) const SPAM_REFILL_INTERVAL: Duration = Duration::from_secs(300);
 
 /// The object an event is about, as seen by one reporter (client-go's spam
 /// key): the spam filter keeps one bucket per subject.
@@ -187,7 +187,7 @@ impl SpamBucket {
 
 /// How to write an event that passed correlation.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Write {
+pub(super) enum Write {
     /// A first occurrence: create this object.
     Create(Event),
     /// A repeat: patch the existing object named in `event` with `patch`
@@ -203,7 +203,7 @@ pub enum Write {
 
 impl Write {
     /// The event object this write stores.
-    pub fn event(&self) -> &Event {
+    pub(super) fn event(&self) -> &Event {
         match self {
             Write::Create(event) | Write::Patch { event, .. } => event,
         }
@@ -212,7 +212,7 @@ impl Write {
 
 /// What correlation decided for one event.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Correlated {
+pub(super) enum Correlated {
     /// Write it; `aggregated` when it is the combined event of its group.
     Write {
         /// The create or patch to send.
@@ -227,7 +227,7 @@ pub enum Correlated {
 /// The memory of the three correlation steps. Owned by the recorder's one
 /// sender task, so it needs no lock.
 #[derive(Debug)]
-pub struct Correlator {
+pub(super) struct Correlator {
     similar: Lru<SimilarKey, SimilarEvents>,
     observed: Lru<DedupKey, Observed>,
     spam: Lru<Subject, SpamBucket>,
@@ -241,7 +241,7 @@ impl Default for Correlator {
 
 impl Correlator {
     /// A correlator remembering at most `capacity` keys per step.
-    pub fn with_capacity(capacity: usize) -> Self {
+    pub(super) fn with_capacity(capacity: usize) -> Self {
         Self {
             similar: Lru::new(capacity),
             observed: Lru::new(capacity),
@@ -253,7 +253,7 @@ impl Correlator {
     /// refills, `wall` names and stamps a new combined event. As in
     /// client-go, an event the spam filter drops still counts as seen for
     /// the aggregation and the dedup count.
-    pub fn correlate(&mut self, event: Event, now: Instant, wall: Timestamp) -> Correlated {
+    pub(super) fn correlate(&mut self, event: Event, now: Instant, wall: Timestamp) -> Correlated {
         let (event, key, aggregated) = self.aggregate(event, now, wall);
         let write = self.observe(event, key);
         if self.spam_allows(write.event(), now) {

@@ -147,13 +147,13 @@ impl EventRecorder {
     /// dropped (logged and counted as `dropped_queue_full`).
     pub fn record(
         &self,
-        regarding: ObjectReference,
+        regarding: &ObjectReference,
         type_: EventType,
         reason: &str,
         message: String,
     ) {
         let event = object::make_event(
-            &regarding,
+            regarding,
             type_,
             reason,
             message,

@@ -14,7 +14,7 @@ use crate::pv::constants::CONTROLLER_NAME;
 /// event without `eventTime` about an object without a namespace, the API
 /// server accepts only this namespace (or none); `kubectl describe pv` looks
 /// for the events there.
-pub const CLUSTER_SCOPED_EVENT_NAMESPACE: &str = "default";
+pub(super) const CLUSTER_SCOPED_EVENT_NAMESPACE: &str = "default";
 
 /// Longest object name the API server accepts (a DNS subdomain), in bytes.
 const NAME_MAX_BYTES: usize = 253;
@@ -23,7 +23,7 @@ const NAME_MAX_BYTES: usize = 253;
 /// timestamps `now`, from source `persistentvolume-controller` (no host, as
 /// kube-controller-manager), in the namespace of the object it is about.
 /// `reporting_instance` (this replica's identity) is left out when empty.
-pub fn make_event(
+pub(super) fn make_event(
     regarding: &ObjectReference,
     type_: EventType,
     reason: &str,
@@ -68,7 +68,7 @@ fn event_namespace(regarding: &ObjectReference) -> &str {
 /// object part is shortened; when nothing of it is usable, the controller's
 /// name takes its place (client-go uses a UUID there; the stamp is unique per
 /// recorder, so this name is unique too).
-pub fn event_name(object: &str, at: Timestamp) -> String {
+pub(super) fn event_name(object: &str, at: Timestamp) -> String {
     let suffix = format!("{:x}", at.as_nanosecond());
     let name = format!("{object}.{suffix}");
     if is_dns_subdomain(&name) {

@@ -20,12 +20,12 @@ use super::correlate::{Correlated, Correlator, Write};
 use crate::runtime::metrics::{EventOutcome, Metrics};
 
 /// Tries per event before giving up (client-go's `maxTriesPerEvent`).
-pub const MAX_TRIES_PER_EVENT: u32 = 12;
+pub(super) const MAX_TRIES_PER_EVENT: u32 = 12;
 
 /// Pause between two tries; the first pause is random up to this long, so
 /// that clients do not all come back at once after an outage (client-go's
 /// `defaultSleepDuration`).
-pub const RETRY_INTERVAL: Duration = Duration::from_secs(10);
+pub(super) const RETRY_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Status cause of a create refused because its namespace is being deleted.
 const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";

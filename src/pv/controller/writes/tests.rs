@@ -14,8 +14,8 @@ fn controller(api: &MemApi) -> Controller {
     super::super::testing::controller(api)
 }
 
-fn seed(api: &MemApi, controller: &Controller, v: PersistentVolume) -> Arc<PersistentVolume> {
-    let stored = Arc::new(api.create(&v).expect("seed volume"));
+fn seed(api: &MemApi, controller: &Controller, v: &PersistentVolume) -> Arc<PersistentVolume> {
+    let stored = Arc::new(api.create(v).expect("seed volume"));
     controller
         .cache()
         .offer_volume(Arc::clone(&stored))
@@ -30,7 +30,7 @@ async fn a_phase_write_is_refused_when_the_claim_ref_changed() {
     let basis = seed(
         &api,
         &controller,
-        volume("v1", "1Gi")
+        &volume("v1", "1Gi")
             .claim_ref("default", "claim-a", "uid-a")
             .build(),
     );
@@ -59,7 +59,7 @@ async fn a_write_edits_the_newest_copy_and_skips_what_is_already_so() {
     let basis = seed(
         &api,
         &controller,
-        volume("v1", "1Gi").phase("Pending").build(),
+        &volume("v1", "1Gi").phase("Pending").build(),
     );
     let first = controller
         .set_volume_phase(&basis, VolumePhase::Available, None)
@@ -92,7 +92,7 @@ async fn two_writers_of_one_volume_never_conflict() {
         let basis = seed(
             &api,
             &controller,
-            volume(&name, "1Gi").phase("Pending").build(),
+            &volume(&name, "1Gi").phase("Pending").build(),
         );
         let (a, b) = (controller.clone(), controller.clone());
         let (basis_a, basis_b) = (Arc::clone(&basis), Arc::clone(&basis));
