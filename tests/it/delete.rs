@@ -3,19 +3,17 @@
 //! checks. Each table row runs as one direct sync and with the whole
 //! controller until it settles.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::{Call, row, run_table, settle};
-use common::mock_plugin::{MockConfig, MockPlugin};
+use crate::harness::{Call, row, run_table, settle};
+use crate::mock_plugin::{MockConfig, MockPlugin};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
 use pv_controller::{BaseConfig, ControllerBase};
+use testkit::*;
 
 const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 

@@ -3,19 +3,17 @@
 //! direct sync (plus the operation it starts) and with the whole controller
 //! until it settles. CSI migration (11-21) is not implemented and has no row.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::builders::*;
-use common::harness::{row, run_table};
-use common::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
+use crate::harness::{row, run_table};
+use crate::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, TypedLocalObjectReference,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{Reactor, Verb};
+use testkit::*;
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
 

@@ -2,8 +2,6 @@
 //! one direct sync call (the row's expected objects are the state after it),
 //! and the whole running controller until it settles.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +15,7 @@ use pv_controller::{ClaimKey, VolumeName};
 use pv_controller::{Controller, RetryPolicy, Settings};
 use serde_json::Value;
 
-use super::mock_plugin::{MockConfig, MockPlugin};
+use crate::mock_plugin::{MockConfig, MockPlugin};
 
 /// A change a row makes to the server (and, in direct mode, to the
 /// controller's cache) between the sync and the operation it started; in

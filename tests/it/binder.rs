@@ -4,10 +4,8 @@
 //! as a single direct sync and once with the whole controller running until
 //! it settles.
 
-mod common;
-
-use common::builders::*;
-use common::harness::{Call, SKIP_CACHE, row, run_table};
+use crate::harness::{Call, SKIP_CACHE, row, run_table};
+use testkit::*;
 
 const WAIT: &str = "wait";
 
