@@ -381,7 +381,7 @@ fn columns(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pv::objects::testing::volume;
+    use testkit::volume;
 
     #[test]
     fn tables_align_columns() {
