@@ -14,6 +14,7 @@ use pv_controller::{ClaimKey, VolumeName};
 use pv_controller::{Controller, RetryPolicy, Settings};
 use pv_controller::{EventRecorder, IdleProbe, wait_settled};
 use serde_json::Value;
+use testkit::{ClaimBuilder, VolumeBuilder};
 
 use crate::mock_plugin::{MockConfig, MockPlugin};
 
@@ -21,6 +22,61 @@ use crate::mock_plugin::{MockConfig, MockPlugin};
 /// controller's cache) between the sync and the operation it started; in
 /// settled mode it is applied before the controller starts.
 pub(crate) type Inject = Arc<dyn Fn(&MemApi, Option<&Controller>) + Send + Sync>;
+
+/// A row's settled expectation as a change of its direct one; see
+/// [`Scenario::settles_with`].
+pub(crate) type SettledChange = Arc<dyn Fn(Expected) -> Expected + Send + Sync>;
+
+/// The volumes and claims a run must end with, changed by name.
+#[derive(Clone)]
+pub(crate) struct Expected {
+    volumes: Vec<PersistentVolume>,
+    claims: Vec<PersistentVolumeClaim>,
+}
+
+impl Expected {
+    /// The volume `name` ends otherwise: `edit` gets the expected volume.
+    pub(crate) fn volume(
+        mut self,
+        name: &str,
+        edit: impl FnOnce(VolumeBuilder) -> VolumeBuilder,
+    ) -> Self {
+        let at = position(&self.volumes, name, None);
+        let volume = self.volumes.remove(at);
+        self.volumes.insert(at, edit(VolumeBuilder(volume)).build());
+        self
+    }
+
+    /// The claim `name` (of namespace `default`) ends otherwise: `edit` gets
+    /// the expected claim.
+    pub(crate) fn claim(
+        mut self,
+        name: &str,
+        edit: impl FnOnce(ClaimBuilder) -> ClaimBuilder,
+    ) -> Self {
+        let at = position(&self.claims, name, Some("default"));
+        let claim = self.claims.remove(at);
+        self.claims.insert(at, edit(ClaimBuilder(claim)).build());
+        self
+    }
+
+    /// The volume `name` is gone.
+    pub(crate) fn without_volume(mut self, name: &str) -> Self {
+        let at = position(&self.volumes, name, None);
+        self.volumes.remove(at);
+        self
+    }
+}
+
+/// Where the object `name` (in `namespace`) is in an expected list; a row
+/// that changes an object it does not expect is a mistake in the row.
+fn position<K: kube::Resource>(list: &[K], name: &str, namespace: Option<&str>) -> usize {
+    list.iter()
+        .position(|o| {
+            o.meta().name.as_deref() == Some(name) && o.meta().namespace.as_deref() == namespace
+        })
+        .unwrap_or_else(|| panic!("the expectation has no {name:?} to change"))
+}
 
 /// Marker annotation: the object is on the server but not in the
 /// controller's shadow cache when the direct sync runs (a stale cache).
@@ -54,8 +110,8 @@ pub(crate) struct Scenario {
     pub classes: Vec<StorageClass>,
     pub pods: Vec<Pod>,
     /// Where the running controller ends, when that differs from the state
-    /// after one direct sync.
-    pub settled: Option<(Vec<PersistentVolume>, Vec<PersistentVolumeClaim>)>,
+    /// after one direct sync: a change of the direct expectation.
+    pub settled: Option<SettledChange>,
     /// Events the running controller must have recorded by the end, when
     /// they differ from `events`.
     pub settled_events: Option<Vec<&'static str>>,
@@ -146,13 +202,28 @@ impl Scenario {
         self
     }
 
-    pub(crate) fn settles_to(
+    /// Where the running controller ends, written as a change of the
+    /// direct expectation (the objects after one sync): the volumes and
+    /// claims it changes further, the volumes it deletes. The settled run
+    /// is still compared with the whole result, object by object.
+    pub(crate) fn settles_with(
         mut self,
-        volumes: Vec<PersistentVolume>,
-        claims: Vec<PersistentVolumeClaim>,
+        change: impl Fn(Expected) -> Expected + Send + Sync + 'static,
     ) -> Self {
-        self.settled = Some((volumes, claims));
+        self.settled = Some(Arc::new(change));
         self
+    }
+
+    /// The objects the running controller must end with.
+    fn settled_objects(&self) -> Expected {
+        let direct = Expected {
+            volumes: self.expected_volumes.clone(),
+            claims: self.expected_claims.clone(),
+        };
+        match &self.settled {
+            Some(change) => change(direct),
+            None => direct,
+        }
     }
 
     pub(crate) fn stale_cached_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
@@ -341,11 +412,8 @@ pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
     running.settle().await;
     running.stop().await;
     api.clear_reactors();
-    let (volumes, claims) = s
-        .settled
-        .clone()
-        .unwrap_or_else(|| (s.expected_volumes.clone(), s.expected_claims.clone()));
-    let mut problems = compare_objects(&api, &volumes, &claims);
+    let expected = s.settled_objects();
+    let mut problems = compare_objects(&api, &expected.volumes, &expected.claims);
     problems.extend(check_invariants(&api));
     let recorded = recorded_events(&api);
     let wanted = s.settled_events.clone().unwrap_or_else(|| s.events.clone());

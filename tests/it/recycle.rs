@@ -201,7 +201,7 @@ async fn set_7_recycle_retried_after_error() {
             .plugin(MockConfig::default().recycles(&[Some("Mock recycle error"), None]))
             .events(&["Warning VolumeFailedRecycle"])
             .call(Call::SyncVolume)
-            .settles_to(volumes([free("volume7-1")]), vec![])
+            .settles_with(|s| s.volume("volume7-1", |_| free("volume7-1")))
             .settled_events(&["Warning VolumeFailedRecycle", "Normal VolumeRecycled"]),
     ])
     .await;
