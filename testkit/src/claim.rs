@@ -106,14 +106,6 @@ impl ClaimBuilder {
         self
     }
 
-    /// Sets the status access modes (bound claims whose volume offers
-    /// others).
-    #[must_use]
-    pub fn status_modes(mut self, list: &[&str]) -> Self {
-        self.status().access_modes = Some(strings(list));
-        self
-    }
-
     /// Sets `spec.storageClassName`; `""` is an explicit empty class, which
     /// for a claim differs from none.
     #[must_use]
@@ -141,13 +133,6 @@ impl ClaimBuilder {
     #[must_use]
     pub fn vac(mut self, class: &str) -> Self {
         self.spec().volume_attributes_class_name = Some(class.to_string());
-        self
-    }
-
-    /// Sets `status.currentVolumeAttributesClassName`.
-    #[must_use]
-    pub fn current_vac(mut self, class: Option<&str>) -> Self {
-        self.status().current_volume_attributes_class_name = class.map(str::to_string);
         self
     }
 

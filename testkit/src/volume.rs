@@ -79,13 +79,6 @@ impl VolumeBuilder {
         self.claim_ref("default", claim, uid)
     }
 
-    /// Removes the claimRef.
-    #[must_use]
-    pub fn unbound(mut self) -> Self {
-        self.spec().claim_ref = None;
-        self
-    }
-
     /// Sets `status.phase`.
     #[must_use]
     pub fn phase(mut self, phase: &str) -> Self {
