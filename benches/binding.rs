@@ -8,54 +8,26 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec,
-    VolumeResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use memapi::{MemApi, Verb};
 use pv_controller::VolumeIndex;
 use pv_controller::{BaseConfig, ControllerBase};
+use testkit::{ClaimBuilder, RWO, VolumeBuilder, claim, volume};
 
-fn storage(size: &str) -> std::collections::BTreeMap<String, Quantity> {
-    [("storage".to_string(), Quantity(size.to_string()))].into()
+/// The size of volume and claim `i`: 1 to 10 Gi, so that the index holds
+/// ten sizes and a claim fits volumes of its own size and up.
+fn size(i: usize) -> String {
+    format!("{}Gi", 1 + i % 10)
 }
 
-fn volume(i: usize) -> PersistentVolume {
-    PersistentVolume {
-        metadata: ObjectMeta {
-            name: Some(format!("volume-{i:06}")),
-            ..Default::default()
-        },
-        spec: Some(PersistentVolumeSpec {
-            capacity: Some(storage(&format!("{}Gi", 1 + i % 10))),
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            host_path: Some(Default::default()),
-            ..Default::default()
-        }),
-        status: None,
-    }
+/// Volume `i` of the benchmark: ReadWriteOnce only.
+fn volume_of(i: usize) -> VolumeBuilder {
+    volume(&format!("volume-{i:06}"), &size(i)).modes(&[RWO])
 }
 
-fn claim(i: usize) -> PersistentVolumeClaim {
-    PersistentVolumeClaim {
-        metadata: ObjectMeta {
-            name: Some(format!("claim-{i:06}")),
-            namespace: Some("default".into()),
-            uid: Some(format!("uid-{i:06}")),
-            ..Default::default()
-        },
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(storage(&format!("{}Gi", 1 + i % 10))),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        status: None,
-    }
+/// Claim `i` of the benchmark: ReadWriteOnce only.
+fn claim_of(i: usize) -> ClaimBuilder {
+    claim(&format!("claim-{i:06}"), &format!("uid-{i:06}"), &size(i)).modes(&[RWO])
 }
 
 /// Peak resident memory of this process, in MiB (Linux).
@@ -75,8 +47,8 @@ fn peak_rss_mib() -> f64 {
 async fn bind(n: usize) {
     let api = MemApi::new();
     for i in 0..n {
-        api.create(&volume(i)).expect("seed volume");
-        api.create(&claim(i)).expect("seed claim");
+        api.create(&volume_of(i).build()).expect("seed volume");
+        api.create(&claim_of(i).build()).expect("seed claim");
     }
     api.reset_requests();
     let base = ControllerBase::new(api.client(), BaseConfig::default()).expect("controller");
@@ -123,21 +95,15 @@ async fn bind(n: usize) {
 
 fn search(n: usize) {
     let mut index = VolumeIndex::default();
-    let mut volumes = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut v = volume(i);
-        v.status = Some(k8s_openapi::api::core::v1::PersistentVolumeStatus {
-            phase: Some("Available".into()),
-            ..Default::default()
-        });
-        volumes.push(Arc::new(v));
-    }
+    let volumes: Vec<_> = (0..n)
+        .map(|i| volume_of(i).phase("Available").arc())
+        .collect();
     let start = Instant::now();
     for v in &volumes {
         index.insert(Arc::clone(v));
     }
     let insert = start.elapsed();
-    let claims: Vec<_> = (0..1000).map(claim).collect();
+    let claims: Vec<_> = (0..1000).map(|i| claim_of(i).build()).collect();
     let start = Instant::now();
     let mut found = 0;
     for c in &claims {

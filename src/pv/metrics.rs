@@ -365,7 +365,7 @@ fn claim_labels(claim: &PersistentVolumeClaim) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pv::objects::testing::volume;
+    use testkit::volume;
 
     #[test]
     fn every_metric_registers_and_renders() {
@@ -395,16 +395,13 @@ mod tests {
 
     #[test]
     fn plugin_names_follow_upstream() {
-        assert_eq!(plugin_name(&volume("v", "1Gi").build()), "N/A");
-        let mut nfs = volume("v", "1Gi").build();
+        assert_eq!(plugin_name(&volume("v", "1Gi").no_source().build()), "N/A");
+        let mut nfs = volume("v", "1Gi").no_source().build();
         nfs.spec.as_mut().unwrap().nfs = Some(Default::default());
         assert_eq!(plugin_name(&nfs), "kubernetes.io/nfs");
-        let mut csi = volume("v", "1Gi").build();
-        csi.spec.as_mut().unwrap().csi =
-            Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
-                driver: "ebs.csi.aws.com".into(),
-                ..Default::default()
-            });
-        assert_eq!(plugin_name(&csi), "kubernetes.io/csi:ebs.csi.aws.com");
+        assert_eq!(
+            plugin_name(&volume("v", "1Gi").csi("ebs.csi.aws.com").build()),
+            "kubernetes.io/csi:ebs.csi.aws.com"
+        );
     }
 }

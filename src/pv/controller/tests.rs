@@ -11,13 +11,13 @@ use super::claim::{
 };
 use super::reclaim::{ReclaimAction, reclaim_action};
 use super::volume::{VolumeSituation, classify_volume};
-use crate::pv::objects::AccessMode::{ReadOnlyMany as ROX, ReadWriteMany as RWX};
-use crate::pv::objects::testing::{claim, volume};
+use testkit::{ROX, RWX, claim, volume};
+
 use crate::pv::plugins::VolumePlugins;
 
 #[test]
 fn unbound_claims_are_classified_by_the_volume_they_name() {
-    let mine = claim("c", "1Gi").uid("uid-c");
+    let mine = claim("c", "uid-c", "1Gi");
     let cases: Vec<(&str, _, Option<Arc<_>>, &str)> = vec![
         ("names nothing", mine.clone(), None, "NoVolumeRequested"),
         (
@@ -35,25 +35,25 @@ fn unbound_claims_are_classified_by_the_volume_they_name() {
         (
             "names a volume pre-bound to it by name",
             mine.clone().volume_name("v"),
-            Some(volume("v", "1Gi").claim_ref("myns", "c", "").arc()),
+            Some(volume("v", "1Gi").bound_to("", "c").arc()),
             "RequestedVolumeBoundHere",
         ),
         (
             "names a volume bound to it by UID",
             mine.clone().volume_name("v"),
-            Some(volume("v", "1Gi").claim_ref("myns", "c", "uid-c").arc()),
+            Some(volume("v", "1Gi").bound_to("uid-c", "c").arc()),
             "RequestedVolumeBoundHere",
         ),
         (
             "names a volume of an earlier claim of that name",
             mine.clone().volume_name("v"),
-            Some(volume("v", "1Gi").claim_ref("myns", "c", "uid-old").arc()),
+            Some(volume("v", "1Gi").bound_to("uid-old", "c").arc()),
             "RequestedVolumeBoundElsewhere",
         ),
         (
             "names a volume of another claim",
             mine.volume_name("v"),
-            Some(volume("v", "1Gi").claim_ref("myns", "other", "uid-o").arc()),
+            Some(volume("v", "1Gi").bound_to("uid-o", "other").arc()),
             "RequestedVolumeBoundElsewhere",
         ),
     ];
@@ -73,11 +73,11 @@ fn unbound_claims_are_classified_by_the_volume_they_name() {
 
 #[test]
 fn bound_claims_are_classified_by_their_volume() {
-    let bound = claim("c", "1Gi").uid("uid-c").volume_name("v");
+    let bound = claim("c", "uid-c", "1Gi").volume_name("v");
     let cases = [
         (
             "lost its volume name",
-            claim("c", "1Gi").uid("uid-c"),
+            claim("c", "uid-c", "1Gi"),
             None,
             "NoVolumeName",
         ),
@@ -91,13 +91,13 @@ fn bound_claims_are_classified_by_their_volume() {
         (
             "volume points back",
             bound.clone(),
-            Some(volume("v", "1Gi").claim_ref("myns", "c", "uid-c").arc()),
+            Some(volume("v", "1Gi").bound_to("uid-c", "c").arc()),
             "BoundHere",
         ),
         (
             "volume went to another claim",
             bound,
-            Some(volume("v", "1Gi").claim_ref("myns", "c", "uid-x").arc()),
+            Some(volume("v", "1Gi").bound_to("uid-x", "c").arc()),
             "BoundElsewhere",
         ),
     ];
@@ -115,12 +115,12 @@ fn bound_claims_are_classified_by_their_volume() {
 
 #[test]
 fn volumes_are_classified_by_their_claim() {
-    let claimed = volume("v", "1Gi").claim_ref("myns", "c", "uid-c").build();
+    let claimed = volume("v", "1Gi").bound_to("uid-c", "c").build();
     let cases = [
         ("no claimRef", volume("v", "1Gi").build(), None, "Unclaimed"),
         (
             "pre-bound by name",
-            volume("v", "1Gi").claim_ref("myns", "c", "").build(),
+            volume("v", "1Gi").bound_to("", "c").build(),
             None,
             "PreBound",
         ),
@@ -128,19 +128,19 @@ fn volumes_are_classified_by_their_claim() {
         (
             "claim not bound yet",
             claimed.clone(),
-            Some(claim("c", "1Gi").uid("uid-c").arc()),
+            Some(claim("c", "uid-c", "1Gi").arc()),
             "ClaimNotBoundYet",
         ),
         (
             "claim bound here",
             claimed.clone(),
-            Some(claim("c", "1Gi").uid("uid-c").volume_name("v").arc()),
+            Some(claim("c", "uid-c", "1Gi").volume_name("v").arc()),
             "ClaimBoundHere",
         ),
         (
             "claim bound elsewhere",
             claimed,
-            Some(claim("c", "1Gi").uid("uid-c").volume_name("w").arc()),
+            Some(claim("c", "uid-c", "1Gi").volume_name("w").arc()),
             "ClaimBoundElsewhere",
         ),
     ];
@@ -161,11 +161,7 @@ fn volumes_are_classified_by_their_claim() {
 fn released_volumes_are_reclaimed_by_policy_provisioner_and_migration() {
     const BY: &str = "pv.kubernetes.io/provisioned-by";
     let plugins = VolumePlugins::default();
-    let released = |policy: &str| {
-        volume("v", "1Gi")
-            .claim_ref("myns", "c", "u")
-            .policy(policy)
-    };
+    let released = |policy: &str| volume("v", "1Gi").bound_to("u", "c").policy(policy);
     let cases = [
         ("Retain", released("Retain"), ReclaimAction::Retain),
         ("Recycle", released("Recycle"), ReclaimAction::Recycle),
@@ -207,7 +203,7 @@ fn released_volumes_are_reclaimed_by_policy_provisioner_and_migration() {
         ),
         (
             "no policy",
-            volume("v", "1Gi"),
+            volume("v", "1Gi").policy(""),
             ReclaimAction::Unknown(String::new()),
         ),
     ];
@@ -222,7 +218,7 @@ fn released_volumes_are_reclaimed_by_policy_provisioner_and_migration() {
 
 #[test]
 fn a_requested_volume_is_checked_in_upstreams_order() {
-    let wanted = claim("c", "5Gi").class("gold");
+    let wanted = claim("c", "", "5Gi").class("gold");
     let fits = volume("v", "10Gi").class("gold");
     let cases = [
         ("fits", fits.clone(), wanted.clone(), Ok(())),
@@ -266,7 +262,7 @@ fn a_requested_volume_is_checked_in_upstreams_order() {
         (
             "selector ignored",
             fits,
-            wanted.match_label("tier", "gold"),
+            wanted.selector(&[("tier", "gold")]),
             Ok(()),
         ),
     ];

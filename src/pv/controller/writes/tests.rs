@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use memapi::{MemApi, Verb};
+use testkit::{claim, volume};
 
 use super::*;
-use crate::pv::objects::testing::{claim, volume};
 
 /// A controller on a fresh memapi whose shadow cache holds `volumes`.
 fn controller(api: &MemApi) -> Controller {
@@ -31,13 +31,14 @@ async fn a_phase_write_is_refused_when_the_claim_ref_changed() {
         &api,
         &controller,
         &volume("v1", "1Gi")
-            .claim_ref("default", "claim-a", "uid-a")
+            .phase("Available")
+            .bound_to("uid-a", "claim-a")
             .build(),
     );
     // Another task bound the volume to another claim and made it Bound.
     let mut taken = PersistentVolume::clone(&basis);
     taken.spec.as_mut().expect("spec").claim_ref = Some(crate::pv::objects::claim_reference(
-        &claim("claim-b", "1Gi").uid("uid-b").build(),
+        &claim("claim-b", "uid-b", "1Gi").build(),
     ));
     taken.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
     let taken = Arc::new(api.put(&taken).expect("put"));

@@ -3,19 +3,17 @@
 //! direct sync (plus the operation it starts) and with the whole controller
 //! until it settles. CSI migration (11-21) is not implemented and has no row.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::builders::*;
-use common::harness::{row, run_table};
-use common::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
+use crate::harness::{row, run_table};
+use crate::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, TypedLocalObjectReference,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{Reactor, Verb};
+use testkit::*;
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
 
@@ -107,6 +105,15 @@ fn bound_provisioned(name: &str, uid: &str, class: &str) -> ClaimBuilder {
         .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
 }
 
+/// A claim bound to the volume `pvc-<uid>` that was there before its first
+/// sync: never handed to a provisioner, so without provisioner annotations.
+fn bound_without_provisioning(name: &str, uid: &str, class: &str) -> ClaimBuilder {
+    pending(name, uid, class)
+        .volume_name(&format!("pvc-{uid}"))
+        .phase("Bound")
+        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
+}
+
 fn create_fails(times: u32) -> Reactor {
     Reactor::on(Verb::Create, "persistentvolumes")
         .error(500)
@@ -122,10 +129,11 @@ async fn set_11_provision() {
             .classes(classes())
             .plugin(MockConfig::default().provisions(vec![provision1_success()]))
             .events(&["Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid11-1 using kubernetes.io/mock-volume"])
-            .settles_to(
-                volumes([provisioned("uid11-1", "claim11-1", "gold")]),
-                claims([bound_provisioned("claim11-1", "uid11-1", "gold")]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim11-1", |_| {
+                    bound_provisioned("claim11-1", "uid11-1", "gold")
+                })
+            }),
         row("11-2 plugin not found")
             .same_claims(claims([pending("claim11-2", "uid11-2", "gold")]))
             .classes(classes())
@@ -168,13 +176,12 @@ async fn set_11_provision() {
                 let volume: PersistentVolume = provisioned("uid11-7", "claim11-7", "gold").build();
                 api.put(&volume).expect("put volume");
             })
-            .settles_to(
-                volumes([provisioned("uid11-7", "claim11-7", "gold")]),
-                claims([pending("claim11-7", "uid11-7", "gold")
-                    .volume_name("pvc-uid11-7")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            // Settled: the volume is there before the claim's first sync.
+            .settles_with(|s| {
+                s.claim("claim11-7", |_| {
+                    bound_without_provisioning("claim11-7", "uid11-7", "gold")
+                })
+            }),
         row("11-8 cannot save provisioned volume")
             .volumes(vec![], volumes([provisioned("uid11-8", "claim11-8", "gold")]))
             .claims(claims([pending("claim11-8", "uid11-8", "gold")]), claims([handed("claim11-8", "uid11-8", "gold")]))
@@ -182,10 +189,11 @@ async fn set_11_provision() {
             .errors(vec![create_fails(1)])
             .plugin(MockConfig::default().provisions(vec![provision1_success()]))
             .events(&["Normal ProvisioningSucceeded"])
-            .settles_to(
-                volumes([provisioned("uid11-8", "claim11-8", "gold")]),
-                claims([bound_provisioned("claim11-8", "uid11-8", "gold")]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim11-8", |_| {
+                    bound_provisioned("claim11-8", "uid11-8", "gold")
+                })
+            }),
         row("11-9 cannot save provisioned volume, delete succeeds")
             .claims(claims([pending("claim11-9", "uid11-9", "gold")]), claims([handed("claim11-9", "uid11-9", "gold")]))
             .classes(classes())
@@ -227,10 +235,11 @@ async fn set_11_provision() {
             .classes(classes())
             .plugin(MockConfig::default().provisions(vec![provision2_success()]))
             .events(&["Normal ProvisioningSucceeded"])
-            .settles_to(
-                volumes([provisioned("uid11-13", "claim11-13", "silver")]),
-                claims([bound_provisioned("claim11-13", "uid11-13", "silver")]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim11-13", |_| {
+                    bound_provisioned("claim11-13", "uid11-13", "silver")
+                })
+            }),
         row("11-14 fail due to non-existing class")
             .same_claims(claims([pending("claim11-14", "uid11-14", "non-existing")]))
             .classes(classes())
@@ -276,13 +285,12 @@ async fn set_11_provision() {
             })
             .plugin(MockConfig::default().provisions(vec![provision1_success()]))
             .events(&["Normal ProvisioningSucceeded"])
-            .settles_to(
-                volumes([provisioned("uid11-19", "claim11-19", "gold")]),
-                claims([pending("claim11-19", "uid11-19", "gold")
-                    .volume_name("pvc-uid11-19")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
+            // Settled: the volume is there before the claim's first sync.
+            .settles_with(|s| {
+                s.claim("claim11-19", |_| {
+                    bound_without_provisioning("claim11-19", "uid11-19", "gold")
+                })
+            })
             .settled_events(&[]),
         row("11-20 unsupported storageClass.mountOptions")
             .claims(
@@ -326,13 +334,12 @@ async fn set_11_provision() {
             .nodes(vec![node1()])
             .plugin(MockConfig::default().provisions(vec![provision1_success()]))
             .events(&["Normal ProvisioningSucceeded"])
-            .settles_to(
-                volumes([
-                    volume("volume11-23", "1Gi").phase("Available").policy("Delete").class("copper"),
-                    provisioned("uid11-23", "claim11-23", "copper"),
-                ]),
-                claims([bound_provisioned("claim11-23", "uid11-23", "copper").annotation(ANN_SELECTED_NODE, "node1")]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim11-23", |_| {
+                    bound_provisioned("claim11-23", "uid11-23", "copper")
+                        .annotation(ANN_SELECTED_NODE, "node1")
+                })
+            }),
         row("11-24 skip finding PV and wait external provisioner for PVC annotated with AnnSelectedNode")
             .same_volumes(volumes([volume("volume11-24", "1Gi").phase("Available").policy("Delete").class("external-wait")]))
             .claims(
@@ -422,10 +429,11 @@ async fn set_12_provision_multi_sync() {
             .classes(classes())
             .plugin(MockConfig::default().provisions(vec![provision1_success()]))
             .events(&["Normal ProvisioningSucceeded"])
-            .settles_to(
-                volumes([provisioned("uid12-1", "claim12-1", "gold")]),
-                claims([bound_provisioned("claim12-1", "uid12-1", "gold")]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim12-1", |_| {
+                    bound_provisioned("claim12-1", "uid12-1", "gold")
+                })
+            }),
         row("12-2 external provisioner with volume provisioned success")
             .volumes(vec![], volumes([external_volume("uid12-2", None)]))
             .claims(
@@ -451,13 +459,16 @@ async fn set_12_provision_multi_sync() {
             .events(&["Normal ExternalProvisioning"])
             // Settled: the volume exists from the start, so the claim binds
             // without any provisioning.
-            .settles_to(
-                volumes([external_volume("uid12-2", Some("claim12-2")).phase("Bound")]),
-                claims([pending("claim12-2", "uid12-2", "external")
-                    .volume_name("pvc-uid12-2")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
+            .settles_with(|s| {
+                s.volume("pvc-uid12-2", |v| {
+                    v.bound_to("uid12-2", "claim12-2")
+                        .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                        .phase("Bound")
+                })
+                .claim("claim12-2", |_| {
+                    bound_without_provisioning("claim12-2", "uid12-2", "external")
+                })
+            })
             .settled_events(&[]),
         row("12-3 external provisioner with volume to be provisioned")
             .claims(
@@ -493,13 +504,13 @@ async fn set_12_provision_multi_sync() {
                 api.put(&volume).expect("put volume");
             })
             .events(&["Normal ExternalProvisioning"])
-            .settles_to(
-                volumes([external_volume("uid12-4", Some("claim12-4")).phase("Bound")]),
-                claims([pending("claim12-4", "uid12-4", "external")
-                    .volume_name("pvc-uid12-4")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER])]),
-            )
+            // Settled: the volume is there before the claim's first sync.
+            .settles_with(|s| {
+                s.volume("pvc-uid12-4", |v| v.phase("Bound"))
+                    .claim("claim12-4", |_| {
+                        bound_without_provisioning("claim12-4", "uid12-4", "external")
+                    })
+            })
             .settled_events(&[]),
     ])
     .await;

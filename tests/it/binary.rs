@@ -2,14 +2,12 @@
 //! in-memory API server on a loopback port stands in for the cluster. The
 //! binary binds a claim, and stops cleanly on SIGTERM.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::builders::*;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use memapi::MemApi;
+use testkit::*;
 
 fn kubeconfig(server: &str) -> String {
     format!(

@@ -2,12 +2,10 @@
 //! bound pair, conflicts, and what the shadow cache saves; plus recovery
 //! from injected faults and from invalid objects.
 
-mod common;
-
-use common::builders::*;
-use common::harness::{Running, check_invariants, recorded_events};
+use crate::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Reactor, Verb};
+use testkit::*;
 
 /// Runs the controller on `api` until it settles, then stops it.
 async fn run_until_settled(api: &MemApi) {

@@ -5,13 +5,10 @@
 //! objects; claims waiting for a volume are forgotten when deleted and are
 //! not re-synced by every resync of a volume that was Available already).
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::settle;
+use crate::harness::settle;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
@@ -21,6 +18,7 @@ use pv_controller::{BaseConfig, BaseError, ControllerBase};
 use pv_controller::{ClientOptions, Clients};
 use pv_controller::{LeaderElector, LeaseConfig};
 use pv_controller::{PluginError, ProvisionRequest, VolumePlugin, VolumePlugins};
+use testkit::*;
 use tokio::time::Instant;
 
 fn base(api: &MemApi, config: BaseConfig) -> ControllerBase {

@@ -2,8 +2,6 @@
 //! after upstream's test framework): it can handle any volume and answers
 //! provision, delete and recycle calls with configured results, in order.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pv_controller::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
 use tokio::time::Instant;
 
-use super::builders::MOCK_PLUGIN;
+use testkit::MOCK_PLUGIN;
 
 /// One provision call's expectation and answer.
 #[derive(Clone, Debug)]

@@ -4,14 +4,11 @@
 //! there must be used by some request (or be listed below as needed on a
 //! path the run does not take).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::harness::settle;
 use clap::Parser;
-use common::builders::*;
-use common::harness::settle;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
 use memapi::MemApi;
 use pv_controller::Options;
@@ -23,6 +20,7 @@ use pv_controller::{BaseConfig, ControllerBase};
 use pv_controller::{LeaderElector, LeaseConfig};
 use serde::Deserialize;
 use serde_json::Value;
+use testkit::*;
 
 /// Rules needed on paths this run does not take: reading a recycler pod
 /// left by an earlier controller (adopting it after AlreadyExists), and

@@ -4,14 +4,11 @@
 //! (hostPath) against memapi with the test playing kubelet, including a
 //! controller restart in the middle of a recycle.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::{Call, recorded_events, row, run_table};
-use common::mock_plugin::MockConfig;
+use crate::harness::{Call, recorded_events, row, run_table};
+use crate::mock_plugin::MockConfig;
 use k8s_openapi::api::core::v1::{
     Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
@@ -21,6 +18,7 @@ use pv_controller::Settings;
 use pv_controller::{BaseConfig, ControllerBase};
 use pv_controller::{PluginConfig, VolumePlugins};
 use pv_controller::{RecyclerPodConfig, default_recycler_template};
+use testkit::*;
 
 fn bound(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
     volume(name, "1Gi")
@@ -203,7 +201,7 @@ async fn set_7_recycle_retried_after_error() {
             .plugin(MockConfig::default().recycles(&[Some("Mock recycle error"), None]))
             .events(&["Warning VolumeFailedRecycle"])
             .call(Call::SyncVolume)
-            .settles_to(volumes([free("volume7-1")]), vec![])
+            .settles_with(|s| s.volume("volume7-1", |_| free("volume7-1")))
             .settled_events(&["Warning VolumeFailedRecycle", "Normal VolumeRecycled"]),
     ])
     .await;

@@ -2,12 +2,10 @@
 //! changes under it, as users and other controllers change it: deletions,
 //! external provisioning, delayed binding and the default StorageClass.
 
-mod common;
-
-use common::builders::*;
-use common::harness::{Running, check_invariants, recorded_events};
+use crate::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
+use testkit::*;
 
 fn volume_phase(api: &MemApi, name: &str) -> String {
     api.get::<PersistentVolume>(None, name)

@@ -2,16 +2,14 @@
 //! then the admin router's output must parse as the Prometheus text format
 //! and its `pv_collector_*` gauges must count the objects on the server.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::settle;
+use crate::harness::settle;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Verb};
 use pv_controller::{BaseConfig, ControllerBase};
+use testkit::*;
 use tower::ServiceExt;
 
 /// One sample: metric name, labels, value.

@@ -3,19 +3,17 @@
 //! checks. Each table row runs as one direct sync and with the whole
 //! controller until it settles.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::{Call, row, run_table, settle};
-use common::mock_plugin::{MockConfig, MockPlugin};
+use crate::harness::{Call, row, run_table, settle};
+use crate::mock_plugin::{MockConfig, MockPlugin};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
 use pv_controller::{BaseConfig, ControllerBase};
+use testkit::*;
 
 const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 
@@ -103,13 +101,7 @@ async fn set_8_delete() {
                 }
             })
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([released("volume8-7", "uid8-7", "claim8-7").annotations(&[ANN_BOUND_BY_CONTROLLER])]),
-                claims([claim("claim8-7", "uid8-7", "10Gi")
-                    .volume_name("volume8-7")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.claim("claim8-7", |c| c.annotations(&[ANN_BIND_COMPLETED]))),
         row("8-9 prebound volume is deleted while the claim exists")
             .volumes(volumes([released("volume8-9", "uid8-9", "claim8-9")]), vec![])
             .same_claims(claims([claim("claim8-9", "uid8-9-x", "10Gi")]))
@@ -188,15 +180,10 @@ async fn set_8_delete() {
             .same_claims(claims([claim("claim8-11", "uid8-11", "10Gi").volume_name("volume8-11-2").phase("Bound")]))
             .plugin(one_success())
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([released("volume8-11-2", "uid8-11", "claim8-11")
-                    .annotations(&[ANN_PROVISIONED_BY])
-                    .finalizers(&[PV_CONTROLLER])]),
-                claims([claim("claim8-11", "uid8-11", "10Gi")
-                    .volume_name("volume8-11-2")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| {
+                s.volume("volume8-11-2", |v| v.finalizers(&[PV_CONTROLLER]))
+                    .claim("claim8-11", |c| c.annotations(&[ANN_BIND_COMPLETED]))
+            }),
         row("8-12 two PVs externally provisioned for a single claim")
             .volumes(
                 volumes([
@@ -212,20 +199,10 @@ async fn set_8_delete() {
             )
             .same_claims(claims([claim("claim8-12", "uid8-12", "10Gi").volume_name("volume8-12-2").phase("Bound")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([
-                    released("volume8-12-1", "uid8-12", "claim8-12")
-                        .phase("Released")
-                        .annotation(ANN_PROVISIONED_BY, "external.io/test"),
-                    released("volume8-12-2", "uid8-12", "claim8-12")
-                        .annotations(&[ANN_PROVISIONED_BY])
-                        .finalizers(&[PV_CONTROLLER]),
-                ]),
-                claims([claim("claim8-12", "uid8-12", "10Gi")
-                    .volume_name("volume8-12-2")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| {
+                s.volume("volume8-12-2", |v| v.finalizers(&[PV_CONTROLLER]))
+                    .claim("claim8-12", |c| c.annotations(&[ANN_BIND_COMPLETED]))
+            }),
         row("8-13 volume deleted by a user while bound is reclaimed once released")
             .volumes(
                 volumes([released("volume8-13", "uid8-13", "claim8-13")
@@ -273,7 +250,7 @@ async fn set_9_delete_retried_after_error() {
             .plugin(MockConfig::default().deletes(&[Some("Mock delete error"), None]))
             .events(&["Warning VolumeFailedDelete"])
             .call(Call::SyncVolume)
-            .settles_to(vec![], vec![]),
+            .settles_with(|s| s.without_volume("volume9-1")),
     ])
     .await;
 }

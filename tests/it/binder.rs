@@ -4,10 +4,8 @@
 //! as a single direct sync and once with the whole controller running until
 //! it settles.
 
-mod common;
-
-use common::builders::*;
-use common::harness::{Call, SKIP_CACHE, row, run_table};
+use crate::harness::{Call, SKIP_CACHE, row, run_table};
+use testkit::*;
 
 const WAIT: &str = "wait";
 
@@ -41,10 +39,7 @@ async fn set_1_unbound_claims_without_volume_name() {
             )
             .same_claims(claims([claim("claim1-2", "uid1-2", "10Gi")]))
             .events(&["Normal FailedBinding"])
-            .settles_to(
-                volumes([volume("volume1-2", "1Gi").phase("Available")]),
-                claims([claim("claim1-2", "uid1-2", "10Gi")]),
-            ),
+            .settles_with(|s| s.volume("volume1-2", |v| v.phase("Available"))),
         row("1-3 reset to Pending")
             .same_volumes(volumes([volume("volume1-3", "1Gi")]))
             .claims(
@@ -52,10 +47,7 @@ async fn set_1_unbound_claims_without_volume_name() {
                 claims([claim("claim1-3", "uid1-3", "10Gi")]),
             )
             .events(&["Normal FailedBinding"])
-            .settles_to(
-                volumes([volume("volume1-3", "1Gi").phase("Available")]),
-                claims([claim("claim1-3", "uid1-3", "10Gi")]),
-            ),
+            .settles_with(|s| s.volume("volume1-3", |v| v.phase("Available"))),
         row("1-4 smallest volume")
             .volumes(
                 volumes([volume("volume1-4_1", "10Gi").phase("Available"), volume("volume1-4_2", "1Gi").phase("Available")]),
@@ -69,19 +61,6 @@ async fn set_1_unbound_claims_without_volume_name() {
             )
             .claims(
                 claims([claim("claim1-4", "uid1-4", "1Gi")]),
-                claims([claim("claim1-4", "uid1-4", "1Gi")
-                    .volume_name("volume1-4_2")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
-            .settles_to(
-                volumes([
-                    volume("volume1-4_1", "10Gi").phase("Available"),
-                    volume("volume1-4_2", "1Gi")
-                        .bound_to("uid1-4", "claim1-4")
-                        .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                ]),
                 claims([claim("claim1-4", "uid1-4", "1Gi")
                     .volume_name("volume1-4_2")
                     .phase("Bound")
@@ -103,17 +82,7 @@ async fn set_1_unbound_claims_without_volume_name() {
                     .capacity("10Gi")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
             )
-            .settles_to(
-                volumes([
-                    volume("volume1-5_1", "10Gi").bound_to("uid1-5", "claim1-5").phase("Bound"),
-                    volume("volume1-5_2", "1Gi").phase("Available"),
-                ]),
-                claims([claim("claim1-5", "uid1-5", "1Gi")
-                    .volume_name("volume1-5_1")
-                    .phase("Bound")
-                    .capacity("10Gi")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.volume("volume1-5_2", |v| v.phase("Available"))),
         row("1-6 prebound volume by UID - success")
             .volumes(
                 volumes([volume("volume1-6_1", "10Gi").bound_to("uid1-6", "claim1-6"), volume("volume1-6_2", "1Gi")]),
@@ -130,26 +99,13 @@ async fn set_1_unbound_claims_without_volume_name() {
                     .capacity("10Gi")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
             )
-            .settles_to(
-                volumes([
-                    volume("volume1-6_1", "10Gi").bound_to("uid1-6", "claim1-6").phase("Bound"),
-                    volume("volume1-6_2", "1Gi").phase("Available"),
-                ]),
-                claims([claim("claim1-6", "uid1-6", "1Gi")
-                    .volume_name("volume1-6_1")
-                    .phase("Bound")
-                    .capacity("10Gi")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.volume("volume1-6_2", |v| v.phase("Available"))),
         row("1-7 prebound volume to different claim")
             .same_volumes(volumes([volume("volume1-7", "10Gi").bound_to("uid1-777", "claim1-7")]))
             .same_claims(claims([claim("claim1-7", "uid1-7", "1Gi")]))
             .events(&["Normal FailedBinding"])
             // The volume's claim (UID uid1-777) does not exist: Released.
-            .settles_to(
-                volumes([volume("volume1-7", "10Gi").bound_to("uid1-777", "claim1-7").phase("Released")]),
-                claims([claim("claim1-7", "uid1-7", "1Gi")]),
-            ),
+            .settles_with(|s| s.volume("volume1-7", |v| v.phase("Released"))),
         row("1-8 complete bind after crash - PV bound")
             .volumes(
                 volumes([volume("volume1-8", "1Gi")
@@ -214,10 +170,7 @@ async fn set_1_unbound_claims_without_volume_name() {
             .same_volumes(volumes([volume("volume1-1", "1Gi")]))
             .same_claims(claims([claim("claim1-1", "uid1-1", "1Gi").selector(&labeled)]))
             .events(&["Normal FailedBinding"])
-            .settles_to(
-                volumes([volume("volume1-1", "1Gi").phase("Available")]),
-                claims([claim("claim1-1", "uid1-1", "1Gi").selector(&labeled)]),
-            ),
+            .settles_with(|s| s.volume("volume1-1", |v| v.phase("Available"))),
         row("1-13 delayed binding")
             .classes(vec![wait_class()])
             .same_volumes(volumes([volume("volume1-1", "1Gi").phase("Available").class(WAIT)]))
@@ -264,13 +217,7 @@ async fn set_1_unbound_claims_without_volume_name() {
                 .modes(&[RWX])
                 .volume_name("volume1-16")]))
             .events(&["Warning VolumeMismatch Cannot bind to requested volume \"volume1-16\": incompatible accessMode"])
-            .settles_to(
-                volumes([volume("volume1-16", "10Gi").class(WAIT).phase("Available")]),
-                claims([claim("claim1-16", "uid1-16", "1Gi")
-                    .class(WAIT)
-                    .modes(&[RWX])
-                    .volume_name("volume1-16")]),
-            ),
+            .settles_with(|s| s.volume("volume1-16", |v| v.phase("Available"))),
         row("1-17 skip non-available PV if it's not pre-bound")
             .same_volumes(volumes([
                 volume("volume1-17-failed", "1Gi").phase("Failed"),
@@ -282,20 +229,20 @@ async fn set_1_unbound_claims_without_volume_name() {
             // Once the Pending volume turns Available, the claim takes it;
             // Failed and Released volumes without claimRef become Available
             // as well, and the claim picks the first by name.
-            .settles_to(
-                volumes([
-                    volume("volume1-17-failed", "1Gi")
-                        .bound_to("uid1-17", "claim1-17")
+            .settles_with(|s| {
+                s.volume("volume1-17-failed", |v| {
+                    v.bound_to("uid1-17", "claim1-17")
                         .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                    volume("volume1-17-pending", "1Gi").phase("Available"),
-                    volume("volume1-17-released", "1Gi").phase("Available"),
-                ]),
-                claims([claim("claim1-17", "uid1-17", "1Gi")
-                    .volume_name("volume1-17-failed")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
+                        .annotations(&[ANN_BOUND_BY_CONTROLLER])
+                })
+                .volume("volume1-17-pending", |v| v.phase("Available"))
+                .volume("volume1-17-released", |v| v.phase("Available"))
+                .claim("claim1-17", |c| {
+                    c.volume_name("volume1-17-failed")
+                        .phase("Bound")
+                        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
+                })
+            })
             .settled_events(&["Normal FailedBinding"]),
         row("1-18 successful pre-bound PV to PVC provisioning")
             .classes(vec![wait_class()])
@@ -374,10 +321,7 @@ async fn set_2_claims_asking_for_a_volume() {
             )
             .events(&["Warning FailedBinding volume \"volume2-6\" already bound to a different claim."])
             // The volume's own claim does not exist: it is Released.
-            .settles_to(
-                volumes([volume("volume2-6", "1Gi").bound_to("uid2-6_1", "claim2-6_1").phase("Released")]),
-                claims([claim("claim2-6", "uid2-6", "1Gi").volume_name("volume2-6")]),
-            ),
+            .settles_with(|s| s.volume("volume2-6", |v| v.phase("Released"))),
         row("2-7 claim bound by controller to already bound volume")
             .same_volumes(volumes([volume("volume2-7", "1Gi").bound_to("uid2-7_1", "claim2-7_1").phase("Bound")]))
             .same_claims(claims([claim("claim2-7", "uid2-7", "1Gi")
@@ -386,13 +330,7 @@ async fn set_2_claims_asking_for_a_volume() {
                 .annotations(&[ANN_BOUND_BY_CONTROLLER])]))
             .events(&["Warning FailedBinding volume \"volume2-7\" already bound to a different claim."])
             .call(Call::SyncClaimError)
-            .settles_to(
-                volumes([volume("volume2-7", "1Gi").bound_to("uid2-7_1", "claim2-7_1").phase("Released")]),
-                claims([claim("claim2-7", "uid2-7", "1Gi")
-                    .volume_name("volume2-7")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER])]),
-            ),
+            .settles_with(|s| s.volume("volume2-7", |v| v.phase("Released"))),
         row("2-8 claim prebound to unbound volume that does not match the selector")
             .volumes(
                 volumes([volume("volume2-3", "1Gi")]),
@@ -413,28 +351,19 @@ async fn set_2_claims_asking_for_a_volume() {
             .same_volumes(volumes([volume("volume2-9", "1Gi")]))
             .same_claims(claims([claim("claim2-9", "uid2-9", "10Gi").volume_name("volume2-9")]))
             .events(&["Warning VolumeMismatch Cannot bind to requested volume \"volume2-9\": requested PV is too small"])
-            .settles_to(
-                volumes([volume("volume2-9", "1Gi").phase("Available")]),
-                claims([claim("claim2-9", "uid2-9", "10Gi").volume_name("volume2-9")]),
-            ),
+            .settles_with(|s| s.volume("volume2-9", |v| v.phase("Available"))),
         row("2-10 claim prebound to unbound volume that class is different")
             .same_volumes(volumes([volume("volume2-10", "1Gi").class("gold")]))
             .same_claims(claims([claim("claim2-10", "uid2-10", "1Gi").volume_name("volume2-10")]))
             .events(&["Warning VolumeMismatch Cannot bind to requested volume \"volume2-10\": storageClassName does not match"])
-            .settles_to(
-                volumes([volume("volume2-10", "1Gi").class("gold").phase("Available")]),
-                claims([claim("claim2-10", "uid2-10", "1Gi").volume_name("volume2-10")]),
-            ),
+            .settles_with(|s| s.volume("volume2-10", |v| v.phase("Available"))),
         row("2-11 claim prebound to unbound volume that volume attributes class is different")
             .same_volumes(volumes([volume("volume2-11", "1Gi").vac("fast")]))
             .same_claims(claims([claim("claim2-11", "uid2-11", "1Gi").vac("slow").volume_name("volume2-11")]))
             .events(&[
                 "Warning VolumeMismatch Cannot bind to requested volume \"volume2-11\": volumeAttributesClassName does not match",
             ])
-            .settles_to(
-                volumes([volume("volume2-11", "1Gi").vac("fast").phase("Available")]),
-                claims([claim("claim2-11", "uid2-11", "1Gi").vac("slow").volume_name("volume2-11")]),
-            ),
+            .settles_with(|s| s.volume("volume2-11", |v| v.phase("Available"))),
         row("2-12 claim prebound to unbound volume that volume attributes class is same")
             .volumes(
                 volumes([volume("volume2-12", "1Gi").vac("fast")]),
@@ -513,15 +442,7 @@ async fn set_3_bound_claims() {
                     .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
             )
             .events(&["Warning ClaimMisbound"])
-            .settles_to(
-                volumes([volume("volume3-4", "10Gi")
-                    .bound_to("claim3-4-x", "claim3-4")
-                    .phase("Released")]),
-                claims([claim("claim3-4", "uid3-4", "10Gi")
-                    .volume_name("volume3-4")
-                    .phase("Lost")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.volume("volume3-4", |v| v.phase("Released"))),
         row("3-5 bound claim with bound volume")
             .volumes(
                 volumes([volume("volume3-5", "10Gi").bound_to("uid3-5", "claim3-5")]),
@@ -552,15 +473,7 @@ async fn set_3_bound_claims() {
                     .annotations(&[ANN_BIND_COMPLETED])]),
             )
             .events(&["Warning ClaimMisbound"])
-            .settles_to(
-                volumes([volume("volume3-6", "10Gi")
-                    .bound_to("uid3-6-x", "claim3-6-x")
-                    .phase("Released")]),
-                claims([claim("claim3-6", "uid3-6", "10Gi")
-                    .volume_name("volume3-6")
-                    .phase("Lost")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.volume("volume3-6", |v| v.phase("Released"))),
         row("3-7 bound claim with unbound volume where selector doesn't match")
             .volumes(
                 volumes([volume("volume3-3", "10Gi")]),
@@ -627,13 +540,7 @@ async fn set_4_volumes() {
                 .phase("Bound")
                 .annotations(&[ANN_BIND_COMPLETED])]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-4", "10Gi").bound_to("uid4-4", "claim4-4").phase("Released")]),
-                claims([claim("claim4-4", "uid4-4-x", "10Gi")
-                    .volume_name("volume4-4")
-                    .phase("Lost")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            )
+            .settles_with(|s| s.claim("claim4-4", |c| c.phase("Lost")))
             .settled_events(&["Warning ClaimMisbound"]),
         row("4-5 volume bound by controller to unbound claim")
             .same_volumes(volumes([volume("volume4-5", "10Gi")
@@ -642,27 +549,24 @@ async fn set_4_volumes() {
                 .annotations(&[ANN_BOUND_BY_CONTROLLER])]))
             .same_claims(claims([claim("claim4-5", "uid4-5", "10Gi")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-5", "10Gi")
-                    .bound_to("uid4-5", "claim4-5")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER])]),
-                claims([claim("claim4-5", "uid4-5", "10Gi")
-                    .volume_name("volume4-5")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim4-5", |c| {
+                    c.volume_name("volume4-5")
+                        .phase("Bound")
+                        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
+                })
+            }),
         row("4-5 volume bound by user to unbound claim")
             .same_volumes(volumes([volume("volume4-5", "10Gi").bound_to("uid4-5", "claim4-5").phase("Bound")]))
             .same_claims(claims([claim("claim4-5", "uid4-5", "10Gi")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-5", "10Gi").bound_to("uid4-5", "claim4-5").phase("Bound")]),
-                claims([claim("claim4-5", "uid4-5", "10Gi")
-                    .volume_name("volume4-5")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| {
+                s.claim("claim4-5", |c| {
+                    c.volume_name("volume4-5")
+                        .phase("Bound")
+                        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
+                })
+            }),
         row("4-6 volume bound by to bound claim")
             .volumes(
                 volumes([volume("volume4-6", "10Gi").bound_to("uid4-6", "claim4-6").phase("Available")]),
@@ -670,13 +574,7 @@ async fn set_4_volumes() {
             )
             .same_claims(claims([claim("claim4-6", "uid4-6", "10Gi").volume_name("volume4-6").phase("Bound")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-6", "10Gi").bound_to("uid4-6", "claim4-6").phase("Bound")]),
-                claims([claim("claim4-6", "uid4-6", "10Gi")
-                    .volume_name("volume4-6")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.claim("claim4-6", |c| c.annotations(&[ANN_BIND_COMPLETED]))),
         row("4-7 volume bound by controller to claim bound somewhere else")
             .volumes(
                 volumes([volume("volume4-7", "10Gi")
@@ -689,10 +587,7 @@ async fn set_4_volumes() {
             .call(Call::SyncVolume)
             // The claim is unbound (no bind-completed) and names a missing
             // volume: it is reset to Pending.
-            .settles_to(
-                volumes([volume("volume4-7", "10Gi").phase("Available")]),
-                claims([claim("claim4-7", "uid4-7", "10Gi").volume_name("volume4-7-x")]),
-            ),
+            .settles_with(|s| s.claim("claim4-7", |c| c.phase("Pending"))),
         row("4-8 volume bound by user to claim bound somewhere else")
             .volumes(
                 volumes([volume("volume4-8", "10Gi").bound_to("uid4-8", "claim4-8").phase("Bound")]),
@@ -700,10 +595,7 @@ async fn set_4_volumes() {
             )
             .same_claims(claims([claim("claim4-8", "uid4-8", "10Gi").volume_name("volume4-8-x").phase("Bound")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-8", "10Gi").bound_to("", "claim4-8").phase("Available")]),
-                claims([claim("claim4-8", "uid4-8", "10Gi").volume_name("volume4-8-x")]),
-            ),
+            .settles_with(|s| s.claim("claim4-8", |c| c.phase("Pending"))),
         row("4-9 volume bound to bound claim, with PersistentVolumeReclaimDelete")
             .same_volumes(volumes([volume("volume4-9", "10Gi")
                 .bound_to("uid4-9", "claim4-9")
@@ -711,13 +603,7 @@ async fn set_4_volumes() {
                 .policy("Delete")]))
             .same_claims(claims([claim("claim4-9", "uid4-9", "10Gi").volume_name("volume4-9").phase("Bound")]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-9", "10Gi").bound_to("uid4-9", "claim4-9").phase("Bound").policy("Delete")]),
-                claims([claim("claim4-9", "uid4-9", "10Gi")
-                    .volume_name("volume4-9")
-                    .phase("Bound")
-                    .annotations(&[ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.claim("claim4-9", |c| c.annotations(&[ANN_BIND_COMPLETED]))),
         row("4-10 volume bound to missing claim")
             .volumes(
                 volumes([volume("volume4-10", "10Gi").bound_to("uid4-10", "claim4-10").phase("Bound").policy("Delete")]),
@@ -739,13 +625,7 @@ async fn set_4_volumes() {
                 .phase("Bound")
                 .annotations(&[SKIP_CACHE])]))
             .call(Call::SyncVolume)
-            .settles_to(
-                volumes([volume("volume4-11", "10Gi").bound_to("uid4-11", "claim4-11").phase("Bound").policy("Delete")]),
-                claims([claim("claim4-11", "uid4-11", "10Gi")
-                    .volume_name("volume4-11")
-                    .phase("Bound")
-                    .annotations(&[SKIP_CACHE, ANN_BIND_COMPLETED])]),
-            ),
+            .settles_with(|s| s.claim("claim4-11", |c| c.annotations(&[ANN_BIND_COMPLETED]))),
         row("4-12 volume bound to newest claim but not updated to local cache")
             .same_volumes(volumes([volume("volume4-12", "10Gi")
                 .bound_to("uid4-12-new", "claim4-12")
@@ -792,22 +672,6 @@ async fn set_13_storage_classes() {
                     .phase("Bound")
                     .capacity("10Gi")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
-            .settles_to(
-                volumes([
-                    volume("volume13-1-1", "1Gi").phase("Available"),
-                    volume("volume13-1-2", "10Gi")
-                        .class("gold")
-                        .bound_to("uid13-1", "claim13-1")
-                        .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                ]),
-                claims([claim("claim13-1", "uid13-1", "1Gi")
-                    .class("gold")
-                    .volume_name("volume13-1-2")
-                    .phase("Bound")
-                    .capacity("10Gi")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
             ),
         row("13-2 binding without a class")
             .volumes(
@@ -829,22 +693,6 @@ async fn set_13_storage_classes() {
             )
             .claims(
                 claims([claim("claim13-2", "uid13-2", "1Gi")]),
-                claims([claim("claim13-2", "uid13-2", "1Gi")
-                    .volume_name("volume13-2-2")
-                    .phase("Bound")
-                    .capacity("10Gi")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
-            .settles_to(
-                volumes([
-                    volume("volume13-2-1", "1Gi")
-                        .class("gold")
-                        .phase("Available"),
-                    volume("volume13-2-2", "10Gi")
-                        .bound_to("uid13-2", "claim13-2")
-                        .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                ]),
                 claims([claim("claim13-2", "uid13-2", "1Gi")
                     .volume_name("volume13-2-2")
                     .phase("Bound")
@@ -874,24 +722,6 @@ async fn set_13_storage_classes() {
             )
             .claims(
                 claims([claim("claim13-3", "uid13-3", "1Gi").class("gold")]),
-                claims([claim("claim13-3", "uid13-3", "1Gi")
-                    .class("gold")
-                    .volume_name("volume13-3-2")
-                    .phase("Bound")
-                    .capacity("10Gi")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            )
-            .settles_to(
-                volumes([
-                    volume("volume13-3-1", "1Gi")
-                        .class("silver")
-                        .phase("Available"),
-                    volume("volume13-3-2", "10Gi")
-                        .class("gold")
-                        .bound_to("uid13-3", "claim13-3")
-                        .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                ]),
                 claims([claim("claim13-3", "uid13-3", "1Gi")
                     .class("gold")
                     .volume_name("volume13-3-2")
@@ -1013,14 +843,7 @@ async fn set_14_volume_modes() {
                     claim_mode,
                 )]))
                 .events(&["Normal FailedBinding"])
-                .settles_to(
-                    volumes([mode_volume(&format!("volume{n}"), volume_mode).phase("Available")]),
-                    claims([mode_claim(
-                        &format!("claim{n}"),
-                        &format!("uid{n}"),
-                        claim_mode,
-                    )]),
-                ),
+                .settles_with(move |s| s.volume(&format!("volume{n}"), |v| v.phase("Available"))),
         );
     }
     rows.push(
@@ -1030,12 +853,7 @@ async fn set_14_volume_modes() {
                 mode_claim("claim14-5", "uid14-5", FS).class("gold")
             ]))
             .events(&["Warning ProvisioningFailed storageclass.storage.k8s.io \"gold\" not found"])
-            .settles_to(
-                volumes([mode_volume("volume14-5", BLOCK)
-                    .class("gold")
-                    .phase("Available")]),
-                claims([mode_claim("claim14-5", "uid14-5", FS).class("gold")]),
-            ),
+            .settles_with(|s| s.volume("volume14-5", |v| v.phase("Available"))),
     );
     rows.push(
         row("14-5-1 do not bind when matching volumeModes but class does not match")
@@ -1046,12 +864,7 @@ async fn set_14_volume_modes() {
             .events(&[
                 "Warning ProvisioningFailed storageclass.storage.k8s.io \"silver\" not found",
             ])
-            .settles_to(
-                volumes([mode_volume("volume14-5-1", BLOCK)
-                    .class("gold")
-                    .phase("Available")]),
-                claims([mode_claim("claim14-5-1", "uid14-5-1", BLOCK).class("silver")]),
-            ),
+            .settles_with(|s| s.volume("volume14-5-1", |v| v.phase("Available"))),
     );
     rows.push(
         row("14-5-2 do not bind when pvc is prebound to pv with matching volumeModes but class does not match")
@@ -1060,10 +873,7 @@ async fn set_14_volume_modes() {
                 .class("silver")
                 .volume_name("volume14-5-2")]))
             .events(&["Warning VolumeMismatch Cannot bind to requested volume \"volume14-5-2\": storageClassName does not match"])
-            .settles_to(
-                volumes([mode_volume("volume14-5-2", BLOCK).class("gold").phase("Available")]),
-                claims([mode_claim("claim14-5-2", "uid14-5-2", BLOCK).class("silver").volume_name("volume14-5-2")]),
-            ),
+            .settles_with(|s| s.volume("volume14-5-2", |v| v.phase("Available"))),
     );
     rows.push(
         row("14-7 bind when pv volume is prebound and volumeModes match")
@@ -1086,10 +896,7 @@ async fn set_14_volume_modes() {
             .same_volumes(volumes([mode_volume("volume14-8", BLOCK)]))
             .same_claims(claims([mode_claim("claim14-8", "uid14-8", FS).volume_name("volume14-8")]))
             .events(&["Warning VolumeMismatch Cannot bind to requested volume \"volume14-8\": incompatible volumeMode"])
-            .settles_to(
-                volumes([mode_volume("volume14-8", BLOCK).phase("Available")]),
-                claims([mode_claim("claim14-8", "uid14-8", FS).volume_name("volume14-8")]),
-            ),
+            .settles_with(|s| s.volume("volume14-8", |v| v.phase("Available"))),
     );
     rows.push(
         row("14-8-1 do not bind when pv is prebound to pvc with mismatching volumeModes")
@@ -1098,12 +905,7 @@ async fn set_14_volume_modes() {
             ]))
             .same_claims(claims([mode_claim("claim14-8-1", "uid14-8-1", BLOCK)]))
             .events(&["Normal FailedBinding"])
-            .settles_to(
-                volumes([mode_volume("volume14-8-1", FS)
-                    .bound_to("", "claim14-8-1")
-                    .phase("Available")]),
-                claims([mode_claim("claim14-8-1", "uid14-8-1", BLOCK)]),
-            ),
+            .settles_with(|s| s.volume("volume14-8-1", |v| v.phase("Available"))),
     );
     for (name, n, mode) in [
         (
@@ -1206,7 +1008,7 @@ async fn set_14_volume_modes() {
             .bound_to(&format!("uid{n}"), &format!("claim{n}"))
             .phase("Available")
             .annotations(&[ANN_BOUND_BY_CONTROLLER]);
-        let (settled_v, settled_c) = bound_pair(
+        let (bound_v, bound_c) = bound_pair(
             n,
             mode,
             true,
@@ -1221,7 +1023,11 @@ async fn set_14_volume_modes() {
                     mode,
                 )]))
                 .call(Call::SyncVolume)
-                .settles_to(volumes([settled_v]), claims([settled_c])),
+                // Settled: the claim's own sync completes the binding.
+                .settles_with(move |s| {
+                    s.volume(&format!("volume{n}"), |_| bound_v.clone())
+                        .claim(&format!("claim{n}"), |_| bound_c.clone())
+                }),
         );
     }
     run_table(rows).await;
@@ -1260,19 +1066,13 @@ async fn set_10_multi_sync() {
                 .volume_name("volume10-2-1")
                 .phase("Bound")
                 .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]))
-            .settles_to(
-                volumes([
-                    volume("volume10-2-1", "1Gi")
-                        .bound_to("uid10-2", "claim10-2")
-                        .phase("Bound")
-                        .annotations(&[ANN_BOUND_BY_CONTROLLER]),
-                    volume("volume10-2-2", "1Gi").phase("Available"),
-                ]),
-                claims([claim("claim10-2", "uid10-2", "1Gi")
-                    .volume_name("volume10-2-1")
-                    .phase("Bound")
-                    .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])]),
-            ),
+            // The volume the claim does not name is unbound: a plain
+            // Available volume again.
+            .settles_with(|s| {
+                s.volume("volume10-2-2", |_| {
+                    volume("volume10-2-2", "1Gi").phase("Available")
+                })
+            }),
     ])
     .await;
 }

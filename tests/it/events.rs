@@ -3,19 +3,17 @@
 //! floods are handled, and that recording never makes a caller wait. Every
 //! test runs in paused tokio time, so retry pauses cost nothing.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::builders::{claim, volume};
-use common::harness::recorded_events;
+use crate::harness::recorded_events;
 use k8s_openapi::api::core::v1::{Event, ObjectReference, PersistentVolume};
 use memapi::{MemApi, Reactor, Verb};
 use pv_controller::ClaimKey;
 use pv_controller::{BaseConfig, ControllerBase};
 use pv_controller::{EventOutcome, Metrics};
 use pv_controller::{EventRecorder, EventType, QUEUE_CAPACITY, reference_of};
+use testkit::{claim, volume};
 use tokio::time::Instant;
 
 /// A recorder on `api` with its own metrics.

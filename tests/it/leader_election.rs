@@ -2,13 +2,10 @@
 //! leader writes, the follower keeps its caches warm, and when the leader
 //! stops (cleanly or not) the follower takes over and binding goes on.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::builders::*;
-use common::harness::{check_invariants, settle};
+use crate::harness::{check_invariants, settle};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
@@ -18,6 +15,7 @@ use pv_controller::Readiness;
 use pv_controller::{BaseConfig, ControllerBase, IdleProbe};
 use pv_controller::{ClientOptions, Clients, WriteGate};
 use pv_controller::{LeaderElector, LeaseConfig};
+use testkit::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;

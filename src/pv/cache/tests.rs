@@ -1,0 +1,269 @@
+//! The shadow cache's promises: the newest version of each object wins
+//! (equal versions too), versions compare as numbers, objects are shared
+//! with the caller, the volume index follows every change, and a poisoned
+//! lock does not stop it.
+
+use testkit::{claim, volume};
+
+use super::*;
+
+fn rv_of_volume(cache: &ShadowCache, name: &str) -> Option<String> {
+    cache
+        .volume(name)
+        .and_then(|v| v.metadata.resource_version.clone())
+}
+
+#[test]
+fn volume_versions_newer_replace_older_dropped_equal_accepted() {
+    let cache = ShadowCache::default();
+    // (offered resourceVersion, stored?, version held afterwards)
+    let steps = [
+        ("1", true, "1"),
+        ("2", true, "2"),
+        ("1", false, "2"),
+        ("2", true, "2"),
+        ("10", true, "10"),
+        ("2", false, "10"),
+        ("9", false, "10"),
+        ("11", true, "11"),
+    ];
+    for (offered, stored, held) in steps {
+        assert_eq!(
+            cache.offer_volume(volume("v", "1Gi").rv(offered).arc()),
+            Ok(stored),
+            "offer {offered}"
+        );
+        assert_eq!(
+            rv_of_volume(&cache, "v").as_deref(),
+            Some(held),
+            "after {offered}"
+        );
+    }
+    assert_eq!(cache.volumes_len(), 1);
+}
+
+#[test]
+fn equal_version_replaces_the_object() {
+    let cache = ShadowCache::default();
+    let first = volume("v", "1Gi").rv("5").arc();
+    let resync = volume("v", "1Gi").rv("5").arc();
+    assert_eq!(cache.offer_volume(Arc::clone(&first)), Ok(true));
+    assert_eq!(cache.offer_volume(Arc::clone(&resync)), Ok(true));
+    assert!(cache.volume("v").is_some_and(|v| Arc::ptr_eq(&v, &resync)));
+}
+
+#[test]
+fn claim_versions_compare_numerically() {
+    let cache = ShadowCache::default();
+    let key = ClaimKey::new("myns", "c");
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("10").arc()),
+        Ok(true)
+    );
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("2").arc()),
+        Ok(false)
+    );
+    assert_eq!(
+        cache
+            .claim(&key)
+            .and_then(|c| c.metadata.resource_version.clone())
+            .as_deref(),
+        Some("10")
+    );
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("10").arc()),
+        Ok(true)
+    );
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("11").arc()),
+        Ok(true)
+    );
+    assert_eq!(cache.claims_len(), 1);
+}
+
+#[test]
+fn unparsable_versions_are_errors_naming_the_object() {
+    let cache = ShadowCache::default();
+    // A first version is stored without being parsed, as upstream does.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("xxx").arc()),
+        Ok(true)
+    );
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("5").arc()),
+        Err(CacheError::ResourceVersion {
+            object: ObjectName::Volume(VolumeName("v".into())),
+            version: "xxx".into()
+        })
+    );
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("xxx"));
+
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("1").arc()),
+        Ok(true)
+    );
+    assert_eq!(
+        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").arc()),
+        Err(CacheError::ResourceVersion {
+            object: ObjectName::Claim(ClaimKey::new("myns", "c")),
+            version: "".into()
+        })
+    );
+    let message = cache
+        .offer_claim(claim("c", "", "1Gi").namespace("myns").rv("1.5").arc())
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some("claim \"myns/c\": resourceVersion \"1.5\" is not an integer")
+    );
+}
+
+#[test]
+fn objects_are_shared_not_copied() {
+    let cache = ShadowCache::default();
+    let v = volume("v", "1Gi").phase("Available").rv("1").arc();
+    let c = claim("c", "", "1Gi").namespace("myns").rv("1").arc();
+    assert_eq!(cache.offer_volume(Arc::clone(&v)), Ok(true));
+    assert_eq!(cache.offer_claim(Arc::clone(&c)), Ok(true));
+    assert!(cache.volume("v").is_some_and(|got| Arc::ptr_eq(&got, &v)));
+    assert!(cache.volumes().iter().all(|got| Arc::ptr_eq(got, &v)));
+    assert!(
+        cache
+            .claim(&ClaimKey::new("myns", "c"))
+            .is_some_and(|got| Arc::ptr_eq(&got, &c))
+    );
+    assert!(cache.claims().iter().all(|got| Arc::ptr_eq(got, &c)));
+    let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
+    assert!(matches!(matched, Ok(Some(got)) if Arc::ptr_eq(&got, &v)));
+}
+
+#[test]
+fn index_follows_cache_updates() {
+    let cache = ShadowCache::default();
+    let other = claim("other", "", "1Gi").build();
+    assert_eq!(
+        cache.offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc()),
+        Ok(true)
+    );
+    let found = cache.find_best_match(&other, false).ok().flatten();
+    assert_eq!(
+        found.and_then(|v| v.metadata.name.clone()).as_deref(),
+        Some("v1")
+    );
+
+    // Our bind write comes back: v1 now belongs to claim1.
+    let bound = volume("v1", "1Gi")
+        .rv("2")
+        .bound_to("", "claim1")
+        .phase("Bound")
+        .arc();
+    assert_eq!(cache.offer_volume(bound), Ok(true));
+    assert_eq!(cache.find_best_match(&other, false), Ok(None));
+    let mine = cache
+        .find_best_match(&claim("claim1", "", "1Gi").build(), false)
+        .ok()
+        .flatten();
+    assert_eq!(
+        mine.and_then(|v| v.metadata.name.clone()).as_deref(),
+        Some("v1")
+    );
+
+    // A late watch event of the old, unbound version must not undo that.
+    assert_eq!(
+        cache.offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc()),
+        Ok(false)
+    );
+    assert_eq!(cache.find_best_match(&other, false), Ok(None));
+
+    // Once removed, the volume is neither stored nor matched.
+    assert!(cache.remove_volume("v1").is_some());
+    assert_eq!(
+        cache.find_best_match(&claim("claim1", "", "1Gi").build(), false),
+        Ok(None)
+    );
+}
+
+#[test]
+fn removal_names_and_order() {
+    let cache = ShadowCache::default();
+    for name in ["b", "a", "c"] {
+        assert_eq!(
+            cache.offer_volume(volume(name, "1Gi").rv("1").arc()),
+            Ok(true)
+        );
+        assert_eq!(
+            cache.offer_claim(claim(name, "", "1Gi").namespace("myns").rv("1").arc()),
+            Ok(true)
+        );
+    }
+    assert_eq!(
+        cache.volume_names(),
+        ["a", "b", "c"].map(|n| VolumeName(n.into()))
+    );
+    assert_eq!(
+        cache.claim_keys(),
+        ["a", "b", "c"].map(|n| ClaimKey::new("myns", n))
+    );
+
+    let removed = cache.remove_volume("b");
+    assert_eq!(
+        removed.and_then(|v| v.metadata.name.clone()).as_deref(),
+        Some("b")
+    );
+    assert!(cache.remove_volume("b").is_none());
+    assert!(cache.volume("b").is_none());
+    let key = ClaimKey::new("myns", "a");
+    assert!(cache.remove_claim(&key).is_some());
+    assert!(cache.claim(&key).is_none());
+    assert_eq!(cache.volumes_len(), 2);
+    assert_eq!(cache.claims_len(), 2);
+    assert_eq!(cache.volumes().len(), 2);
+    assert_eq!(cache.claims().len(), 2);
+
+    // After removal any version is accepted again, even an older one.
+    assert_eq!(
+        cache.offer_volume(volume("b", "1Gi").rv("0").arc()),
+        Ok(true)
+    );
+}
+
+#[test]
+fn concurrent_offers_keep_the_newest() {
+    let cache = ShadowCache::default();
+    std::thread::scope(|s| {
+        for t in 0..8u32 {
+            let cache = &cache;
+            s.spawn(move || {
+                for i in 0..200u32 {
+                    let rv = (i * 7 + t * 13) % 200 + 1;
+                    let _ = cache.offer_volume(volume("v", "1Gi").rv(&rv.to_string()).arc());
+                }
+            });
+        }
+    });
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("200"));
+}
+
+#[test]
+fn survives_a_poisoned_lock() {
+    let cache = Arc::new(ShadowCache::default());
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("1").arc()),
+        Ok(true)
+    );
+    let poisoner = Arc::clone(&cache);
+    let result = std::thread::spawn(move || {
+        let _guard = poisoner.volumes.write();
+        panic!("poison the lock");
+    })
+    .join();
+    assert!(result.is_err());
+    assert!(cache.volumes.is_poisoned());
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("2").arc()),
+        Ok(true)
+    );
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
+}

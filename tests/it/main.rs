@@ -1,0 +1,29 @@
+//! The controller's integration tests, one binary: every module below is a
+//! former test file, and `cargo test binder::` (or `lifecycle::`, ...) still
+//! runs one of them. One crate means the test support is compiled and
+//! linked once instead of once per file, and that support code no test uses
+//! is a warning like anywhere else.
+//!
+//! The objects come from the `testkit` crate (the builders the unit tests
+//! use too); the support that needs the controller lives here:
+//! [`harness`] (scenario tables run directly and with the whole controller,
+//! settling, object comparison, invariants) and [`mock_plugin`] (a volume
+//! plugin whose answers a row scripts).
+
+mod harness;
+mod mock_plugin;
+
+mod binary;
+mod binder;
+mod binding_writes;
+mod delete;
+mod deploy;
+mod embedded;
+mod events;
+mod leader_election;
+mod lifecycle;
+mod metrics;
+mod provision;
+mod rbac;
+mod recycle;
+mod supervision;
