@@ -20,6 +20,7 @@ mod delete;
 mod deploy;
 mod embedded;
 mod events;
+mod image;
 mod leader_election;
 mod lifecycle;
 mod metrics;
