@@ -19,8 +19,13 @@ use tokio::time::Instant;
 /// A recorder on `api` with its own metrics.
 fn recorder(api: &MemApi) -> (EventRecorder, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let recorder = EventRecorder::new(api.client(), Arc::clone(&metrics), "replica-a")
-        .expect("inside a runtime");
+    let recorder = EventRecorder::new(
+        api.client(),
+        Arc::clone(&metrics),
+        "persistentvolume-controller",
+        "replica-a",
+    )
+    .expect("inside a runtime");
     (recorder, metrics)
 }
 

@@ -345,6 +345,7 @@ pub(crate) mod testing {
     use memapi::MemApi;
 
     use super::{Controller, FollowUps, Listers, Parts, Settings};
+    use crate::pv::constants::CONTROLLER_NAME;
     use crate::pv::metrics::PvMetrics;
     use crate::runtime::events::EventRecorder;
     use crate::runtime::metrics::Metrics;
@@ -362,7 +363,8 @@ pub(crate) mod testing {
                 pods: reflector::store().0,
                 nodes: reflector::store().0,
             },
-            recorder: EventRecorder::new(client, Arc::clone(&metrics), "test").expect("recorder"),
+            recorder: EventRecorder::new(client, Arc::clone(&metrics), CONTROLLER_NAME, "test")
+                .expect("recorder"),
             operations: OperationTracker::new(),
             settings: Settings::default(),
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),

@@ -31,6 +31,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::pv::cache::ShadowCache;
+use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, FollowUps, Listers, Parts, Settings};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::metrics::{PvMetrics, StateCollector};
@@ -68,7 +69,7 @@ impl Default for BaseConfig {
         Self {
             resync_period: Duration::from_secs(15),
             settings: Settings::default(),
-            instance: crate::pv::constants::CONTROLLER_NAME.to_string(),
+            instance: CONTROLLER_NAME.to_string(),
             watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
             max_concurrent_operations: DEFAULT_CONCURRENCY,
         }
@@ -190,6 +191,7 @@ impl ControllerBase {
         let recorder = EventRecorder::new(
             client.clone(),
             Arc::clone(&metrics),
+            CONTROLLER_NAME,
             config.instance.clone(),
         )?;
         metrics.register(Box::new(StateCollector::new(

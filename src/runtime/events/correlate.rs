@@ -302,6 +302,7 @@ impl Correlator {
             metadata: ObjectMeta {
                 name: Some(event_name(
                     event.involved_object.name.as_deref().unwrap_or(""),
+                    event.reporting_component.as_deref().unwrap_or_default(),
                     wall,
                 )),
                 namespace: event.metadata.namespace.clone(),

@@ -100,12 +100,14 @@ pub struct EventRecorder {
     queue: mpsc::Sender<Queued>,
     stamps: Arc<Stamps>,
     metrics: Arc<Metrics>,
+    component: &'static str,
     reporting_instance: Arc<str>,
 }
 
 impl std::fmt::Debug for EventRecorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventRecorder")
+            .field("component", &self.component)
             .field("reporting_instance", &self.reporting_instance)
             .finish_non_exhaustive()
     }
@@ -113,13 +115,16 @@ impl std::fmt::Debug for EventRecorder {
 
 impl EventRecorder {
     /// A recorder writing through `client` and counting outcomes in
-    /// `metrics`; `reporting_instance` (this replica's identity, may be
-    /// empty) goes into each event's `reportingInstance` so replicas can be
-    /// told apart. Spawns the sender task on the current tokio runtime, and
-    /// fails when there is none.
+    /// `metrics`, reporting as `component` (the controller's name in
+    /// `kubectl describe`, e.g. `persistentvolume-controller`);
+    /// `reporting_instance` (this replica's identity, may be empty) goes into
+    /// each event's `reportingInstance` so replicas can be told apart. Spawns
+    /// the sender task on the current tokio runtime, and fails when there is
+    /// none.
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
+        component: &'static str,
         reporting_instance: impl Into<String>,
     ) -> Result<Self, RecorderError> {
         let runtime = tokio::runtime::Handle::try_current()?;
@@ -136,6 +141,7 @@ impl EventRecorder {
             queue,
             stamps,
             metrics,
+            component,
             reporting_instance: reporting_instance.into().into(),
         })
     }
@@ -157,6 +163,7 @@ impl EventRecorder {
             type_,
             reason,
             message,
+            self.component,
             &self.reporting_instance,
             self.stamps.next(),
         );
@@ -268,7 +275,7 @@ mod tests {
             .build()
             .expect("runtime");
         let client = runtime.block_on(async { memapi::MemApi::new().client() });
-        let error = EventRecorder::new(client, metrics, "").expect_err("no runtime here");
+        let error = EventRecorder::new(client, metrics, "test", "").expect_err("no runtime here");
         assert!(error.to_string().contains("event recorder"), "{error}");
     }
 }

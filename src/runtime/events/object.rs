@@ -8,7 +8,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use super::EventType;
-use crate::pv::constants::CONTROLLER_NAME;
 
 /// Namespace of events about cluster-scoped objects such as volumes. For an
 /// event without `eventTime` about an object without a namespace, the API
@@ -20,20 +19,26 @@ pub(super) const CLUSTER_SCOPED_EVENT_NAMESPACE: &str = "default";
 const NAME_MAX_BYTES: usize = 253;
 
 /// The event object for one occurrence at `now`: count 1, first and last
-/// timestamps `now`, from source `persistentvolume-controller` (no host, as
+/// timestamps `now`, from source `component` (no host, as
 /// kube-controller-manager), in the namespace of the object it is about.
-/// `reporting_instance` (this replica's identity) is left out when empty.
+/// `instance` (this replica's identity) is the reporting instance, left out
+/// when empty.
 pub(super) fn make_event(
     regarding: &ObjectReference,
     type_: EventType,
     reason: &str,
     message: String,
-    reporting_instance: &str,
+    component: &str,
+    instance: &str,
     now: Timestamp,
 ) -> Event {
     Event {
         metadata: ObjectMeta {
-            name: Some(event_name(regarding.name.as_deref().unwrap_or(""), now)),
+            name: Some(event_name(
+                regarding.name.as_deref().unwrap_or(""),
+                component,
+                now,
+            )),
             namespace: Some(event_namespace(regarding).to_string()),
             ..ObjectMeta::default()
         },
@@ -45,11 +50,11 @@ pub(super) fn make_event(
         count: Some(1),
         type_: Some(type_.as_str().to_string()),
         source: Some(EventSource {
-            component: Some(CONTROLLER_NAME.to_string()),
+            component: Some(component.to_string()),
             host: None,
         }),
-        reporting_component: Some(CONTROLLER_NAME.to_string()),
-        reporting_instance: Some(reporting_instance.to_string()).filter(|i| !i.is_empty()),
+        reporting_component: Some(component.to_string()),
+        reporting_instance: Some(instance.to_string()).filter(|i| !i.is_empty()),
         ..Event::default()
     }
 }
@@ -65,10 +70,10 @@ fn event_namespace(regarding: &ObjectReference) -> &str {
 
 /// `<object>.<unix nanoseconds in hex>`, as client-go names events. When
 /// that is not a valid name (an object name near the length limit), the
-/// object part is shortened; when nothing of it is usable, the controller's
-/// name takes its place (client-go uses a UUID there; the stamp is unique per
-/// recorder, so this name is unique too).
-pub(super) fn event_name(object: &str, at: Timestamp) -> String {
+/// object part is shortened; when nothing of it is usable, the reporting
+/// component's name takes its place (client-go uses a UUID there; the stamp
+/// is unique per recorder, so this name is unique too).
+pub(super) fn event_name(object: &str, component: &str, at: Timestamp) -> String {
     let suffix = format!("{:x}", at.as_nanosecond());
     let name = format!("{object}.{suffix}");
     if is_dns_subdomain(&name) {
@@ -81,7 +86,7 @@ pub(super) fn event_name(object: &str, at: Timestamp) -> String {
     if !shortened.is_empty() && is_dns_subdomain(&name) {
         return name;
     }
-    format!("{CONTROLLER_NAME}.{suffix}")
+    format!("{component}.{suffix}")
 }
 
 /// Whether `name` is a DNS-1123 subdomain: at most 253 bytes of dot-separated
@@ -144,6 +149,7 @@ mod tests {
             EventType::Warning,
             "ProvisioningFailed",
             "no class".into(),
+            "persistentvolume-controller",
             "pod-a",
             now,
         );
@@ -182,6 +188,7 @@ mod tests {
             EventType::Normal,
             "VolumeRecycled",
             "Volume recycled".into(),
+            "persistentvolume-controller",
             "",
             at(1),
         );
@@ -199,7 +206,7 @@ mod tests {
         let now = at(1_700_000_000);
         let suffix = format!("{:x}", now.as_nanosecond());
         let long = format!("{}-{}", "a".repeat(235), "b".repeat(17));
-        let name = event_name(&long, now);
+        let name = event_name(&long, "persistentvolume-controller", now);
         assert!(is_dns_subdomain(&name), "{name}");
         assert!(name.starts_with(&"a".repeat(235)), "{name}");
         assert!(
@@ -208,7 +215,7 @@ mod tests {
         );
         for invalid in ["", "UPPER", "-x", "ünï"] {
             assert_eq!(
-                event_name(invalid, now),
+                event_name(invalid, "persistentvolume-controller", now),
                 format!("persistentvolume-controller.{suffix}"),
                 "{invalid:?}"
             );

@@ -26,6 +26,7 @@ fn event_at(object: &str, reason: &str, message: &str, seconds: i64) -> Event {
         EventType::Warning,
         reason,
         message.to_string(),
+        "persistentvolume-controller",
         "",
         wall(seconds),
     )
