@@ -26,8 +26,8 @@ use memapi::{MemApi, MemApiError};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
-use crate::pv::controller_base::IdleProbe;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::shared::Idle;
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -174,7 +174,7 @@ pub async fn stand_in_kubelet(client: Client) {
 /// and the tests' scenario harness. The volumes and claims are listed (every
 /// object decoded) only after the server recorded some write, so a quiet
 /// period costs nothing however many objects the cluster holds.
-pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
+pub async fn wait_settled(api: &MemApi, idle: &impl Idle, quiet: Duration) {
     let mut written = api.resource_version();
     let mut last = fingerprint(api);
     let mut quiet_since = tokio::time::Instant::now();

@@ -21,7 +21,7 @@ mod options;
 mod pv;
 mod runtime;
 
-pub use app::{App, AppConfig, AppError};
+pub use app::{App, AppConfig, AppError, ControllerSelection, UnknownController};
 #[cfg(feature = "embedded")]
 pub use embedded::{
     EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
@@ -31,6 +31,7 @@ pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
 pub use pv::controller_base::{
     BaseConfig, BaseError, ControllerBase, DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
+    NAME as PERSISTENTVOLUME_BINDER,
 };
 pub use pv::index::VolumeIndex;
 pub use pv::keys::{ClaimKey, VolumeName};
@@ -48,6 +49,10 @@ pub use runtime::client::{
 };
 pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
 pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
+pub use runtime::leadership::{Campaign, ControllerRun, Leadership};
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
 pub use runtime::ratelimit::RateLimitLayer;
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};
+pub use runtime::shared::{
+    AllIdle, BoxError, ControllerFailure, Idle, RunFn, Shared, StartContext, Started,
+};
