@@ -6,8 +6,9 @@
 //!
 //! This is the README's first command: a way to see the controller's
 //! behaviour in seconds without a cluster. An embedded cluster has no nodes,
-//! so a stand-in kubelet marks every new pod Succeeded without running it:
-//! recycler pods "finish" at once (nothing is scrubbed).
+//! so a stand-in kubelet marks every new pod that runs to completion
+//! Succeeded without running it: recycler pods "finish" at once (nothing is
+//! scrubbed).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -130,8 +131,12 @@ pub async fn run(
     ))
 }
 
-/// Plays the kubelet of a cluster without nodes: every pod that appears
-/// without a final phase is marked Succeeded, so recycler pods end.
+/// Plays the kubelet of a cluster without nodes: every pod that runs to
+/// completion (restartPolicy Never or OnFailure, as recycler pods) and
+/// appears without a final phase is marked Succeeded, so recycler pods end.
+/// Long-running pods (restartPolicy Always, the default: a pod with an
+/// ephemeral volume or a ResourceClaim in the demo) are left Pending, so
+/// their claims stay.
 pub async fn stand_in_kubelet(client: Client) {
     let pods: Api<Pod> = Api::all(client.clone());
     let mut stream = std::pin::pin!(
@@ -146,7 +151,16 @@ pub async fn stand_in_kubelet(client: Client) {
             .as_ref()
             .and_then(|s| s.phase.as_deref())
             .unwrap_or("");
-        if phase == "Succeeded" || phase == "Failed" || pod.metadata.deletion_timestamp.is_some() {
+        let runs_to_completion = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.restart_policy.as_deref())
+            .is_some_and(|policy| policy == "Never" || policy == "OnFailure");
+        if !runs_to_completion
+            || phase == "Succeeded"
+            || phase == "Failed"
+            || pod.metadata.deletion_timestamp.is_some()
+        {
             continue;
         }
         let namespace = pod.namespace().unwrap_or_default();

@@ -17,6 +17,7 @@
 mod app;
 #[cfg(feature = "embedded")]
 mod embedded;
+mod ephemeral;
 mod options;
 mod pv;
 mod runtime;
@@ -27,6 +28,9 @@ pub use embedded::{
     EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
     stand_in_kubelet, wait_settled,
 };
+pub use ephemeral::NAME as EPHEMERAL_VOLUME;
+pub use ephemeral::controller::{EphemeralController, SyncError as EphemeralSyncError, Synced};
+pub use ephemeral::controller_base::{EphemeralBase, EphemeralError, EphemeralIdle};
 pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
 pub use pv::controller_base::{
@@ -48,6 +52,7 @@ pub use runtime::client::{
     ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,
 };
 pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
+pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
 pub use runtime::leadership::{Campaign, ControllerRun, Leadership};
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};

@@ -8,12 +8,14 @@ mod selection;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use crate::ephemeral::{self, controller_base::EphemeralBase};
 use crate::pv::controller_base::{self as pv_base, BaseConfig, ControllerBase};
 use crate::runtime::client::Clients;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::leadership::Campaign;
-use crate::runtime::metrics::MetricsError;
+use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::server::{self, BindError, Health, Readiness};
 use crate::runtime::shared::{
     AllIdle, BoxError, ControllerFailure, RunFn, Shared, StartContext, Started,
@@ -80,15 +82,19 @@ impl Entry {
 /// Every controller of the binary, in start order.
 fn controllers(config: &AppConfig) -> Vec<Entry> {
     let pv = config.base.clone();
-    vec![Entry::new(pv_base::NAME, move |context| {
-        ControllerBase::start(context, pv)
-    })]
+    vec![
+        Entry::new(pv_base::NAME, move |context| {
+            ControllerBase::start(context, pv)
+        }),
+        Entry::new(ephemeral::NAME, EphemeralBase::start),
+    ]
 }
 
 /// The process's controllers, built, with the admin server already
 /// listening.
 pub struct App {
     runs: Vec<RunFn>,
+    metrics: Arc<Metrics>,
     idle: AllIdle,
     clients: Clients,
     election: Option<LeaseConfig>,
@@ -137,10 +143,12 @@ impl App {
             readiness: Readiness::all(readiness),
             liveness: shared.liveness,
         };
+        let metrics = Arc::clone(&shared.metrics);
         let server = tokio::spawn(server::serve(listener, shared.metrics, health));
         tracing::info!(address = %metrics_address, "serving /metrics, /livez and /readyz");
         Ok(Self {
             runs,
+            metrics,
             idle,
             clients,
             election: config.election,
@@ -152,6 +160,11 @@ impl App {
     /// Where the admin server listens.
     pub fn metrics_address(&self) -> SocketAddr {
         self.metrics_address
+    }
+
+    /// The process's metrics registry (what `/metrics` serves).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// Tells whether every controller has nothing left to do.

@@ -8,6 +8,7 @@
 
 pub(crate) mod client;
 pub(crate) mod events;
+pub(crate) mod keys;
 pub(crate) mod leader;
 pub(crate) mod leadership;
 pub(crate) mod metrics;

@@ -86,6 +86,23 @@ async fn demo_settles_and_shows_each_case() {
         cells(&table, "VolumeRecycled").contains(&"persistentvolume/pv-recycle"),
         "{table}"
     );
+    // The ephemeral volume controller made the pod's claim; the binder bound it.
+    assert_eq!(
+        cells(&table, "web-cache"),
+        [
+            "demo",
+            "web-cache",
+            "Bound",
+            "pv-ephemeral",
+            "3Gi",
+            "manual"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        cells(&table, "pv-ephemeral")[3..5],
+        ["Bound", "demo/web-cache"]
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,111 @@
+//! Support for pod-centred rows (the ephemeral volume and ResourceClaim
+//! controllers): the process's [`App`] run on memapi with some of its
+//! controllers until settled, the start context of a controller built by
+//! hand for a direct sync, the events a controller wrote, and its counters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::client::ClientBuilder;
+use memapi::MemApi;
+use pv_controller::{
+    App, AppConfig, BaseConfig, ClientOptions, Clients, ControllerSelection, Idle, Metrics, Shared,
+    StartContext, wait_settled,
+};
+
+use crate::harness::{SETTLE_LIMIT, SETTLE_QUIET};
+
+/// What a controller built by hand on `api` needs: the client straight on
+/// the server (no write gate, no rate limit) and a fresh registry.
+pub(crate) fn start_context(api: &MemApi) -> StartContext {
+    StartContext {
+        client: api.client(),
+        shared: Shared::new().expect("metrics"),
+        instance: "test".to_string(),
+        watch_failure_limit: Duration::from_secs(180),
+    }
+}
+
+/// Waits (in paused time) until the controllers behind `idle` settled:
+/// the embedded mode's [`wait_settled`], for at most [`SETTLE_LIMIT`] (a
+/// row whose sync fails on every retry never settles; its expectations
+/// are checked after the limit).
+pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
+    let _ = tokio::time::timeout(SETTLE_LIMIT, wait_settled(api, idle, SETTLE_QUIET)).await;
+}
+
+/// Runs the process with the controllers of `controllers` (the
+/// `--controllers` syntax) on `api`, the production wiring without
+/// election, until settled; stops it and returns its metrics.
+pub(crate) async fn run_settled(api: &MemApi, controllers: &str) -> Arc<Metrics> {
+    let clients = Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    );
+    let config = AppConfig {
+        base: BaseConfig {
+            resync_period: Duration::from_secs(5),
+            ..BaseConfig::default()
+        },
+        controllers: ControllerSelection::new(controllers.split(',')),
+        metrics_address: ([127, 0, 0, 1], 0).into(),
+        election: None,
+    };
+    let app = App::start(clients, config)
+        .await
+        .expect("the process starts");
+    let (idle, metrics) = (app.idle_probe(), app.metrics());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run(async move {
+        let _ = stopped.await;
+    }));
+    settle(api, &idle).await;
+    let _ = stop.send(());
+    running
+        .await
+        .expect("the process task")
+        .expect("the process stops cleanly");
+    metrics
+}
+
+/// The value of the counter or gauge `name` (without labels) in `metrics`.
+pub(crate) fn value(metrics: &Metrics, name: &str) -> f64 {
+    let text = metrics.render().expect("metrics render");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
+}
+
+/// The events `component` wrote, oldest first, as
+/// `Type Reason kind/name: message (count)`.
+pub(crate) fn events_of(api: &MemApi, component: &str) -> Vec<String> {
+    let mut events: Vec<Event> = api
+        .list::<Event>()
+        .into_iter()
+        .filter(|event| {
+            event.source.as_ref().and_then(|s| s.component.as_deref()) == Some(component)
+        })
+        .collect();
+    events.sort_by_key(|event| event.first_timestamp.clone().map(|t| t.0));
+    events
+        .iter()
+        .map(|event| {
+            format!(
+                "{} {} {}/{}: {}",
+                event.type_.as_deref().unwrap_or(""),
+                event.reason.as_deref().unwrap_or(""),
+                event
+                    .involved_object
+                    .kind
+                    .as_deref()
+                    .unwrap_or("")
+                    .to_lowercase(),
+                event.involved_object.name.as_deref().unwrap_or(""),
+                event.message.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
