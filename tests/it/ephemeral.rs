@@ -16,9 +16,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::ResourceExt;
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::{EPHEMERAL_VOLUME, EphemeralBase, ObjectKey, Synced};
+use pv_controller::{EPHEMERAL_VOLUME, EphemeralBase, LeaseConfig, ObjectKey, Synced};
 
-use crate::pod_harness::{events_of, run_settled, start_context, value};
+use crate::pod_harness::{Running, events_of, run_settled, start_context, value};
 
 const NAMESPACE: &str = "my-namespace";
 const POD: &str = "test-pod";
@@ -458,4 +458,153 @@ async fn rows_settled() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
+    let api = MemApi::new();
+    api.create(&test_pod()).unwrap();
+    let context = start_context(&api);
+    let mut base = EphemeralBase::new(&context).expect("controller");
+    base.start_informers().await.expect("caches");
+    let controller = Arc::clone(base.controller());
+    let key = ObjectKey::new(NAMESPACE, POD);
+    // Back to back, without yielding to the claim watch in between.
+    assert_eq!(
+        controller.sync_pod(&key).await.unwrap(),
+        Synced::Done { created: 1 }
+    );
+    assert_eq!(
+        controller.sync_pod(&key).await.unwrap(),
+        Synced::Done { created: 0 }
+    );
+    controller.flush_events().await;
+    assert_eq!(
+        api.requests()
+            .count(Verb::Create, "persistentvolumeclaims", None),
+        1
+    );
+    assert_eq!(value(&context.shared.metrics, CREATES), 1.0);
+    assert_eq!(events_of(&api, "ephemeral_volume"), Vec::<String>::new());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_claim_is_made_again_while_its_pod_lives() {
+    let api = MemApi::new();
+    api.create(&test_pod()).unwrap();
+    let running = Running::start(&api, EPHEMERAL_VOLUME, None).await.unwrap();
+    running.settle().await;
+    let first = api
+        .get::<PersistentVolumeClaim>(Some(NAMESPACE), CLAIM)
+        .expect("the claim is made");
+    assert!(api.remove::<PersistentVolumeClaim>(Some(NAMESPACE), CLAIM));
+    running.settle().await;
+    let second = api
+        .get::<PersistentVolumeClaim>(Some(NAMESPACE), CLAIM)
+        .expect("the claim is made again");
+    assert_ne!(first.uid(), second.uid());
+    assert_eq!(views([&second]), views([&pod_claim()]));
+    assert_eq!(value(&running.metrics, CREATES), 2.0);
+    running.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
+    let api = MemApi::new();
+    let volumes: Vec<String> = (0..50).map(|i| format!("v{i}")).collect();
+    let names: Vec<&str> = volumes.iter().map(String::as_str).collect();
+    api.create(&pod(POD, POD_UID, &names)).unwrap();
+    // Status updates of the pod (a kubelet's) queue nothing new.
+    let metrics = {
+        let running = Running::start(&api, EPHEMERAL_VOLUME, None).await.unwrap();
+        running.settle().await;
+        let pods: kube::Api<Pod> = kube::Api::namespaced(api.client(), NAMESPACE);
+        let status = serde_json::json!({"status": {"phase": "Running"}});
+        pods.patch_status(POD, &Default::default(), &kube::api::Patch::Merge(&status))
+            .await
+            .unwrap();
+        running.settle().await;
+        let metrics = Arc::clone(&running.metrics);
+        running.stop().await;
+        metrics
+    };
+    let claims = api.list::<PersistentVolumeClaim>();
+    assert_eq!(claims.len(), 50);
+    assert!(
+        claims
+            .iter()
+            .all(|c| c.owner_references()[0].uid == POD_UID)
+    );
+    assert_eq!(
+        api.requests()
+            .count(Verb::Create, "persistentvolumeclaims", None),
+        50
+    );
+    assert_eq!(value(&metrics, CREATES), 50.0);
+    assert_eq!(value(&metrics, FAILURES), 0.0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_process_runs_only_the_controllers_it_is_asked_to() {
+    let api = MemApi::new();
+    api.create(&test_pod()).unwrap();
+    let running = Running::start(&api, "*,-ephemeral-volume", None)
+        .await
+        .unwrap();
+    running.settle().await;
+    running.stop().await;
+    assert!(
+        api.list::<PersistentVolumeClaim>().is_empty(),
+        "ephemeral-volume is off"
+    );
+    let error = Running::start(&api, "*,-ephemeral-volumes", None)
+        .await
+        .err()
+        .expect("an unknown name is refused");
+    assert!(
+        error.to_string().contains("not a known controller"),
+        "{error}"
+    );
+    let error = Running::start(&api, "-ephemeral-volume", None)
+        .await
+        .err()
+        .expect("no controller left");
+    assert!(error.to_string().contains("no controller"), "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_makes_no_claim_and_the_leader_makes_it_once() {
+    use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    let api = MemApi::new();
+    api.create(&test_pod()).unwrap();
+    // Another replica holds the one Lease of the process, for a long time.
+    let held = Lease {
+        metadata: ObjectMeta {
+            name: Some("pv-controller".to_string()),
+            namespace: Some("kube-system".to_string()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("other".to_string()),
+            lease_duration_seconds: Some(3600),
+            renew_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    };
+    api.create(&held).unwrap();
+    let election = LeaseConfig::new("kube-system", "pv-controller", "me");
+    let running = Running::start(&api, "*", Some(election)).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    assert!(
+        api.list::<PersistentVolumeClaim>().is_empty(),
+        "a follower writes nothing"
+    );
+    // The holder lets go: this replica leads and runs every controller.
+    api.remove::<Lease>(Some("kube-system"), "pv-controller");
+    tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+    running.settle().await;
+    running.stop().await;
+    let claims = api.list::<PersistentVolumeClaim>();
+    assert_eq!(views(&claims), views([&pod_claim()]));
 }

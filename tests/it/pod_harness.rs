@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Event;
 use kube::client::ClientBuilder;
 use memapi::MemApi;
 use pv_controller::{
-    App, AppConfig, BaseConfig, ClientOptions, Clients, ControllerSelection, Idle, Metrics, Shared,
-    StartContext, wait_settled,
+    AllIdle, App, AppConfig, AppError, BaseConfig, ClientOptions, Clients, ControllerSelection,
+    Idle, LeaseConfig, Metrics, Shared, StartContext, wait_settled,
 };
 
 use crate::harness::{SETTLE_LIMIT, SETTLE_QUIET};
@@ -35,38 +35,78 @@ pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
     let _ = tokio::time::timeout(SETTLE_LIMIT, wait_settled(api, idle, SETTLE_QUIET)).await;
 }
 
-/// Runs the process with the controllers of `controllers` (the
-/// `--controllers` syntax) on `api`, the production wiring without
-/// election, until settled; stops it and returns its metrics.
+/// The process running on memapi with some of its controllers.
+pub(crate) struct Running {
+    api: MemApi,
+    idle: AllIdle,
+    /// The process's registry.
+    pub(crate) metrics: Arc<Metrics>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), AppError>>,
+}
+
+impl Running {
+    /// Starts the process with the controllers of `controllers` (the
+    /// `--controllers` syntax) on `api`: the production wiring, elected on
+    /// `election` when given.
+    pub(crate) async fn start(
+        api: &MemApi,
+        controllers: &str,
+        election: Option<LeaseConfig>,
+    ) -> Result<Self, AppError> {
+        let clients = Clients::build(
+            ClientBuilder::new(api.service(), "default"),
+            ClientBuilder::new(api.service(), "default"),
+            ClientOptions::default(),
+        );
+        let config = AppConfig {
+            base: BaseConfig {
+                resync_period: Duration::from_secs(5),
+                ..BaseConfig::default()
+            },
+            controllers: ControllerSelection::new(controllers.split(',')),
+            metrics_address: ([127, 0, 0, 1], 0).into(),
+            election,
+        };
+        let app = App::start(clients, config).await?;
+        let (idle, metrics) = (app.idle_probe(), app.metrics());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(app.run(async move {
+            let _ = stopped.await;
+        }));
+        Ok(Self {
+            api: api.clone(),
+            idle,
+            metrics,
+            stop,
+            task,
+        })
+    }
+
+    /// Waits until the controllers settled (see [`settle`]).
+    pub(crate) async fn settle(&self) {
+        settle(&self.api, &self.idle).await;
+    }
+
+    /// Stops the process and checks it stopped cleanly.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .expect("the process task")
+            .expect("the process stops cleanly");
+    }
+}
+
+/// Runs the process with the controllers of `controllers` on `api`,
+/// without election, until settled; stops it and returns its metrics.
 pub(crate) async fn run_settled(api: &MemApi, controllers: &str) -> Arc<Metrics> {
-    let clients = Clients::build(
-        ClientBuilder::new(api.service(), "default"),
-        ClientBuilder::new(api.service(), "default"),
-        ClientOptions::default(),
-    );
-    let config = AppConfig {
-        base: BaseConfig {
-            resync_period: Duration::from_secs(5),
-            ..BaseConfig::default()
-        },
-        controllers: ControllerSelection::new(controllers.split(',')),
-        metrics_address: ([127, 0, 0, 1], 0).into(),
-        election: None,
-    };
-    let app = App::start(clients, config)
+    let running = Running::start(api, controllers, None)
         .await
         .expect("the process starts");
-    let (idle, metrics) = (app.idle_probe(), app.metrics());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(app.run(async move {
-        let _ = stopped.await;
-    }));
-    settle(api, &idle).await;
-    let _ = stop.send(());
-    running
-        .await
-        .expect("the process task")
-        .expect("the process stops cleanly");
+    running.settle().await;
+    let metrics = Arc::clone(&running.metrics);
+    running.stop().await;
     metrics
 }
 
