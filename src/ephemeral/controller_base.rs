@@ -377,7 +377,10 @@ impl Handlers {
             }
             Event::Init => {}
             // A claim that vanished during a relist had no delete event.
-            Event::InitDone => self.enqueue_all(),
+            Event::InitDone => {
+                self.controller.relisted();
+                self.enqueue_all();
+            }
         }
     }
 }
