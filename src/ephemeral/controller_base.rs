@@ -433,3 +433,6 @@ async fn next_failure(tasks: &mut JoinSet<Result<(), EphemeralError>>) -> Epheme
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
