@@ -604,7 +604,15 @@ async fn a_follower_makes_no_claim_and_the_leader_makes_it_once() {
     api.remove::<Lease>(Some("kube-system"), "pv-controller");
     tokio::time::sleep(std::time::Duration::from_secs(10)).await;
     running.settle().await;
+    // One registry for the process: the binder's series beside these.
+    let metrics = Arc::clone(&running.metrics);
     running.stop().await;
     let claims = api.list::<PersistentVolumeClaim>();
     assert_eq!(views(&claims), views([&pod_claim()]));
+    assert_eq!(value(&metrics, CREATES), 1.0);
+    let text = metrics.render().unwrap();
+    assert!(
+        text.contains("pv_controller_queue_depth{queue=\"claim\"}"),
+        "{text}"
+    );
 }
