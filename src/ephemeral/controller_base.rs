@@ -407,11 +407,13 @@ async fn worker(
     Ok(())
 }
 
-/// Keeps what the controller reads of a pod: its metadata (name, UID,
-/// deletion) and its volumes.
+/// Keeps what the controller reads of a pod: its name, namespace, UID,
+/// resourceVersion and deletion, and its volumes.
 fn keep_pod_essentials(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
     pod.metadata.annotations = None;
+    pod.metadata.labels = None;
+    pod.metadata.owner_references = None;
     pod.status = None;
     if let Some(spec) = pod.spec.as_mut() {
         let volumes = spec.volumes.take();
