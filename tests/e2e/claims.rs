@@ -15,6 +15,8 @@ const LOST_REFERENCE: &str =
     "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!";
 const MISBOUND: &str = "Two claims are bound to the same volume, this one is bound incorrectly";
 
+/// A claim whose volume vanished, one marked bound that names no volume,
+/// and one marked bound to another claim's volume.
 pub(crate) async fn lost_and_misbound(case: Arc<Case>) -> anyhow::Result<()> {
     let class = case.name("manual");
     for suffix in ["gone", "shared"] {

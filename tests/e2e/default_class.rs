@@ -28,6 +28,8 @@ use crate::support::{Case, metrics, wait};
 const LOCK: &str = "pv-controller-e2e-default-class";
 const NO_CLASS: &str = "no persistent volumes available for this claim and no storage class is set";
 
+/// A class-less claim, then a default class: the outcome the server's
+/// version allows.
 pub(crate) async fn retroactive(case: Arc<Case>) -> anyhow::Result<()> {
     if let Some(existing) = default_class_name(&case).await? {
         case.skip(format!(
@@ -64,6 +66,7 @@ async fn remove_class(case: &Case) -> anyhow::Result<()> {
     .await
 }
 
+/// The case proper, while no other run can have a default class.
 async fn with_lock(case: &Case) -> anyhow::Result<()> {
     if let Some(existing) = default_class_name(case).await? {
         anyhow::bail!("a default StorageClass {existing} appeared under the lock");

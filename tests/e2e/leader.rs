@@ -11,6 +11,7 @@ use testkit::claim;
 use crate::support::replicas::Ended;
 use crate::support::{Case, metrics, wait};
 
+/// The leader of this run is killed with SIGKILL; a replacement joins after.
 pub(crate) async fn kill_9(case: Arc<Case>) -> anyhow::Result<()> {
     let env = &case.env;
     let client = case.client();

@@ -77,8 +77,8 @@ pub(crate) async fn retain(case: Arc<Case>) -> anyhow::Result<()> {
 }
 
 /// Delete: the released volume's directory is deleted, then the volume
-/// object (it may linger on its protection finalizer where no
-/// pv-protection controller runs, marked deleted all the same).
+/// object (which lingers, being deleted, on its protection finalizer where
+/// no pv-protection controller runs; it must not fail meanwhile).
 pub(crate) async fn delete(case: Arc<Case>) -> anyhow::Result<()> {
     let (name, path) = bind_and_release(&case, "Delete").await?;
     wait::until(&format!("volume {name} deleted"), || async {
@@ -94,12 +94,18 @@ pub(crate) async fn delete(case: Arc<Case>) -> anyhow::Result<()> {
         "the volume's directory {} is gone",
         path.display()
     );
-    if let Some(lingering) = case.volumes().get_opt(&name).await? {
-        ensure!(
-            volume_phase(&lingering) != "Failed",
-            "not Failed: {:?}",
-            lingering.status
-        );
+    if case.volumes().get_opt(&name).await?.is_some() {
+        wait::holds(
+            "the lingering volume does not fail",
+            Duration::from_secs(3),
+            || async {
+                Ok(match case.volumes().get_opt(&name).await? {
+                    Some(v) if volume_phase(&v) == "Failed" => Err(format!("{:?}", v.status)),
+                    _ => Ok(()),
+                })
+            },
+        )
+        .await?;
         case.expect_events("pv", &name, &[]).await?;
     }
     Ok(())

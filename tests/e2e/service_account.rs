@@ -13,6 +13,7 @@ use kube::api::ListParams;
 
 use crate::support::{Case, admin_client, metrics};
 
+/// The impersonation is real, and no replica was refused anything.
 pub(crate) async fn impersonated(case: Arc<Case>) -> anyhow::Result<()> {
     let env = &case.env;
     let (as_controller, _) = admin_client(&env.controller_kubeconfig).await?;
