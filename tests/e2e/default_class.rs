@@ -2,10 +2,13 @@
 //!
 //! Whether the API server lets a claim's `storageClassName` be set once
 //! the claim exists depends on its version (RetroactiveDefaultStorageClass:
-//! beta and on from 1.26, GA in 1.28). From 1.26 the claim gets the class
-//! and goes to its provisioner; before, the server refuses the write, the
-//! claim keeps no class, the leader counts the failure in
-//! `retroactive_storageclass_errors_total`, and nothing crashes.
+//! absent before 1.25, alpha in 1.25, beta and on by default in 1.26 and
+//! 1.27, GA from 1.28). The controller tries either way. From 1.28 the
+//! claim gets the class and goes to its provisioner; before 1.26 the
+//! server refuses the write, the claim keeps no class, the leader counts
+//! the failure in `retroactive_storageclass_errors_total`, and nothing
+//! crashes; on 1.26 and 1.27 (a feature gate decides) either outcome is
+//! accepted and the case says which it saw.
 //!
 //! A default class is cluster-wide, so the case holds a lock (a Lease)
 //! against other runs while its class exists, and skips on a cluster that
@@ -26,6 +29,8 @@ use crate::support::case::{annotation, claim_phase};
 use crate::support::{Case, metrics, wait};
 
 const LOCK: &str = "pv-controller-e2e-default-class";
+/// The leader's count of failed retroactive assignments.
+const ERRORS: &str = "retroactive_storageclass_errors_total";
 const NO_CLASS: &str = "no persistent volumes available for this claim and no storage class is set";
 
 /// A class-less claim, then a default class: the outcome the server's
@@ -87,48 +92,111 @@ async fn with_lock(case: &Case) -> anyhow::Result<()> {
         "Immediate",
     )))
     .await?;
-    if case.env.server_minor >= 26 {
-        assigned(case, &class, &provisioner).await
-    } else {
-        refused(case, &leader, &before).await?;
-        case.expect_events("pvc", "classless", &[no_class]).await?;
-        Ok(())
+    let outcome = outcome(case, &class, &leader, &before).await?;
+    let allowed = match case.env.server_minor {
+        ..26 => outcome == Outcome::Refused,
+        26..28 => true,
+        _ => outcome == Outcome::Assigned,
+    };
+    ensure!(
+        allowed,
+        "Kubernetes {}: the retroactive assignment was {outcome:?}",
+        case.env.server_version
+    );
+    println!(
+        "e2e: Kubernetes {}: the retroactive default class was {outcome:?}",
+        case.env.server_version
+    );
+    match outcome {
+        Outcome::Assigned => assigned(case, &class, &provisioner, &leader, &before).await,
+        Outcome::Refused => {
+            refused(case, &leader).await?;
+            case.expect_events("pvc", "classless", &[no_class]).await?;
+            Ok(())
+        }
     }
 }
 
-/// 1.26 and later: the claim gets the class and goes to its provisioner.
-async fn assigned(case: &Case, class: &str, provisioner: &str) -> anyhow::Result<()> {
-    case.wait_claim("classless", "given the default class", |c| {
-        c.spec
+/// What became of the controller's assignment of the default class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The server took it: the claim has the class.
+    Assigned,
+    /// The server refused it: the leader counted a failed assignment.
+    Refused,
+}
+
+/// Waits until the claim has the class, or the leader counted a failed
+/// assignment (over `before`, its count when the class was created; from
+/// zero on a leader that took over since).
+async fn outcome(
+    case: &Case,
+    class: &str,
+    leader: &str,
+    before: &metrics::Samples,
+) -> anyhow::Result<Outcome> {
+    let baseline = before.value(ERRORS, &[]);
+    wait::until("the assignment is made or refused", || async {
+        let claim = case.claims().get("classless").await?;
+        if claim
+            .spec
             .as_ref()
             .and_then(|s| s.storage_class_name.as_deref())
             == Some(class)
-            && annotation(&c.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
-    })
-    .await?;
-    let (_, after) = leader_metrics(case).await?;
-    ensure!(after.value("retroactive_storageclass_total", &[]) >= 1.0);
-    Ok(())
-}
-
-/// Before 1.26: the server refuses the write; the claim keeps no class,
-/// the failure is counted, every replica lives on.
-async fn refused(case: &Case, leader: &str, before: &metrics::Samples) -> anyhow::Result<()> {
-    let baseline = before.value("retroactive_storageclass_errors_total", &[]);
-    wait::until("the leader counts the refused assignment", || async {
+        {
+            return Ok(Ok(Outcome::Assigned));
+        }
         let (now, samples) = match case.env.pool.leader_metrics(&case.client()).await {
             Ok(found) => found,
             Err(error) => return Ok(Err(format!("{error:#}"))),
         };
-        let errors = samples.value("retroactive_storageclass_errors_total", &[]);
+        let errors = samples.value(ERRORS, &[]);
         let since = if now == leader { baseline } else { 0.0 };
         Ok(if errors > since {
-            Ok(())
+            Ok(Outcome::Refused)
         } else {
-            Err(format!("{now}: {errors} errors"))
+            Err(format!("no class yet; {now}: {errors} failed assignments"))
         })
     })
+    .await
+}
+
+/// The claim got the class: it goes to the class's provisioner, and the
+/// leader (when it still leads) counted the assignment.
+async fn assigned(
+    case: &Case,
+    class: &str,
+    provisioner: &str,
+    leader: &str,
+    before: &metrics::Samples,
+) -> anyhow::Result<()> {
+    case.wait_claim(
+        "classless",
+        "handed to the default class's provisioner",
+        |c| {
+            c.spec
+                .as_ref()
+                .and_then(|s| s.storage_class_name.as_deref())
+                == Some(class)
+                && annotation(&c.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
+        },
+    )
     .await?;
+    let (now, after) = leader_metrics(case).await?;
+    if now == leader {
+        let series = "retroactive_storageclass_total";
+        ensure!(
+            after.value(series, &[]) > before.value(series, &[]),
+            "{leader} counted the assignment: {}",
+            after.show(series)
+        );
+    }
+    Ok(())
+}
+
+/// The server refused the write: the claim keeps no class and stays
+/// Pending, the leader logs the failed sync, every replica lives on.
+async fn refused(case: &Case, leader: &str) -> anyhow::Result<()> {
     wait::holds(
         "the claim keeps no class",
         Duration::from_secs(3),
