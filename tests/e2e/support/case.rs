@@ -18,6 +18,9 @@ use testkit::{ClaimBuilder, VolumeBuilder};
 use super::describe::{self, EventRow};
 use super::{CASE_LABEL, Env, RUN_LABEL, wait};
 
+/// How long the events of an object must stay as expected once they are.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One case's context.
 pub(crate) struct Case {
     /// The run.
@@ -243,8 +246,10 @@ impl Case {
 
     /// Waits until `kubectl describe` shows exactly `expected` as the
     /// controller's events of the object (type, reason, message; a repeat
-    /// is one row with a count). Relayed recycler pod events are left out
-    /// when a real kubelet runs the pods.
+    /// is one row with a count), and checks it still does [`SETTLE`] later:
+    /// events are written in the background, so one more, or one expected
+    /// to be absent, may come late. Relayed recycler pod events are left
+    /// out when a real kubelet runs the pods.
     pub(crate) async fn expect_events(
         &self,
         resource: &str,
@@ -256,7 +261,7 @@ impl Case {
             .map(|(t, r, m)| ((*t).to_string(), (*r).to_string(), (*m).to_string()))
             .collect();
         let what = format!("kubectl describe {resource} {name} shows {wanted:?}");
-        wait::until(&what, || async {
+        let shown = || async {
             let rows = self.events(resource, name).await?;
             let seen: BTreeSet<(String, String, String)> = rows
                 .iter()
@@ -269,8 +274,13 @@ impl Case {
             } else {
                 Err(format!("{rows:#?}"))
             })
+        };
+        let rows = wait::until(&what, shown).await?;
+        wait::holds(&format!("{what}, and nothing more"), SETTLE, || async {
+            Ok(shown().await?.map(drop))
         })
-        .await
+        .await?;
+        Ok(rows)
     }
 
     /// Removes everything the case created: claims, volumes and classes
