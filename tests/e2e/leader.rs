@@ -3,7 +3,7 @@
 //! expires, and binds a pair created after the kill.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use testkit::claim;
@@ -11,12 +11,18 @@ use testkit::claim;
 use crate::support::replicas::Ended;
 use crate::support::{Case, metrics, wait};
 
+/// How long the case waits for the Lease to come to this run: other runs
+/// sharing the cluster hold it until they end or kill their leader.
+const SHARED_LEASE: Duration = Duration::from_secs(240);
+
 /// The leader of this run is killed with SIGKILL; a replacement joins after.
 pub(crate) async fn kill_9(case: Arc<Case>) -> anyhow::Result<()> {
     let env = &case.env;
     let client = case.client();
-    // Another run's replica may hold the Lease; this run kills only its own.
-    let leader = wait::until("a replica of this run leads", || async {
+    // Another run's replica may hold the Lease; this run kills only its
+    // own, so it waits (as long as other runs keep theirs leading, up to
+    // SHARED_LEASE) until one of its own leads.
+    let leader = wait::until_within("a replica of this run leads", SHARED_LEASE, || async {
         let names = env.pool.names();
         Ok(match env.pool.leader(&client).await? {
             Some(leader) if names.contains(&leader) => Ok(leader),

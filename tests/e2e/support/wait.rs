@@ -9,19 +9,32 @@ use super::PATIENCE;
 /// Asks `probe` every quarter second until it answers `Ok(Ok(value))`, for
 /// at most [`PATIENCE`]. `Ok(Err(seen))` means not yet, `seen` describing
 /// what is there; an `Err` ends the wait at once.
-pub(crate) async fn until<T, F, Fut>(what: &str, mut probe: F) -> anyhow::Result<T>
+pub(crate) async fn until<T, F, Fut>(what: &str, probe: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = anyhow::Result<Result<T, String>>>,
 {
-    let deadline = Instant::now() + PATIENCE;
+    until_within(what, PATIENCE, probe).await
+}
+
+/// [`until`] for at most `patience`.
+pub(crate) async fn until_within<T, F, Fut>(
+    what: &str,
+    patience: Duration,
+    mut probe: F,
+) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Result<T, String>>>,
+{
+    let deadline = Instant::now() + patience;
     loop {
         let seen = match probe().await? {
             Ok(value) => return Ok(value),
             Err(seen) => seen,
         };
         if Instant::now() > deadline {
-            anyhow::bail!("{what}: not within {PATIENCE:?}; last seen: {seen}");
+            anyhow::bail!("{what}: not within {patience:?}; last seen: {seen}");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
