@@ -91,6 +91,7 @@ async fn take_over(
         .await?;
     case.claim_phase("after-kill", "Bound").await?;
     case.volume_phase(&volume, "Bound").await?;
+    case.expect_events("pvc", "after-kill", &[]).await?;
     if let Some(address) = env.pool.metrics_of(&successor) {
         let after = metrics::scrape(address).await?;
         ensure!(
