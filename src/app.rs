@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use crate::pv::controller_base::{BaseConfig, BaseError, ControllerBase, IdleProbe};
 use crate::runtime::client::Clients;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
+use crate::runtime::metrics::MetricsError;
 use crate::runtime::server::{self, BindError, Health};
 
 /// What to run.
@@ -30,6 +31,9 @@ pub enum AppError {
     /// The admin server could not listen.
     #[error(transparent)]
     Bind(#[from] BindError),
+    /// The clients' request counts could not be exported.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// A controller whose admin server is already listening.
@@ -43,9 +47,12 @@ pub struct App {
 
 impl App {
     /// Builds the controller on the controller's client and starts serving
-    /// its admin endpoints (not ready until the caches sync).
+    /// its admin endpoints (not ready until the caches sync), the clients'
+    /// request counts among the metrics.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
         let base = ControllerBase::new(clients.controller.clone(), config.base)?;
+        base.metrics()
+            .register(Box::new(clients.requests.collector()?))?;
         let listener = server::bind(config.metrics_address).await?;
         let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
         let health = Health {

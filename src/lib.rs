@@ -50,4 +50,5 @@ pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderErro
 pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
 pub use runtime::ratelimit::RateLimitLayer;
+pub use runtime::requests::{RequestCollector, RequestCounts};
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};

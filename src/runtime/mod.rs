@@ -13,4 +13,5 @@ pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+pub(crate) mod requests;
 pub(crate) mod server;
