@@ -57,6 +57,7 @@ pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_ident
 pub use runtime::leadership::{Campaign, ControllerRun, Leadership};
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
 pub use runtime::ratelimit::RateLimitLayer;
+pub use runtime::requests::{RequestCollector, RequestCounts};
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};
 pub use runtime::shared::{
     AllIdle, BoxError, ControllerFailure, Idle, RunFn, Shared, StartContext, Started,

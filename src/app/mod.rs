@@ -49,7 +49,8 @@ pub enum AppError {
     /// `--controllers` leaves no controller to run.
     #[error("--controllers enables no controller")]
     NoController,
-    /// The metrics registry could not be set up.
+    /// The metrics registry could not be set up, or the clients' request
+    /// counts could not be exported.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
     /// The admin server could not listen.
@@ -104,8 +105,9 @@ pub struct App {
 
 impl App {
     /// Builds the enabled controllers on the controller's client, with one
-    /// metrics registry, and starts serving the admin endpoints (not ready
-    /// until every controller's caches have synced). Fails on a
+    /// metrics registry (the clients' request counts among its series), and
+    /// starts serving the admin endpoints (not ready until every
+    /// controller's caches have synced). Fails on a
     /// `--controllers` entry that names no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
         let entries = controllers(&config);
@@ -137,6 +139,9 @@ impl App {
         if runs.is_empty() {
             return Err(AppError::NoController);
         }
+        shared
+            .metrics
+            .register(Box::new(clients.requests.collector()?))?;
         let listener = server::bind(config.metrics_address).await?;
         let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
         let health = Health {

@@ -15,6 +15,7 @@ pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+pub(crate) mod requests;
 pub(crate) mod server;
 pub(crate) mod shared;
 pub(crate) mod watch;
