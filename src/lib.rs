@@ -19,6 +19,7 @@ mod app;
 mod embedded;
 mod options;
 mod pv;
+mod resourceclaim;
 mod runtime;
 
 pub use app::{App, AppConfig, AppError};
@@ -43,6 +44,10 @@ pub use pv::plugins::{
     EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
     VolumePlugins,
 };
+pub use resourceclaim::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ObjectKey,
+    ResourceClaimController, SyncError as ClaimSyncError, WorkKey,
+};
 pub use runtime::client::{
     ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,
 };
@@ -51,3 +56,4 @@ pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_ident
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
 pub use runtime::ratelimit::RateLimitLayer;
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};
+pub use runtime::watch::WatchEnded;

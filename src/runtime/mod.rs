@@ -14,3 +14,4 @@ pub(crate) mod operations;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod server;
+pub(crate) mod watch;
