@@ -27,4 +27,5 @@ mod metrics;
 mod provision;
 mod rbac;
 mod recycle;
+mod resourceclaim;
 mod supervision;

@@ -30,7 +30,7 @@ pub(crate) mod writes;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::claims::ClaimCache;
@@ -78,6 +78,19 @@ impl ResourceClaimController {
     /// The event recorder, to flush it at shutdown.
     pub(crate) fn recorder(&self) -> &EventRecorder {
         &self.parts.recorder
+    }
+
+    /// Waits until every event recorded so far has been written (or given
+    /// up on), so a caller can read them.
+    pub async fn flush_events(&self) {
+        self.parts.recorder.flush().await;
+    }
+
+    /// Puts a claim into the controller's claim cache as a create's answer
+    /// does, before (or without) its watch event: how a test stages a
+    /// create whose watch event has not arrived.
+    pub fn cache_created(&self, claim: ResourceClaim) {
+        self.parts.claims.offer(Arc::new(claim));
     }
 
     fn pod(&self, key: &ObjectKey) -> Option<Arc<Pod>> {

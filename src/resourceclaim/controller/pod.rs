@@ -15,7 +15,7 @@ use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::keys::ObjectKey;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
-    is_reserved_for_pod, node_name, pod_claims, uid,
+    is_pod_done, is_reserved_for_pod, node_name, pod_claims, uid,
 };
 use crate::runtime::events::{EventType, reference_of};
 
@@ -28,6 +28,10 @@ impl ResourceClaimController {
         };
         if pod.metadata.deletion_timestamp.is_some() {
             tracing::debug!(pod = %key, "nothing to do for pod, it is marked for deletion");
+            return Ok(());
+        }
+        if is_pod_done(&pod) {
+            tracing::debug!(pod = %key, "nothing to do for pod, it is done");
             return Ok(());
         }
         let mut new = BTreeMap::new();

@@ -27,10 +27,9 @@ pub(crate) fn claims_to_release(pod: &Pod, deleted: bool) -> Vec<ObjectKey> {
 
 /// Whether a pod (not deleted) needs a sync: a template entry without its
 /// claim in the cache, or, once scheduled, an allocated claim not reserved
-/// for it. A pod whose recorded claim belongs to someone else waits until
-/// that claim is gone.
+/// for it, or a recorded claim that the pod does not own.
 pub(crate) fn pod_needs_work(pod: &Pod, claims: &ClaimCache) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() {
+    if pod.metadata.deletion_timestamp.is_some() || is_pod_done(pod) {
         return false;
     }
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
@@ -50,7 +49,10 @@ pub(crate) fn pod_needs_work(pod: &Pod, claims: &ClaimCache) -> bool {
             continue;
         };
         if name.must_check_owner() && !is_for_pod(pod, &claim) {
-            continue;
+            // The recorded claim is someone else's: the sync makes the pod
+            // its own (upstream waits here, though its sync would do the
+            // same when the pod comes by for another reason).
+            return true;
         }
         if scheduled
             && is_allocated(&claim)

@@ -182,12 +182,11 @@ impl ClaimControllerBase {
         move || queue.is_idle()
     }
 
-    /// Creates attempted and failed so far (upstream's create counters).
-    pub fn create_counts(&self) -> (u64, u64) {
-        (
-            self.claim_metrics.create_attempts(),
-            self.claim_metrics.create_failures(),
-        )
+    /// Reads the claim creates attempted and failed so far (upstream's
+    /// create counters), also while the controller runs.
+    pub fn create_counter(&self) -> impl Fn() -> (u64, u64) + Send + Sync + 'static + use<> {
+        let metrics = self.claim_metrics.clone();
+        move || (metrics.create_attempts(), metrics.create_failures())
     }
 
     /// Starts the watchers and waits until every lister holds a complete
