@@ -10,7 +10,7 @@
 //! its owner and annotation. Versions are ordered by resourceVersion (an
 //! older watch event never replaces a newer created object).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -28,6 +28,10 @@ pub(crate) struct ClaimCache {
 struct Inner {
     claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
     by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// UIDs of claims this controller deleted whose deletion the watch has
+    /// not shown yet: their late events are not taken back in, so a claim
+    /// is not deleted twice.
+    deleted: HashSet<String>,
 }
 
 /// The resourceVersion as a number (0 when it is not one, so any parsable
@@ -55,6 +59,14 @@ impl ClaimCache {
     pub(crate) fn offer(&self, claim: Arc<ResourceClaim>) -> bool {
         let key = ObjectKey::of(claim.as_ref());
         let mut inner = self.lock();
+        if claim
+            .metadata
+            .uid
+            .as_ref()
+            .is_some_and(|uid| inner.deleted.contains(uid))
+        {
+            return false;
+        }
         if let Some(held) = inner.claims.get(&key)
             && version(held) > version(&claim)
             && held.metadata.uid == claim.metadata.uid
@@ -73,11 +85,39 @@ impl ClaimCache {
         true
     }
 
-    /// Forgets a deleted claim; returns its last known version.
-    pub(crate) fn remove(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
+    /// Forgets a claim the watch shows deleted (`uid`: the deleted
+    /// object's); returns its last known version.
+    pub(crate) fn remove(&self, key: &ObjectKey, uid: Option<&str>) -> Option<Arc<ResourceClaim>> {
         let mut inner = self.lock();
+        if let Some(uid) = uid {
+            inner.deleted.remove(uid);
+        }
         inner.unindex(key);
         inner.claims.remove(key)
+    }
+
+    /// Forgets a claim this controller has just deleted, and keeps its
+    /// watch events still on the way from bringing it back.
+    pub(crate) fn deleted(&self, claim: &ResourceClaim) {
+        let key = ObjectKey::of(claim);
+        let mut inner = self.lock();
+        inner.unindex(&key);
+        inner.claims.remove(&key);
+        if let Some(uid) = &claim.metadata.uid {
+            inner.deleted.insert(uid.clone());
+        }
+    }
+
+    /// After a relist: forgets the deletions the list confirms (claims of
+    /// those UIDs are not listed).
+    pub(crate) fn relisted(&self, listed: &[Arc<ResourceClaim>]) {
+        let uids: HashSet<&str> = listed
+            .iter()
+            .filter_map(|c| c.metadata.uid.as_deref())
+            .collect();
+        self.lock()
+            .deleted
+            .retain(|uid| uids.contains(uid.as_str()));
     }
 
     /// The newest known version of a claim.

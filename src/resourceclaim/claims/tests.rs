@@ -43,7 +43,7 @@ fn the_owner_index_follows_updates_and_removals() {
     cache.offer(claim("a", "3", Some("p2")));
     assert_eq!(cache.owned_by("p1").len(), 1);
     assert_eq!(cache.owned_by("p2").len(), 1);
-    cache.remove(&ObjectKey::new("ns", "b"));
+    cache.remove(&ObjectKey::new("ns", "b"), None);
     assert!(cache.owned_by("p1").is_empty());
     assert_eq!(cache.keys(), vec![ObjectKey::new("ns", "a")]);
 }
@@ -54,4 +54,18 @@ fn a_claim_without_a_pod_controller_is_not_indexed() {
     cache.offer(claim("a", "1", None));
     assert!(cache.owned_by("").is_empty());
     assert_eq!(cache.counts(), (1, 0));
+}
+
+#[test]
+fn a_deleted_claims_late_events_do_not_bring_it_back() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", Some("p1")));
+    cache.deleted(&claim("a", "2", Some("p1")));
+    assert!(!cache.offer(claim("a", "2", Some("p1"))), "a late update");
+    assert!(cache.get(&ObjectKey::new("ns", "a")).is_none());
+    cache.remove(&ObjectKey::new("ns", "a"), Some("c1"));
+    assert!(
+        cache.offer(claim("a", "5", Some("p1"))),
+        "seen deleted: a claim of that UID may come again only after a relist"
+    );
 }

@@ -159,9 +159,13 @@ impl Writer {
         match result {
             Ok(_) => {
                 tracing::info!(claim = %key, "deleted unused generated ResourceClaim");
+                self.claims.deleted(claim);
                 Ok(())
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                self.claims.deleted(claim);
+                Ok(())
+            }
             Err(source) => Err(SyncError::api(
                 format!("delete ResourceClaim {key}"),
                 source,

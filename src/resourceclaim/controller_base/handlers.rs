@@ -158,7 +158,11 @@ impl Handlers {
                 }
                 self.claim_changed(&key, false);
             }
-            Event::Delete(claim) => self.claim_changed(&ObjectKey::of(claim), true),
+            Event::Delete(claim) => {
+                let key = ObjectKey::of(claim);
+                self.claims.remove(&key, claim.metadata.uid.as_deref());
+                self.claim_changed(&key, true);
+            }
             Event::Init | Event::InitApply(_) => {}
             Event::InitDone => self.claims_relisted(),
         }
@@ -174,6 +178,7 @@ impl Handlers {
             .filter_map(|c| c.metadata.resource_version.as_deref()?.parse::<u64>().ok())
             .max()
             .unwrap_or(0);
+        self.claims.relisted(&listed);
         for claim in &listed {
             self.claims.offer(Arc::clone(claim));
             self.claim_changed(&ObjectKey::of(claim.as_ref()), false);
@@ -200,7 +205,7 @@ impl Handlers {
     /// pods that name it are checked for work.
     fn claim_changed(&self, key: &ObjectKey, deleted: bool) {
         if deleted {
-            self.claims.remove(key);
+            self.claims.remove(key, None);
         } else if self.leading() {
             self.queue.add(WorkKey::Claim(key.clone()));
         }

@@ -4,4 +4,5 @@
 
 mod harness;
 mod objects;
+mod scenarios;
 mod table;
