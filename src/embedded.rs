@@ -6,8 +6,9 @@
 //!
 //! This is the README's first command: a way to see the controller's
 //! behaviour in seconds without a cluster. An embedded cluster has no nodes,
-//! so a stand-in kubelet marks every new pod Succeeded without running it:
-//! recycler pods "finish" at once (nothing is scrubbed).
+//! so a stand-in kubelet marks every new pod that runs to completion
+//! Succeeded without running it: recycler pods "finish" at once (nothing is
+//! scrubbed).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,8 +27,8 @@ use memapi::{MemApi, MemApiError};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
-use crate::pv::controller_base::IdleProbe;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::shared::Idle;
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -130,8 +131,12 @@ pub async fn run(
     ))
 }
 
-/// Plays the kubelet of a cluster without nodes: every pod that appears
-/// without a final phase is marked Succeeded, so recycler pods end.
+/// Plays the kubelet of a cluster without nodes: every pod that runs to
+/// completion (restartPolicy Never or OnFailure, as recycler pods) and
+/// appears without a final phase is marked Succeeded, so recycler pods end.
+/// Long-running pods (restartPolicy Always, the default: a pod with an
+/// ephemeral volume or a ResourceClaim in the demo) are left Pending, so
+/// their claims stay.
 pub async fn stand_in_kubelet(client: Client) {
     let pods: Api<Pod> = Api::all(client.clone());
     let mut stream = std::pin::pin!(
@@ -146,7 +151,16 @@ pub async fn stand_in_kubelet(client: Client) {
             .as_ref()
             .and_then(|s| s.phase.as_deref())
             .unwrap_or("");
-        if phase == "Succeeded" || phase == "Failed" || pod.metadata.deletion_timestamp.is_some() {
+        let runs_to_completion = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.restart_policy.as_deref())
+            .is_some_and(|policy| policy == "Never" || policy == "OnFailure");
+        if !runs_to_completion
+            || phase == "Succeeded"
+            || phase == "Failed"
+            || pod.metadata.deletion_timestamp.is_some()
+        {
             continue;
         }
         let namespace = pod.namespace().unwrap_or_default();
@@ -174,7 +188,7 @@ pub async fn stand_in_kubelet(client: Client) {
 /// and the tests' scenario harness. The volumes and claims are listed (every
 /// object decoded) only after the server recorded some write, so a quiet
 /// period costs nothing however many objects the cluster holds.
-pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
+pub async fn wait_settled(api: &MemApi, idle: &impl Idle, quiet: Duration) {
     let mut written = api.resource_version();
     let mut last = fingerprint(api);
     let mut quiet_since = tokio::time::Instant::now();

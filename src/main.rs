@@ -7,8 +7,8 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    App, AppConfig, BaseConfig, Clients, LeaseConfig, LogFormat, Options, Settings, VolumePlugins,
-    default_identity, parse_bind_address,
+    App, AppConfig, BaseConfig, Clients, ControllerSelection, LeaseConfig, LogFormat, Options,
+    Settings, VolumePlugins, default_identity, parse_bind_address,
 };
 
 #[tokio::main]
@@ -116,6 +116,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             watch_failure_limit: options.watch_failure_limit,
             max_concurrent_operations: options.max_concurrent_operations,
         },
+        controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
             format!(
                 "parsing --metrics-bind-address {:?}",

@@ -28,6 +28,12 @@ pub struct Options {
     #[arg(long)]
     pub master: Option<String>,
 
+    /// Controllers to run, in kube-controller-manager's syntax: `*` runs
+    /// every controller, `name` enables one and `-name` disables one
+    /// (names: persistentvolume-binder, ephemeral-volume, resourceclaim).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
     /// Queries per second allowed towards the API server.
     #[arg(long = "kube-api-qps", default_value_t = 20.0)]
     pub kube_api_qps: f64,

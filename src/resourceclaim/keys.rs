@@ -1,39 +1,9 @@
 //! The keys of the controller's one work queue: a pod or a claim, each by
-//! namespace and name (upstream's `pod:` and `claim:` prefixed keys).
+//! its [`ObjectKey`] (upstream's `pod:` and `claim:` prefixed keys).
 
 use std::fmt;
 
-use kube::ResourceExt;
-
-/// A namespaced object by namespace and name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    /// The namespace.
-    pub namespace: String,
-    /// The name.
-    pub name: String,
-}
-
-impl ObjectKey {
-    /// A key from its parts.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-
-    /// The key of a namespaced object.
-    pub fn of<K: ResourceExt>(object: &K) -> Self {
-        Self::new(object.namespace().unwrap_or_default(), object.name_any())
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub(crate) use crate::runtime::keys::ObjectKey;
 
 /// One unit of work: sync a pod (create its claims, record them, reserve)
 /// or a claim (clean `reservedFor`, deallocate, delete when done).

@@ -23,4 +23,4 @@ mod objects;
 pub use controller::ResourceClaimController;
 pub use controller_base::{ClaimControllerBase, ClaimControllerConfig, ClaimControllerError};
 pub use error::SyncError;
-pub use keys::{ObjectKey, WorkKey};
+pub use keys::WorkKey;

@@ -1,8 +1,10 @@
-//! Watching one kind for a controller: a watcher with the default backoff,
-//! and a pump that hands each event to the controller's handler and gives
-//! up when the watch has failed without a single success for too long (so
-//! the process stops and is restarted instead of looking healthy while it
-//! sees nothing).
+//! Watching a kind for a controller: a watcher with backoff, and the pump
+//! that drives it into the controller's handlers while supervising it.
+//!
+//! A watch that fails is retried with backoff; one that keeps failing for
+//! the configured time ends its pump with an error, which stops the process
+//! (so Kubernetes restarts it) instead of leaving a healthy-looking
+//! controller that sees nothing.
 
 use std::time::Duration;
 
@@ -13,9 +15,9 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-/// Why a watch pump ended: it never ends on its own otherwise.
+/// Why a watch stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum WatchEnded {
+pub enum WatchFailure {
     /// The watch failed again and again, without one success, for `limit`.
     #[error("the {kind} watch has been failing for {limit:?}: {last_error}")]
     Failing {
@@ -26,14 +28,14 @@ pub enum WatchEnded {
         /// The last failure.
         last_error: String,
     },
-    /// The stream ended.
-    #[error("the {0} watch ended")]
+    /// The watch stream ended, which it never should.
+    #[error("the {0} watch stopped unexpectedly")]
     Ended(&'static str),
 }
 
-/// A watcher of every object of `K`, with the default backoff, so a broken
-/// watch is retried.
-pub(crate) fn watch_all<K>(
+/// A watcher of every `K` with the default backoff, so a broken watch is
+/// retried.
+pub(crate) fn watch<K>(
     client: &Client,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
 where
@@ -43,8 +45,8 @@ where
 }
 
 /// Drives a (reflected) watch stream of `kind`, handing each event to
-/// `on_event`. Returns when the watch has failed without a single success
-/// (a complete list, or a change) for `failure_limit`, or when the stream
+/// `on_event`. Fails when the watch has failed without a single success (a
+/// complete list, or a change) for `failure_limit`, or when the stream
 /// ends. The start of a relist is no success: the watcher announces one
 /// before every attempt, failing or not.
 pub(crate) async fn pump<K, S, F>(
@@ -52,7 +54,7 @@ pub(crate) async fn pump<K, S, F>(
     stream: S,
     failure_limit: Duration,
     mut on_event: F,
-) -> WatchEnded
+) -> Result<(), WatchFailure>
 where
     S: Stream<Item = Result<Event<K>, watcher::Error>>,
     F: FnMut(&Event<K>),
@@ -71,14 +73,14 @@ where
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 tracing::warn!(kind, %error, "watch failed, retrying");
                 if since.elapsed() >= failure_limit {
-                    return WatchEnded::Failing {
+                    return Err(WatchFailure::Failing {
                         kind,
                         limit: failure_limit,
                         last_error: error.to_string(),
-                    };
+                    });
                 }
             }
         }
     }
-    WatchEnded::Ended(kind)
+    Err(WatchFailure::Ended(kind))
 }

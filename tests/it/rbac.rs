@@ -1,5 +1,6 @@
-//! Least privilege, checked: the controller runs on memapi through binding,
-//! provisioning hand-off, delayed binding, events and leader election; every
+//! Least privilege, checked: the process runs every controller on memapi,
+//! elected, through binding, provisioning hand-off, delayed binding,
+//! reclaim, a pod's ephemeral volume, events and leader election; every
 //! request it makes must be allowed by deploy/rbac.yaml, and every rule
 //! there must be used by some request (or be listed below as needed on a
 //! path the run does not take).
@@ -7,17 +8,16 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::harness::settle;
+use crate::pod_harness::settle;
 use clap::Parser;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
 use memapi::MemApi;
 use pv_controller::Options;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
-use pv_controller::WriteGate;
 use pv_controller::stand_in_kubelet;
-use pv_controller::{BaseConfig, ControllerBase};
-use pv_controller::{LeaderElector, LeaseConfig};
+use pv_controller::{App, AppConfig, BaseConfig, ControllerSelection};
+use pv_controller::{ClientOptions, Clients, LeaseConfig};
 use serde::Deserialize;
 use serde_json::Value;
 use testkit::*;
@@ -138,12 +138,35 @@ async fn exercised() -> BTreeSet<Permission> {
         }
         api.create(&released).unwrap();
     }
+    // A pod with an ephemeral volume: the ephemeral volume controller
+    // creates its claim.
+    let mut web = pod("web", &[], "Pending", None);
+    if let Some(spec) = web.spec.as_mut() {
+        let template = claim("template", "", "1Gi").class("external").build();
+        spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume {
+            name: "cache".to_string(),
+            ephemeral: Some(k8s_openapi::api::core::v1::EphemeralVolumeSource {
+                volume_claim_template: Some(
+                    k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+                        metadata: None,
+                        spec: template.spec.unwrap_or_default(),
+                    },
+                ),
+            }),
+            ..Default::default()
+        }]);
+    }
+    api.create(&web).unwrap();
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let options = Options::parse_from(["pv-controller"]);
     let plugins = options.plugin_config().unwrap();
-    let base = ControllerBase::new(
-        api.client(),
-        BaseConfig {
+    let clients = Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    );
+    let config = AppConfig {
+        base: BaseConfig {
             resync_period: Duration::from_secs(2),
             settings: Settings {
                 plugins: VolumePlugins::from_config(&plugins),
@@ -151,27 +174,29 @@ async fn exercised() -> BTreeSet<Permission> {
             },
             ..BaseConfig::default()
         },
-    )
-    .unwrap();
-    let idle = base.idle_probe();
-    let events = base.controller().recorder().clone();
-    let elector = LeaderElector::new(
-        api.client(),
-        LeaseConfig::new("pv-controller", "pv-controller", "only"),
-        WriteGate::default(),
-    );
+        controllers: ControllerSelection::default(),
+        metrics_address: ([127, 0, 0, 1], 0).into(),
+        election: Some(LeaseConfig::new("pv-controller", "pv-controller", "only")),
+    };
+    let app = App::start(clients, config).await.unwrap();
+    let idle = app.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run_elected(elector, async move {
+    let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
     let _ = stop.send(());
+    // Every controller writes its events before the process stops.
     running.await.unwrap().unwrap();
-    events.flush().await;
     kubelet.abort();
     assert!(
         api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
             .is_none()
+    );
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "web-cache")
+            .is_some(),
+        "the ephemeral volume's claim was made"
     );
 
     api.requests()
@@ -206,6 +231,7 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         ("", "events", "create"),
         ("", "events", "patch"),
         ("", "persistentvolumeclaims", "update"),
+        ("", "persistentvolumeclaims", "create"),
         ("coordination.k8s.io", "leases", "update"),
     ];
     for (group, resource, verb) in expected_work {

@@ -35,7 +35,7 @@ use crate::runtime::events::{EventRecorder, RecorderError};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::Readiness;
-use crate::runtime::watch::{WatchEnded, pump, watch_all};
+use crate::runtime::watch::{WatchFailure, pump, watch};
 use handlers::{Handlers, PodIndex};
 
 /// How the ResourceClaim controller is wired.
@@ -75,7 +75,7 @@ pub enum ClaimControllerError {
     CacheSync(&'static str, String),
     /// A watch failed for too long or ended.
     #[error(transparent)]
-    Watch(#[from] WatchEnded),
+    Watch(#[from] WatchFailure),
     /// The process lost the leader lease: every sync in flight was stopped.
     #[error("leader lease lost")]
     LeadershipLost,
@@ -95,7 +95,7 @@ pub struct ClaimControllerBase {
     metrics: Arc<Metrics>,
     claim_metrics: ClaimMetrics,
     readiness: Readiness,
-    watchers: JoinSet<WatchEnded>,
+    watchers: JoinSet<Result<(), WatchFailure>>,
 }
 
 struct Writers {
@@ -205,7 +205,7 @@ impl ClaimControllerBase {
         };
         tokio::select! {
             biased;
-            Some(Ok(ended)) = self.watchers.join_next() => return Err(ended.into()),
+            Some(Ok(Err(ended))) = self.watchers.join_next() => return Err(ended.into()),
             result = ready => result?,
         }
         for claim in self.handlers.claim_store.state() {
@@ -234,13 +234,13 @@ impl ClaimControllerBase {
         tokio::select! {
             leads = acquired => if !leads { return Err(ClaimControllerError::LeadershipLost) },
             () = &mut stop => return Ok(()),
-            Some(Ok(ended)) = self.watchers.join_next() => return Err(ended.into()),
+            Some(Ok(Err(ended))) = self.watchers.join_next() => return Err(ended.into()),
         }
         let mut tasks = self.start_workers();
         let end = tokio::select! {
             () = lost => Err(ClaimControllerError::LeadershipLost),
             () = &mut stop => Ok(()),
-            Some(Ok(ended)) = self.watchers.join_next() => Err(ended.into()),
+            Some(Ok(Err(ended))) = self.watchers.join_next() => Err(ended.into()),
             Some(joined) = tasks.join_next() => Err(ClaimControllerError::TaskEnded(format!("a resourceclaim worker ({joined:?})"))),
         };
         self.handlers.leading.store(false, Ordering::Release);
@@ -286,7 +286,7 @@ impl ClaimControllerBase {
             "pod",
             reflector::reflector(
                 writers.pods,
-                watch_all::<Pod>(&self.client).modify(keep_pod_essentials),
+                watch::<Pod>(&self.client).modify(keep_pod_essentials),
             ),
             limit,
             move |event| on_pods.on_pod_event(event),
@@ -296,7 +296,7 @@ impl ClaimControllerBase {
             "resourceclaim",
             reflector::reflector(
                 writers.claims,
-                watch_all::<ResourceClaim>(&self.client)
+                watch::<ResourceClaim>(&self.client)
                     .modify(|claim| claim.metadata.managed_fields = None),
             ),
             limit,
@@ -306,7 +306,7 @@ impl ClaimControllerBase {
             "resourceclaimtemplate",
             reflector::reflector(
                 writers.templates,
-                watch_all::<ResourceClaimTemplate>(&self.client),
+                watch::<ResourceClaimTemplate>(&self.client),
             ),
             limit,
             |_| {},
