@@ -49,9 +49,10 @@ pub use pv::plugins::{
     EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
     VolumePlugins,
 };
+pub use resourceclaim::NAME as RESOURCECLAIM;
 pub use resourceclaim::{
-    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ResourceClaimController,
-    SyncError as ClaimSyncError, WorkKey,
+    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
+    ResourceClaimController, SyncError as ClaimSyncError, WorkKey,
 };
 pub use runtime::client::{
     ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,

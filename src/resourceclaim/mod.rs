@@ -10,6 +10,9 @@
 //! and `controller` (decisions) over a claim cache (`claims.rs`) and pure
 //! object helpers (`objects.rs`).
 
+/// The controller's name in `--controllers`, as kube-controller-manager's.
+pub const NAME: &str = "resourceclaim";
+
 mod claims;
 mod constants;
 pub(crate) mod controller;
@@ -21,6 +24,8 @@ mod metrics;
 mod objects;
 
 pub use controller::ResourceClaimController;
-pub use controller_base::{ClaimControllerBase, ClaimControllerConfig, ClaimControllerError};
+pub use controller_base::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
+};
 pub use error::SyncError;
 pub use keys::WorkKey;

@@ -24,17 +24,22 @@ use kube::Client;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
+use super::NAME;
 use super::claims::ClaimCache;
 use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED};
 use super::controller::writes::Writer;
 use super::controller::{Parts, ResourceClaimController};
 use super::deleted::DeletedPods;
+use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
 use crate::runtime::events::{EventRecorder, RecorderError};
+use crate::runtime::leadership::Leadership;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::Readiness;
+use crate::runtime::shared::{ControllerFailure, Idle, StartContext, Started};
 use crate::runtime::watch::{WatchFailure, pump, watch};
 use handlers::{Handlers, PodIndex};
 
@@ -82,6 +87,17 @@ pub enum ClaimControllerError {
     /// A worker ended or panicked.
     #[error("{0} stopped unexpectedly")]
     TaskEnded(String),
+}
+
+/// Tells whether the ResourceClaim controller has nothing queued, being
+/// synced or waiting for a retry.
+#[derive(Clone)]
+pub struct ClaimIdle(WorkQueue<WorkKey>);
+
+impl Idle for ClaimIdle {
+    fn is_idle(&self) -> bool {
+        self.0.is_idle()
+    }
 }
 
 /// The ResourceClaim controller, built and ready to run.
@@ -176,10 +192,56 @@ impl ClaimControllerBase {
         &self.controller
     }
 
-    /// Whether nothing is queued, being synced or waiting for a retry.
-    pub fn idle_probe(&self) -> impl Fn() -> bool + Send + Sync + 'static + use<> {
-        let queue = self.handlers.queue.clone();
-        move || queue.is_idle()
+    /// Tells whether nothing is queued, being synced or waiting for a
+    /// retry.
+    pub fn idle_probe(&self) -> ClaimIdle {
+        ClaimIdle(self.handlers.queue.clone())
+    }
+
+    /// Builds the controller as one of the process's (`resourceclaim` in
+    /// `--controllers`), registering its series in the process's registry.
+    pub(crate) fn start(context: &StartContext) -> Result<Started, ClaimControllerError> {
+        let config = ClaimControllerConfig {
+            instance: context.instance.clone(),
+            watch_failure_limit: context.watch_failure_limit,
+            ..ClaimControllerConfig::default()
+        };
+        let base = Self::new(
+            context.client.clone(),
+            Arc::clone(&context.shared.metrics),
+            config,
+        )?;
+        let liveness = context.shared.liveness.clone();
+        Ok(Started {
+            readiness: base.readiness(),
+            idle: Arc::new(base.idle_probe()),
+            run: Box::new(move |leadership, stop| {
+                Box::pin(async move {
+                    let result = base.run_led(leadership, stop).await;
+                    if let Err(error) = &result {
+                        tracing::error!(controller = NAME, %error, "controller stopped with an error");
+                        liveness.fail(format!("{NAME}: {error}"));
+                    }
+                    result.map_err(|error| ControllerFailure::new(NAME, error))
+                })
+            }),
+        })
+    }
+
+    /// Runs the controller as one of the process's: caches at once, the
+    /// workers while `leadership` says the process leads, until `stop`.
+    pub async fn run_led(
+        self,
+        leadership: Leadership,
+        stop: CancellationToken,
+    ) -> Result<(), ClaimControllerError> {
+        let (mut acquired, mut lost) = (leadership.clone(), leadership);
+        self.run(
+            async move { acquired.acquired().await },
+            async move { lost.lost().await },
+            async move { stop.cancelled().await },
+        )
+        .await
     }
 
     /// Reads the claim creates attempted and failed so far (upstream's
@@ -244,7 +306,6 @@ impl ClaimControllerBase {
             Some(joined) = tasks.join_next() => Err(ClaimControllerError::TaskEnded(format!("a resourceclaim worker ({joined:?})"))),
         };
         self.handlers.leading.store(false, Ordering::Release);
-        self.metrics.set_leader(false);
         self.handlers.queue.shut_down();
         if end.is_ok() {
             while tasks.join_next().await.is_some() {}

@@ -10,7 +10,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::{ClaimControllerBase, ClaimControllerConfig, Metrics, ObjectKey, WorkKey};
+use pv_controller::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimIdle, Idle, Metrics, ObjectKey, WorkKey,
+};
 use serde_json::Value;
 
 /// What a pod's `status.resourceClaimStatuses` must hold: entry → claim.
@@ -162,14 +164,14 @@ pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Runs the controller until `api` has been quiet (no write) and the
 /// controller idle for [`SETTLE_QUIET`], at most [`SETTLE_LIMIT`].
-pub(crate) async fn settle(api: &MemApi, idle: &(impl Fn() -> bool + Sync)) {
+pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
     let wait = async {
         let mut written = api.resource_version();
         let mut quiet_since = tokio::time::Instant::now();
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let now = api.resource_version();
-            if now != written || !idle() {
+            if now != written || !idle.is_idle() {
                 written = now;
                 quiet_since = tokio::time::Instant::now();
             } else if quiet_since.elapsed() >= SETTLE_QUIET {
@@ -184,14 +186,14 @@ pub(crate) async fn settle(api: &MemApi, idle: &(impl Fn() -> bool + Sync)) {
 pub(crate) struct Running {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<Result<(), pv_controller::ClaimControllerError>>,
-    idle: Box<dyn Fn() -> bool + Send + Sync>,
+    idle: ClaimIdle,
     pub(crate) counts: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
 }
 
 impl Running {
     pub(crate) fn start(api: &MemApi) -> Self {
         let base = controller(api);
-        let idle = Box::new(base.idle_probe());
+        let idle = base.idle_probe();
         let counts = base.create_counter();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(
