@@ -26,8 +26,8 @@ mod runtime;
 pub use app::{App, AppConfig, AppError, ControllerSelection, UnknownController};
 #[cfg(feature = "embedded")]
 pub use embedded::{
-    EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
-    stand_in_kubelet, wait_settled,
+    EmbeddedConfig, EmbeddedError, render_events, render_resource_claims, render_table,
+    run as run_embedded, stand_in_kubelet, wait_settled,
 };
 pub use ephemeral::NAME as EPHEMERAL_VOLUME;
 pub use ephemeral::controller::{EphemeralController, SyncError as EphemeralSyncError, Synced};
