@@ -4,6 +4,7 @@
 //! whole controller running until it settles.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,7 +102,10 @@ pub(crate) fn seeded(row: &Row) -> MemApi {
 
 /// A controller on `api` with its own metrics registry.
 pub(crate) fn controller(api: &MemApi) -> ClaimControllerBase {
-    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    controller_with(api, Arc::new(Metrics::new().expect("metrics")))
+}
+
+fn controller_with(api: &MemApi, metrics: Arc<Metrics>) -> ClaimControllerBase {
     ClaimControllerBase::new(api.client(), metrics, ClaimControllerConfig::default())
         .expect("controller")
 }
@@ -188,24 +192,34 @@ pub(crate) struct Running {
     task: tokio::task::JoinHandle<Result<(), pv_controller::ClaimControllerError>>,
     idle: ClaimIdle,
     pub(crate) counts: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl Running {
+    /// A controller that leads at once.
     pub(crate) fn start(api: &MemApi) -> Self {
-        let base = controller(api);
+        Self::start_leading_when(api, async { true })
+    }
+
+    /// A controller that follows until `acquired` resolves.
+    pub(crate) fn start_leading_when(
+        api: &MemApi,
+        acquired: impl Future<Output = bool> + Send + 'static,
+    ) -> Self {
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let base = controller_with(api, Arc::clone(&metrics));
         let idle = base.idle_probe();
         let counts = base.create_counter();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(
-            base.run(async { true }, std::future::pending(), async move {
-                let _ = stopped.await;
-            }),
-        );
+        let task = tokio::spawn(base.run(acquired, std::future::pending(), async move {
+            let _ = stopped.await;
+        }));
         Self {
             stop,
             task,
             idle,
             counts: Box::new(counts),
+            metrics,
         }
     }
 

@@ -295,3 +295,92 @@ fn reserved_count(api: &MemApi, name: &str) -> usize {
         .and_then(|s| s.reserved_for)
         .map_or(0, |r| r.len())
 }
+
+/// A gauge's value in the controller's `/metrics` text.
+fn gauge(running: &Running, name: &str) -> i64 {
+    let text = running.metrics.render().expect("render");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+fn check_gauges(running: &Running, claims: i64, allocated: i64) {
+    assert_eq!(
+        gauge(running, "resourceclaim_controller_resource_claims"),
+        claims
+    );
+    assert_eq!(
+        gauge(
+            running,
+            "resourceclaim_controller_allocated_resource_claims"
+        ),
+        allocated
+    );
+}
+
+/// Upstream's `TestResourceClaimEventHandler`: the claim gauges follow
+/// creates, allocations, deallocations and deletions.
+#[tokio::test(start_paused = true)]
+async fn the_claim_gauges_follow_the_claims() {
+    let api = MemApi::new();
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    check_gauges(&running, 0, 0);
+    api.create(&claim("first", NAMESPACE, None))
+        .expect("create");
+    running.settle(&api).await;
+    check_gauges(&running, 1, 0);
+    let stored = api
+        .get::<ResourceClaim>(Some(NAMESPACE), "first")
+        .expect("first");
+    api.put(&stored.clone().allocated()).expect("allocate");
+    running.settle(&api).await;
+    check_gauges(&running, 1, 1);
+    api.create(&claim("second", NAMESPACE, None).allocated())
+        .expect("create allocated");
+    running.settle(&api).await;
+    check_gauges(&running, 2, 2);
+    let stored = api
+        .get::<ResourceClaim>(Some(NAMESPACE), "first")
+        .expect("first");
+    let mut deallocated = stored;
+    deallocated.status = None;
+    api.put(&deallocated).expect("deallocate");
+    running.settle(&api).await;
+    check_gauges(&running, 2, 1);
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "first"));
+    running.settle(&api).await;
+    check_gauges(&running, 1, 1);
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "second"));
+    running.settle(&api).await;
+    check_gauges(&running, 0, 0);
+    running.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_makes_no_claim_until_it_leads() {
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let (lead, leads) = tokio::sync::oneshot::channel::<()>();
+    let running = Running::start_leading_when(&api, async move { leads.await.is_ok() });
+    running.settle(&api).await;
+    assert!(
+        api.list::<ResourceClaim>().is_empty(),
+        "a follower writes nothing"
+    );
+    assert_eq!(
+        api.requests().count(Verb::Create, "resourceclaims", None),
+        0
+    );
+    lead.send(()).expect("leads");
+    running.settle(&api).await;
+    running.stop().await;
+    assert_eq!(
+        api.list::<ResourceClaim>().len(),
+        1,
+        "the leader makes the claim"
+    );
+}
