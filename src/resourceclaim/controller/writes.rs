@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodResourceClaimStatus};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
@@ -83,19 +83,21 @@ impl Writer {
         new: &BTreeMap<String, String>,
     ) -> Result<()> {
         let key = ObjectKey::of(pod);
-        let mut entries: Vec<serde_json::Value> = pod
+        // Entries without a claim ("no claim needed") keep their missing
+        // name: k8s-openapi leaves `None` fields out.
+        let mut entries: Vec<PodResourceClaimStatus> = pod
             .status
             .as_ref()
             .and_then(|status| status.resource_claim_statuses.as_deref())
             .unwrap_or_default()
             .iter()
             .filter(|status| !new.contains_key(&status.name))
-            .map(|status| json!({ "name": status.name, "resourceClaimName": status.resource_claim_name }))
+            .cloned()
             .collect();
-        entries.extend(
-            new.iter()
-                .map(|(entry, claim)| json!({ "name": entry, "resourceClaimName": claim })),
-        );
+        entries.extend(new.iter().map(|(entry, claim)| PodResourceClaimStatus {
+            name: entry.clone(),
+            resource_claim_name: Some(claim.clone()),
+        }));
         let patch = json!({ "status": { "resourceClaimStatuses": entries } });
         let result = Api::<Pod>::namespaced(self.client.clone(), &key.namespace)
             .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))

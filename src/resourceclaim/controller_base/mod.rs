@@ -290,6 +290,13 @@ impl ClaimControllerBase {
         stop: impl Future<Output = ()>,
     ) -> Result<(), ClaimControllerError> {
         let mut stop = pin!(stop);
+        if !resource_claims_served(&self.client).await {
+            // Nothing to do on a cluster without the API; the process's
+            // other controllers run as usual.
+            self.readiness.set_ready();
+            stop.await;
+            return Ok(());
+        }
         tokio::select! {
             () = &mut stop => return Ok(()),
             result = self.start_informers() => result?,
@@ -376,6 +383,37 @@ impl ClaimControllerBase {
     }
 }
 
+/// Whether the API server serves resource.k8s.io/v1 ResourceClaims
+/// (Kubernetes 1.34 and later). When discovery says it does not, the
+/// controller stays idle instead of failing its watch again and again; when
+/// discovery itself fails, it starts, and its watches are supervised as
+/// every controller's.
+async fn resource_claims_served(client: &Client) -> bool {
+    match client.list_api_group_resources("resource.k8s.io/v1").await {
+        Ok(list) => {
+            let served = list.resources.iter().any(|r| r.name == "resourceclaims");
+            if !served {
+                tracing::warn!(
+                    controller = NAME,
+                    "the API server does not serve resource.k8s.io/v1 resourceclaims; the controller stays idle"
+                );
+            }
+            served
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            tracing::warn!(
+                controller = NAME,
+                "the API server does not serve resource.k8s.io/v1; the controller stays idle"
+            );
+            false
+        }
+        Err(error) => {
+            tracing::warn!(controller = NAME, %error, "API discovery failed; starting anyway");
+            true
+        }
+    }
+}
+
 /// Keeps only what the controller reads from a pod: identity, deletion,
 /// `spec.resourceClaims`, the node, the phase and
 /// `status.resourceClaimStatuses`.
@@ -419,3 +457,6 @@ async fn flush(recorder: &EventRecorder) {
         tracing::warn!("resourceclaim events still queued at shutdown were not written");
     }
 }
+
+#[cfg(test)]
+mod tests;
