@@ -186,7 +186,7 @@ impl App {
         let elector = self
             .election
             .map(|lease| LeaderElector::new(self.clients.lease, lease, self.clients.gate));
-        let campaign = Campaign::default();
+        let campaign = Campaign::default().reporting_to(Arc::clone(&self.metrics));
         let runs = self
             .runs
             .into_iter()

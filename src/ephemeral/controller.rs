@@ -124,6 +124,14 @@ impl EphemeralController {
         self.created_claims().remove(key);
     }
 
+    /// Forgets every created claim after a relist: the lister holds what
+    /// the server listed, and a created claim missing from it was deleted
+    /// meanwhile (a claim created after the list was taken is met as
+    /// `AlreadyExists` at worst, and retried).
+    pub(crate) fn relisted(&self) {
+        self.created_claims().clear();
+    }
+
     /// Whether `pod` has a claim to create or a foreign claim in its way.
     pub(crate) fn needs_work(&self, pod: &Pod) -> bool {
         claims::needs_work(pod, |key| self.claim(key))

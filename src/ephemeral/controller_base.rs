@@ -377,7 +377,10 @@ impl Handlers {
             }
             Event::Init => {}
             // A claim that vanished during a relist had no delete event.
-            Event::InitDone => self.enqueue_all(),
+            Event::InitDone => {
+                self.controller.relisted();
+                self.enqueue_all();
+            }
         }
     }
 }
@@ -404,11 +407,13 @@ async fn worker(
     Ok(())
 }
 
-/// Keeps what the controller reads of a pod: its metadata (name, UID,
-/// deletion) and its volumes.
+/// Keeps what the controller reads of a pod: its name, namespace, UID,
+/// resourceVersion and deletion, and its volumes.
 fn keep_pod_essentials(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
     pod.metadata.annotations = None;
+    pod.metadata.labels = None;
+    pod.metadata.owner_references = None;
     pod.status = None;
     if let Some(spec) = pod.spec.as_mut() {
         let volumes = spec.volumes.take();
@@ -430,3 +435,6 @@ async fn next_failure(tasks: &mut JoinSet<Result<(), EphemeralError>>) -> Epheme
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,12 +11,14 @@
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::leader::LeaderElector;
+use crate::runtime::metrics::Metrics;
 
 /// Where the process stands in the election.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +66,7 @@ pub type ControllerRun<E> = Pin<Box<dyn Future<Output = Result<(), E>> + Send>>;
 pub struct Campaign {
     role: watch::Sender<Role>,
     stop: CancellationToken,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for Campaign {
@@ -71,11 +74,21 @@ impl Default for Campaign {
         Self {
             role: watch::Sender::new(Role::Follower),
             stop: CancellationToken::new(),
+            metrics: None,
         }
     }
 }
 
 impl Campaign {
+    /// Reports leadership in `metrics` (`pv_controller_leader`): 1 from the
+    /// moment the process leads until it stops or loses the Lease, whichever
+    /// controllers run.
+    #[must_use]
+    pub fn reporting_to(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// The handle a controller watches to start and stop its workers.
     pub fn leadership(&self) -> Leadership {
         Leadership(self.role.subscribe())
@@ -107,7 +120,11 @@ impl Campaign {
         let mut first_failure = None;
         {
             let mut shutdown = pin!(shutdown);
-            let mut campaign = pin!(compete(election.as_mut(), &self.role));
+            let mut campaign = pin!(compete(
+                election.as_mut(),
+                &self.role,
+                self.metrics.as_deref()
+            ));
             loop {
                 tokio::select! {
                     () = &mut campaign => {}
@@ -127,6 +144,9 @@ impl Campaign {
                 }
             }
         }
+        if let Some(metrics) = &self.metrics {
+            metrics.set_leader(false);
+        }
         let lost = *self.role.borrow() == Role::Lost;
         if let Some(elector) = election
             .as_mut()
@@ -141,15 +161,28 @@ impl Campaign {
 
 /// Leads at once without an election; with one, acquires the Lease, holds
 /// it, and reports its loss. Never returns.
-async fn compete(election: Option<&mut LeaderElector>, role: &watch::Sender<Role>) {
+async fn compete(
+    election: Option<&mut LeaderElector>,
+    role: &watch::Sender<Role>,
+    metrics: Option<&Metrics>,
+) {
+    let report = |leading: bool| {
+        if let Some(metrics) = metrics {
+            metrics.set_leader(leading);
+        }
+    };
     if let Some(elector) = election {
+        report(false);
         tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
         elector.acquire().await;
         tracing::info!(identity = %elector.identity(), "leading");
+        report(true);
         role.send_replace(Role::Leader);
         elector.hold().await;
+        report(false);
         role.send_replace(Role::Lost);
     } else {
+        report(true);
         role.send_replace(Role::Leader);
     }
     std::future::pending::<()>().await;
@@ -157,7 +190,6 @@ async fn compete(election: Option<&mut LeaderElector>, role: &watch::Sender<Role
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;

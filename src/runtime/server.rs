@@ -166,6 +166,18 @@ mod tests {
     use super::*;
     use tower::ServiceExt;
 
+    #[test]
+    fn a_process_is_ready_when_every_controller_is() {
+        let (binder, ephemeral) = (Readiness::default(), Readiness::default());
+        let process = Readiness::all(vec![binder.clone(), ephemeral.clone()]);
+        assert!(!process.is_ready());
+        binder.set_ready();
+        assert!(!process.is_ready(), "one controller still fills its caches");
+        ephemeral.set_ready();
+        assert!(process.is_ready());
+        assert!(!Readiness::all(vec![]).is_ready(), "no controller, never ready");
+    }
+
     async fn get_path(router: Router, path: &str) -> (StatusCode, String) {
         let request = axum::http::Request::get(path)
             .body(axum::body::Body::empty())

@@ -524,10 +524,13 @@ async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
             .await
             .unwrap();
         running.settle().await;
+        // The process leads, whichever of its controllers run.
+        assert_eq!(value(&running.metrics, "pv_controller_leader"), 1.0);
         let metrics = Arc::clone(&running.metrics);
         running.stop().await;
         metrics
     };
+    assert_eq!(value(&metrics, "pv_controller_leader"), 0.0, "stopped");
     let claims = api.list::<PersistentVolumeClaim>();
     assert_eq!(claims.len(), 50);
     assert!(
@@ -604,7 +607,16 @@ async fn a_follower_makes_no_claim_and_the_leader_makes_it_once() {
     api.remove::<Lease>(Some("kube-system"), "pv-controller");
     tokio::time::sleep(std::time::Duration::from_secs(10)).await;
     running.settle().await;
+    assert_eq!(value(&running.metrics, "pv_controller_leader"), 1.0);
+    // One registry for the process: the binder's series beside these.
+    let metrics = Arc::clone(&running.metrics);
     running.stop().await;
     let claims = api.list::<PersistentVolumeClaim>();
     assert_eq!(views(&claims), views([&pod_claim()]));
+    assert_eq!(value(&metrics, CREATES), 1.0);
+    let text = metrics.render().unwrap();
+    assert!(
+        text.contains("pv_controller_queue_depth{queue=\"claim\"}"),
+        "{text}"
+    );
 }

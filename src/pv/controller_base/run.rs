@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -49,7 +50,7 @@ impl ControllerBase {
         elector: Option<LeaderElector>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), BaseError> {
-        let campaign = Campaign::default();
+        let campaign = Campaign::default().reporting_to(Arc::clone(&self.metrics));
         let run: ControllerRun<BaseError> =
             Box::pin(self.run_led(campaign.leadership(), campaign.stop_token()));
         campaign
@@ -78,7 +79,6 @@ impl ControllerBase {
         if !self.sync_caches(pin!(stop.cancelled())).await? {
             return Ok(());
         }
-        self.metrics.set_leader(false);
         tokio::select! {
             acquired = leadership.acquired() => {
                 if !acquired {
@@ -93,7 +93,6 @@ impl ControllerBase {
             }
             failure = next_failure(&mut self.watchers) => return Err(failure),
         }
-        self.metrics.set_leader(true);
         let mut workers = self.start_workers();
         let end = tokio::select! {
             () = leadership.lost() => End::LeaseLost,
@@ -101,7 +100,6 @@ impl ControllerBase {
             failure = next_failure(&mut self.watchers) => End::Failed(failure),
             failure = next_failure(&mut workers.tasks) => End::Failed(failure),
         };
-        self.metrics.set_leader(false);
         match end {
             End::LeaseLost => {
                 self.abort(workers).await;
