@@ -175,7 +175,10 @@ mod tests {
         assert!(!process.is_ready(), "one controller still fills its caches");
         ephemeral.set_ready();
         assert!(process.is_ready());
-        assert!(!Readiness::all(vec![]).is_ready(), "no controller, never ready");
+        assert!(
+            !Readiness::all(vec![]).is_ready(),
+            "no controller, never ready"
+        );
     }
 
     async fn get_path(router: Router, path: &str) -> (StatusCode, String) {

@@ -168,33 +168,18 @@ impl Handlers {
         }
     }
 
-    /// After a relist: every listed claim is offered; a cached claim not
-    /// listed vanished, unless it is newer than the list (a claim created
-    /// by this controller after the list was taken).
+    /// After a relist: every listed claim is offered, and a cached claim
+    /// not listed vanished while the watch was down, even one this
+    /// controller created (deleted during the gap: its pod gets a new one).
     fn claims_relisted(&self) {
         let listed = self.claim_store.state();
-        let newest = listed
-            .iter()
-            .filter_map(|c| c.metadata.resource_version.as_deref()?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0);
         self.claims.relisted(&listed);
         for claim in &listed {
             self.claims.offer(Arc::clone(claim));
             self.claim_changed(&ObjectKey::of(claim.as_ref()), false);
         }
         for key in self.claims.keys() {
-            if self.claim_store.get(&claim_ref(&key)).is_some() {
-                continue;
-            }
-            let newer = self.claims.get(&key).is_some_and(|c| {
-                c.metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|rv| rv.parse::<u64>().ok())
-                    .is_some_and(|rv| rv > newest)
-            });
-            if !newer {
+            if self.claim_store.get(&claim_ref(&key)).is_none() {
                 self.claim_changed(&key, true);
             }
         }

@@ -384,3 +384,42 @@ async fn a_follower_makes_no_claim_until_it_leads() {
         "the leader makes the claim"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    let first = api.list::<ResourceClaim>();
+    assert_eq!(first.len(), 1);
+    let first = first[0].metadata.name.clone().expect("name");
+
+    // The claim watch is down (the next one is served after 10 minutes,
+    // the current one ends after 290 s) when the claim is deleted; the
+    // relist after the compaction does not list it.
+    api.add_reactor(Reactor::on(Verb::Watch, "resourceclaims").delay(Duration::from_secs(600)));
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), &first));
+    api.compact();
+    tokio::time::sleep(Duration::from_secs(700)).await;
+    running.settle(&api).await;
+    running.stop().await;
+
+    let claims = api.list::<ResourceClaim>();
+    assert_eq!(claims.len(), 1, "a new claim: {claims:?}");
+    let second = claims[0].metadata.name.clone().expect("name");
+    assert_ne!(second, first);
+    let pod = api.get::<Pod>(Some(NAMESPACE), POD).expect("pod");
+    let recorded = pod
+        .status
+        .and_then(|s| s.resource_claim_statuses)
+        .expect("recorded");
+    assert_eq!(
+        recorded[0].resource_claim_name.as_deref(),
+        Some(second.as_str())
+    );
+}
