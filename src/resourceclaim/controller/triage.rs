@@ -74,3 +74,6 @@ pub(crate) fn named_claims(pod: &Pod) -> Vec<ObjectKey> {
         .map(|name| ObjectKey::new(namespace, name))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;
