@@ -268,7 +268,7 @@ impl ClaimControllerBase {
         };
         tokio::select! {
             biased;
-            Some(Ok(Err(ended))) = self.watchers.join_next() => return Err(ended.into()),
+            Some(joined) = self.watchers.join_next() => return Err(watch_ended(joined)),
             result = ready => result?,
         }
         for claim in self.handlers.claim_store.state() {
@@ -304,13 +304,13 @@ impl ClaimControllerBase {
         tokio::select! {
             leads = acquired => if !leads { return Err(ClaimControllerError::LeadershipLost) },
             () = &mut stop => return Ok(()),
-            Some(Ok(Err(ended))) = self.watchers.join_next() => return Err(ended.into()),
+            Some(joined) = self.watchers.join_next() => return Err(watch_ended(joined)),
         }
         let mut tasks = self.start_workers();
         let end = tokio::select! {
             () = lost => Err(ClaimControllerError::LeadershipLost),
             () = &mut stop => Ok(()),
-            Some(Ok(Err(ended))) = self.watchers.join_next() => Err(ended.into()),
+            Some(joined) = self.watchers.join_next() => Err(watch_ended(joined)),
             Some(joined) = tasks.join_next() => Err(ClaimControllerError::TaskEnded(format!("a resourceclaim worker ({joined:?})"))),
         };
         self.handlers.leading.store(false, Ordering::Release);
@@ -380,6 +380,18 @@ impl ClaimControllerBase {
             limit,
             |_| {},
         ));
+    }
+}
+
+/// Why a watcher task ended: each should run as long as the controller, so
+/// any end (a failing watch, a return, a panic) stops the controller.
+fn watch_ended(
+    joined: Result<Result<(), WatchFailure>, tokio::task::JoinError>,
+) -> ClaimControllerError {
+    match joined {
+        Ok(Err(failure)) => failure.into(),
+        Ok(Ok(())) => ClaimControllerError::TaskEnded("a resourceclaim watch".to_string()),
+        Err(error) => ClaimControllerError::TaskEnded(format!("a resourceclaim watch ({error})")),
     }
 }
 
