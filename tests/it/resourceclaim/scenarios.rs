@@ -423,3 +423,36 @@ async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
         Some(second.as_str())
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_watch_that_keeps_failing_stops_the_controller() {
+    let api = MemApi::new();
+    api.add_reactor(
+        Reactor::on(Verb::List, "resourceclaims")
+            .error(500)
+            .always(),
+    );
+    let base = pv_controller::ClaimControllerBase::new(
+        api.client(),
+        std::sync::Arc::new(pv_controller::Metrics::new().expect("metrics")),
+        pv_controller::ClaimControllerConfig {
+            watch_failure_limit: Duration::from_secs(30),
+            ..pv_controller::ClaimControllerConfig::default()
+        },
+    )
+    .expect("controller");
+    let readiness = base.readiness();
+    let result = tokio::time::timeout(
+        Duration::from_secs(120),
+        base.run(
+            async { true },
+            std::future::pending(),
+            std::future::pending(),
+        ),
+    )
+    .await
+    .expect("it stops by itself");
+    let error = result.expect_err("a failing watch is an error");
+    assert!(error.to_string().contains("resourceclaim"), "{error}");
+    assert!(!readiness.is_ready(), "never ready without its claims");
+}
