@@ -18,6 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{Patch, PatchParams};
 use kube::client::ClientBuilder;
 use kube::runtime::WatchStreamExt;
@@ -122,11 +123,12 @@ pub async fn run(
     listener.abort();
     result?;
     Ok(format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         render_table(
             &api.list::<PersistentVolume>(),
             &api.list::<PersistentVolumeClaim>(),
         ),
+        render_resource_claims(&api.list::<ResourceClaim>()),
         render_events(&api.list::<Event>())
     ))
 }
@@ -333,6 +335,57 @@ pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClai
         ]);
     }
     format!("{}\n{}", columns(&volume_rows), columns(&claim_rows))
+}
+
+/// The ResourceClaims, as `kubectl get resourceclaims -A` with the pod
+/// that owns each and the pod entry it was generated for.
+pub fn render_resource_claims(claims: &[ResourceClaim]) -> String {
+    let mut rows = vec![row([
+        "NAMESPACE",
+        "RESOURCECLAIM",
+        "STATE",
+        "OWNER",
+        "POD-CLAIM",
+    ])];
+    for claim in claims {
+        let status = claim.status.clone().unwrap_or_default();
+        let mut state = Vec::new();
+        if status.allocation.is_some() {
+            state.push("allocated");
+        }
+        if status.reserved_for.is_some_and(|r| !r.is_empty()) {
+            state.push("reserved");
+        }
+        if claim.metadata.deletion_timestamp.is_some() {
+            state.push("deleted");
+        }
+        let owner = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| format!("{}/{}", o.kind.to_lowercase(), o.name))
+            .unwrap_or_default();
+        let entry = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name").cloned())
+            .unwrap_or_default();
+        rows.push(vec![
+            claim.namespace().unwrap_or_default(),
+            claim.name_any(),
+            if state.is_empty() {
+                "pending".to_string()
+            } else {
+                state.join(",")
+            },
+            owner,
+            entry,
+        ]);
+    }
+    columns(&rows)
 }
 
 /// The recorded events, one line each: type, reason, object, message.

@@ -20,13 +20,14 @@ mod embedded;
 mod ephemeral;
 mod options;
 mod pv;
+mod resourceclaim;
 mod runtime;
 
 pub use app::{App, AppConfig, AppError, ControllerSelection, UnknownController};
 #[cfg(feature = "embedded")]
 pub use embedded::{
-    EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
-    stand_in_kubelet, wait_settled,
+    EmbeddedConfig, EmbeddedError, render_events, render_resource_claims, render_table,
+    run as run_embedded, stand_in_kubelet, wait_settled,
 };
 pub use ephemeral::NAME as EPHEMERAL_VOLUME;
 pub use ephemeral::controller::{EphemeralController, SyncError as EphemeralSyncError, Synced};
@@ -47,6 +48,11 @@ pub use pv::plugins::recycler::{
 pub use pv::plugins::{
     EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
     VolumePlugins,
+};
+pub use resourceclaim::NAME as RESOURCECLAIM;
+pub use resourceclaim::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
+    ResourceClaimController, SyncError as ClaimSyncError, WorkKey,
 };
 pub use runtime::client::{
     ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,

@@ -88,6 +88,10 @@ fn controllers(config: &AppConfig) -> Vec<Entry> {
             ControllerBase::start(context, pv)
         }),
         Entry::new(ephemeral::NAME, EphemeralBase::start),
+        Entry::new(
+            crate::resourceclaim::NAME,
+            crate::resourceclaim::ClaimControllerBase::start,
+        ),
     ]
 }
 

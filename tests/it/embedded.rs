@@ -103,6 +103,20 @@ async fn demo_settles_and_shows_each_case() {
         cells(&table, "pv-ephemeral")[3..5],
         ["Bound", "demo/web-cache"]
     );
+    // The ResourceClaim controller generated the pod's claim from its
+    // template: trainer-gpu-<five random characters>.
+    let claim = table
+        .lines()
+        .find(|line| {
+            line.split_whitespace()
+                .nth(1)
+                .is_some_and(|name| name.starts_with("trainer-gpu-"))
+        })
+        .unwrap_or_else(|| panic!("no claim for trainer in\n{table}"));
+    let cells: Vec<&str> = claim.split_whitespace().collect();
+    assert_eq!(cells[1].len(), "trainer-gpu-".len() + 5, "{table}");
+    assert_eq!(cells[0], "demo");
+    assert_eq!(cells[2..], ["pending", "pod/trainer", "gpu"], "{table}");
 }
 
 #[tokio::test]

@@ -30,4 +30,5 @@ mod metrics;
 mod provision;
 mod rbac;
 mod recycle;
+mod resourceclaim;
 mod supervision;
