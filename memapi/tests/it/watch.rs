@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
-use memapi::{MemApi, Reactor, Verb};
+use memapi::{ChangeType, MemApi, Reactor, Verb};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -178,5 +178,73 @@ async fn streaming_list_watcher_gets_initial_events() {
     match rx.recv().await.unwrap().unwrap() {
         Event::Apply(o) => assert_eq!(o.name_any(), "c"),
         other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cut_watch_fails_mid_stream_and_the_watcher_resumes_without_a_relist() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    mem.create(&pv("b", "1Gi")).unwrap();
+    assert_eq!(mem.cut_watches(), 1);
+    // The event sent before the cut arrives, then the broken stream.
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(o.name_any(), "b"),
+        other => panic!("expected b, got {other:?}"),
+    }
+    match rx.recv().await.unwrap() {
+        Err(watcher::Error::WatchFailed(_)) => {}
+        other => panic!("expected the stream to fail, got {other:?}"),
+    }
+    mem.create(&pv("c", "1Gi")).unwrap();
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(o.name_any(), "c"),
+        other => panic!("expected c after the re-watch, got {other:?}"),
+    }
+    let stats = mem.requests();
+    assert_eq!(stats.count(Verb::List, "persistentvolumes", None), 1, "no relist");
+    assert_eq!(stats.count(Verb::Watch, "persistentvolumes", None), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cut_after_a_compaction_makes_the_watcher_relist() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    // Held back from the stream while the history is compacted.
+    assert!(mem.remove::<PersistentVolume>(None, "a"));
+    mem.compact();
+    mem.create(&pv("b", "1Gi")).unwrap();
+    mem.cut_watches();
+    let mut errors = vec![];
+    let listed = loop {
+        match rx.recv().await.unwrap() {
+            Err(e) => errors.push(e.to_string()),
+            Ok(Event::Init) => break until_init_done_after_init(&mut rx).await,
+            Ok(_) => {}
+        }
+    };
+    assert_eq!(listed, vec!["b".to_string()]);
+    assert!(errors.iter().any(|e| e.contains("410")), "{errors:?}");
+    assert_eq!(
+        mem.requests().count(Verb::List, "persistentvolumes", None),
+        2
+    );
+}
+
+/// The names listed between an Init already received and InitDone.
+async fn until_init_done_after_init(
+    rx: &mut mpsc::UnboundedReceiver<Result<Event<PersistentVolume>, watcher::Error>>,
+) -> Vec<String> {
+    let mut names = Vec::new();
+    loop {
+        match rx.recv().await.unwrap() {
+            Ok(Event::InitApply(o)) => names.push(o.name_any()),
+            Ok(Event::InitDone) => return names,
+            other => panic!("unexpected before InitDone: {other:?}"),
+        }
     }
 }
