@@ -92,7 +92,11 @@ async fn an_observer_sees_every_change_in_order_whatever_the_faults() {
     let mut observer = mem.observe::<PersistentVolume>().unwrap();
     let pvs: Api<PersistentVolume> = Api::all(mem.client());
     // Faults that break every API watch and expire every version.
-    mem.add_reactor(Reactor::on(Verb::Watch, "persistentvolumes").error(500).always());
+    mem.add_reactor(
+        Reactor::on(Verb::Watch, "persistentvolumes")
+            .error(500)
+            .always(),
+    );
     pvs.create(&PostParams::default(), &pv("a", "1Gi"))
         .await
         .unwrap();
@@ -136,7 +140,10 @@ async fn delete_lever_honours_finalizers_like_a_delete_request() {
     let answer: PersistentVolume = mem.delete(None, "held").unwrap();
     assert!(answer.metadata.deletion_timestamp.is_some());
     let stored = mem.get::<PersistentVolume>(None, "held").unwrap();
-    assert!(stored.metadata.deletion_timestamp.is_some(), "held by its finalizer");
+    assert!(
+        stored.metadata.deletion_timestamp.is_some(),
+        "held by its finalizer"
+    );
     let _: PersistentVolume = mem.delete(None, "free").unwrap();
     assert!(mem.get::<PersistentVolume>(None, "free").is_none());
     assert!(mem.delete::<PersistentVolume>(None, "free").is_err());

@@ -481,7 +481,13 @@ async fn writes_only_reactors_leave_reads_alone_and_ids_count_and_remove() {
         .await
         .unwrap_err();
     assert_eq!(code(err), 500);
-    assert!(pvs.list(&Default::default()).await.unwrap().items.is_empty());
+    assert!(
+        pvs.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
     assert_eq!(pvs.get_opt("pv1").await.unwrap(), None);
     assert_eq!(mem.reactor_fired(id), Some(1), "reads do not fire it");
 
