@@ -16,6 +16,7 @@ mod mock_plugin;
 mod binary;
 mod binder;
 mod binding_writes;
+mod chaos;
 mod delete;
 mod deploy;
 mod embedded;
