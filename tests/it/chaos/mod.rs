@@ -12,7 +12,8 @@
 //! `CHAOS_SEEDS` (default 200) sets how many seeds `chaos::seeds` runs,
 //! from `CHAOS_SEED_START` (default 0); a failing seed is printed with the
 //! command that replays it alone:
-//! `CHAOS_SEED=<n> cargo test --test it chaos::replay -- --nocapture`.
+//! `CHAOS_SEED=<n> cargo test --test it chaos::replay -- --nocapture`
+//! (with `RUST_LOG=info` to see the replicas' logs).
 
 mod faults;
 mod history;
@@ -101,6 +102,13 @@ fn seeds() {
 #[test]
 fn replay() {
     let seed = env_u64("CHAOS_SEED", 0);
+    // `RUST_LOG=info` (or any filter) shows the replicas' logs.
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
     let outcome = run_seed(seed);
     println!("chaos seed {seed} survived:\n{}", outcome.survived.table());
     let failed = failures(&[(seed, outcome)]);
