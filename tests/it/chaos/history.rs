@@ -161,12 +161,19 @@ impl History {
             }
         }
         for call in storage {
-            if let StorageCall::Delete { volume, uid } = call
-                && !walk.deletable.contains(uid)
-                && !user_deleted.contains(uid)
-            {
+            let StorageCall::Delete { volume, uid } = call else {
+                continue;
+            };
+            // No UID: storage whose volume object could not be stored is
+            // deleted again; wrong if the object was stored after all.
+            let wrong = if uid.is_empty() {
+                walk.provisioned.contains_key(volume)
+            } else {
+                !walk.deletable.contains(uid) && !user_deleted.contains(uid)
+            };
+            if wrong {
                 walk.problems.push(format!(
-                    "storage of volume {volume} ({uid}) deleted, but it was never released with policy Delete"
+                    "storage of volume {volume} ({uid:?}) deleted, but it was never released with policy Delete"
                 ));
             }
         }
