@@ -22,9 +22,9 @@ use super::world::StorageCall;
 
 /// One change of any kind, for the merged timeline.
 enum Change {
-    Volume(ChangeType, PersistentVolume),
-    Claim(ChangeType, PersistentVolumeClaim),
-    Pod(ChangeType, Pod),
+    Volume(ChangeType, Box<PersistentVolume>),
+    Claim(ChangeType, Box<PersistentVolumeClaim>),
+    Pod(ChangeType, Box<Pod>),
 }
 
 /// The observers of one run.
@@ -76,7 +76,7 @@ fn bound_volume(c: &PersistentVolumeClaim) -> Option<String> {
 fn drain<K>(
     observer: &mut Observer<K>,
     into: &mut Vec<(u64, Change)>,
-    wrap: fn(ChangeType, K) -> Change,
+    wrap: fn(ChangeType, Box<K>) -> Change,
 ) where
     K: serde::de::DeserializeOwned,
 {
@@ -86,7 +86,7 @@ fn drain<K>(
         object,
     } in observer.drain()
     {
-        into.push((resource_version, wrap(change, object)));
+        into.push((resource_version, wrap(change, Box::new(object))));
     }
 }
 
@@ -223,7 +223,8 @@ impl Walk {
             self.deletable.insert(id.clone());
         }
         if ty == ChangeType::Deleted {
-            if !user_deleted.contains(&id) && !(policy(v) == "Delete" && self.claim_gone(v)) {
+            let allowed = policy(v) == "Delete" && self.claim_gone(v);
+            if !(user_deleted.contains(&id) || allowed) {
                 self.problems.push(format!(
                     "volume {volume} deleted, policy {} and claim {:?} not gone",
                     policy(v),

@@ -133,7 +133,7 @@ impl Run {
         self.api.remove_reactor(slow);
         let requests = self.api.requests().total() - requests_before;
         self.survived
-            .add("requests while the faults were on", requests as u64);
+            .add("requests while the faults were on", requests);
         self.survived.add("requests failed by a fault", failed);
     }
 
