@@ -5,7 +5,8 @@
 //! - no volume is claimed twice: two live claims are never Bound to one
 //!   volume at once;
 //! - no volume is deleted, nor its storage deleted, unless its policy is
-//!   Delete and its claim was gone, or a user deleted it;
+//!   Delete and its claim was gone (or, provisioned, its claim was bound
+//!   to another volume), or a user deleted it;
 //! - no recycler pod is created for a claim that still exists, and no
 //!   second one for one release (volume and claim UIDs);
 //! - no second volume object is provisioned for one claim;
@@ -17,6 +18,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use memapi::{ChangeType, MemApi, Observed, Observer};
 use pv_controller::{RECYCLER_ANN_CLAIM_UID, RECYCLER_ANN_VOLUME_UID};
+use testkit::ANN_PROVISIONED_BY;
 
 use super::world::StorageCall;
 
@@ -93,7 +95,10 @@ fn drain<K>(
 /// The state the checks keep while they walk the timeline.
 #[derive(Default)]
 struct Walk {
+    /// Live claims by UID: the volume each is Bound to, if any.
     live_claims: HashMap<String, Option<String>>,
+    /// Live claims by UID: the volume each names (`spec.volumeName`).
+    named: HashMap<String, String>,
     gone_claims: HashSet<String>,
     volumes: HashMap<String, PersistentVolume>,
     /// Volume UID and claim UID of each release whose recycler pod ran.
@@ -187,8 +192,12 @@ impl Walk {
         let id = uid(c);
         if ty == ChangeType::Deleted {
             self.live_claims.remove(&id);
+            self.named.remove(&id);
             self.gone_claims.insert(id);
             return;
+        }
+        if let Some(volume) = c.spec.as_ref().and_then(|s| s.volume_name.clone()) {
+            self.named.insert(id.clone(), volume);
         }
         let bound = bound_volume(c);
         if let Some(volume) = &bound
@@ -219,12 +228,11 @@ impl Walk {
             }
         }
         let released = matches!(volume_phase(v), "Released" | "Failed");
-        if released && policy(v) == "Delete" && self.claim_gone(v) {
+        if released && self.deletable_now(v) {
             self.deletable.insert(id.clone());
         }
         if ty == ChangeType::Deleted {
-            let allowed = policy(v) == "Delete" && self.claim_gone(v);
-            if !(user_deleted.contains(&id) || allowed) {
+            if !(user_deleted.contains(&id) || self.deletable_now(v)) {
                 self.problems.push(format!(
                     "volume {volume} deleted, policy {} and claim {:?} not gone",
                     policy(v),
@@ -250,6 +258,17 @@ impl Walk {
 
     fn claim_gone(&self, v: &PersistentVolume) -> bool {
         claim_uid_of(v).is_some_and(|u| self.gone_claims.contains(&u))
+    }
+
+    /// Whether a volume of policy Delete may be deleted: its claim is gone,
+    /// or (a volume with `provisioned-by`) its claim names another volume,
+    /// so it is not needed (upstream deletes it too).
+    fn deletable_now(&self, v: &PersistentVolume) -> bool {
+        let provisioned = annotation(v, ANN_PROVISIONED_BY).is_some();
+        let bound_elsewhere = claim_uid_of(v)
+            .and_then(|u| self.named.get(&u))
+            .is_some_and(|other| *other != name(v));
+        policy(v) == "Delete" && (self.claim_gone(v) || provisioned && bound_elsewhere)
     }
 
     fn pod(&mut self, ty: ChangeType, p: &Pod) {

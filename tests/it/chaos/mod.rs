@@ -9,6 +9,9 @@
 //! Then the faults stop and the state must settle, within a bound, to one
 //! that keeps every invariant of the design ([`settled`] and [`history`]).
 //!
+//! The [`model`] test runs random action sequences without faults against
+//! a reference model of the settled state.
+//!
 //! `CHAOS_SEEDS` (default 200) sets how many seeds `chaos::seeds` runs,
 //! from `CHAOS_SEED_START` (default 0); a failing seed is printed with the
 //! command that replays it alone:
@@ -18,6 +21,7 @@
 mod faults;
 mod history;
 mod kubelet;
+mod model;
 mod replicas;
 mod run;
 mod settled;

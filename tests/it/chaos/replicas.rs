@@ -29,7 +29,7 @@ pub(crate) struct Replica {
 
 /// The plugins of every replica: the real hostPath recycler (pods the
 /// test's kubelet runs) and the chaos storage backend.
-fn plugins(storage: &Arc<ChaosPlugin>) -> VolumePlugins {
+pub(crate) fn plugins(storage: &Arc<ChaosPlugin>) -> VolumePlugins {
     let recycler = RecyclerPodConfig {
         template: default_recycler_template(),
         minimum_timeout: 60,
