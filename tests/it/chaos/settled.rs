@@ -48,6 +48,18 @@ fn free_static(v: &PersistentVolume) -> bool {
         && v.metadata.deletion_timestamp.is_none()
 }
 
+/// Whether the volume's claimRef names a claim other than `c`.
+fn claimed_by_another(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
+    let Some(reference) = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        return false;
+    };
+    reference.name != c.metadata.name
+        || reference
+            .uid
+            .as_ref()
+            .is_some_and(|uid| Some(uid) != c.metadata.uid.as_ref())
+}
+
 /// What keeps the server's state from being settled, if anything.
 pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
     let volumes = api.list::<PersistentVolume>();
@@ -64,7 +76,12 @@ pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
         }
         let wanted = c.spec.as_ref().and_then(|s| s.volume_name.as_deref());
         if let Some(wanted) = wanted {
-            if volumes.iter().any(|v| name(v) == wanted) {
+            // Pending is right while the volume is another claim's.
+            let free_for_it = volumes
+                .iter()
+                .find(|v| name(*v) == wanted)
+                .is_some_and(|v| !claimed_by_another(v, c));
+            if free_for_it {
                 problems.push(format!(
                     "claim {} names volume {wanted} but is not Bound",
                     name(c)
