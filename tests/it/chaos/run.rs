@@ -18,6 +18,15 @@ use super::replicas::Replica;
 use super::settled::unsettled;
 use super::world::{ChaosPlugin, Policy, Rng, chaos_class, pre_binding, static_volume, user_claim};
 
+/// What each replica watches (one list to start each).
+const WATCHED: [&str; 5] = [
+    "persistentvolumes",
+    "persistentvolumeclaims",
+    "storageclasses",
+    "pods",
+    "nodes",
+];
+
 /// Share of requests that fail while the faults are on.
 pub(crate) const FAULT_RATE: f64 = 0.10;
 const CHAOS_PHASE: Duration = Duration::from_secs(90);
@@ -79,8 +88,14 @@ pub(crate) async fn run(seed: u64) -> Outcome {
     for replica in std::mem::take(&mut run.replicas) {
         replica.stop().await;
     }
+    run.count_relists();
     let storage = run.storage.calls.lock().expect("plugin lock").clone();
-    problems.extend(run.history.check(&run.user_deleted, &storage));
+    let (violations, late) = run.history.check(&run.user_deleted, &storage);
+    problems.extend(violations);
+    run.survived.add(
+        "volumes provisioned again after their claim was deleted",
+        late,
+    );
     Outcome {
         problems,
         survived: run.survived,
@@ -96,6 +111,21 @@ impl Run {
         for _ in 0..4 {
             self.create_claim();
         }
+    }
+
+    /// Lists beyond the first one of each watcher of each replica: the
+    /// relists that expired versions (410 Gone) and failed lists forced.
+    fn count_relists(&mut self) {
+        let stats = self.api.requests();
+        let lists: u64 = WATCHED
+            .iter()
+            .map(|resource| stats.count(Verb::List, resource, None))
+            .sum();
+        let first = self.started * WATCHED.len() as u64;
+        self.survived.add(
+            "relists (lists after the first of each watcher)",
+            lists.saturating_sub(first),
+        );
     }
 
     fn next_name(&mut self, prefix: &str) -> String {
