@@ -5,14 +5,23 @@ use super::status::ApiError;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use serde_json::Value;
-use std::convert::Infallible;
 
-/// A response body: either a whole JSON document or a stream of watch events.
-pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+/// A response body: either a whole JSON document or a stream of watch
+/// events, which fails with [`StreamCut`] when its connection is cut.
+pub type ResponseBody = UnsyncBoxBody<Bytes, StreamCut>;
+
+/// The error a watch stream ends with when its connection is cut
+/// ([`MemApi::cut_watches`](crate::MemApi::cut_watches)), as a broken
+/// socket ends a real one mid-stream.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("watch stream cut by the in-memory API server (injected fault)")]
+pub struct StreamCut;
 
 /// A complete body from bytes.
 pub fn full(bytes: impl Into<Bytes>) -> ResponseBody {
-    Full::new(bytes.into()).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 /// A JSON response with the given code.

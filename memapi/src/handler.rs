@@ -160,23 +160,17 @@ async fn before_serving(shared: &Shared, info: &RequestInfo<'_>) -> Option<Outco
     for action in actions {
         match action {
             Action::Delay(d) => tokio::time::sleep(d).await,
-            Action::Error { code, message } => {
-                outcome = Some(Outcome::Respond(error_response(&ApiError::from_code(
-                    code, message,
-                ))));
+            Action::Error {
+                code,
+                message,
+                retry_after,
+            } => {
+                outcome = Some(Outcome::Respond(injected_error(code, message, retry_after)));
             }
             Action::DropConnection => outcome = Some(Outcome::Drop),
         }
     }
     outcome
-}
-
-/// Whether a verb writes.
-fn is_write(verb: Verb) -> bool {
-    matches!(
-        verb,
-        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
-    )
 }
 
 /// Runs the after-commit reactors on the answer of a successful write:
@@ -188,7 +182,7 @@ async fn after_commit(
     resp: http::Response<ResponseBody>,
 ) -> (Outcome, Option<u16>) {
     let code = resp.status().as_u16();
-    if !is_write(info.verb) || !resp.status().is_success() {
+    if !info.verb.is_write() || !resp.status().is_success() {
         return (Outcome::Respond(resp), None);
     }
     let actions = lock(&shared.reactors).react_after_commit(info);
@@ -197,8 +191,12 @@ async fn after_commit(
     for action in actions {
         match action {
             Action::Delay(d) => tokio::time::sleep(d).await,
-            Action::Error { code: c, message } => {
-                outcome = Outcome::Respond(error_response(&ApiError::from_code(c, message)));
+            Action::Error {
+                code: c,
+                message,
+                retry_after,
+            } => {
+                outcome = Outcome::Respond(injected_error(c, message, retry_after));
                 lost = Some(code);
             }
             Action::DropConnection => {
@@ -208,6 +206,26 @@ async fn after_commit(
         }
     }
     (outcome, lost)
+}
+
+/// The answer of a reactor's error: a `Status`, with a `Retry-After`
+/// header and `details.retryAfterSeconds` when the reactor gives one.
+fn injected_error(
+    code: u16,
+    message: String,
+    retry_after: Option<u32>,
+) -> http::Response<ResponseBody> {
+    let error = ApiError::from_code(code, message);
+    let Some(seconds) = retry_after else {
+        return error_response(&error);
+    };
+    let mut status = error.to_status();
+    status["details"] = json!({ "retryAfterSeconds": seconds });
+    let mut response = json_response(code, &status);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+    response
 }
 
 fn header(parts: &http::request::Parts, name: http::header::HeaderName) -> String {

@@ -48,7 +48,10 @@
 //!
 //! Reactors ([`Reactor`]) inject faults and latency, before a request is
 //! served or, for writes, after the change is stored (the answer is lost);
-//! [`RequestStats`] counts every request by verb, resource and code.
+//! [`MemApi::cut_watches`] breaks open watch streams and [`MemApi::compact`]
+//! expires old versions; [`RequestStats`] counts every request by verb,
+//! resource and code, and an [`Observer`] records every change of a kind
+//! for a test, beyond the reach of all those faults.
 //!
 //! Simplifications: no validation of whole objects beyond the rules above
 //! and names; no other admission plugin; no RBAC or field managers;
@@ -65,6 +68,7 @@ mod discovery;
 mod error;
 mod handler;
 mod object;
+mod observe;
 mod ops;
 mod patch;
 mod reactors;
@@ -82,15 +86,16 @@ mod tcp;
 mod validation;
 mod watch;
 
-pub use body::ResponseBody;
+pub use body::{ResponseBody, StreamCut};
 pub use error::MemApiError;
 pub use handler::ConnectionDropped;
-pub use reactors::{Action, Reactor, Times, Verb};
+pub use observe::{Observed, Observer};
+pub use reactors::{Action, Reactor, ReactorId, Times, Verb};
 pub use resources::{KINDS, ResourceKind};
 pub use service::MemApiService;
 pub use stats::{RequestLogEntry, RequestStats};
 pub use status::{ApiError, Cause, Details};
-pub use store::DEFAULT_HISTORY;
+pub use store::{ChangeType, DEFAULT_HISTORY};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -298,9 +303,59 @@ impl MemApi {
         ops::remove(&mut lock(&self.shared.store), kind, ns, name)
     }
 
-    /// Installs a reactor (consulted after those already installed).
-    pub fn add_reactor(&self, r: Reactor) {
-        lock(&self.shared.reactors).add(r);
+    /// Deletes an object as a DELETE request without options does:
+    /// finalizers hold it (it gets a deletionTimestamp) and a pod on a node
+    /// gets its grace period; no reactor is consulted and nothing is
+    /// counted. Returns what the request would answer: the object marked
+    /// for deletion, or its last state.
+    pub fn delete<K>(&self, namespace: Option<&str>, name: &str) -> Result<K, MemApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = kind_of::<K>()?;
+        let ns = if kind.namespaced {
+            namespace.unwrap_or("default")
+        } else {
+            ""
+        };
+        let answer = delete::delete(&mut lock(&self.shared.store), kind, ns, name, None)?;
+        from_value(&answer)
+    }
+
+    /// Starts recording every change of a kind from now on; see
+    /// [`Observer`].
+    pub fn observe<K>(&self) -> Result<Observer<K>, MemApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let kind = kind_of::<K>()?;
+        Ok(Observer::new(lock(&self.shared.store).observe(kind)))
+    }
+
+    /// Breaks every open watch stream of the API, as a network failure or
+    /// an apiserver restart does: each ends with a transport error after
+    /// the events already sent, and its client must watch again (from its
+    /// last version, which [`MemApi::compact`] may have expired). Returns
+    /// how many streams were cut; observers are not affected.
+    pub fn cut_watches(&self) -> usize {
+        lock(&self.shared.store).cut_watches()
+    }
+
+    /// Installs a reactor (consulted after those already installed);
+    /// returns its id, for [`MemApi::reactor_fired`] and
+    /// [`MemApi::remove_reactor`].
+    pub fn add_reactor(&self, r: Reactor) -> ReactorId {
+        lock(&self.shared.reactors).add(r)
+    }
+
+    /// How many times an installed reactor has fired (`None` once removed).
+    pub fn reactor_fired(&self, id: ReactorId) -> Option<u32> {
+        lock(&self.shared.reactors).get(id).map(Reactor::fired)
+    }
+
+    /// Removes one reactor; returns it (with its count) if it was installed.
+    pub fn remove_reactor(&self, id: ReactorId) -> Option<Reactor> {
+        lock(&self.shared.reactors).remove(id)
     }
 
     /// Removes every reactor.

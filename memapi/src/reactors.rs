@@ -1,10 +1,13 @@
 //! Reactors: the test lever to inject faults, in the spirit of client-go's
 //! fake clientset reactors but at the HTTP level.
 //!
-//! A reactor matches requests by verb, resource, name and subresource, and
-//! either answers with an error `Status`, drops the connection, or delays
-//! the request and lets it proceed. It fires once, N times, always, or with
-//! a probability drawn from memapi's seeded generator.
+//! A reactor matches requests by verb (or every write), resource, name and
+//! subresource, and either answers with an error `Status` (with a
+//! `Retry-After` header when asked, as a throttling apiserver sends),
+//! drops the connection, or delays the request and lets it proceed. It
+//! fires once, N times, always, or with a probability drawn from memapi's
+//! seeded generator. Installing a reactor gives a [`ReactorId`], by which a
+//! test reads how often it fired and removes it.
 //!
 //! By default a reactor acts before the request is served: an error or a
 //! drop means nothing was written. An [`after_commit`](Reactor::after_commit)
@@ -37,6 +40,16 @@ pub enum Verb {
     Delete,
 }
 
+impl Verb {
+    /// Whether the verb changes something (create, update, patch, delete).
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+        )
+    }
+}
+
 impl fmt::Display for Verb {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = match self {
@@ -61,6 +74,10 @@ pub enum Action {
         code: u16,
         /// `Status.message`.
         message: String,
+        /// Seconds for a `Retry-After` header (and the Status's
+        /// `details.retryAfterSeconds`), as an apiserver shedding load sends
+        /// with 429; no header when `None`.
+        retry_after: Option<u32>,
     },
     /// Fail the request without an answer: the tower service returns an
     /// error and the TCP listener closes the connection.
@@ -93,6 +110,7 @@ pub enum Times {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reactor {
     verb: Option<Verb>,
+    writes_only: bool,
     resource: Option<String>,
     group: Option<String>,
     name: Option<String>,
@@ -133,6 +151,7 @@ impl Reactor {
     pub fn any() -> Self {
         Self {
             verb: None,
+            writes_only: false,
             resource: None,
             group: None,
             name: None,
@@ -140,11 +159,19 @@ impl Reactor {
             action: Action::Error {
                 code: 500,
                 message: "injected error".to_string(),
+                retry_after: None,
             },
             times: Times::Once,
             after_commit: false,
             fired: 0,
         }
+    }
+
+    /// Matches only writes (create, update, patch, delete), of any resource
+    /// unless [`on`](Self::on) named one.
+    pub fn writes_only(mut self) -> Self {
+        self.writes_only = true;
+        self
     }
 
     /// Matches only this API group ("" for core; tells core and events.k8s.io events apart).
@@ -175,6 +202,25 @@ impl Reactor {
         self.action = Action::Error {
             code,
             message: message.to_string(),
+            retry_after: None,
+        };
+        self
+    }
+
+    /// Answer 429 TooManyRequests with `Retry-After: seconds`, as an
+    /// apiserver over its in-flight limit does.
+    ///
+    /// ```
+    /// use memapi::{Reactor, Verb};
+    /// // The next claim update is throttled: come back in 2 s.
+    /// let r = Reactor::on(Verb::Update, "persistentvolumeclaims").throttle(2);
+    /// # let _ = r;
+    /// ```
+    pub fn throttle(mut self, seconds: u32) -> Self {
+        self.action = Action::Error {
+            code: 429,
+            message: "Too many requests, please try again later.".to_string(),
+            retry_after: Some(seconds),
         };
         self
     }
@@ -225,8 +271,14 @@ impl Reactor {
         self
     }
 
+    /// How many times this reactor has fired.
+    pub fn fired(&self) -> u32 {
+        self.fired
+    }
+
     fn matches(&self, req: &RequestInfo<'_>) -> bool {
         self.verb.is_none_or(|v| v == req.verb)
+            && (!self.writes_only || req.verb.is_write())
             && self.resource.as_deref().is_none_or(|r| r == req.resource)
             && self.group.as_deref().is_none_or(|g| g == req.group)
             && self.name.as_deref().is_none_or(|n| Some(n) == req.name)
@@ -251,11 +303,16 @@ impl Reactor {
     }
 }
 
+/// Names one installed reactor, to read its count or remove it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReactorId(u64);
+
 /// The installed reactors, consulted in installation order, with the
 /// generator their probabilities draw from.
 #[derive(Debug)]
 pub struct Reactors {
-    list: Vec<Reactor>,
+    list: Vec<(ReactorId, Reactor)>,
+    next_id: u64,
     rng: Rng,
 }
 
@@ -264,13 +321,28 @@ impl Reactors {
     pub fn new(seed: u64) -> Self {
         Self {
             list: Vec::new(),
+            next_id: 0,
             rng: Rng::new(seed),
         }
     }
 
     /// Installs a reactor after the existing ones.
-    pub fn add(&mut self, r: Reactor) {
-        self.list.push(r);
+    pub fn add(&mut self, r: Reactor) -> ReactorId {
+        let id = ReactorId(self.next_id);
+        self.next_id += 1;
+        self.list.push((id, r));
+        id
+    }
+
+    /// The installed reactor of that id, if it is still installed.
+    pub fn get(&self, id: ReactorId) -> Option<&Reactor> {
+        self.list.iter().find(|(i, _)| *i == id).map(|(_, r)| r)
+    }
+
+    /// Removes one reactor; returns it if it was installed.
+    pub fn remove(&mut self, id: ReactorId) -> Option<Reactor> {
+        let at = self.list.iter().position(|(i, _)| *i == id)?;
+        Some(self.list.remove(at).1)
     }
 
     /// Removes all reactors.
@@ -296,6 +368,7 @@ impl Reactors {
         let candidates = self
             .list
             .iter_mut()
+            .map(|(_, r)| r)
             .filter(|r| r.after_commit == after_commit && r.matches(req));
         for r in candidates {
             if r.fire(&mut self.rng) {

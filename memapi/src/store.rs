@@ -55,6 +55,8 @@ pub enum WatchItem {
     Bookmark(u64, bool),
     /// An in-stream error, after which the stream ends.
     Error(ApiError),
+    /// The connection breaks: the stream ends with a transport error.
+    Cut,
 }
 
 /// The sending half of one watch, with what it filters on.
@@ -63,6 +65,9 @@ struct WatchSink {
     kind: &'static ResourceKind,
     filter: Filter,
     tx: mpsc::UnboundedSender<WatchItem>,
+    /// A watch of the API, which [`Store::cut_watches`] can break; an
+    /// observer of the tests is not.
+    cuttable: bool,
 }
 
 impl WatchSink {
@@ -229,7 +234,12 @@ impl Store {
         initial_events: bool,
     ) -> Result<mpsc::UnboundedReceiver<WatchItem>, ApiError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let sink = WatchSink { kind, filter, tx };
+        let sink = WatchSink {
+            kind,
+            filter,
+            tx,
+            cuttable: true,
+        };
         if initial_events {
             for (_, obj) in self.iter(kind).filter(|(_, o)| sink.filter.matches(o)) {
                 // The receiver is alive: `rx` is still in our hands.
@@ -259,5 +269,35 @@ impl Store {
     pub fn compact(&mut self) {
         self.history.clear();
         self.compacted = self.rv;
+    }
+
+    /// Breaks every open watch of the API (observers stay): each stream
+    /// ends with a transport error after the events already queued.
+    /// Returns how many streams were cut.
+    pub fn cut_watches(&mut self) -> usize {
+        let mut cut = 0;
+        self.watchers.retain(|w| {
+            if !w.cuttable {
+                return true;
+            }
+            if w.tx.send(WatchItem::Cut).is_ok() {
+                cut += 1;
+            }
+            false
+        });
+        cut
+    }
+
+    /// Registers an observer of every change of a kind from now on: an
+    /// unfiltered watcher that no cut affects.
+    pub fn observe(&mut self, kind: &'static ResourceKind) -> mpsc::UnboundedReceiver<WatchItem> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.watchers.push(WatchSink {
+            kind,
+            filter: Filter::default(),
+            tx,
+            cuttable: false,
+        });
+        rx
     }
 }

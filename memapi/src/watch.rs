@@ -2,11 +2,12 @@
 //!
 //! Events come from the watcher's channel (filled under the store lock, so
 //! catch-up and live events neither gap nor repeat). The stream also sends
-//! periodic BOOKMARKs when asked, ends after `timeoutSeconds`, and ends
-//! after an in-stream ERROR (such as 410 Expired). All timers are tokio
-//! timers, so paused-time tests work.
+//! periodic BOOKMARKs when asked, ends after `timeoutSeconds`, ends after
+//! an in-stream ERROR (such as 410 Expired), and fails with [`StreamCut`]
+//! when its connection is cut. All timers are tokio timers, so paused-time
+//! tests work.
 
-use super::body::ResponseBody;
+use super::body::{ResponseBody, StreamCut};
 use super::resources::ResourceKind;
 use super::store::{ChangeType, Store, WatchItem};
 use super::table;
@@ -47,8 +48,8 @@ struct WatchState {
     done: bool,
 }
 
-/// One event as a JSON line.
-fn render(opts: &WatchOptions, item: &WatchItem) -> Bytes {
+/// One event as a JSON line; `None` for the item that cuts the stream.
+fn render(opts: &WatchOptions, item: &WatchItem) -> Option<Bytes> {
     let event = match item {
         WatchItem::Event(ty, obj) => {
             let ty = match ty {
@@ -78,21 +79,23 @@ fn render(opts: &WatchOptions, item: &WatchItem) -> Bytes {
             })
         }
         WatchItem::Error(err) => json!({ "type": "ERROR", "object": err.to_status() }),
+        WatchItem::Cut => return None,
     };
     let mut line = serde_json::to_vec(&event).unwrap_or_default();
     line.push(b'\n');
-    Bytes::from(line)
+    Some(Bytes::from(line))
 }
 
 impl WatchState {
-    /// The next line to send, or `None` when the stream is over.
-    async fn next_line(&mut self) -> Option<Bytes> {
+    /// The next line to send, `None` when the stream is over, or the cut
+    /// that ends it with an error.
+    async fn next_line(&mut self) -> Option<Result<Bytes, StreamCut>> {
         loop {
             if let Some(item) = self.pending.pop_front() {
-                if matches!(item, WatchItem::Error(_)) {
+                if matches!(item, WatchItem::Error(_) | WatchItem::Cut) {
                     self.done = true;
                 }
-                return Some(render(&self.opts, &item));
+                return Some(render(&self.opts, &item).ok_or(StreamCut));
             }
             if self.done {
                 return None;
@@ -151,6 +154,6 @@ pub fn stream_body(
     let stream = futures::stream::unfold(state, |mut st| async move {
         st.next_line().await.map(|line| (line, st))
     })
-    .map(|line| Ok::<_, std::convert::Infallible>(Frame::data(line)));
+    .map(|line| line.map(Frame::data));
     StreamBody::new(stream).boxed_unsync()
 }

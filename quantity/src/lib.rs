@@ -247,6 +247,9 @@ fn parse(input: &str) -> Result<Amount, QuantityError> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

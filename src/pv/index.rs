@@ -386,4 +386,6 @@ impl<'a> Selector<'a> {
 }
 
 #[cfg(test)]
+mod brute_force;
+#[cfg(test)]
 mod tests;

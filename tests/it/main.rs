@@ -18,6 +18,7 @@ mod pod_harness;
 mod binary;
 mod binder;
 mod binding_writes;
+mod chaos;
 mod delete;
 mod deploy;
 mod embedded;

@@ -4,15 +4,19 @@
 //! until it settles. CSI migration (11-21) is not implemented and has no row.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::harness::{row, run_table};
-use crate::mock_plugin::{MockConfig, provision1_error, provision1_success, provision2_success};
+use crate::harness::{Running, row, run_table};
+use crate::mock_plugin::{
+    MockConfig, MockPlugin, provision1_error, provision1_success, provision2_success,
+};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, TypedLocalObjectReference,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use memapi::{Reactor, Verb};
+use memapi::{MemApi, Reactor, Verb};
+use pv_controller::{BaseConfig, Settings, VolumePlugins};
 use testkit::*;
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
@@ -547,4 +551,59 @@ async fn every_migrated_plugin_hands_its_claims_to_its_driver() {
         })
         .collect();
     run_table(rows).await;
+}
+
+/// The first create of the provisioned volume is stored but its answer is
+/// lost, and every retry fails before reaching the store: the volume object
+/// exists, so its storage must not be deleted as if the object could not
+/// be saved (found by the chaos suite: a volume left without storage).
+#[tokio::test(start_paused = true)]
+async fn storage_of_a_volume_object_stored_unanswered_is_never_deleted() {
+    let api = MemApi::new();
+    for class in classes() {
+        api.create(&class).expect("class");
+    }
+    api.create(&pending("claim-x", "uid-x", "gold").build())
+        .expect("claim");
+    // The first create waits a second (already past the reactors), is
+    // stored, and its answer is lost; from then on every create fails.
+    let create = || Reactor::on(Verb::Create, "persistentvolumes");
+    api.add_reactor(create().delay(Duration::from_secs(1)));
+    api.add_reactor(create().error(500).after_commit());
+    let plugin = Arc::new(MockPlugin::new(
+        MockConfig::default()
+            .provisions(vec![provision1_success()])
+            .deletes(&[None]),
+    ));
+    let calls = Arc::clone(&plugin.calls);
+    let config = BaseConfig {
+        settings: Settings {
+            plugins: VolumePlugins::default().with(plugin),
+            ..Settings::default()
+        },
+        ..BaseConfig::default()
+    };
+    let running = Running::start_with(&api, config);
+    while api
+        .requests()
+        .count(Verb::Create, "persistentvolumes", None)
+        == 0
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let failing = api.add_reactor(create().error(500).always());
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    api.remove_reactor(failing);
+    running.settle().await;
+    running.stop().await;
+
+    assert!(api.get::<PersistentVolume>(None, "pvc-uid-x").is_some());
+    assert!(
+        calls.lock().unwrap().deletes.is_empty(),
+        "the storage behind the stored volume object was deleted"
+    );
+    let claim = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim-x")
+        .expect("claim");
+    assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
 }

@@ -505,3 +505,38 @@ async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof(
         "{events:?}"
     );
 }
+
+/// A scrub that succeeded proves the release clean even when the volume
+/// write after it fails: the retry finds the pod that ran and makes the
+/// volume Available, instead of scrubbing again with a second pod (found
+/// by the chaos suite: the pod used to be deleted before the volume was
+/// written).
+#[tokio::test(start_paused = true)]
+async fn a_failed_volume_write_after_the_scrub_starts_no_second_recycler_pod() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(real_controller(&api));
+    let pod = wait_for_pod(&api).await;
+    api.add_reactor(memapi::Reactor::on(Verb::Update, "persistentvolumes").error(500));
+    finish_pod(&api, pod, "Succeeded", None);
+    let volume = wait_for_phase(&api, "Available").await;
+    assert!(volume.spec.and_then(|s| s.claim_ref).is_none());
+    assert_eq!(
+        api.requests()
+            .count_code(Verb::Update, "persistentvolumes", None, 500),
+        1,
+        "the volume write failed once"
+    );
+    assert_eq!(
+        api.requests().count_code(Verb::Create, "pods", None, 201),
+        1,
+        "one recycler pod for one release"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        api.get::<Pod>(Some("default"), POD).is_none(),
+        "the pod is deleted once the volume is Available"
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+}

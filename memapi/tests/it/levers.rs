@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, Persisten
 use k8s_openapi::api::events::v1::Event as NewEvent;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
-use memapi::MemApi;
+use memapi::{ChangeType, MemApi, Reactor, Verb};
 use serde_json::json;
 
 #[tokio::test]
@@ -83,4 +83,69 @@ async fn core_and_new_events_are_separate_resources() {
         mem.get::<Lease>(Some("kube-system"), "pv-controller")
             .is_some()
     );
+}
+
+#[tokio::test]
+async fn an_observer_sees_every_change_in_order_whatever_the_faults() {
+    let mem = MemApi::new();
+    let before = mem.create(&pv("before", "1Gi")).unwrap();
+    let mut observer = mem.observe::<PersistentVolume>().unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    // Faults that break every API watch and expire every version.
+    mem.add_reactor(
+        Reactor::on(Verb::Watch, "persistentvolumes")
+            .error(500)
+            .always(),
+    );
+    pvs.create(&PostParams::default(), &pv("a", "1Gi"))
+        .await
+        .unwrap();
+    mem.compact();
+    mem.cut_watches();
+    let mut labelled = before.clone();
+    labelled.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+    mem.put(&labelled).unwrap();
+    assert!(mem.remove::<PersistentVolume>(None, "a"));
+    mem.create(&pvc("ns", "c", "1Gi")).unwrap();
+
+    let seen: Vec<(ChangeType, String, u64)> = observer
+        .drain()
+        .into_iter()
+        .map(|o| (o.change, o.object.name_any(), o.resource_version))
+        .collect();
+    let kinds: Vec<(ChangeType, &str)> = seen.iter().map(|(c, n, _)| (*c, n.as_str())).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (ChangeType::Added, "a"),
+            (ChangeType::Modified, "before"),
+            (ChangeType::Deleted, "a"),
+        ],
+        "only volumes, none from before the observer"
+    );
+    assert!(seen.windows(2).all(|w| w[0].2 < w[1].2), "{seen:?}");
+    assert_eq!(seen[2].2 + 1, mem.resource_version(), "the claim came last");
+    assert!(observer.drain().is_empty());
+}
+
+#[tokio::test]
+async fn delete_lever_honours_finalizers_like_a_delete_request() {
+    let mem = MemApi::new();
+    let mut held = pv("held", "1Gi");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    mem.create(&held).unwrap();
+    mem.create(&pv("free", "1Gi")).unwrap();
+    mem.add_reactor(Reactor::any().error(500).always());
+
+    let answer: PersistentVolume = mem.delete(None, "held").unwrap();
+    assert!(answer.metadata.deletion_timestamp.is_some());
+    let stored = mem.get::<PersistentVolume>(None, "held").unwrap();
+    assert!(
+        stored.metadata.deletion_timestamp.is_some(),
+        "held by its finalizer"
+    );
+    let _: PersistentVolume = mem.delete(None, "free").unwrap();
+    assert!(mem.get::<PersistentVolume>(None, "free").is_none());
+    assert!(mem.delete::<PersistentVolume>(None, "free").is_err());
+    assert_eq!(mem.requests().total(), 0, "no request was made or counted");
 }

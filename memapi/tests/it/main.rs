@@ -3,6 +3,7 @@
 //! area of its behaviour.
 
 mod crud;
+mod fuzz;
 mod kubectl;
 mod levers;
 mod list;

@@ -447,3 +447,60 @@ async fn discovery_documents() {
     let (_, version) = raw(&mem, "GET", "/version", "", "").await;
     assert_eq!(version["major"], "1");
 }
+
+#[tokio::test]
+async fn throttle_answers_429_with_retry_after() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let id = mem.add_reactor(Reactor::on(Verb::Get, "persistentvolumes").throttle(3));
+    let req = http::Request::builder()
+        .uri("/api/v1/persistentvolumes/pv1")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = mem.service().oneshot(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 429);
+    assert_eq!(
+        resp.headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok()),
+        Some("3")
+    );
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let status: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(status["reason"], "TooManyRequests");
+    assert_eq!(status["details"]["retryAfterSeconds"], 3);
+    assert_eq!(mem.reactor_fired(id), Some(1));
+    // Fired once: the next get goes through.
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    pvs.get("pv1").await.unwrap();
+    assert_eq!(mem.requests().total_with_code(429), 1);
+}
+
+#[tokio::test]
+async fn writes_only_reactors_leave_reads_alone_and_ids_count_and_remove() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let id = mem.add_reactor(Reactor::any().writes_only().error(500).always());
+    let err = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 500);
+    assert!(
+        pvs.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(pvs.get_opt("pv1").await.unwrap(), None);
+    assert_eq!(mem.reactor_fired(id), Some(1), "reads do not fire it");
+
+    let removed = mem.remove_reactor(id).expect("installed");
+    assert_eq!(removed.fired(), 1);
+    assert_eq!(mem.reactor_fired(id), None);
+    assert!(mem.remove_reactor(id).is_none());
+    pvs.create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+}

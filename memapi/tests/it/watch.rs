@@ -180,3 +180,86 @@ async fn streaming_list_watcher_gets_initial_events() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cut_watch_fails_mid_stream_and_the_watcher_resumes_without_a_relist() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    mem.create(&pv("b", "1Gi")).unwrap();
+    assert_eq!(mem.cut_watches(), 1);
+    // The event sent before the cut arrives, then the broken stream.
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(o.name_any(), "b"),
+        other => panic!("expected b, got {other:?}"),
+    }
+    match rx.recv().await.unwrap() {
+        Err(watcher::Error::WatchFailed(_)) => {}
+        other => panic!("expected the stream to fail, got {other:?}"),
+    }
+    mem.create(&pv("c", "1Gi")).unwrap();
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(o.name_any(), "c"),
+        other => panic!("expected c after the re-watch, got {other:?}"),
+    }
+    let stats = mem.requests();
+    assert_eq!(
+        stats.count(Verb::List, "persistentvolumes", None),
+        1,
+        "no relist"
+    );
+    assert_eq!(stats.count(Verb::Watch, "persistentvolumes", None), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cut_after_a_compaction_makes_the_watcher_relist() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    // The stream breaks; its re-watch is held back while the cluster
+    // changes and the history is compacted past the watcher's version.
+    mem.add_reactor(Reactor::on(Verb::Watch, "persistentvolumes").delay(Duration::from_secs(30)));
+    assert_eq!(mem.cut_watches(), 1);
+    assert!(mem.remove::<PersistentVolume>(None, "a"));
+    mem.compact();
+    mem.create(&pv("b", "1Gi")).unwrap();
+    let mut errors = vec![];
+    let relisted = tokio::time::timeout(Duration::from_secs(600), async {
+        loop {
+            match rx.recv().await.unwrap() {
+                Err(e) => errors.push(e.to_string()),
+                Ok(Event::Init) => return until_init_done_after_init(&mut rx).await,
+                Ok(other) => panic!("unexpected before the relist: {other:?}"),
+            }
+        }
+    })
+    .await;
+    let listed = relisted.unwrap_or_else(|_| panic!("no relist; errors: {errors:?}"));
+    assert_eq!(listed, vec!["b".to_string()]);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("too old resource version")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        mem.requests().count(Verb::List, "persistentvolumes", None),
+        2
+    );
+}
+
+/// The names listed between an Init already received and InitDone.
+async fn until_init_done_after_init(
+    rx: &mut mpsc::UnboundedReceiver<Result<Event<PersistentVolume>, watcher::Error>>,
+) -> Vec<String> {
+    let mut names = Vec::new();
+    loop {
+        match rx.recv().await.unwrap() {
+            Ok(Event::InitApply(o)) => names.push(o.name_any()),
+            Ok(Event::InitDone) => return names,
+            other => panic!("unexpected before InitDone: {other:?}"),
+        }
+    }
+}

@@ -23,7 +23,9 @@ use crate::pv::constants::{
 };
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::ClaimKey;
-use crate::pv::objects::{VolumePhase, annotation, claim_class, claim_reference};
+use crate::pv::objects::{
+    VolumePhase, annotation, claim_class, claim_reference, is_volume_bound_to_claim,
+};
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
 
 /// The name of the volume provisioned for a claim.
@@ -146,6 +148,23 @@ impl Controller {
                 self.note(claim.as_ref(), reasons::PROVISIONING_SUCCEEDED, message);
             }
             Err(error) => {
+                match self.stored_after_all(claim, &pv_name.0, &error).await {
+                    Stored::Yes => {
+                        let message =
+                            format!("Successfully provisioned volume {pv_name} using {plugin}");
+                        self.note(claim.as_ref(), reasons::PROVISIONING_SUCCEEDED, message);
+                        return;
+                    }
+                    Stored::Unknown(read) => {
+                        let message = format!(
+                            "Error creating provisioned PV object for claim {}: {error}. Keeping the volume: cannot tell whether its object was stored ({read}).",
+                            ClaimKey::of(claim)
+                        );
+                        self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
+                        return;
+                    }
+                    Stored::No => {}
+                }
                 let message = format!(
                     "Error creating provisioned PV object for claim {}: {error}. Deleting the volume.",
                     ClaimKey::of(claim)
@@ -153,6 +172,31 @@ impl Controller {
                 tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
                 self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
                 self.clean_up_provisioned(claim, volume).await;
+            }
+        }
+    }
+
+    /// Whether the volume object whose create failed (`error`) exists after
+    /// all, so that its storage must be kept: an attempt stored but
+    /// unanswered, with every retry failing before the store. When the
+    /// server cannot be asked, the storage is kept too: the next attempt
+    /// finds the object, or provisions the same storage again under its
+    /// deterministic name.
+    async fn stored_after_all(
+        &self,
+        claim: &PersistentVolumeClaim,
+        pv_name: &str,
+        error: &Error,
+    ) -> Stored {
+        match self.fresh_volume(pv_name).await {
+            Ok(Some(stored)) if is_volume_bound_to_claim(&stored, claim) => {
+                tracing::info!(volume = %pv_name, %error, "volume object stored after all, keeping its storage");
+                Stored::Yes
+            }
+            Ok(_) => Stored::No,
+            Err(read) => {
+                tracing::warn!(volume = %pv_name, %error, %read, "cannot tell whether the volume object was stored, keeping its storage");
+                Stored::Unknown(read)
             }
         }
     }
@@ -279,6 +323,16 @@ impl Controller {
             message,
         );
     }
+}
+
+/// Whether a volume object whose create failed is on the server after all.
+enum Stored {
+    /// It is, for this claim: its create got through unanswered.
+    Yes,
+    /// The server could not be asked.
+    Unknown(Error),
+    /// It is not.
+    No,
 }
 
 /// The plugin's volume made ready to create: named, pre-bound to the claim

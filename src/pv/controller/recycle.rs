@@ -69,6 +69,11 @@ impl Controller {
                 if self.unbind_volume(&volume).await? {
                     self.follow_ups.report(Next::available_if(true));
                 }
+                // Only now: until the volume is Available, the plugin's
+                // proof of the scrub must stay for a retry to find.
+                if let Err(error) = plugin.finish_recycle(&volume, &context).await {
+                    tracing::warn!(%error, "cleaning up after the recycle failed");
+                }
                 Ok(())
             }
             Err(error) => {

@@ -175,6 +175,14 @@ impl VolumePlugin for HostPathPlugin {
             recycler::recycle(&self.recycler, volume, scrubbed, context).await
         })
     }
+
+    fn finish_recycle<'a>(
+        &'a self,
+        volume: &'a PersistentVolume,
+        context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(recycler::finish(&self.recycler, volume, context))
+    }
 }
 
 #[cfg(test)]

@@ -153,6 +153,18 @@ pub trait VolumePlugin: Send + Sync {
         let error = PluginError::Setup(format!("plugin {:?} cannot recycle", self.name()));
         Box::pin(async move { Err(error) })
     }
+
+    /// Cleans up after a successful [`recycle`](Self::recycle), once the
+    /// volume is Available again: what proved the scrub (a recycler pod) is
+    /// kept until then, so that a retry after a failed volume write finds
+    /// it instead of scrubbing twice. Nothing to do by default.
+    fn finish_recycle<'a>(
+        &'a self,
+        _volume: &'a PersistentVolume,
+        _context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Who deletes a released volume's storage; see [`VolumePlugins::deleter`].

@@ -55,4 +55,12 @@ impl VolumePlugin for NfsPlugin {
             recycler::recycle(&self.recycler, volume, scrubbed, context).await
         })
     }
+
+    fn finish_recycle<'a>(
+        &'a self,
+        volume: &'a PersistentVolume,
+        context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(recycler::finish(&self.recycler, volume, context))
+    }
 }

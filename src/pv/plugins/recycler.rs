@@ -294,7 +294,8 @@ pub(crate) fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
 
 /// Runs a recycler pod to its end: creates it (or adopts the pod of the same
 /// name started for this release earlier), waits until it succeeds, fails or
-/// disappears, relaying its events to the volume, and deletes it.
+/// disappears, relaying its events to the volume; deletes it unless it
+/// succeeded.
 pub(crate) async fn run(
     client: &Client,
     pod: Pod,
@@ -320,18 +321,41 @@ pub(crate) async fn run(
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
     let ended =
         tokio::time::timeout(deadline, watch_pod(&pods, &events, &name, !adopted, relay)).await;
-    let result = match ended {
-        Ok(PodEnd::Succeeded) => Ok(()),
-        Ok(PodEnd::Failed(message)) => Err(RecyclerError::PodFailed(message)),
-        Ok(PodEnd::Deleted) => Err(RecyclerError::PodDeleted),
-        Err(_) => Err(RecyclerError::Timeout(deadline)),
+    let error = match ended {
+        // Kept until the volume is Available: if writing the volume fails,
+        // the retry adopts this pod as proof instead of scrubbing again
+        // with a second one. [`finish`] deletes it.
+        Ok(PodEnd::Succeeded) => return Ok(()),
+        Ok(PodEnd::Failed(message)) => RecyclerError::PodFailed(message),
+        Ok(PodEnd::Deleted) => RecyclerError::PodDeleted,
+        Err(_) => RecyclerError::Timeout(deadline),
     };
-    let cleanup = delete_pod(&pods, &name).await;
-    match (result, cleanup) {
-        (Err(error), _) => Err(error),
-        (Ok(()), Err(message)) => Err(RecyclerError::Cleanup(message)),
-        (Ok(()), Ok(())) => Ok(()),
+    if let Err(message) = delete_pod(&pods, &name).await {
+        tracing::warn!(pod = %name, %message, "deleting the failed recycler pod failed");
     }
+    Err(error)
+}
+
+/// Deletes the recycler pod of `volume` once the volume is Available again
+/// (the pod's success is no longer needed as proof). A pod left behind by a
+/// failure here is of an earlier release by the time the volume is released
+/// again, and is then deleted before a new one is made.
+pub(crate) async fn finish(
+    config: &RecyclerPodConfig,
+    volume: &PersistentVolume,
+    context: &RecycleContext,
+) -> Result<(), PluginError> {
+    let pod = build_pod(config, volume, Volume::default());
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
+    delete_pod(&pods, &name)
+        .await
+        .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
 }
 
 /// Creates the pod; returns whether an existing pod made for this release

@@ -1,0 +1,401 @@
+//! One chaos run, from a seed: a small cluster, two replicas, 90 s of
+//! faults, user actions and kills, then up to 15 min (paused time) for the
+//! state to settle and keep every invariant.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use memapi::{MemApi, MemApiConfig, Observer, Reactor, Verb};
+use tokio::time::Instant;
+
+use super::faults::{RequestFaults, Survived};
+use super::history::History;
+use super::kubelet::Kubelet;
+use super::replicas::Replica;
+use super::settled::unsettled;
+use super::world::{ChaosPlugin, Policy, Rng, chaos_class, pre_binding, static_volume, user_claim};
+
+/// What each replica watches (one list to start each).
+const WATCHED: [&str; 5] = [
+    "persistentvolumes",
+    "persistentvolumeclaims",
+    "storageclasses",
+    "pods",
+    "nodes",
+];
+
+/// Share of requests that fail while the faults are on.
+pub(crate) const FAULT_RATE: f64 = 0.10;
+const CHAOS_PHASE: Duration = Duration::from_secs(90);
+const STEP: Duration = Duration::from_millis(250);
+/// The bound on settling once the faults stop.
+const SETTLE_LIMIT: Duration = Duration::from_secs(900);
+/// How long the state must stay settled to count.
+const SETTLED_FOR: Duration = Duration::from_secs(30);
+
+/// What one run found and survived.
+pub(crate) struct Outcome {
+    pub(crate) problems: Vec<String>,
+    pub(crate) survived: Survived,
+}
+
+/// The moving parts of one run.
+struct Run {
+    api: MemApi,
+    rng: Rng,
+    storage: Arc<ChaosPlugin>,
+    replicas: Vec<Replica>,
+    started: u64,
+    kubelet: Kubelet,
+    history: History,
+    leases: Observer<Lease>,
+    holder: Option<String>,
+    user_deleted: BTreeSet<String>,
+    names: u64,
+    pods_seen: usize,
+    survived: Survived,
+}
+
+/// Runs seed `seed` to the end.
+pub(crate) async fn run(seed: u64) -> Outcome {
+    let api = MemApi::with_config(MemApiConfig {
+        seed,
+        ..MemApiConfig::default()
+    });
+    let mut run = Run {
+        history: History::start(&api),
+        leases: api.observe().expect("observe leases"),
+        api,
+        rng: Rng::new(seed),
+        storage: Arc::new(ChaosPlugin::default()),
+        replicas: Vec::new(),
+        started: 0,
+        kubelet: Kubelet::new(seed),
+        holder: None,
+        user_deleted: BTreeSet::new(),
+        names: 0,
+        pods_seen: 0,
+        survived: Survived::default(),
+    };
+    run.seed_cluster();
+    run.start_replica();
+    run.start_replica();
+    run.chaos().await;
+    let mut problems = run.settle().await;
+    for replica in std::mem::take(&mut run.replicas) {
+        replica.stop().await;
+    }
+    run.count_relists();
+    let storage = run.storage.calls.lock().expect("plugin lock").clone();
+    let (violations, late) = run.history.check(&run.user_deleted, &storage);
+    problems.extend(violations);
+    run.survived.add(
+        "volumes provisioned again after their claim was deleted",
+        late,
+    );
+    Outcome {
+        problems,
+        survived: run.survived,
+    }
+}
+
+impl Run {
+    fn seed_cluster(&mut self) {
+        self.api.create(&chaos_class()).expect("class");
+        for _ in 0..5 {
+            self.create_volume();
+        }
+        for _ in 0..4 {
+            self.create_claim();
+        }
+    }
+
+    /// Lists beyond the first one of each watcher of each replica: the
+    /// relists that expired versions (410 Gone) and failed lists forced.
+    fn count_relists(&mut self) {
+        let stats = self.api.requests();
+        let lists: u64 = WATCHED
+            .iter()
+            .map(|resource| stats.count(Verb::List, resource, None))
+            .sum();
+        let first = self.started * WATCHED.len() as u64;
+        self.survived.add(
+            "relists (lists after the first of each watcher)",
+            lists.saturating_sub(first),
+        );
+    }
+
+    fn next_name(&mut self, prefix: &str) -> String {
+        self.names += 1;
+        format!("{prefix}{}", self.names)
+    }
+
+    fn start_replica(&mut self) {
+        self.started += 1;
+        let identity = format!("replica-{}", self.started);
+        self.replicas
+            .push(Replica::start(&self.api, identity, &self.storage));
+    }
+
+    /// The faults phase: request faults on, user actions, stream cuts,
+    /// compactions, storage failures and kills at random steps.
+    async fn chaos(&mut self) {
+        let faults = RequestFaults::install(&self.api, FAULT_RATE);
+        // Claim writes held a second now and then: a window in which a
+        // bind has reserved its volume but not yet written its claim.
+        let slow = self.api.add_reactor(
+            Reactor::on(Verb::Update, "persistentvolumeclaims")
+                .delay(Duration::from_secs(1))
+                .probability(0.3),
+        );
+        let requests_before = self.api.requests().total();
+        let end = Instant::now() + CHAOS_PHASE;
+        while Instant::now() < end {
+            self.step(true).await;
+            self.chaos_step().await;
+        }
+        let fired = faults.remove(&self.api);
+        let failed: u64 = fired.iter().map(|(_, n)| n).sum();
+        self.survived.add_requests(fired);
+        self.api.remove_reactor(slow);
+        let requests = self.api.requests().total() - requests_before;
+        self.survived
+            .add("requests while the faults were on", requests);
+        self.survived.add("requests failed by a fault", failed);
+    }
+
+    /// One step of either phase: time passes, the kubelet works, exited
+    /// replicas are restarted, leader changes are counted.
+    async fn step(&mut self, lingering: bool) {
+        tokio::time::sleep(STEP).await;
+        self.kubelet.step(&self.api, lingering);
+        let before = self.replicas.len();
+        self.replicas.retain(|r| !r.exited());
+        for _ in self.replicas.len()..before {
+            self.survived.add("replica exits (restarted)", 1);
+            self.start_replica();
+        }
+        for change in self.leases.drain() {
+            let holder = change.object.spec.and_then(|s| s.holder_identity);
+            if holder.is_some() && holder != self.holder {
+                if self.holder.is_some() {
+                    self.survived.add("leader changes", 1);
+                }
+                self.holder = holder;
+            }
+        }
+    }
+
+    async fn chaos_step(&mut self) {
+        if self.rng.chance(0.12) {
+            self.user_action();
+        }
+        if self.rng.chance(0.03) {
+            let cut = self.api.cut_watches();
+            self.survived.add("watch streams cut mid-way", cut as u64);
+        }
+        if self.rng.chance(0.015) {
+            self.api.compact();
+            self.survived
+                .add("history compactions (410 Gone on resume)", 1);
+        }
+        if self.rng.chance(0.01) {
+            *self.storage.failing.lock().expect("plugin lock") += 1;
+            self.survived.add("storage backend failures", 1);
+        }
+        let pods = self.api.list::<Pod>().len();
+        let new_pod = pods > self.pods_seen;
+        self.pods_seen = pods;
+        if new_pod && self.rng.chance(0.5) {
+            self.kill_leader("leader killed after creating a recycler pod");
+        } else if History::mid_bind(&self.api) && self.rng.chance(0.2) {
+            self.kill_leader("leader killed between the volume and the claim write");
+        } else if self.rng.chance(0.006) {
+            self.kill_leader("leader killed at a random point");
+        } else if self.rng.chance(0.004) {
+            self.stop_leader().await;
+        }
+    }
+
+    fn leader_index(&self) -> Option<usize> {
+        let holder = self.holder.as_deref()?;
+        self.replicas.iter().position(|r| r.identity == holder)
+    }
+
+    fn kill_leader(&mut self, what: &'static str) {
+        let Some(at) = self.leader_index() else {
+            return;
+        };
+        self.replicas.remove(at).crash();
+        self.survived.add(what, 1);
+        self.start_replica();
+    }
+
+    async fn stop_leader(&mut self) {
+        let Some(at) = self.leader_index() else {
+            return;
+        };
+        self.replicas.remove(at).stop().await;
+        self.survived
+            .add("leader stopped cleanly (lease handed over)", 1);
+        self.start_replica();
+    }
+
+    /// Faults off: waits until the state is settled and stays so for
+    /// [`SETTLED_FOR`], or until [`SETTLE_LIMIT`]; returns what was still
+    /// wrong then.
+    async fn settle(&mut self) -> Vec<String> {
+        while self.replicas.len() < 2 {
+            self.start_replica();
+        }
+        let started = Instant::now();
+        let mut settled_since: Option<Instant> = None;
+        loop {
+            self.step(false).await;
+            self.history.collect();
+            let problems = unsettled(&self.api);
+            let now = Instant::now();
+            if !problems.is_empty() {
+                settled_since = None;
+                if now - started > SETTLE_LIMIT {
+                    return problems
+                        .into_iter()
+                        .map(|p| format!("not settled after {SETTLE_LIMIT:?}: {p}"))
+                        .collect();
+                }
+                continue;
+            }
+            let since = *settled_since.get_or_insert(now);
+            if now - since >= SETTLED_FOR {
+                let took = (since - started).as_secs();
+                self.survived.add("seconds to settle (sum over runs)", took);
+                return Vec::new();
+            }
+        }
+    }
+}
+
+/// User actions.
+impl Run {
+    fn user_action(&mut self) {
+        match self.rng.below(8) {
+            0 => self.create_volume(),
+            1 | 2 => self.create_claim(),
+            3 => self.delete_claim(false),
+            4 => self.delete_claim(true),
+            5 => self.delete_volume(),
+            6 => self.edit_pre_binding(),
+            _ => self.create_pre_bound_volume(),
+        }
+        self.survived.add("user actions", 1);
+    }
+
+    fn create_volume(&mut self) {
+        let name = self.next_name("v");
+        let size = *self.rng.pick(&["1Gi", "2Gi"]);
+        let policy = *self
+            .rng
+            .pick(&[Policy::Retain, Policy::Delete, Policy::Recycle]);
+        self.api
+            .create(&static_volume(&name, size, policy))
+            .expect("create volume");
+    }
+
+    fn create_claim(&mut self) {
+        let name = self.next_name("c");
+        let dynamic = self.rng.chance(0.25);
+        self.api
+            .create(&user_claim(&name, dynamic))
+            .expect("create claim");
+    }
+
+    fn random_claim(&mut self) -> Option<PersistentVolumeClaim> {
+        let claims = self.api.list::<PersistentVolumeClaim>();
+        (!claims.is_empty()).then(|| self.rng.pick(&claims).clone())
+    }
+
+    /// Deletes a claim (maybe while it binds); `recreate` makes a new one
+    /// of the same name at once (a new UID).
+    fn delete_claim(&mut self, recreate: bool) {
+        let Some(claim) = self.random_claim() else {
+            return;
+        };
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let _ = self
+            .api
+            .delete::<PersistentVolumeClaim>(Some("default"), &name);
+        if recreate {
+            let dynamic = claim
+                .spec
+                .as_ref()
+                .and_then(|s| s.storage_class_name.as_deref())
+                .is_some();
+            self.api
+                .create(&user_claim(&name, dynamic))
+                .expect("re-create claim");
+        }
+    }
+
+    fn delete_volume(&mut self) {
+        let volumes: Vec<PersistentVolume> = self
+            .api
+            .list::<PersistentVolume>()
+            .into_iter()
+            .filter(|v| !v.metadata.name.as_deref().unwrap_or("").starts_with("pvc-"))
+            .collect();
+        if volumes.is_empty() {
+            return;
+        }
+        let volume = self.rng.pick(&volumes).clone();
+        let name = volume.metadata.name.clone().unwrap_or_default();
+        if self.api.delete::<PersistentVolume>(None, &name).is_ok() {
+            self.user_deleted
+                .insert(volume.metadata.uid.clone().unwrap_or_default());
+        }
+    }
+
+    /// Pre-binds an unclaimed volume to a claim name (existing or not), or
+    /// takes a pre-binding back.
+    fn edit_pre_binding(&mut self) {
+        let volumes = self.api.list::<PersistentVolume>();
+        let candidates: Vec<&PersistentVolume> = volumes
+            .iter()
+            .filter(|v| {
+                let reference = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+                reference.is_none_or(|r| r.uid.is_none())
+            })
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let mut volume = (*self.rng.pick(&candidates)).clone();
+        let target = self.pre_binding_target();
+        if let Some(spec) = volume.spec.as_mut() {
+            spec.claim_ref = match spec.claim_ref {
+                Some(_) => None,
+                None => Some(pre_binding(&target)),
+            };
+        }
+        let _ = self.api.put(&volume);
+    }
+
+    fn pre_binding_target(&mut self) -> String {
+        match self.random_claim() {
+            Some(c) if self.rng.chance(0.7) => c.metadata.name.unwrap_or_default(),
+            _ => format!("c{}", self.names + 1),
+        }
+    }
+
+    fn create_pre_bound_volume(&mut self) {
+        let name = self.next_name("v");
+        let target = self.pre_binding_target();
+        let mut volume = static_volume(&name, "1Gi", Policy::Retain);
+        if let Some(spec) = volume.spec.as_mut() {
+            spec.claim_ref = Some(pre_binding(&target));
+        }
+        self.api.create(&volume).expect("create pre-bound volume");
+    }
+}
