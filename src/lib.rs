@@ -30,7 +30,8 @@ pub use embedded::{
 pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
 pub use pv::controller_base::{
-    BaseConfig, BaseError, ControllerBase, DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
+    BaseConfig, BaseError, ControllerBase, DEFAULT_CLAIM_WORKERS, DEFAULT_VOLUME_WORKERS,
+    DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
 };
 pub use pv::index::VolumeIndex;
 pub use pv::keys::{ClaimKey, VolumeName};

@@ -51,6 +51,14 @@ pub struct Options {
     #[arg(long = "max-concurrent-operations", default_value_t = crate::runtime::operations::DEFAULT_CONCURRENCY)]
     pub max_concurrent_operations: usize,
 
+    /// How many claims are synced at once.
+    #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::controller_base::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_claim_syncs: usize,
+
+    /// How many volumes are synced at once.
+    #[arg(long = "concurrent-volume-syncs", default_value_t = crate::pv::controller_base::DEFAULT_VOLUME_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_volume_syncs: usize,
+
     /// How often every volume and claim is synced again (default 15s; 1s
     /// with --embedded-cluster, so the demo settles in seconds).
     #[arg(long = "pvclaimbinder-sync-period", value_parser = parse_duration)]
@@ -331,6 +339,8 @@ mod tests {
         assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
         assert_eq!(options.watch_failure_limit, Duration::from_secs(180));
         assert_eq!(options.max_concurrent_operations, 32);
+        assert_eq!(options.concurrent_claim_syncs, 16);
+        assert_eq!(options.concurrent_volume_syncs, 4);
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);

@@ -17,13 +17,29 @@
 //!    is taken at once, whatever its phase, labels or class (of several in
 //!    one group, the first by name).
 //! 4. Otherwise, under delayed binding (WaitForFirstConsumer) nothing else is
-//!    taken: the scheduler binds such claims. Without it, the smallest
-//!    Available volume of the claim's class whose labels fit the claim's
-//!    selector is taken (ties by name, where upstream keeps the first seen).
+//!    taken: the scheduler binds such claims. Without it, the smallest free
+//!    volume of the claim's class whose labels fit the claim's selector is
+//!    taken (ties by name, where upstream keeps the first seen).
+//!
+//! A free volume has no claimRef, is not being deleted, and is Available or
+//! new (Pending, or no phase yet). Upstream offers only Available volumes,
+//! so a new volume waits for the controller's own Pending → Available write
+//! before any claim can have it, and claims synced meanwhile take whatever
+//! else is Available, a larger volume included. Here a new volume is offered
+//! at once: nothing is lost by it, since every write of this controller
+//! edits the newest copy of its object (so the binding and the phase write
+//! never meet in a conflict), and a volume bound before its phase write
+//! never needs that write at all.
+//!
+//! A free volume can be reserved for one claim while that claim's binding is
+//! under way ([`VolumeIndex::reserve`]): searches for every other claim pass
+//! it by, so two workers binding two claims at once never pick the same
+//! volume. The reservation is dropped when the binding ends, whether it
+//! succeeded (the volume then names its claim) or failed (the volume is free
+//! for anyone again).
 //!
 //! To keep a search cheap with thousands of volumes, each volume's capacity,
-//! modes and filters are read once when it is inserted. Unclaimed Available
-//! volumes sit in buckets keyed by everything that must be equal (modes,
+//! modes and filters are read once when it is inserted. Free volumes sit in buckets keyed by everything that must be equal (modes,
 //! class, volume mode, VolumeAttributesClass), each ordered by capacity, so a
 //! search starts at the requested size and only checks the selector.
 //! Volumes with a claimRef are filed under the claim they name, which is all
@@ -96,8 +112,10 @@ pub enum SelectorError {
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
     volumes: BTreeMap<String, Entry>,
-    available: HashMap<Bucket, BTreeSet<(Amount, String)>>,
+    free: HashMap<Bucket, BTreeSet<(Amount, String)>>,
     claimed: HashMap<ClaimKey, BTreeSet<String>>,
+    /// Volumes held for the claim whose binding is under way.
+    reserved: HashMap<String, ClaimKey>,
 }
 
 #[derive(Debug)]
@@ -121,12 +139,20 @@ struct Traits {
 /// Where a searchable volume is filed.
 #[derive(Debug)]
 enum Place {
-    /// Unclaimed, Available, not being deleted: offered to any fitting claim.
-    Available(Bucket),
+    /// Free (unclaimed, Available or new, not being deleted): offered to
+    /// any fitting claim.
+    Free(Bucket),
     /// Has a claimRef: offered only to the claim it names.
     Claimed(ClaimKey),
-    /// Unclaimed but not Available or being deleted: offered to no one.
+    /// Unclaimed but Bound, Released, Failed or being deleted: offered to
+    /// no one.
     Unavailable,
+}
+
+/// Whether a volume in this phase may be offered when it has no claimRef:
+/// Available, or new (Pending, no phase yet).
+fn offerable_phase(phase: Option<&str>) -> bool {
+    matches!(phase, None | Some("Pending" | "Available"))
 }
 
 /// Everything that must be equal between an unclaimed volume and a claim.
@@ -147,14 +173,13 @@ impl Traits {
         let deleting = is_being_deleted(&volume.metadata);
         let spec = volume.spec.as_ref();
         let claim_ref = spec.and_then(|s| s.claim_ref.as_ref());
-        let available =
-            volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available");
+        let offerable = offerable_phase(volume.status.as_ref().and_then(|s| s.phase.as_deref()));
         let place = match claim_ref {
             Some(r) => Place::Claimed(ClaimKey::new(
                 r.namespace.clone().unwrap_or_default(),
                 r.name.clone().unwrap_or_default(),
             )),
-            None if available && !deleting => Place::Available(Bucket {
+            None if offerable && !deleting => Place::Free(Bucket {
                 modes,
                 class: volume_class(volume).to_owned(),
                 volume_mode: volume_mode.clone(),
@@ -174,15 +199,19 @@ impl Traits {
 }
 
 impl VolumeIndex {
-    /// Adds a volume, replacing any volume of the same name.
-    pub fn insert(&mut self, volume: Arc<PersistentVolume>) {
+    /// Adds a volume, replacing any volume of the same name. Returns whether
+    /// this made the volume free when it was not (new to the index, or
+    /// unclaimed or Available again), and it is not reserved: news for the
+    /// claims that found nothing so far.
+    pub fn insert(&mut self, volume: Arc<PersistentVolume>) -> bool {
         let name = volume.metadata.name.clone().unwrap_or_default();
+        let was_free = self.is_free(&name);
         self.remove(&name);
         let traits = Traits::read(&volume);
         if let Some(traits) = &traits {
             match &traits.place {
-                Place::Available(bucket) => {
-                    self.available
+                Place::Free(bucket) => {
+                    self.free
                         .entry(bucket.clone())
                         .or_default()
                         .insert((traits.capacity, name.clone()));
@@ -196,7 +225,17 @@ impl VolumeIndex {
                 Place::Unavailable => {}
             }
         }
-        self.volumes.insert(name, Entry { volume, traits });
+        self.volumes.insert(name.clone(), Entry { volume, traits });
+        !was_free && self.is_free(&name) && !self.reserved.contains_key(&name)
+    }
+
+    /// Whether the volume of that name is free (see the module
+    /// documentation), reserved or not.
+    fn is_free(&self, name: &str) -> bool {
+        self.volumes
+            .get(name)
+            .and_then(|e| e.traits.as_ref())
+            .is_some_and(|t| matches!(t.place, Place::Free(_)))
     }
 
     /// Removes the volume of that name, returning it if it was there.
@@ -204,11 +243,11 @@ impl VolumeIndex {
         let entry = self.volumes.remove(name)?;
         if let Some(traits) = &entry.traits {
             match &traits.place {
-                Place::Available(bucket) => {
-                    if let Some(set) = self.available.get_mut(bucket) {
+                Place::Free(bucket) => {
+                    if let Some(set) = self.free.get_mut(bucket) {
                         set.remove(&(traits.capacity, name.to_owned()));
                         if set.is_empty() {
-                            self.available.remove(bucket);
+                            self.free.remove(bucket);
                         }
                     }
                 }
@@ -246,10 +285,45 @@ impl VolumeIndex {
         self.volumes.is_empty()
     }
 
+    /// Holds the volume of that name for `claim`: until
+    /// [`VolumeIndex::release`], searches for other claims pass it by.
+    /// Returns false (and reserves nothing) when it is held for another
+    /// claim already.
+    pub fn reserve(&mut self, name: &str, claim: &ClaimKey) -> bool {
+        match self.reserved.get(name) {
+            Some(holder) => holder == claim,
+            None => {
+                self.reserved.insert(name.to_owned(), claim.clone());
+                true
+            }
+        }
+    }
+
+    /// Drops the reservation of the volume of that name for `claim`.
+    /// Returns whether this made a free volume searchable for every claim
+    /// again (the binding failed): news for the claims that found nothing.
+    pub fn release(&mut self, name: &str, claim: &ClaimKey) -> bool {
+        if self.reserved.get(name) != Some(claim) {
+            return false;
+        }
+        self.reserved.remove(name);
+        self.is_free(name)
+    }
+
+    /// Whether the volume of that name is held for a claim being bound.
+    pub fn is_reserved(&self, name: &str) -> bool {
+        self.reserved.contains_key(name)
+    }
+
+    /// The claim the volume of that name is held for, if any.
+    pub fn reserved_for(&self, name: &str) -> Option<&ClaimKey> {
+        self.reserved.get(name)
+    }
+
     /// The volume the controller should bind `claim` to, if any, by the rules
-    /// of the module documentation. `delay_binding` is true for claims whose
-    /// class binds on first consumer: then only a volume pre-bound to the
-    /// claim is returned.
+    /// of the module documentation; volumes reserved for other claims are
+    /// passed by. `delay_binding` is true for claims whose class binds on
+    /// first consumer: then only a volume pre-bound to the claim is returned.
     pub fn find_best_match(
         &self,
         claim: &PersistentVolumeClaim,
@@ -276,9 +350,10 @@ impl VolumeIndex {
                 && t.vac.as_deref() == vac
                 && !t.deleting
         };
+        let key = ClaimKey::of(claim);
         let prebound: Vec<(AccessModes, &Arc<PersistentVolume>)> = self
             .claimed
-            .get(&ClaimKey::of(claim))
+            .get(&key)
             .into_iter()
             .flatten()
             .filter_map(|name| self.volumes.get(name))
@@ -301,11 +376,12 @@ impl VolumeIndex {
                 continue;
             }
             bucket.modes = group;
-            let Some(candidates) = self.available.get(&bucket) else {
+            let Some(candidates) = self.free.get(&bucket) else {
                 continue;
             };
             let found = candidates
                 .range((request, String::new())..)
+                .filter(|(_, name)| self.reserved.get(name).is_none_or(|holder| *holder == key))
                 .filter_map(|(_, name)| self.volumes.get(name))
                 .find(|e| selector.as_ref().is_none_or(|s| s.matches(&e.volume)));
             if let Some(entry) = found {

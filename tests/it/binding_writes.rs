@@ -72,27 +72,26 @@ async fn bind_pairs(n: usize) {
     );
     assert_eq!(check_invariants(&api), Vec::<String>::new());
 
+    // Four writes per pair and not one more: a new volume is offered to the
+    // claims at once, and its Pending -> Available write, parked until the
+    // claims queued before it had their turn, is never needed once it is
+    // bound (it was the fifth write per pair before).
     let w = writes(&api);
     let n = n as u64;
     assert_eq!(w.volume_spec, n, "one claimRef write per volume");
+    assert_eq!(w.volume_status, n, "one Bound write per volume, no Available");
     assert_eq!(w.claim_spec, n, "one volumeName write per claim");
     assert_eq!(w.claim_status, n, "one Bound write per claim");
-    assert!(
-        (n..=2 * n).contains(&w.volume_status),
-        "volume status writes: Bound, plus at most Pending to Available ({})",
-        w.volume_status
-    );
-    assert!(w.volume_spec + w.volume_status + w.claim_spec + w.claim_status <= 5 * n);
     assert_eq!(w.conflicts, 0, "no 409 Conflict");
 }
 
 #[tokio::test(start_paused = true)]
-async fn one_pair_costs_four_binding_writes_and_one_phase_write() {
+async fn one_pair_costs_four_binding_writes() {
     bind_pairs(1).await;
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_thousand_pairs_all_bind_with_at_most_five_writes_each_and_no_conflict() {
+async fn a_thousand_pairs_all_bind_with_four_writes_each_and_no_conflict() {
     bind_pairs(1000).await;
 }
 

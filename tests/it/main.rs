@@ -13,6 +13,7 @@
 mod harness;
 mod mock_plugin;
 
+mod best_fit;
 mod binary;
 mod binder;
 mod binding_writes;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use super::{Controller, Next};
+use super::Controller;
 use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
@@ -66,10 +66,7 @@ impl Controller {
                     reasons::VOLUME_RECYCLED,
                     "Volume recycled".to_string(),
                 );
-                if self.unbind_volume(&volume).await? {
-                    self.follow_ups.report(Next::available_if(true));
-                }
-                Ok(())
+                self.unbind_volume(&volume).await
             }
             Err(error) => {
                 tracing::warn!(%error, "recycling failed");

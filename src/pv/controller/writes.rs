@@ -362,13 +362,12 @@ impl Controller {
         Ok(self.change_phase(basis, phase, message).await?.0)
     }
 
-    /// Makes a volume Available; returns whether this write is what made it
-    /// so (news for the claims waiting for a volume).
-    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<bool> {
-        let (_, became) = self
-            .change_phase(basis, VolumePhase::Available, None)
-            .await?;
-        Ok(became)
+    /// Makes a volume Available (the shadow cache tells the claims waiting
+    /// for a volume when this frees it).
+    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<()> {
+        self.change_phase(basis, VolumePhase::Available, None)
+            .await
+            .map(drop)
     }
 
     /// Sets a volume's phase and, only when this write changed the phase,

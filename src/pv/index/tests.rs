@@ -424,11 +424,30 @@ fn volume_attributes_class_must_be_equal() {
 }
 
 #[test]
-fn filters_phase_and_class() {
+fn offers_new_and_available_volumes_only() {
+    let mut no_status = volume("no-status", "1Gi").build();
+    no_status.status = None;
     let index = index_of(vec![
-        volume("pending", "1Gi").phase("Pending").build(),
         volume("released", "1Gi").phase("Released").build(),
-        volume("no-status", "1Gi").build(),
+        volume("failed", "1Gi").phase("Failed").build(),
+        volume("bound-unclaimed", "1Gi").phase("Bound").build(),
+        volume("pending", "2Gi").phase("Pending").build(),
+        available("plain", "3Gi").build(),
+    ]);
+    let one = claim("c", "", "1Gi").build();
+    assert_eq!(best(&index, &one, false).as_deref(), Some("pending"));
+    let mut index = index;
+    index.insert(Arc::new(no_status));
+    assert_eq!(best(&index, &one, false).as_deref(), Some("no-status"));
+    index.remove("no-status");
+    index.remove("pending");
+    assert_eq!(best(&index, &one, false).as_deref(), Some("plain"));
+}
+
+#[test]
+fn filters_class() {
+    let index = index_of(vec![
+        volume("released", "1Gi").phase("Released").build(),
         available("gold", "2Gi").class("gold").build(),
         available("beta-silver", "3Gi")
             .class("gold")
@@ -436,10 +455,6 @@ fn filters_phase_and_class() {
             .build(),
         available("plain", "4Gi").build(),
     ]);
-    let mut no_status = volume("no-status", "1Gi").build();
-    no_status.status = None;
-    let mut index = index;
-    index.insert(Arc::new(no_status));
     assert_eq!(
         best(&index, &claim("c", "", "1Gi").build(), false).as_deref(),
         Some("plain")
@@ -667,7 +682,53 @@ fn insert_replaces_and_remove_forgets() {
     assert_eq!(index.iter().count(), 1);
     index.remove("v1");
     assert!(index.is_empty());
-    assert!(index.available.is_empty() && index.claimed.is_empty());
+    assert!(index.free.is_empty() && index.claimed.is_empty());
+}
+
+#[test]
+fn a_reserved_volume_is_passed_by_for_every_other_claim() {
+    let mut index = index_of(vec![
+        available("v1", "1Gi").build(),
+        volume("v2", "1Gi").build(),
+        available("v5", "5Gi").build(),
+    ]);
+    let a = claim("a", "uid-a", "1Gi").build();
+    let b = claim("b", "uid-b", "1Gi").build();
+    let (key_a, key_b) = (ClaimKey::of(&a), ClaimKey::of(&b));
+    assert!(index.reserve("v1", &key_a));
+    assert!(index.reserve("v1", &key_a), "again for the same claim");
+    assert!(!index.reserve("v1", &key_b), "never for a second claim");
+    assert!(index.is_reserved("v1"));
+    assert_eq!(best(&index, &a, false).as_deref(), Some("v1"), "its holder still finds it");
+    assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
+    assert!(index.reserve("v2", &key_b));
+    assert_eq!(best(&index, &claim("c", "uid-c", "1Gi").build(), false).as_deref(), Some("v5"));
+    // b's binding failed: v2 is free for anyone again.
+    assert!(!index.release("v2", &key_a), "only its holder releases it");
+    assert!(index.release("v2", &key_b));
+    assert!(!index.is_reserved("v2"));
+    // a's binding succeeded: v1 names a, and releasing frees nothing.
+    index.insert(volume("v1", "1Gi").bound_to("uid-a", "a").phase("Bound").arc());
+    assert!(!index.release("v1", &key_a));
+    assert!(!index.is_reserved("v1"));
+    assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
+}
+
+#[test]
+fn insert_tells_when_a_volume_becomes_free() {
+    let mut index = VolumeIndex::default();
+    assert!(index.insert(volume("v", "1Gi").arc()), "a new volume is free");
+    assert!(!index.insert(volume("v", "1Gi").phase("Available").arc()), "already free");
+    assert!(!index.insert(volume("v", "1Gi").bound_to("u", "c").phase("Bound").arc()));
+    assert!(!index.insert(volume("v", "1Gi").phase("Bound").arc()), "unbound, not Available yet");
+    assert!(index.insert(volume("v", "1Gi").phase("Available").arc()));
+    assert!(!index.insert(volume("v", "1Gi").phase("Released").arc()));
+    assert!(!index.insert(volume("w", "1Gi").phase("Released").arc()));
+    let key = ClaimKey::new("default", "c");
+    index.remove("v");
+    assert!(index.reserve("v", &key));
+    assert!(!index.insert(volume("v", "1Gi").arc()), "free but held for a claim");
+    assert!(index.release("v", &key), "free for anyone now");
 }
 
 #[test]
