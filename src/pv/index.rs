@@ -290,13 +290,11 @@ impl VolumeIndex {
     /// Returns false (and reserves nothing) when it is held for another
     /// claim already.
     pub fn reserve(&mut self, name: &str, claim: &ClaimKey) -> bool {
-        match self.reserved.get(name) {
-            Some(holder) => holder == claim,
-            None => {
-                self.reserved.insert(name.to_owned(), claim.clone());
-                true
-            }
+        if let Some(holder) = self.reserved.get(name) {
+            return holder == claim;
         }
+        self.reserved.insert(name.to_owned(), claim.clone());
+        true
     }
 
     /// Drops the reservation of the volume of that name for `claim`.

@@ -79,7 +79,10 @@ async fn bind_pairs(n: usize) {
     let w = writes(&api);
     let n = n as u64;
     assert_eq!(w.volume_spec, n, "one claimRef write per volume");
-    assert_eq!(w.volume_status, n, "one Bound write per volume, no Available");
+    assert_eq!(
+        w.volume_status, n,
+        "one Bound write per volume, no Available"
+    );
     assert_eq!(w.claim_spec, n, "one volumeName write per claim");
     assert_eq!(w.claim_status, n, "one Bound write per claim");
     assert_eq!(w.conflicts, 0, "no 409 Conflict");

@@ -297,7 +297,10 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
     assert_eq!(held.volume().metadata.name.as_deref(), Some("v1"));
     assert!(cache.is_reserved("v1"));
     assert!(
-        cache.reserve_best_match(&b, false).expect("match").is_none(),
+        cache
+            .reserve_best_match(&b, false)
+            .expect("match")
+            .is_none(),
         "b never gets the volume a holds"
     );
     drop(held);
@@ -319,5 +322,10 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
         .expect("offer");
     drop(held);
     assert_eq!(count(), 2, "b's binding succeeded: nothing was freed");
-    assert!(cache.reserve_best_match(&a, false).expect("match").is_none());
+    assert!(
+        cache
+            .reserve_best_match(&a, false)
+            .expect("match")
+            .is_none()
+    );
 }

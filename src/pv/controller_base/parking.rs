@@ -44,7 +44,10 @@ pub(super) struct Parking {
 }
 
 impl Parking {
-    pub(super) fn new(claim_queue: WorkQueue<ClaimKey>, volume_queue: WorkQueue<VolumeName>) -> Self {
+    pub(super) fn new(
+        claim_queue: WorkQueue<ClaimKey>,
+        volume_queue: WorkQueue<VolumeName>,
+    ) -> Self {
         Self {
             state: Arc::default(),
             claim_queue,
@@ -130,7 +133,10 @@ mod tests {
         let volumes = WorkQueue::new();
         let parking = Parking::new(claims.clone(), volumes.clone());
         let new = volume("v1", "1Gi").build();
-        assert!(!parking.hold(&name("v1"), &new), "no claim ahead: synced at once");
+        assert!(
+            !parking.hold(&name("v1"), &new),
+            "no claim ahead: synced at once"
+        );
 
         claims.add(ClaimKey::new("ns", "a"));
         claims.add(ClaimKey::new("ns", "b"));
@@ -138,9 +144,15 @@ mod tests {
         assert!(parking.hold(&name("v1"), &new), "parked once");
         assert_eq!(parking.parked(), 1);
         let available = volume("v2", "1Gi").phase("Available").build();
-        assert!(!parking.hold(&name("v2"), &available), "only new volumes wait");
+        assert!(
+            !parking.hold(&name("v2"), &available),
+            "only new volumes wait"
+        );
         let bound = volume("v3", "1Gi").bound_to("u", "a").build();
-        assert!(!parking.hold(&name("v3"), &bound), "a claimed volume does not wait");
+        assert!(
+            !parking.hold(&name("v3"), &bound),
+            "a claimed volume does not wait"
+        );
 
         let first = claims.get().await.expect("a");
         claims.done(&first);

@@ -699,16 +699,28 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
     assert!(index.reserve("v1", &key_a), "again for the same claim");
     assert!(!index.reserve("v1", &key_b), "never for a second claim");
     assert!(index.is_reserved("v1"));
-    assert_eq!(best(&index, &a, false).as_deref(), Some("v1"), "its holder still finds it");
+    assert_eq!(
+        best(&index, &a, false).as_deref(),
+        Some("v1"),
+        "its holder still finds it"
+    );
     assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
     assert!(index.reserve("v2", &key_b));
-    assert_eq!(best(&index, &claim("c", "uid-c", "1Gi").build(), false).as_deref(), Some("v5"));
+    assert_eq!(
+        best(&index, &claim("c", "uid-c", "1Gi").build(), false).as_deref(),
+        Some("v5")
+    );
     // b's binding failed: v2 is free for anyone again.
     assert!(!index.release("v2", &key_a), "only its holder releases it");
     assert!(index.release("v2", &key_b));
     assert!(!index.is_reserved("v2"));
     // a's binding succeeded: v1 names a, and releasing frees nothing.
-    index.insert(volume("v1", "1Gi").bound_to("uid-a", "a").phase("Bound").arc());
+    index.insert(
+        volume("v1", "1Gi")
+            .bound_to("uid-a", "a")
+            .phase("Bound")
+            .arc(),
+    );
     assert!(!index.release("v1", &key_a));
     assert!(!index.is_reserved("v1"));
     assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
@@ -717,17 +729,29 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
 #[test]
 fn insert_tells_when_a_volume_becomes_free() {
     let mut index = VolumeIndex::default();
-    assert!(index.insert(volume("v", "1Gi").arc()), "a new volume is free");
-    assert!(!index.insert(volume("v", "1Gi").phase("Available").arc()), "already free");
+    assert!(
+        index.insert(volume("v", "1Gi").arc()),
+        "a new volume is free"
+    );
+    assert!(
+        !index.insert(volume("v", "1Gi").phase("Available").arc()),
+        "already free"
+    );
     assert!(!index.insert(volume("v", "1Gi").bound_to("u", "c").phase("Bound").arc()));
-    assert!(!index.insert(volume("v", "1Gi").phase("Bound").arc()), "unbound, not Available yet");
+    assert!(
+        !index.insert(volume("v", "1Gi").phase("Bound").arc()),
+        "unbound, not Available yet"
+    );
     assert!(index.insert(volume("v", "1Gi").phase("Available").arc()));
     assert!(!index.insert(volume("v", "1Gi").phase("Released").arc()));
     assert!(!index.insert(volume("w", "1Gi").phase("Released").arc()));
     let key = ClaimKey::new("default", "c");
     index.remove("v");
     assert!(index.reserve("v", &key));
-    assert!(!index.insert(volume("v", "1Gi").arc()), "free but held for a claim");
+    assert!(
+        !index.insert(volume("v", "1Gi").arc()),
+        "free but held for a claim"
+    );
     assert!(index.release("v", &key), "free for anyone now");
 }
 

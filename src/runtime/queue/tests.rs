@@ -248,7 +248,10 @@ async fn a_key_added_while_processing_comes_back_in_the_more_urgent_lane() {
 #[tokio::test(start_paused = true)]
 async fn a_mark_passes_once_every_earlier_key_was_processed() {
     let queue = WorkQueue::new();
-    assert!(queue.passed(queue.mark()), "an empty queue has nothing ahead");
+    assert!(
+        queue.passed(queue.mark()),
+        "an empty queue has nothing ahead"
+    );
     queue.add("a");
     queue.add_resync("b");
     assert_eq!(try_get(&queue).await, Some("a"));
