@@ -28,11 +28,14 @@ pub struct Options {
     #[arg(long)]
     pub master: Option<String>,
 
-    /// Queries per second allowed towards the API server.
-    #[arg(long = "kube-api-qps", default_value_t = 20.0)]
+    /// Queries per second allowed towards the API server; 0 (the default)
+    /// sets no client-side limit and leaves it to the server's API Priority
+    /// and Fairness (a 429 pauses the client for its Retry-After).
+    #[arg(long = "kube-api-qps", default_value_t = 0.0)]
     pub kube_api_qps: f64,
 
-    /// Requests allowed in a burst above the steady rate.
+    /// Requests allowed in a burst above the steady rate (with a
+    /// `--kube-api-qps` only).
     #[arg(long = "kube-api-burst", default_value_t = 30)]
     pub kube_api_burst: u32,
 
@@ -334,7 +337,7 @@ mod tests {
         assert_eq!(options.leader_elect_resource_namespace, "kube-system");
         assert_eq!(options.metrics_address(), DEFAULT_METRICS_ADDRESS);
         assert_eq!(options.log_level(), tracing::Level::INFO);
-        assert_eq!(options.kube_api_qps, 20.0);
+        assert_eq!(options.kube_api_qps, 0.0, "no client-side limit");
         assert_eq!(options.kube_api_burst, 30);
         assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
         assert_eq!(options.watch_failure_limit, Duration::from_secs(180));

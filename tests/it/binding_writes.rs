@@ -283,3 +283,71 @@ async fn invalid_objects_get_warnings_and_do_not_stop_the_others() {
         "one warning per invalid claim: {events:?}"
     );
 }
+
+/// What the controller never reads is never kept: `managedFields` (larger
+/// than the rest of a volume on a real API server) is dropped from what the
+/// watchers list and from the answers of the controller's own writes,
+/// while the server's copy keeps them (an update without them leaves them
+/// as they are).
+#[tokio::test(start_paused = true)]
+async fn managed_fields_are_not_cached_and_not_wiped() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+    let managed = || {
+        Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl-create".to_string()),
+            operation: Some("Update".to_string()),
+            api_version: Some("v1".to_string()),
+            ..ManagedFieldsEntry::default()
+        }])
+    };
+    let api = MemApi::new();
+    let mut bound = volume("volume-bound", "1Gi");
+    bound.0.metadata.managed_fields = managed();
+    let mut spare = volume("volume-spare", "5Gi");
+    spare.0.metadata.managed_fields = managed();
+    let mut data = claim("claim", "uid", "1Gi");
+    data.0.metadata.managed_fields = managed();
+    for seeded in [bound.build(), spare.build()] {
+        api.create(&seeded).expect("seed volume");
+    }
+    api.create(&data.build()).expect("seed claim");
+    assert!(
+        api.get::<PersistentVolume>(None, "volume-spare")
+            .and_then(|v| v.metadata.managed_fields)
+            .is_some(),
+        "the server keeps managedFields"
+    );
+
+    let running = Running::start(&api);
+    running.settle().await;
+    let cache = running.controller().cache();
+    for name in ["volume-bound", "volume-spare"] {
+        let cached = cache.volume(name).expect("cached volume");
+        assert_eq!(
+            cached.metadata.managed_fields, None,
+            "{name} cached without them"
+        );
+    }
+    let cached = cache
+        .claim(&pv_controller::ClaimKey::new("default", "claim"))
+        .expect("cached claim");
+    assert_eq!(cached.metadata.managed_fields, None);
+    running.stop().await;
+
+    let stored = api
+        .get::<PersistentVolume>(None, "volume-bound")
+        .expect("volume");
+    assert_eq!(
+        stored
+            .spec
+            .and_then(|s| s.claim_ref)
+            .and_then(|r| r.name)
+            .as_deref(),
+        Some("claim"),
+        "bound"
+    );
+    assert!(
+        stored.metadata.managed_fields.is_some(),
+        "not wiped by our writes"
+    );
+}

@@ -41,7 +41,7 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::{Liveness, Readiness};
-use informers::{Handlers, keep_pod_essentials, offer_logged, pump, watch};
+use informers::{Handlers, drop_unread_fields, keep_pod_essentials, offer_logged, pump, watch};
 use parking::Parking;
 use run::next_failure;
 use waiting::FollowUp;
@@ -371,19 +371,28 @@ impl ControllerBase {
         let on_volumes = handlers.clone();
         self.watchers.spawn(pump(
             "persistentvolume",
-            reflector::reflector(writers.volumes, watch::<PersistentVolume>(&client)),
+            reflector::reflector(
+                writers.volumes,
+                watch::<PersistentVolume>(&client).modify(drop_unread_fields),
+            ),
             limit,
             move |event| on_volumes.on_volume_event(event),
         ));
         self.watchers.spawn(pump(
             "persistentvolumeclaim",
-            reflector::reflector(writers.claims, watch::<PersistentVolumeClaim>(&client)),
+            reflector::reflector(
+                writers.claims,
+                watch::<PersistentVolumeClaim>(&client).modify(drop_unread_fields),
+            ),
             limit,
             move |event| handlers.on_claim_event(event),
         ));
         self.watchers.spawn(pump(
             "storageclass",
-            reflector::reflector(writers.classes, watch::<StorageClass>(&client)),
+            reflector::reflector(
+                writers.classes,
+                watch::<StorageClass>(&client).modify(drop_unread_fields),
+            ),
             limit,
             |_| {},
         ));
@@ -400,7 +409,10 @@ impl ControllerBase {
             "node",
             reflector::reflector(
                 writers.nodes,
-                watch::<Node>(&client).modify(|node| node.status = None),
+                watch::<Node>(&client).modify(|node| {
+                    drop_unread_fields(node);
+                    node.status = None;
+                }),
             ),
             limit,
             |_| {},
