@@ -46,6 +46,15 @@
 //! any step leaves a state that the next sync recognises and completes
 //! ("complete bind after crash"), and a crash before step 1 leaves nothing.
 //!
+//! Four writes, not five: a new volume (Pending, no claimRef) is offered to
+//! claims at once, without waiting for its own Pending -> Available write,
+//! and a volume bound before that write never gets it (step 2 makes it
+//! Bound). Within the process, the volume a claim is about to bind is
+//! reserved in the volume index under the index's lock (see
+//! [`crate::pv::cache::ShadowCache::reserve_best_match`]) until the sync
+//! ends, so several workers never pick one volume; step 1's re-check of the
+//! claimRef on the newest copy stays the guard against everyone else.
+//!
 //! # Why a second cache
 //!
 //! The four writes come back as watch events in any order and late. If the
