@@ -175,7 +175,8 @@ impl Server {
                 if after.is_empty() {
                     return Writes::default();
                 }
-                let diff = |key: &str| after.get(key).unwrap_or(&0.0) - before.get(key).unwrap_or(&0.0);
+                let diff =
+                    |key: &str| after.get(key).unwrap_or(&0.0) - before.get(key).unwrap_or(&0.0);
                 Writes {
                     volume: diff("persistentvolumes"),
                     claim: diff("persistentvolumeclaims"),
@@ -211,7 +212,10 @@ impl Server {
             .collect::<Vec<()>>()
             .await;
         let volumes: Api<PersistentVolume> = Api::all(client.clone());
-        let listed = volumes.list_metadata(&selector).await.expect("list volumes");
+        let listed = volumes
+            .list_metadata(&selector)
+            .await
+            .expect("list volumes");
         stream::iter(listed.items)
             .map(|meta| {
                 let api = volumes.clone();
@@ -237,16 +241,31 @@ impl Drop for Server {
 }
 
 /// The API server's own count of requests (`apiserver_request_total`):
-/// writes (UPDATE, PATCH) of volumes and of claims, and 409s of either.
+/// writes (PUT or UPDATE, PATCH) of volumes and of claims, and 409s of either.
 /// Empty when /metrics cannot be read.
 async fn request_totals(client: &Client) -> BTreeMap<String, f64> {
-    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
-    let Ok(text) = client.request_text(request).await else {
+    let mut text = None;
+    for _ in 0..3 {
+        let request = http::Request::get("/metrics")
+            .body(Vec::new())
+            .expect("request");
+        match client.request_text(request).await {
+            Ok(body) => {
+                text = Some(body);
+                break;
+            }
+            Err(error) => eprintln!("reading the API server's /metrics: {error}"),
+        }
+    }
+    let Some(text) = text else {
         eprintln!("the API server's /metrics is not readable: no request counts");
         return BTreeMap::new();
     };
     let mut totals = BTreeMap::new();
-    for line in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
         let Some((labels, value)) = line.rsplit_once(' ') else {
             continue;
         };
@@ -264,8 +283,9 @@ async fn request_totals(client: &Client) -> BTreeMap<String, f64> {
         if resource != "persistentvolumes" && resource != "persistentvolumeclaims" {
             continue;
         }
+        // "PUT" up to 1.21, "UPDATE" from 1.22 on.
         let verb = label("verb");
-        if verb != "UPDATE" && verb != "PATCH" {
+        if !matches!(verb.as_str(), "PUT" | "UPDATE" | "PATCH") {
             continue;
         }
         *totals.entry(resource).or_insert(0.0) += value;

@@ -2,7 +2,8 @@
 //! starts, then the controller started as its own process (so its CPU and
 //! memory are measured alone) on memapi served over loopback, or on a real
 //! API server (`--kubeconfig`); it reports, as one JSON object and a table,
-//! the time until every claim is Bound, writes per pair, 409s, claims left
+//! the time until every claim is Bound (or until the last claim bound, when
+//! nothing more was bound for `--stall` seconds: some stay Pending), writes per pair, 409s, claims left
 //! Pending, claims bound to a volume larger than their best fit, CPU
 //! seconds, peak RSS (and the empty-cluster baseline), and the bind latency
 //! of single claims on the idle controller afterwards.
@@ -10,6 +11,7 @@
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl]
+//!     [--stall 90] [--timeout 1800]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
 //! ```
@@ -20,16 +22,16 @@ mod process;
 mod workload;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::api::{ListParams, PostParams};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::WatchStreamExt;
 use kube::Api;
+use kube::api::{ListParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watcher};
 use serde_json::{Value, json};
 
 use cluster::Server;
@@ -46,6 +48,7 @@ struct Args {
     plot: Option<(PathBuf, PathBuf)>,
     extra: Vec<String>,
     timeout: Duration,
+    stall: Duration,
 }
 
 impl Args {
@@ -60,20 +63,27 @@ impl Args {
             plot: None,
             extra: Vec::new(),
             timeout: Duration::from_secs(1800),
+            stall: Duration::from_secs(90),
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
             let mut value = || it.next().expect("a value after the flag");
             match arg.as_str() {
                 "--pairs" => {
-                    args.pairs = value().split(',').map(|n| n.parse().expect("pairs")).collect();
+                    args.pairs = value()
+                        .split(',')
+                        .map(|n| n.parse().expect("pairs"))
+                        .collect();
                 }
                 "--kubeconfig" => args.kubeconfig = Some(value().into()),
                 "--upstream" => args.which = Which::Upstream,
                 "--plain" => args.plain = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
-                "--timeout" => args.timeout = Duration::from_secs(value().parse().expect("seconds")),
+                "--timeout" => {
+                    args.timeout = Duration::from_secs(value().parse().expect("seconds"));
+                }
+                "--stall" => args.stall = Duration::from_secs(value().parse().expect("seconds")),
                 "--plot" => {
                     let input = value().into();
                     args.plot = Some((input, value().into()));
@@ -168,11 +178,19 @@ async fn check(client: kube::Client, n: usize) -> (usize, usize, usize) {
             let owner = spec
                 .and_then(|s| s.claim_ref.as_ref())
                 .and_then(|r| r.name.clone());
-            (v.metadata.name.clone().unwrap_or_default(), (gib(cap), owner))
+            (
+                v.metadata.name.clone().unwrap_or_default(),
+                (gib(cap), owner),
+            )
         })
         .collect();
     let (mut pending, mut oversized, mut broken) = (n, 0, 0);
-    for claim in claims.items.iter().filter(|c| c.metadata.name.as_deref().is_some_and(|n| n.starts_with("pair-"))) {
+    for claim in claims.items.iter().filter(|c| {
+        c.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("pair-"))
+    }) {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
         let request = claim
@@ -186,7 +204,11 @@ async fn check(client: kube::Client, n: usize) -> (usize, usize, usize) {
             continue;
         }
         pending -= 1;
-        let volume = claim.spec.as_ref().and_then(|s| s.volume_name.clone()).unwrap_or_default();
+        let volume = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.clone())
+            .unwrap_or_default();
         match capacity.get(&volume) {
             Some((cap, owner)) => {
                 if *cap > gib(request) {
@@ -213,7 +235,10 @@ async fn latency(server: &Server, tracker: &Tracker, tries: usize) -> Vec<f64> {
     let mut latencies = Vec::new();
     for i in 0..tries {
         let volume = workload::volume_of("lat", i, &shape, None);
-        volumes.create(&PostParams::default(), &volume).await.expect("latency volume");
+        volumes
+            .create(&PostParams::default(), &volume)
+            .await
+            .expect("latency volume");
         let name = workload::name("lat", i);
         for _ in 0..5000 {
             let phase = volumes.get(&name).await.ok().and_then(|v| v.status?.phase);
@@ -224,7 +249,10 @@ async fn latency(server: &Server, tracker: &Tracker, tries: usize) -> Vec<f64> {
         }
         let claim = workload::claim_of("lat", i, &shape, "default");
         let start = Instant::now();
-        claims.create(&PostParams::default(), &claim).await.expect("latency claim");
+        claims
+            .create(&PostParams::default(), &claim)
+            .await
+            .expect("latency claim");
         let deadline = start + Duration::from_secs(10);
         loop {
             if let Some(at) = tracker.bound_at(&name) {
@@ -284,16 +312,31 @@ async fn run(args: &Args, n: usize) -> Value {
         })
         .collect();
     server.create_volumes(volumes).await;
-    eprintln!("seeded {n} pairs in {:.1} s", seeding.elapsed().as_secs_f64());
+    eprintln!(
+        "seeded {n} pairs in {:.1} s",
+        seeding.elapsed().as_secs_f64()
+    );
     let tracker = Tracker::start(server.client()).await;
     server.start_counting().await;
 
     let mut controller = Controller::start(args.which, server.kubeconfig(), &args.extra, &log);
     let start = Instant::now();
-    while tracker.count("pair-") < n && start.elapsed() < args.timeout && controller.running() {
+    // Until every claim is Bound, or nothing was bound for `stall` (a
+    // controller that leaves claims Pending for good), or the time is up.
+    let (mut last_count, mut last_progress) = (0, start);
+    loop {
+        let count = tracker.count("pair-");
+        if count > last_count {
+            (last_count, last_progress) = (count, Instant::now());
+        }
+        let stalled = last_progress.elapsed() > args.stall;
+        if count >= n || stalled || start.elapsed() > args.timeout || !controller.running() {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let seconds = start.elapsed().as_secs_f64();
+    let all_bound = last_count >= n;
+    let seconds = last_progress.duration_since(start).as_secs_f64();
     let cpu = controller.cpu_seconds();
     let rss = controller.peak_rss_mib();
     // Writes that follow the last Bound (phase writes of spare volumes,
@@ -307,13 +350,20 @@ async fn run(args: &Args, n: usize) -> Value {
     if server.is_real() {
         server.clean_up().await;
     }
-    let per_pair = |x: f64| if writes.known { json!(x / n as f64) } else { Value::Null };
+    let per_pair = |x: f64| {
+        if writes.known {
+            json!(x / n as f64)
+        } else {
+            Value::Null
+        }
+    };
     json!({
         "controller": args.which.label(),
         "server": if server.is_real() { "kube-apiserver" } else { "memapi" },
         "mix": if args.plain { "plain" } else { "full" },
         "controller_flags": args.extra.join(" "),
         "pairs": n,
+        "all_bound": all_bound,
         "seconds_to_all_bound": seconds,
         "pairs_per_second": n as f64 / seconds,
         "writes_per_pair": per_pair(writes.volume + writes.claim),
@@ -362,13 +412,18 @@ fn show(value: &Value) -> String {
     }
 }
 
-/// Draws the plot from the results of memapi runs of pv-controller.
-fn draw(input: &PathBuf, output: &PathBuf) {
+/// Draws the plot from the results of memapi runs of pv-controller with
+/// its default flags: wall-clock and CPU time per pair, full and plain mix.
+fn draw(input: &Path, output: &Path) {
     let text = std::fs::read_to_string(input).expect("results file");
-    let runs: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let pick = |figure: &str| -> Vec<(f64, f64)> {
+    let runs: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let pick = |mix: &str, figure: &str| -> Vec<(f64, f64)> {
         runs.iter()
             .filter(|r| r["server"] == "memapi" && r["controller"] == "pv-controller")
+            .filter(|r| r["mix"] == mix && r["controller_flags"] == "")
             .filter_map(|r| {
                 let n = r["pairs"].as_f64()?;
                 Some((n, r[figure].as_f64()? / n * 1e6))
@@ -376,8 +431,22 @@ fn draw(input: &PathBuf, output: &PathBuf) {
             .collect()
     };
     let series = [
-        plot::Series { color: [31, 119, 180], points: pick("seconds_to_all_bound") },
-        plot::Series { color: [214, 39, 40], points: pick("cpu_seconds") },
+        plot::Series {
+            color: [31, 119, 180],
+            points: pick("full", "seconds_to_all_bound"),
+        },
+        plot::Series {
+            color: [214, 39, 40],
+            points: pick("full", "cpu_seconds"),
+        },
+        plot::Series {
+            color: [44, 160, 44],
+            points: pick("plain", "seconds_to_all_bound"),
+        },
+        plot::Series {
+            color: [255, 127, 14],
+            points: pick("plain", "cpu_seconds"),
+        },
     ];
     plot::draw(&series, output).expect("write the plot");
     println!("plot written to {}", output.display());

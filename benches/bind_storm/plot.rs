@@ -129,11 +129,19 @@ pub(crate) fn draw(series: &[Series], path: &Path) -> std::io::Result<()> {
     while decade <= x_max {
         let (x, _) = at(10f64.powf(decade), 0.0);
         canvas.line((x, TOP as i64), (x, (H - BOTTOM) as i64), grey);
-        canvas.text(x - 16, (H - BOTTOM + 12) as i64, &format!("{}", 10f64.powf(decade)));
+        canvas.text(
+            x - 16,
+            (H - BOTTOM + 12) as i64,
+            &format!("{}", 10f64.powf(decade)),
+        );
         decade += 1.0;
     }
     let black = [0, 0, 0];
-    canvas.line((LEFT as i64, TOP as i64), (LEFT as i64, (H - BOTTOM) as i64), black);
+    canvas.line(
+        (LEFT as i64, TOP as i64),
+        (LEFT as i64, (H - BOTTOM) as i64),
+        black,
+    );
     canvas.line(
         (LEFT as i64, (H - BOTTOM) as i64),
         ((W - RIGHT) as i64, (H - BOTTOM) as i64),
@@ -210,7 +218,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &byte in bytes {
         crc ^= u32::from(byte);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -73,12 +73,18 @@ impl Controller {
 
     /// CPU seconds used so far (user + system).
     pub(crate) fn cpu_seconds(&self) -> f64 {
-        let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let stat =
+            fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
         // Fields after the command name in parentheses: state is field 3,
         // utime 14 and stime 15 (in clock ticks, 100 per second on Linux).
         let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         (ticks(11) + ticks(12)) / 100.0
     }
 

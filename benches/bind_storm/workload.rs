@@ -61,7 +61,7 @@ impl Shape {
             6..=8 => "bench-slow",
             _ => WAIT_CLASS,
         };
-        let modes: &[&str] = if i % 3 == 0 { &[RWX] } else { &[RWO] };
+        let modes: &[&str] = if i.is_multiple_of(3) { &[RWX] } else { &[RWO] };
         Self {
             gib,
             class,
@@ -82,7 +82,12 @@ pub(crate) fn name(prefix: &str, i: usize) -> String {
 }
 
 /// Claim `i`, in `namespace`.
-pub(crate) fn claim_of(prefix: &str, i: usize, shape: &Shape, namespace: &str) -> PersistentVolumeClaim {
+pub(crate) fn claim_of(
+    prefix: &str,
+    i: usize,
+    shape: &Shape,
+    namespace: &str,
+) -> PersistentVolumeClaim {
     let mut builder = claim(&name(prefix, i), "", &format!("{}Gi", shape.gib))
         .namespace(namespace)
         .modes(shape.modes);

@@ -113,6 +113,10 @@ pub enum SelectorError {
 pub struct VolumeIndex {
     volumes: BTreeMap<String, Entry>,
     free: HashMap<Bucket, BTreeSet<(Amount, String)>>,
+    /// The same free volumes, each bucket's grouped by label set: a claim
+    /// with a selector checks it once per label set instead of once per
+    /// volume.
+    labelled: HashMap<Bucket, BTreeMap<Labels, BTreeSet<(Amount, String)>>>,
     claimed: HashMap<ClaimKey, BTreeSet<String>>,
     /// Volumes held for the claim whose binding is under way.
     reserved: HashMap<String, ClaimKey>,
@@ -147,6 +151,17 @@ enum Place {
     /// Unclaimed but Bound, Released, Failed or being deleted: offered to
     /// no one.
     Unavailable,
+}
+
+/// A volume's labels, as a key of [`VolumeIndex::labelled`].
+type Labels = BTreeMap<String, String>;
+
+/// The label groups of a bucket a selector is checked against one by one;
+/// with more, a search walks the bucket in capacity order instead.
+const MAX_LABEL_GROUPS: usize = 64;
+
+fn labels_of(volume: &PersistentVolume) -> Labels {
+    volume.metadata.labels.clone().unwrap_or_default()
 }
 
 /// Whether a volume in this phase may be offered when it has no claimRef:
@@ -215,6 +230,12 @@ impl VolumeIndex {
                         .entry(bucket.clone())
                         .or_default()
                         .insert((traits.capacity, name.clone()));
+                    self.labelled
+                        .entry(bucket.clone())
+                        .or_default()
+                        .entry(labels_of(&volume))
+                        .or_default()
+                        .insert((traits.capacity, name.clone()));
                 }
                 Place::Claimed(key) => {
                     self.claimed
@@ -244,10 +265,23 @@ impl VolumeIndex {
         if let Some(traits) = &entry.traits {
             match &traits.place {
                 Place::Free(bucket) => {
+                    let item = (traits.capacity, name.to_owned());
                     if let Some(set) = self.free.get_mut(bucket) {
-                        set.remove(&(traits.capacity, name.to_owned()));
+                        set.remove(&item);
                         if set.is_empty() {
                             self.free.remove(bucket);
+                        }
+                    }
+                    if let Some(groups) = self.labelled.get_mut(bucket) {
+                        let labels = labels_of(&entry.volume);
+                        if let Some(set) = groups.get_mut(&labels) {
+                            set.remove(&item);
+                            if set.is_empty() {
+                                groups.remove(&labels);
+                            }
+                        }
+                        if groups.is_empty() {
+                            self.labelled.remove(bucket);
                         }
                     }
                 }
@@ -374,19 +408,53 @@ impl VolumeIndex {
                 continue;
             }
             bucket.modes = group;
-            let Some(candidates) = self.free.get(&bucket) else {
-                continue;
-            };
-            let found = candidates
-                .range((request, String::new())..)
-                .filter(|(_, name)| self.reserved.get(name).is_none_or(|holder| *holder == key))
-                .filter_map(|(_, name)| self.volumes.get(name))
-                .find(|e| selector.as_ref().is_none_or(|s| s.matches(&e.volume)));
-            if let Some(entry) = found {
+            let found = self.smallest_free(&bucket, request, selector.as_ref(), &key);
+            if let Some(entry) = found.and_then(|name| self.volumes.get(name)) {
                 return Ok(Some(Arc::clone(&entry.volume)));
             }
         }
         Ok(None)
+    }
+
+    /// The name of the smallest free volume of `bucket` (ties by name) of
+    /// at least `request` that `selector` accepts and no other claim than
+    /// `key` holds. With a selector and few label sets in the bucket, each
+    /// set is checked once and searched from `request` on; otherwise the
+    /// bucket is walked in capacity order.
+    fn smallest_free(
+        &self,
+        bucket: &Bucket,
+        request: Amount,
+        selector: Option<&Selector<'_>>,
+        key: &ClaimKey,
+    ) -> Option<&str> {
+        let not_held = |(_, name): &&(Amount, String)| {
+            self.reserved.get(name).is_none_or(|holder| holder == key)
+        };
+        let start = (request, String::new());
+        let groups = self.labelled.get(bucket);
+        if let (Some(selector), Some(groups)) = (selector, groups)
+            && groups.len() <= MAX_LABEL_GROUPS
+        {
+            return groups
+                .iter()
+                .filter(|(labels, _)| selector.matches_labels(Some(labels)))
+                .filter_map(|(_, set)| set.range(start.clone()..).find(not_held))
+                .min()
+                .map(|(_, name)| name.as_str());
+        }
+        self.free
+            .get(bucket)?
+            .range(start..)
+            .filter(not_held)
+            .find(|(_, name)| {
+                selector.is_none_or(|s| {
+                    self.volumes
+                        .get(name)
+                        .is_some_and(|e| s.matches_labels(e.volume.metadata.labels.as_ref()))
+                })
+            })
+            .map(|(_, name)| name.as_str())
     }
 }
 
@@ -446,8 +514,7 @@ impl<'a> Selector<'a> {
 
     /// Whether the volume's labels satisfy every requirement; an empty
     /// selector matches everything.
-    fn matches(&self, volume: &PersistentVolume) -> bool {
-        let labels = volume.metadata.labels.as_ref();
+    fn matches_labels(&self, labels: Option<&Labels>) -> bool {
         let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
         self.requirements.iter().all(|r| match r {
             Requirement::Equals(k, v) => label(k) == Some(*v),

@@ -787,3 +787,64 @@ fn thousands_of_volumes() {
     );
     assert_eq!(index.len(), 5000);
 }
+
+/// A claim with a selector gets the smallest matching free volume (ties by
+/// name) whether the bucket has a few label sets (each checked once) or
+/// more than [`MAX_LABEL_GROUPS`] (walked in capacity order), passes by a
+/// volume held for another claim, and stops finding a volume once it is
+/// bound.
+#[test]
+fn selector_claims_get_the_smallest_match_across_label_sets() {
+    for extra_groups in [0, MAX_LABEL_GROUPS + 5] {
+        let mut volumes = vec![
+            available("a-plain-1", "1Gi").build(),
+            available("b-gold-3", "3Gi")
+                .labels(&[("tier", "gold")])
+                .build(),
+            available("c-gold-2", "2Gi")
+                .labels(&[("tier", "gold"), ("zone", "a")])
+                .build(),
+            available("d-gold-2", "2Gi")
+                .labels(&[("tier", "gold")])
+                .build(),
+            available("e-plain-2", "2Gi").build(),
+        ];
+        for i in 0..extra_groups {
+            let unique = format!("u{i}");
+            volumes.push(
+                available(&format!("x-{i:03}"), "1Gi")
+                    .labels(&[("id", unique.as_str())])
+                    .build(),
+            );
+        }
+        let mut index = index_of(volumes);
+        let gold = claim("gold", "uid-gold", "2Gi")
+            .selector(&[("tier", "gold")])
+            .build();
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("c-gold-2"),
+            "{extra_groups}"
+        );
+        let other = ClaimKey::new("default", "other");
+        assert!(index.reserve("c-gold-2", &other));
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("d-gold-2"),
+            "held for another"
+        );
+        index.insert(Arc::new(
+            available("d-gold-2", "2Gi")
+                .labels(&[("tier", "gold")])
+                .bound_to("uid-x", "x")
+                .build(),
+        ));
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("b-gold-3"),
+            "bound: gone"
+        );
+        let plain = claim("plain", "uid-plain", "2Gi").build();
+        assert_eq!(best(&index, &plain, false).as_deref(), Some("e-plain-2"));
+    }
+}
