@@ -420,13 +420,22 @@ fn draw(input: &Path, output: &Path) {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
+    // Microseconds per pair, the median of the runs of each N.
     let pick = |mix: &str, figure: &str| -> Vec<(f64, f64)> {
-        runs.iter()
+        let mut by_n: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+        let runs = runs
+            .iter()
             .filter(|r| r["server"] == "memapi" && r["controller"] == "pv-controller")
-            .filter(|r| r["mix"] == mix && r["controller_flags"] == "")
-            .filter_map(|r| {
-                let n = r["pairs"].as_f64()?;
-                Some((n, r[figure].as_f64()? / n * 1e6))
+            .filter(|r| r["mix"] == mix && r["controller_flags"] == "");
+        for r in runs {
+            if let (Some(n), Some(value)) = (r["pairs"].as_u64(), r[figure].as_f64()) {
+                by_n.entry(n).or_default().push(value / n as f64 * 1e6);
+            }
+        }
+        by_n.into_iter()
+            .map(|(n, mut values)| {
+                values.sort_by(f64::total_cmp);
+                (n as f64, values[values.len() / 2])
             })
             .collect()
     };

@@ -129,11 +129,9 @@ pub(crate) fn draw(series: &[Series], path: &Path) -> std::io::Result<()> {
     while decade <= x_max {
         let (x, _) = at(10f64.powf(decade), 0.0);
         canvas.line((x, TOP as i64), (x, (H - BOTTOM) as i64), grey);
-        canvas.text(
-            x - 16,
-            (H - BOTTOM + 12) as i64,
-            &format!("{}", 10f64.powf(decade)),
-        );
+        let label = format!("{}", 10f64.powf(decade));
+        let right_most = (W - 8 * label.len()) as i64;
+        canvas.text((x - 16).min(right_most), (H - BOTTOM + 12) as i64, &label);
         decade += 1.0;
     }
     let black = [0, 0, 0];
