@@ -6,8 +6,9 @@
 //!
 //! This is the README's first command: a way to see the controller's
 //! behaviour in seconds without a cluster. An embedded cluster has no nodes,
-//! so a stand-in kubelet marks every new pod Succeeded without running it:
-//! recycler pods "finish" at once (nothing is scrubbed).
+//! so a stand-in kubelet marks every new pod that runs to completion
+//! Succeeded without running it: recycler pods "finish" at once (nothing is
+//! scrubbed).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::api::{Patch, PatchParams};
 use kube::client::ClientBuilder;
 use kube::runtime::WatchStreamExt;
@@ -26,8 +28,8 @@ use memapi::{MemApi, MemApiError};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
-use crate::pv::controller_base::IdleProbe;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::shared::Idle;
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -121,17 +123,22 @@ pub async fn run(
     listener.abort();
     result?;
     Ok(format!(
-        "{}\n{}",
+        "{}\n{}\n{}",
         render_table(
             &api.list::<PersistentVolume>(),
             &api.list::<PersistentVolumeClaim>(),
         ),
+        render_resource_claims(&api.list::<ResourceClaim>()),
         render_events(&api.list::<Event>())
     ))
 }
 
-/// Plays the kubelet of a cluster without nodes: every pod that appears
-/// without a final phase is marked Succeeded, so recycler pods end.
+/// Plays the kubelet of a cluster without nodes: every pod that runs to
+/// completion (restartPolicy Never or OnFailure, as recycler pods) and
+/// appears without a final phase is marked Succeeded, so recycler pods end.
+/// Long-running pods (restartPolicy Always, the default: a pod with an
+/// ephemeral volume or a ResourceClaim in the demo) are left Pending, so
+/// their claims stay.
 pub async fn stand_in_kubelet(client: Client) {
     let pods: Api<Pod> = Api::all(client.clone());
     let mut stream = std::pin::pin!(
@@ -146,7 +153,16 @@ pub async fn stand_in_kubelet(client: Client) {
             .as_ref()
             .and_then(|s| s.phase.as_deref())
             .unwrap_or("");
-        if phase == "Succeeded" || phase == "Failed" || pod.metadata.deletion_timestamp.is_some() {
+        let runs_to_completion = pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.restart_policy.as_deref())
+            .is_some_and(|policy| policy == "Never" || policy == "OnFailure");
+        if !runs_to_completion
+            || phase == "Succeeded"
+            || phase == "Failed"
+            || pod.metadata.deletion_timestamp.is_some()
+        {
             continue;
         }
         let namespace = pod.namespace().unwrap_or_default();
@@ -174,7 +190,7 @@ pub async fn stand_in_kubelet(client: Client) {
 /// and the tests' scenario harness. The volumes and claims are listed (every
 /// object decoded) only after the server recorded some write, so a quiet
 /// period costs nothing however many objects the cluster holds.
-pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
+pub async fn wait_settled(api: &MemApi, idle: &impl Idle, quiet: Duration) {
     let mut written = api.resource_version();
     let mut last = fingerprint(api);
     let mut quiet_since = tokio::time::Instant::now();
@@ -319,6 +335,57 @@ pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClai
         ]);
     }
     format!("{}\n{}", columns(&volume_rows), columns(&claim_rows))
+}
+
+/// The ResourceClaims, as `kubectl get resourceclaims -A` with the pod
+/// that owns each and the pod entry it was generated for.
+pub fn render_resource_claims(claims: &[ResourceClaim]) -> String {
+    let mut rows = vec![row([
+        "NAMESPACE",
+        "RESOURCECLAIM",
+        "STATE",
+        "OWNER",
+        "POD-CLAIM",
+    ])];
+    for claim in claims {
+        let status = claim.status.clone().unwrap_or_default();
+        let mut state = Vec::new();
+        if status.allocation.is_some() {
+            state.push("allocated");
+        }
+        if status.reserved_for.is_some_and(|r| !r.is_empty()) {
+            state.push("reserved");
+        }
+        if claim.metadata.deletion_timestamp.is_some() {
+            state.push("deleted");
+        }
+        let owner = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| format!("{}/{}", o.kind.to_lowercase(), o.name))
+            .unwrap_or_default();
+        let entry = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name").cloned())
+            .unwrap_or_default();
+        rows.push(vec![
+            claim.namespace().unwrap_or_default(),
+            claim.name_any(),
+            if state.is_empty() {
+                "pending".to_string()
+            } else {
+                state.join(",")
+            },
+            owner,
+            entry,
+        ]);
+    }
+    columns(&rows)
 }
 
 /// The recorded events, one line each: type, reason, object, message.

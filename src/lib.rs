@@ -17,21 +17,26 @@
 mod app;
 #[cfg(feature = "embedded")]
 mod embedded;
+mod ephemeral;
 mod options;
 mod pv;
+mod resourceclaim;
 mod runtime;
 
-pub use app::{App, AppConfig, AppError};
+pub use app::{App, AppConfig, AppError, ControllerSelection, UnknownController};
 #[cfg(feature = "embedded")]
 pub use embedded::{
-    EmbeddedConfig, EmbeddedError, render_events, render_table, run as run_embedded,
-    stand_in_kubelet, wait_settled,
+    EmbeddedConfig, EmbeddedError, render_events, render_resource_claims, render_table,
+    run as run_embedded, stand_in_kubelet, wait_settled,
 };
+pub use ephemeral::NAME as EPHEMERAL_VOLUME;
+pub use ephemeral::controller::{EphemeralController, SyncError as EphemeralSyncError, Synced};
+pub use ephemeral::controller_base::{EphemeralBase, EphemeralError, EphemeralIdle};
 pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
 pub use pv::controller_base::{
     BaseConfig, BaseError, ControllerBase, DEFAULT_CLAIM_WORKERS, DEFAULT_VOLUME_WORKERS,
-    DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
+    DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe, NAME as PERSISTENTVOLUME_BINDER,
 };
 pub use pv::index::VolumeIndex;
 pub use pv::keys::{ClaimKey, VolumeName};
@@ -44,11 +49,22 @@ pub use pv::plugins::{
     EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
     VolumePlugins,
 };
+pub use resourceclaim::NAME as RESOURCECLAIM;
+pub use resourceclaim::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
+    ResourceClaimController, SyncError as ClaimSyncError, WorkKey,
+};
 pub use runtime::client::{
     ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,
 };
 pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
+pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
+pub use runtime::leadership::{Campaign, ControllerRun, Leadership};
 pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
 pub use runtime::ratelimit::RateLimitLayer;
+pub use runtime::requests::{RequestCollector, RequestCounts};
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};
+pub use runtime::shared::{
+    AllIdle, BoxError, ControllerFailure, Idle, RunFn, Shared, StartContext, Started,
+};

@@ -7,8 +7,8 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    App, AppConfig, BaseConfig, Clients, LeaseConfig, LogFormat, Options, Settings, VolumePlugins,
-    default_identity, parse_bind_address,
+    App, AppConfig, BaseConfig, Clients, ControllerSelection, LeaseConfig, LogFormat, Options,
+    Settings, VolumePlugins, default_identity, parse_bind_address,
 };
 
 #[tokio::main]
@@ -118,6 +118,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             claim_workers: options.concurrent_claim_syncs,
             volume_workers: options.concurrent_volume_syncs,
         },
+        controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
             format!(
                 "parsing --metrics-bind-address {:?}",

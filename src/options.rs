@@ -28,6 +28,12 @@ pub struct Options {
     #[arg(long)]
     pub master: Option<String>,
 
+    /// Controllers to run, in kube-controller-manager's syntax: `*` runs
+    /// every controller, `name` enables one and `-name` disables one
+    /// (names: persistentvolume-binder, ephemeral-volume, resourceclaim).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
     /// Queries per second allowed towards the API server; 0 (the default)
     /// sets no client-side limit and leaves it to the server's API Priority
     /// and Fairness (a 429 pauses the client for its Retry-After).

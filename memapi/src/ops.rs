@@ -138,10 +138,16 @@ pub fn create(
     Ok(store.commit(kind, obj))
 }
 
+/// The longest prefix the API server keeps of a `generateName`, so that
+/// the name with its 5 random characters fits 63 (`maxGeneratedNameLength`
+/// of apiserver's `names.SimpleNameGenerator`).
+const MAX_GENERATED_PREFIX: usize = 58;
+
 /// Names an object from its `generateName` (a free name with 5 random
-/// characters appended), or fails with 422 when it has neither.
+/// characters of the apiserver's alphabet appended to the prefix, cut to
+/// [`MAX_GENERATED_PREFIX`] first), or fails with 422 when it has neither.
 fn generate_name(store: &mut Store, kind: &ResourceKind, obj: &mut Value) -> Result<(), ApiError> {
-    let Some(prefix) = str_at(obj, "metadata.generateName").map(str::to_string) else {
+    let Some(mut prefix) = str_at(obj, "metadata.generateName").map(str::to_string) else {
         return Err(ApiError::invalid(
             kind.group,
             kind.kind,
@@ -149,6 +155,13 @@ fn generate_name(store: &mut Store, kind: &ResourceKind, obj: &mut Value) -> Res
             "metadata.name: Required value: name or generateName is required",
         ));
     };
+    if prefix.len() > MAX_GENERATED_PREFIX {
+        let mut end = MAX_GENERATED_PREFIX;
+        while !prefix.is_char_boundary(end) {
+            end -= 1;
+        }
+        prefix.truncate(end);
+    }
     let ns = object::namespace(obj).to_string();
     let name = loop {
         let candidate = format!("{prefix}{}", store.rng.alnum(5));
@@ -164,6 +177,9 @@ fn generate_name(store: &mut Store, kind: &ResourceKind, obj: &mut Value) -> Res
 /// with `keep`, only fills a missing phase).
 fn set_create_phase(kind: &ResourceKind, obj: &mut Value, keep: bool) {
     let Some(phase) = kind.create_phase else {
+        if !keep && kind.clears_status_on_create() {
+            object::remove_at(obj, "status");
+        }
         return;
     };
     if !keep {
@@ -236,6 +252,12 @@ fn prepare_for_update(kind: &ResourceKind, mut new: Value, stored: &Value, part:
             if kind.is_pod() {
                 object::copy_at(stored, &mut new, "metadata.ownerReferences");
             }
+            if kind.clears_status_on_create() {
+                // ResetObjectMetaForStatus: a status write changes no metadata.
+                for path in STATUS_KEEPS_METADATA {
+                    object::copy_at(stored, &mut new, path);
+                }
+            }
         }
         Part::Main => {
             if kind.has_status {
@@ -260,6 +282,15 @@ fn keep_managed_fields(new: &mut Value, stored: &Value) {
         object::copy_at(stored, new, "metadata.managedFields");
     }
 }
+
+/// The metadata a status write of a ResourceClaim keeps from the stored
+/// object (apimachinery's `ResetObjectMetaForStatus`).
+const STATUS_KEEPS_METADATA: [&str; 4] = [
+    "metadata.labels",
+    "metadata.annotations",
+    "metadata.finalizers",
+    "metadata.ownerReferences",
+];
 
 /// Fields that identify an object across writes; clients cannot change them.
 const IDENTITY: [&str; 4] = [

@@ -56,6 +56,14 @@ impl ResourceKind {
         self.group.is_empty() && self.plural == "persistentvolumes"
     }
 
+    /// Whether a create through the API drops the status the client sent,
+    /// though the kind has no phase to reset it to (a ResourceClaim's
+    /// `PrepareForCreate`: its allocation and reservations are written
+    /// only through `/status`).
+    pub fn clears_status_on_create(&self) -> bool {
+        self.group == "resource.k8s.io" && self.has_status
+    }
+
     /// Whether this row is the Pod kind (deleted gracefully, see `delete.rs`).
     pub fn is_pod(&self) -> bool {
         self.group.is_empty() && self.plural == "pods"
@@ -191,6 +199,42 @@ pub static KINDS: &[ResourceKind] = &[
             "reason",
             "type",
         ],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaims",
+        kind: "ResourceClaim",
+        namespaced: true,
+        has_status: true,
+        short_names: &[],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaimtemplates",
+        kind: "ResourceClaimTemplate",
+        namespaced: true,
+        has_status: false,
+        short_names: &[],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "deviceclasses",
+        kind: "DeviceClass",
+        namespaced: false,
+        has_status: false,
+        short_names: &[],
+        fields: &[],
         defaults: &[],
         create_phase: None,
     },

@@ -13,6 +13,9 @@
 //!   and leader election opens it only until the renew deadline after each
 //!   renewal, so a replica that is not leader, or stops being leader,
 //!   writes nothing, at once;
+//! - the count of the server's answers by status code (shared with the
+//!   lease's client: [`RequestCounts`]), so a refused request (403, say)
+//!   shows on `/metrics` whatever it was;
 //! - a timeout on every request but watches (which end on their own
 //!   `timeoutSeconds`), so no sync hangs on an answer that never comes.
 
@@ -29,6 +32,7 @@ use tokio::time::Instant;
 use tower::{BoxError, Layer, Service};
 
 use crate::runtime::ratelimit::RateLimitLayer;
+use crate::runtime::requests::RequestCounts;
 
 /// How the controller's client talks to the API server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -64,6 +68,8 @@ pub struct Clients {
     pub lease: Client,
     /// Open while this replica may write.
     pub gate: WriteGate,
+    /// The answers to both clients' requests, by status code.
+    pub requests: RequestCounts,
 }
 
 impl Clients {
@@ -83,17 +89,23 @@ impl Clients {
         B::Error: Into<BoxError>,
     {
         let gate = WriteGate::default();
+        let requests = RequestCounts::default();
         let timeout = TimeoutLayer(options.request_timeout);
         let controller = controller
             .with_layer(&timeout)
+            .with_layer(&requests.layer("controller"))
             .with_layer(&gate)
             .with_layer(&RateLimitLayer::new(options.qps, options.burst))
             .build();
-        let lease = lease.with_layer(&timeout).build();
+        let lease = lease
+            .with_layer(&timeout)
+            .with_layer(&requests.layer("lease"))
+            .build();
         Self {
             controller,
             lease,
             gate,
+            requests,
         }
     }
 }

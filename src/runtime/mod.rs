@@ -8,9 +8,14 @@
 
 pub(crate) mod client;
 pub(crate) mod events;
+pub(crate) mod keys;
 pub(crate) mod leader;
+pub(crate) mod leadership;
 pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+pub(crate) mod requests;
 pub(crate) mod server;
+pub(crate) mod shared;
+pub(crate) mod watch;

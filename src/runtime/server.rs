@@ -18,20 +18,37 @@ use tokio::net::TcpListener;
 
 use crate::runtime::metrics::Metrics;
 
-/// Whether the controller's caches have synced; set once by the controller,
-/// read by `/readyz`. Cheap to clone: clones share the flag.
+/// Whether the controllers' caches have synced; set once by each
+/// controller, read by `/readyz`. A process of several controllers is ready
+/// when all of them are ([`Readiness::all`]). Cheap to clone: clones share
+/// the state.
 #[derive(Clone, Debug, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<ReadinessState>);
+
+#[derive(Debug, Default)]
+struct ReadinessState {
+    ready: AtomicBool,
+    parts: Vec<Readiness>,
+}
 
 impl Readiness {
-    /// Marks the controller ready.
-    pub fn set_ready(&self) {
-        self.0.store(true, Ordering::Release);
+    /// Ready when every one of `parts` is (and not before there is one).
+    pub fn all(parts: Vec<Readiness>) -> Self {
+        Self(Arc::new(ReadinessState {
+            ready: AtomicBool::new(false),
+            parts,
+        }))
     }
 
-    /// Whether the controller is ready.
+    /// Marks the controller ready.
+    pub fn set_ready(&self) {
+        self.0.ready.store(true, Ordering::Release);
+    }
+
+    /// Whether the controller (or every part) is ready.
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.ready.load(Ordering::Acquire)
+            || !self.0.parts.is_empty() && self.0.parts.iter().all(Readiness::is_ready)
     }
 }
 
@@ -148,6 +165,21 @@ async fn serve_ready(State(state): State<AdminState>) -> Response {
 mod tests {
     use super::*;
     use tower::ServiceExt;
+
+    #[test]
+    fn a_process_is_ready_when_every_controller_is() {
+        let (binder, ephemeral) = (Readiness::default(), Readiness::default());
+        let process = Readiness::all(vec![binder.clone(), ephemeral.clone()]);
+        assert!(!process.is_ready());
+        binder.set_ready();
+        assert!(!process.is_ready(), "one controller still fills its caches");
+        ephemeral.set_ready();
+        assert!(process.is_ready());
+        assert!(
+            !Readiness::all(vec![]).is_ready(),
+            "no controller, never ready"
+        );
+    }
 
     async fn get_path(router: Router, path: &str) -> (StatusCode, String) {
         let request = axum::http::Request::get(path)

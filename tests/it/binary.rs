@@ -1,6 +1,7 @@
 //! The `pv-controller` binary against a cluster reached by kubeconfig: the
 //! in-memory API server on a loopback port stands in for the cluster. The
-//! binary binds a claim, and stops cleanly on SIGTERM.
+//! binary binds a claim, and stops cleanly on SIGTERM; a --controllers
+//! entry that names no controller stops its start-up.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -75,5 +76,24 @@ async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
     assert!(
         exit.is_some_and(|s| s.success()),
         "clean exit on SIGTERM: {exit:?}"
+    );
+}
+
+#[test]
+fn an_unknown_controller_name_stops_the_start_up() {
+    let output = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args([
+            "--master=http://127.0.0.1:1",
+            "--leader-elect=false",
+            "--metrics-bind-address=127.0.0.1:0",
+            "--controllers=*,-persistentvolume-binder,ephemeral-volumes",
+        ])
+        .output()
+        .expect("run the binary");
+    assert!(!output.status.success(), "the start-up fails");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"ephemeral-volumes\" in --controllers is not a known controller"),
+        "{stderr}"
     );
 }

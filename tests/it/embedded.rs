@@ -8,6 +8,7 @@ use clap::Parser;
 use pv_controller::AppConfig;
 use pv_controller::BaseConfig;
 use pv_controller::ClientOptions;
+use pv_controller::ControllerSelection;
 use pv_controller::Options;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
@@ -41,6 +42,7 @@ async fn demo_settles_and_shows_each_case() {
                 },
                 ..BaseConfig::default()
             },
+            controllers: ControllerSelection::default(),
             metrics_address: ([127, 0, 0, 1], 0).into(),
             election: None,
         },
@@ -84,6 +86,37 @@ async fn demo_settles_and_shows_each_case() {
         cells(&table, "VolumeRecycled").contains(&"persistentvolume/pv-recycle"),
         "{table}"
     );
+    // The ephemeral volume controller made the pod's claim; the binder bound it.
+    assert_eq!(
+        cells(&table, "web-cache"),
+        [
+            "demo",
+            "web-cache",
+            "Bound",
+            "pv-ephemeral",
+            "3Gi",
+            "manual"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        cells(&table, "pv-ephemeral")[3..5],
+        ["Bound", "demo/web-cache"]
+    );
+    // The ResourceClaim controller generated the pod's claim from its
+    // template: trainer-gpu-<five random characters>.
+    let claim = table
+        .lines()
+        .find(|line| {
+            line.split_whitespace()
+                .nth(1)
+                .is_some_and(|name| name.starts_with("trainer-gpu-"))
+        })
+        .unwrap_or_else(|| panic!("no claim for trainer in\n{table}"));
+    let cells: Vec<&str> = claim.split_whitespace().collect();
+    assert_eq!(cells[1].len(), "trainer-gpu-".len() + 5, "{table}");
+    assert_eq!(cells[0], "demo");
+    assert_eq!(cells[2..], ["pending", "pod/trainer", "gpu"], "{table}");
 }
 
 #[tokio::test]
@@ -94,6 +127,7 @@ async fn a_missing_file_is_an_error() {
         quiet_period: Duration::from_secs(1),
         app: AppConfig {
             base: BaseConfig::default(),
+            controllers: ControllerSelection::default(),
             metrics_address: ([127, 0, 0, 1], 0).into(),
             election: None,
         },

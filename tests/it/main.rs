@@ -7,11 +7,13 @@
 //! The objects come from the `testkit` crate (the builders the unit tests
 //! use too); the support that needs the controller lives here:
 //! [`harness`] (scenario tables run directly and with the whole controller,
-//! settling, object comparison, invariants) and [`mock_plugin`] (a volume
-//! plugin whose answers a row scripts).
+//! settling, object comparison, invariants), [`pod_harness`] (the process
+//! run with some of its controllers, for pod-centred rows) and
+//! [`mock_plugin`] (a volume plugin whose answers a row scripts).
 
 mod harness;
 mod mock_plugin;
+mod pod_harness;
 
 mod best_fit;
 mod binary;
@@ -20,6 +22,7 @@ mod binding_writes;
 mod delete;
 mod deploy;
 mod embedded;
+mod ephemeral;
 mod events;
 mod image;
 mod leader_election;
@@ -28,4 +31,5 @@ mod metrics;
 mod provision;
 mod rbac;
 mod recycle;
+mod resourceclaim;
 mod supervision;

@@ -416,3 +416,78 @@ async fn metrics_parse_and_count_the_objects() {
     );
     assert_eq!(value(&samples, "pv_controller_leader", &[]), 1.0);
 }
+
+/// GETs `path` from the admin server at `address` (plain HTTP/1.1).
+async fn http_get(address: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_process_exports_the_answers_to_every_request_by_code() {
+    let api = MemApi::new();
+    api.add_reactor(memapi::Reactor::on(Verb::List, "nodes").error(403).times(1));
+    let clients = pv_controller::Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        pv_controller::ClientOptions::default(),
+    );
+    let app = pv_controller::App::start(
+        clients,
+        pv_controller::AppConfig {
+            base: BaseConfig::default(),
+            controllers: pv_controller::ControllerSelection::default(),
+            metrics_address: ([127, 0, 0, 1], 0).into(),
+            election: None,
+        },
+    )
+    .await
+    .unwrap();
+    let address = app.metrics_address();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run(async move {
+        let _ = stopped.await;
+    }));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let samples = loop {
+        let answer = http_get(address, "/metrics").await;
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let samples = parse_exposition(body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+        let refused = value(
+            &samples,
+            "pv_controller_api_requests_total",
+            &[("code", "403")],
+        );
+        let ready = http_get(address, "/readyz")
+            .await
+            .starts_with("HTTP/1.1 200");
+        if refused > 0.0 && ready || std::time::Instant::now() > deadline {
+            break samples;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        value(
+            &samples,
+            "pv_controller_api_requests_total",
+            &[("client", "controller"), ("method", "GET"), ("code", "403")]
+        ),
+        1.0,
+        "the refused list of nodes"
+    );
+    assert!(
+        value(
+            &samples,
+            "pv_controller_api_requests_total",
+            &[("client", "controller"), ("method", "GET"), ("code", "200")]
+        ) >= 5.0,
+        "the lists of the five watchers"
+    );
+}

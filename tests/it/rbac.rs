@@ -1,5 +1,6 @@
-//! Least privilege, checked: the controller runs on memapi through binding,
-//! provisioning hand-off, delayed binding, events and leader election; every
+//! Least privilege, checked: the process runs every controller on memapi,
+//! elected, through binding, provisioning hand-off, delayed binding,
+//! reclaim, a pod's ephemeral volume, events and leader election; every
 //! request it makes must be allowed by deploy/rbac.yaml, and every rule
 //! there must be used by some request (or be listed below as needed on a
 //! path the run does not take).
@@ -7,28 +8,30 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::harness::settle;
+use crate::pod_harness::settle;
 use clap::Parser;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
 use memapi::MemApi;
 use pv_controller::Options;
 use pv_controller::Settings;
 use pv_controller::VolumePlugins;
-use pv_controller::WriteGate;
 use pv_controller::stand_in_kubelet;
-use pv_controller::{BaseConfig, ControllerBase};
-use pv_controller::{LeaderElector, LeaseConfig};
+use pv_controller::{App, AppConfig, BaseConfig, ControllerSelection};
+use pv_controller::{ClientOptions, Clients, LeaseConfig};
 use serde::Deserialize;
 use serde_json::Value;
 use testkit::*;
 
-/// Rules needed on paths this run does not take: reading a recycler pod
-/// left by an earlier controller (adopting it after AlreadyExists), and
-/// creating volumes with the opt-in in-process hostPath provisioner
-/// (--enable-hostpath-provisioner; tests/provision.rs covers it). Remove an
-/// entry once the run exercises it.
-const USED_BY_RECLAIM: &[(&str, &str, &str)] =
-    &[("", "pods", "get"), ("", "persistentvolumes", "create")];
+/// Rules needed on paths this run does not take: creating volumes with the
+/// opt-in in-process hostPath provisioner (--enable-hostpath-provisioner;
+/// tests/provision.rs covers it), and updating pods' finalizers, which no
+/// request does but the OwnerReferencesPermissionEnforcement admission
+/// plugin checks when a claim owned by a pod sets blockOwnerDeletion
+/// (memapi has no such plugin). Remove an entry once the run exercises it.
+const USED_BY_RECLAIM: &[(&str, &str, &str)] = &[
+    ("", "persistentvolumes", "create"),
+    ("", "pods/finalizers", "update"),
+];
 
 /// Rules this run may or may not exercise, depending on timing: the
 /// recycler's event watch follows its list, and the stand-in kubelet may
@@ -138,12 +141,36 @@ async fn exercised() -> BTreeSet<Permission> {
         }
         api.create(&released).unwrap();
     }
+    // A pod with an ephemeral volume: the ephemeral volume controller
+    // creates its claim.
+    let mut web = pod("web", &[], "Pending", None);
+    if let Some(spec) = web.spec.as_mut() {
+        let template = claim("template", "", "1Gi").class("external").build();
+        spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume {
+            name: "cache".to_string(),
+            ephemeral: Some(k8s_openapi::api::core::v1::EphemeralVolumeSource {
+                volume_claim_template: Some(
+                    k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+                        metadata: None,
+                        spec: template.spec.unwrap_or_default(),
+                    },
+                ),
+            }),
+            ..Default::default()
+        }]);
+    }
+    api.create(&web).unwrap();
+    seed_resource_claims(&api);
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let options = Options::parse_from(["pv-controller"]);
     let plugins = options.plugin_config().unwrap();
-    let base = ControllerBase::new(
-        api.client(),
-        BaseConfig {
+    let clients = Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    );
+    let config = AppConfig {
+        base: BaseConfig {
             resync_period: Duration::from_secs(2),
             settings: Settings {
                 plugins: VolumePlugins::from_config(&plugins),
@@ -151,35 +178,42 @@ async fn exercised() -> BTreeSet<Permission> {
             },
             ..BaseConfig::default()
         },
-    )
-    .unwrap();
-    let idle = base.idle_probe();
-    let events = base.controller().recorder().clone();
-    let elector = LeaderElector::new(
-        api.client(),
-        LeaseConfig::new("pv-controller", "pv-controller", "only"),
-        WriteGate::default(),
-    );
+        controllers: ControllerSelection::default(),
+        metrics_address: ([127, 0, 0, 1], 0).into(),
+        election: Some(LeaseConfig::new("pv-controller", "pv-controller", "only")),
+    };
+    let app = App::start(clients, config).await.unwrap();
+    let idle = app.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run_elected(elector, async move {
+    let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
     let _ = stop.send(());
+    // Every controller writes its events before the process stops.
     running.await.unwrap().unwrap();
-    events.flush().await;
     kubelet.abort();
     assert!(
         api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
             .is_none()
     );
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "web-cache")
+            .is_some(),
+        "the ephemeral volume's claim was made"
+    );
 
     api.requests()
         .log()
         .iter()
-        // The stand-in kubelet's own requests.
+        // The stand-in kubelet's own requests: it finishes recycler pods.
         .filter(|entry| {
-            !(entry.resource == "pods" && entry.subresource.as_deref() == Some("status"))
+            !(entry.resource == "pods"
+                && entry.subresource.as_deref() == Some("status")
+                && entry
+                    .name
+                    .as_deref()
+                    .is_some_and(|name| name.starts_with("recycler-for-")))
         })
         .map(|entry| {
             let resource = match &entry.subresource {
@@ -206,7 +240,14 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         ("", "events", "create"),
         ("", "events", "patch"),
         ("", "persistentvolumeclaims", "update"),
+        ("", "persistentvolumeclaims", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("", "pods", "get"),
+        ("", "pods/status", "patch"),
+        ("resource.k8s.io", "resourceclaims", "create"),
+        ("resource.k8s.io", "resourceclaims", "update"),
+        ("resource.k8s.io", "resourceclaims", "delete"),
+        ("resource.k8s.io", "resourceclaims/status", "update"),
     ];
     for (group, resource, verb) in expected_work {
         let permission = (group.to_string(), resource.to_string(), verb.to_string());
@@ -253,4 +294,42 @@ fn wildcards_and_unknown_rules_are_seen() {
     );
     assert_eq!(permissions.len(), 2);
     assert!(permissions.contains(&("".into(), "pods/log".into(), "get".into())));
+}
+
+/// Objects that give the ResourceClaim controller all its work: a pod whose
+/// template needs a claim (create, pod status), a done pod whose allocated
+/// claim is released, deallocated, unblocked and deleted, and a claim
+/// reserved for a pod the watch never showed (looked up, then dropped).
+fn seed_resource_claims(api: &MemApi) {
+    let objects = serde_json::json!([
+        { "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+          "metadata": { "name": "gpu", "namespace": "default" }, "spec": { "spec": {} } },
+        { "apiVersion": "v1", "kind": "Pod",
+          "metadata": { "name": "trainer", "namespace": "default", "uid": "uid-trainer" },
+          "spec": { "containers": [ { "name": "c", "image": "busybox" } ],
+                    "resourceClaims": [ { "name": "gpu", "resourceClaimTemplateName": "gpu" } ] } },
+        { "apiVersion": "v1", "kind": "Pod",
+          "metadata": { "name": "finished", "namespace": "default", "uid": "uid-finished" },
+          "spec": { "nodeName": "node", "containers": [ { "name": "c", "image": "busybox" } ],
+                    "resourceClaims": [ { "name": "gpu", "resourceClaimTemplateName": "gpu" } ] },
+          "status": { "phase": "Succeeded",
+                      "resourceClaimStatuses": [ { "name": "gpu", "resourceClaimName": "finished-gpu-x6zgt" } ] } },
+        { "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+          "metadata": { "name": "finished-gpu-x6zgt", "namespace": "default",
+                        "finalizers": [ "resource.kubernetes.io/delete-protection" ],
+                        "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu" },
+                        "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "finished",
+                                               "uid": "uid-finished", "controller": true } ] },
+          "spec": {},
+          "status": { "allocation": {},
+                      "reservedFor": [ { "resource": "pods", "name": "finished", "uid": "uid-finished" } ] } },
+        { "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+          "metadata": { "name": "shared", "namespace": "default" },
+          "spec": {},
+          "status": { "reservedFor": [ { "resource": "pods", "name": "ghost", "uid": "uid-ghost" } ] } },
+    ]);
+    for object in objects.as_array().into_iter().flatten() {
+        let text = serde_json::to_string(object).unwrap();
+        api.load_yaml(&text).unwrap();
+    }
 }

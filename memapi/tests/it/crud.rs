@@ -364,3 +364,68 @@ async fn pod_status_is_reset_on_create() {
     let p = pods.create(&PostParams::default(), &pod).await.unwrap();
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
 }
+
+#[tokio::test]
+async fn pod_status_updates_take_the_status_only_and_check_the_version() {
+    let mem = MemApi::new();
+    let pods: Api<Pod> = Api::namespaced(mem.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}
+    }))
+    .unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+
+    // PUT /status records the generated claim names; the spec stays.
+    let mut recorded = created.clone();
+    recorded.status = Some(
+        serde_json::from_value(json!({"phase": "Pending", "resourceClaimStatuses": [
+            {"name": "gpu", "resourceClaimName": "p-gpu-x6zgt"}]}))
+        .unwrap(),
+    );
+    recorded.spec.as_mut().unwrap().node_name = Some("ignored".into());
+    let stored = pods
+        .replace_status("p", &PostParams::default(), &recorded)
+        .await
+        .unwrap();
+    assert_eq!(stored.spec.as_ref().unwrap().node_name, None);
+    let statuses = stored
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.clone())
+        .unwrap();
+    assert_eq!(
+        statuses[0].resource_claim_name.as_deref(),
+        Some("p-gpu-x6zgt")
+    );
+    assert_ne!(
+        stored.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    // A status written from a stale copy is a conflict and changes nothing.
+    let err = pods
+        .replace_status("p", &PostParams::default(), &created)
+        .await
+        .unwrap_err();
+    assert_eq!(code(err), 409);
+
+    // A main-resource update keeps the stored status.
+    let mut relabelled = stored.clone();
+    relabelled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
+    relabelled.status = None;
+    let relabelled = pods
+        .replace("p", &PostParams::default(), &relabelled)
+        .await
+        .unwrap();
+    assert_eq!(
+        relabelled.status.and_then(|s| s.resource_claim_statuses),
+        Some(statuses)
+    );
+    assert_eq!(
+        mem.requests()
+            .count(memapi::Verb::Update, "pods", Some("status")),
+        2
+    );
+}

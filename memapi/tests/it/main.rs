@@ -7,6 +7,7 @@ mod kubectl;
 mod levers;
 mod list;
 mod reactors;
+mod resource;
 mod strict;
 mod support;
 mod watch;

@@ -435,7 +435,12 @@ async fn discovery_documents() {
         .collect();
     assert_eq!(
         names,
-        ["storage.k8s.io", "events.k8s.io", "coordination.k8s.io"]
+        [
+            "storage.k8s.io",
+            "events.k8s.io",
+            "resource.k8s.io",
+            "coordination.k8s.io"
+        ]
     );
     let (code, _) = raw(&mem, "GET", "/apis/storage.k8s.io/v1", "", "").await;
     assert_eq!(code, 200);

@@ -1,79 +1,40 @@
 //! The watchers: one per kind, each feeding its lister (a reflector store)
 //! and, for volumes and claims, the shadow cache and the work queue.
 //!
-//! A watch that fails is retried with backoff; one that keeps failing for
-//! the configured time ends its pump with an error, which stops the process
-//! (so Kubernetes restarts it) instead of leaving a healthy-looking
-//! controller that sees nothing.
+//! Watches are supervised by [`crate::runtime::watch`]: one that keeps
+//! failing stops the controller.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::runtime::WatchStreamExt;
+use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher::{self, Event, watcher};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
-use tokio::time::Instant;
+use kube::runtime::watcher::{self, Event};
 
 use super::BaseError;
 use super::waiting::FollowUp;
 use crate::pv::controller::Controller;
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::runtime::queue::WorkQueue;
+use crate::runtime::watch;
+pub(super) use crate::runtime::watch::watch;
 
-/// A watcher with the default backoff, so a broken watch is retried.
-pub(super) fn watch<K>(
-    client: &Client,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
-}
-
-/// Drives a reflected watch stream of `kind`, handing each event to
-/// `on_event`. Returns an error when the watch has failed without a single
-/// success (a complete list, or a change) for `failure_limit`, or when the
-/// stream ends. The start of a relist is no success: the watcher announces
-/// one before every attempt, failing or not.
+/// Drives a reflected watch stream of `kind` into `on_event`; see
+/// [`crate::runtime::watch::pump`].
 pub(super) async fn pump<K, S, F>(
     kind: &'static str,
     stream: S,
     failure_limit: Duration,
-    mut on_event: F,
+    on_event: F,
 ) -> Result<(), BaseError>
 where
     S: Stream<Item = Result<Event<K>, watcher::Error>>,
     F: FnMut(&Event<K>),
 {
-    let mut stream = std::pin::pin!(stream);
-    let mut failing_since: Option<Instant> = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => {
-                if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
-                    failing_since = None;
-                }
-                on_event(&event);
-            }
-            Err(error) => {
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                tracing::warn!(kind, %error, "watch failed, retrying");
-                if since.elapsed() >= failure_limit {
-                    return Err(BaseError::WatchFailing {
-                        kind,
-                        limit: failure_limit,
-                        last_error: error.to_string(),
-                    });
-                }
-            }
-        }
-    }
-    Err(BaseError::TaskEnded(format!("the {kind} watch")))
+    Ok(watch::pump(kind, stream, failure_limit, on_event).await?)
 }
 
 /// Drops what the controller never reads from any object before it is

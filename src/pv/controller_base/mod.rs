@@ -41,11 +41,16 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::{Liveness, Readiness};
+use crate::runtime::shared::{ControllerFailure, Idle, Shared, StartContext, Started};
+use crate::runtime::watch::WatchFailure;
 use informers::{Handlers, drop_unread_fields, keep_pod_essentials, offer_logged, pump, watch};
 use parking::Parking;
 use run::next_failure;
 use waiting::FollowUp;
 use workers::{ClaimWork, VolumeWork};
+
+/// The controller's name in `--controllers`, as kube-controller-manager's.
+pub const NAME: &str = "persistentvolume-binder";
 
 /// How the controller is wired; the decision settings ride along.
 #[derive(Clone, Debug)]
@@ -126,6 +131,23 @@ pub enum BaseError {
     TaskEnded(String),
 }
 
+impl From<WatchFailure> for BaseError {
+    fn from(failure: WatchFailure) -> Self {
+        match failure {
+            WatchFailure::Failing {
+                kind,
+                limit,
+                last_error,
+            } => Self::WatchFailing {
+                kind,
+                limit,
+                last_error,
+            },
+            WatchFailure::Ended(kind) => Self::TaskEnded(format!("the {kind} watch")),
+        }
+    }
+}
+
 /// Tells whether the controller's queues are idle; see
 /// [`ControllerBase::idle_probe`].
 #[derive(Clone)]
@@ -146,6 +168,12 @@ impl IdleProbe {
     /// How many claims found no volume and wait for one to become Available.
     pub fn waiting_claims(&self) -> usize {
         self.follow_up.waiting()
+    }
+}
+
+impl Idle for IdleProbe {
+    fn is_idle(&self) -> bool {
+        IdleProbe::is_idle(self)
     }
 }
 
@@ -192,6 +220,17 @@ impl ControllerBase {
     /// the event recorder's sender task. Fails only when the metrics cannot
     /// be registered or there is no tokio runtime for that task.
     pub fn new(client: Client, config: BaseConfig) -> Result<Self, BaseError> {
+        Self::with_shared(client, config, Shared::new()?)
+    }
+
+    /// Builds the controller as [`ControllerBase::new`] does, its series in
+    /// the process's one registry and its failure on the process's one
+    /// `/livez`, beside the other controllers of the process.
+    pub fn with_shared(
+        client: Client,
+        config: BaseConfig,
+        shared: Shared,
+    ) -> Result<Self, BaseError> {
         let (volumes, volumes_writer) = reflector::store();
         let (claims, claims_writer) = reflector::store();
         let (classes, classes_writer) = reflector::store();
@@ -205,7 +244,7 @@ impl ControllerBase {
             pods,
             nodes,
         };
-        let metrics = Arc::new(Metrics::new()?);
+        let metrics = shared.metrics;
         let pv_metrics = PvMetrics::new(&metrics)?;
         let recorder = EventRecorder::new(
             client.clone(),
@@ -254,10 +293,33 @@ impl ControllerBase {
             }),
             metrics,
             readiness: Readiness::default(),
-            liveness: Liveness::default(),
+            liveness: shared.liveness,
             leading: Arc::default(),
             follow_up,
             parking,
+        })
+    }
+
+    /// Builds the controller as one of the process's (`persistentvolume-binder`
+    /// in `--controllers`): the context's instance and watch failure limit
+    /// override `config`'s.
+    pub(crate) fn start(context: &StartContext, config: BaseConfig) -> Result<Started, BaseError> {
+        let config = BaseConfig {
+            instance: context.instance.clone(),
+            watch_failure_limit: context.watch_failure_limit,
+            ..config
+        };
+        let base = Self::with_shared(context.client.clone(), config, context.shared.clone())?;
+        Ok(Started {
+            readiness: base.readiness(),
+            idle: Arc::new(base.idle_probe()),
+            run: Box::new(|leadership, stop| {
+                Box::pin(async move {
+                    base.run_led(leadership, stop)
+                        .await
+                        .map_err(|error| ControllerFailure::new(NAME, error))
+                })
+            }),
         })
     }
 

@@ -2,15 +2,18 @@
 //! the loss of the lease, or a failure of a task it supervises.
 
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use super::{BaseError, ControllerBase, Workers};
 use crate::runtime::events::EventRecorder;
 use crate::runtime::leader::LeaderElector;
+use crate::runtime::leadership::{Campaign, ControllerRun, Leadership};
 
 /// How a leading controller stopped.
 enum End {
@@ -20,89 +23,83 @@ enum End {
 }
 
 impl ControllerBase {
-    /// Runs the controller until `shutdown` resolves: watchers, one worker
-    /// per queue (a sync is not reentrant for one object, and one worker per
-    /// kind keeps two claims from racing for one volume), and the resync.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), BaseError> {
-        let mut shutdown = pin!(shutdown);
-        let result = self.run_unelected(shutdown.as_mut()).await;
-        self.fail_on(result)
+    /// Runs the controller alone, without election, until `shutdown`
+    /// resolves: watchers, one worker per queue (a sync is not reentrant
+    /// for one object, and one worker per kind keeps two claims from racing
+    /// for one volume), and the resync.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), BaseError> {
+        self.run_campaign(None, shutdown).await
     }
 
-    async fn run_unelected(
-        &mut self,
-        mut shutdown: Pin<&mut impl Future<Output = ()>>,
-    ) -> Result<(), BaseError> {
-        if !self.sync_caches(shutdown.as_mut()).await? {
-            return Ok(());
-        }
-        self.metrics.set_leader(true);
-        let mut workers = self.start_workers();
-        let end = tokio::select! {
-            () = &mut shutdown => End::Shutdown,
-            failure = next_failure(&mut self.watchers) => End::Failed(failure),
-            failure = next_failure(&mut workers.tasks) => End::Failed(failure),
-        };
-        self.metrics.set_leader(false);
-        match end {
-            End::Shutdown => {
-                self.stop(workers).await;
-                flush_events(self.controller.recorder()).await;
-                Ok(())
-            }
-            End::LeaseLost => Err(BaseError::LeadershipLost),
-            End::Failed(failure) => {
-                self.abort(workers).await;
-                Err(failure)
-            }
-        }
-    }
-
-    /// Runs the controller with leader election: the caches are filled and
-    /// kept warm at once, but the workers (every write) run only while
-    /// `elector` holds the lease. On `shutdown` the lease is released, so a
-    /// follower takes over at once; if the lease cannot be renewed, every
-    /// sync and operation in flight is cancelled and
-    /// [`BaseError::LeadershipLost`] is returned.
+    /// Runs the controller alone with leader election: the caches are
+    /// filled and kept warm at once, but the workers (every write) run only
+    /// while `elector` holds the lease. On `shutdown` the lease is released
+    /// once the events are written, so a follower takes over at once; if
+    /// the lease cannot be renewed, every sync and operation in flight is
+    /// cancelled and [`BaseError::LeadershipLost`] is returned.
     pub async fn run_elected(
-        mut self,
-        mut elector: LeaderElector,
+        self,
+        elector: LeaderElector,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), BaseError> {
-        let mut shutdown = pin!(shutdown);
-        let result = self.lead(&mut elector, shutdown.as_mut()).await;
+        self.run_campaign(Some(elector), shutdown).await
+    }
+
+    async fn run_campaign(
+        self,
+        elector: Option<LeaderElector>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), BaseError> {
+        let campaign = Campaign::default().reporting_to(Arc::clone(&self.metrics));
+        let run: ControllerRun<BaseError> =
+            Box::pin(self.run_led(campaign.leadership(), campaign.stop_token()));
+        campaign
+            .run(elector, vec![run], shutdown, BaseError::TaskEnded)
+            .await
+    }
+
+    /// Runs the controller as one of the process's: caches at once, the
+    /// workers while `leadership` says the process leads, until `stop` is
+    /// cancelled (a graceful stop that writes the recorded events) or the
+    /// lease is lost (everything in flight cancelled).
+    pub async fn run_led(
+        mut self,
+        mut leadership: Leadership,
+        stop: CancellationToken,
+    ) -> Result<(), BaseError> {
+        let result = self.lead(&mut leadership, &stop).await;
         self.fail_on(result)
     }
 
     async fn lead(
         &mut self,
-        elector: &mut LeaderElector,
-        mut shutdown: Pin<&mut impl Future<Output = ()>>,
+        leadership: &mut Leadership,
+        stop: &CancellationToken,
     ) -> Result<(), BaseError> {
-        if !self.sync_caches(shutdown.as_mut()).await? {
+        if !self.sync_caches(pin!(stop.cancelled())).await? {
             return Ok(());
         }
-        self.metrics.set_leader(false);
-        tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
         tokio::select! {
-            () = elector.acquire() => {}
-            () = &mut shutdown => {
+            acquired = leadership.acquired() => {
+                if !acquired {
+                    self.watchers.shutdown().await;
+                    return Err(BaseError::LeadershipLost);
+                }
+            }
+            () = stop.cancelled() => {
                 self.watchers.shutdown().await;
                 tracing::info!("stopped before becoming leader");
                 return Ok(());
             }
             failure = next_failure(&mut self.watchers) => return Err(failure),
         }
-        self.metrics.set_leader(true);
-        tracing::info!(identity = %elector.identity(), "leading");
         let mut workers = self.start_workers();
         let end = tokio::select! {
-            () = elector.hold() => End::LeaseLost,
-            () = &mut shutdown => End::Shutdown,
+            () = leadership.lost() => End::LeaseLost,
+            () = stop.cancelled() => End::Shutdown,
             failure = next_failure(&mut self.watchers) => End::Failed(failure),
             failure = next_failure(&mut workers.tasks) => End::Failed(failure),
         };
-        self.metrics.set_leader(false);
         match end {
             End::LeaseLost => {
                 self.abort(workers).await;
@@ -113,12 +110,10 @@ impl ControllerBase {
                 // Still the leader until the lease is released: write what
                 // the workers recorded.
                 flush_events(self.controller.recorder()).await;
-                release(elector).await;
                 Ok(())
             }
             End::Failed(failure) => {
                 self.abort(workers).await;
-                release(elector).await;
                 Err(failure)
             }
         }
@@ -159,13 +154,6 @@ impl ControllerBase {
         self.claim_queue.shut_down();
         while workers.tasks.join_next().await.is_some() {}
         self.watchers.shutdown().await;
-    }
-}
-
-/// Gives the lease up so a follower takes over at once.
-async fn release(elector: &mut LeaderElector) {
-    if let Err(error) = elector.release().await {
-        tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
     }
 }
 

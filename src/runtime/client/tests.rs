@@ -116,3 +116,66 @@ async fn the_lease_client_is_neither_gated_nor_limited() {
     }
     assert_eq!(started.elapsed(), Duration::ZERO, "and wait for no token");
 }
+
+#[tokio::test(start_paused = true)]
+async fn every_answer_is_counted_by_client_method_and_code() {
+    let api = MemApi::new();
+    api.add_reactor(
+        Reactor::on(Verb::List, "persistentvolumes")
+            .error(403)
+            .times(2),
+    );
+    api.add_reactor(
+        Reactor::on(Verb::Get, "persistentvolumes")
+            .delay(Duration::from_secs(3600))
+            .always(),
+    );
+    let options = ClientOptions {
+        request_timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    let clients = clients(&api, options);
+    let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
+    for _ in 0..3 {
+        let _ = volumes.list(&Default::default()).await;
+    }
+    assert!(volumes.get("a").await.is_err(), "no answer");
+    let refused = volumes.create(&PostParams::default(), &volume("a")).await;
+    assert!(refused.is_err(), "the closed gate sends nothing");
+    let leases: Api<Lease> = Api::namespaced(clients.lease.clone(), "kube-system");
+    let lease: Lease =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "l"}})).expect("lease");
+    leases
+        .create(&PostParams::default(), &lease)
+        .await
+        .expect("lease");
+
+    assert_eq!(clients.requests.with_code("403"), 2);
+    assert_eq!(clients.requests.with_code("200"), 1);
+    assert_eq!(clients.requests.with_code("error"), 1, "the timed-out get");
+    assert_eq!(
+        clients.requests.with_code("201"),
+        1,
+        "the lease, not the refused write"
+    );
+    let registry = prometheus::Registry::new();
+    registry
+        .register(Box::new(clients.requests.collector().expect("collector")))
+        .expect("register");
+    let mut text = Vec::new();
+    prometheus::Encoder::encode(
+        &prometheus::TextEncoder::new(),
+        &registry.gather(),
+        &mut text,
+    )
+    .expect("encode");
+    let text = String::from_utf8(text).expect("utf-8");
+    for line in [
+        r#"pv_controller_api_requests_total{client="controller",code="403",method="GET"} 2"#,
+        r#"pv_controller_api_requests_total{client="controller",code="200",method="GET"} 1"#,
+        r#"pv_controller_api_requests_total{client="controller",code="error",method="GET"} 1"#,
+        r#"pv_controller_api_requests_total{client="lease",code="201",method="POST"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+}

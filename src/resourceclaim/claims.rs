@@ -1,0 +1,171 @@
+//! The controller's view of ResourceClaims: the newest version of each
+//! claim seen on the watch *or* returned by its own create, indexed by the
+//! pod that controls it.
+//!
+//! This is upstream's mutation cache over the claim informer with its
+//! claims-by-pod-owner index, in one structure. A claim the controller has
+//! just created is visible to the next sync before its watch event
+//! arrives, so a pod whose status update failed after the create is
+//! retried without creating a second claim: the retry finds the claim by
+//! its owner and annotation. Versions are ordered by resourceVersion (an
+//! older watch event never replaces a newer created object).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+
+use super::keys::ObjectKey;
+use super::objects::{is_allocated, owner_pod_uids};
+
+/// Claims by key, and the keys of the claims each pod controls.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimCache {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
+    by_owner: HashMap<String, BTreeSet<ObjectKey>>,
+    /// UIDs of claims this controller deleted whose deletion the watch has
+    /// not shown yet: their late events are not taken back in, so a claim
+    /// is not deleted twice.
+    deleted: HashSet<String>,
+}
+
+/// The resourceVersion as a number (0 when it is not one, so any parsable
+/// version replaces it).
+fn version(claim: &ResourceClaim) -> u64 {
+    claim
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or(0)
+}
+
+impl ClaimCache {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves consistent maps behind:
+        // every update is a few inserts and removes.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Offers a claim seen on the watch or returned by a write; it is kept
+    /// unless the cache holds a newer version. Returns whether it was kept.
+    pub(crate) fn offer(&self, claim: Arc<ResourceClaim>) -> bool {
+        let key = ObjectKey::of(claim.as_ref());
+        let mut inner = self.lock();
+        if claim
+            .metadata
+            .uid
+            .as_ref()
+            .is_some_and(|uid| inner.deleted.contains(uid))
+        {
+            return false;
+        }
+        if let Some(held) = inner.claims.get(&key)
+            && version(held) > version(&claim)
+            && held.metadata.uid == claim.metadata.uid
+        {
+            return false;
+        }
+        inner.unindex(&key);
+        for owner in owner_pod_uids(&claim) {
+            inner
+                .by_owner
+                .entry(owner.to_string())
+                .or_default()
+                .insert(key.clone());
+        }
+        inner.claims.insert(key, claim);
+        true
+    }
+
+    /// Forgets a claim the watch shows deleted (`uid`: the deleted
+    /// object's); returns its last known version.
+    pub(crate) fn remove(&self, key: &ObjectKey, uid: Option<&str>) -> Option<Arc<ResourceClaim>> {
+        let mut inner = self.lock();
+        if let Some(uid) = uid {
+            inner.deleted.remove(uid);
+        }
+        inner.unindex(key);
+        inner.claims.remove(key)
+    }
+
+    /// Forgets a claim this controller has just deleted, and keeps its
+    /// watch events still on the way from bringing it back.
+    pub(crate) fn deleted(&self, claim: &ResourceClaim) {
+        let key = ObjectKey::of(claim);
+        let mut inner = self.lock();
+        inner.unindex(&key);
+        inner.claims.remove(&key);
+        if let Some(uid) = &claim.metadata.uid {
+            inner.deleted.insert(uid.clone());
+        }
+    }
+
+    /// After a relist: forgets the deletions the list confirms (claims of
+    /// those UIDs are not listed).
+    pub(crate) fn relisted(&self, listed: &[Arc<ResourceClaim>]) {
+        let uids: HashSet<&str> = listed
+            .iter()
+            .filter_map(|c| c.metadata.uid.as_deref())
+            .collect();
+        self.lock()
+            .deleted
+            .retain(|uid| uids.contains(uid.as_str()));
+    }
+
+    /// The newest known version of a claim.
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
+        self.lock().claims.get(key).cloned()
+    }
+
+    /// The claims the pod with this UID controls.
+    pub(crate) fn owned_by(&self, pod_uid: &str) -> Vec<Arc<ResourceClaim>> {
+        let inner = self.lock();
+        inner
+            .by_owner
+            .get(pod_uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| inner.claims.get(key).cloned())
+            .collect()
+    }
+
+    /// Every cached claim's key, in order.
+    pub(crate) fn keys(&self) -> Vec<ObjectKey> {
+        self.lock().claims.keys().cloned().collect()
+    }
+
+    /// How many claims there are, and how many of them are allocated.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let inner = self.lock();
+        let allocated = inner.claims.values().filter(|c| is_allocated(c)).count();
+        (inner.claims.len(), allocated)
+    }
+}
+
+impl Inner {
+    fn unindex(&mut self, key: &ObjectKey) {
+        let Some(old) = self.claims.get(key) else {
+            return;
+        };
+        let owners: Vec<String> = owner_pod_uids(old).map(str::to_string).collect();
+        for owner in owners {
+            if let Some(keys) = self.by_owner.get_mut(&owner) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.by_owner.remove(&owner);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

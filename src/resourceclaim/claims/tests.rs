@@ -1,0 +1,71 @@
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use serde_json::json;
+
+use super::ClaimCache;
+use crate::resourceclaim::keys::ObjectKey;
+
+fn claim(name: &str, rv: &str, owner_uid: Option<&str>) -> Arc<ResourceClaim> {
+    let owners = owner_uid.map(|uid| {
+        json!([{ "apiVersion": "v1", "kind": "Pod", "name": "pod", "uid": uid, "controller": true }])
+    });
+    Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": name, "namespace": "ns", "resourceVersion": rv, "uid": "c1",
+                "ownerReferences": owners,
+            },
+            "spec": {},
+        }))
+        .unwrap(),
+    )
+}
+
+#[test]
+fn an_older_watch_event_does_not_replace_a_created_claim() {
+    let cache = ClaimCache::default();
+    assert!(cache.offer(claim("a", "10", Some("pod-uid"))));
+    assert!(!cache.offer(claim("a", "9", None)));
+    assert_eq!(cache.owned_by("pod-uid").len(), 1);
+    assert!(
+        cache.offer(claim("a", "10", Some("pod-uid"))),
+        "equal versions pass"
+    );
+}
+
+#[test]
+fn the_owner_index_follows_updates_and_removals() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", Some("p1")));
+    cache.offer(claim("b", "2", Some("p1")));
+    assert_eq!(cache.owned_by("p1").len(), 2);
+    cache.offer(claim("a", "3", Some("p2")));
+    assert_eq!(cache.owned_by("p1").len(), 1);
+    assert_eq!(cache.owned_by("p2").len(), 1);
+    cache.remove(&ObjectKey::new("ns", "b"), None);
+    assert!(cache.owned_by("p1").is_empty());
+    assert_eq!(cache.keys(), vec![ObjectKey::new("ns", "a")]);
+}
+
+#[test]
+fn a_claim_without_a_pod_controller_is_not_indexed() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", None));
+    assert!(cache.owned_by("").is_empty());
+    assert_eq!(cache.counts(), (1, 0));
+}
+
+#[test]
+fn a_deleted_claims_late_events_do_not_bring_it_back() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", Some("p1")));
+    cache.deleted(&claim("a", "2", Some("p1")));
+    assert!(!cache.offer(claim("a", "2", Some("p1"))), "a late update");
+    assert!(cache.get(&ObjectKey::new("ns", "a")).is_none());
+    cache.remove(&ObjectKey::new("ns", "a"), Some("c1"));
+    assert!(
+        cache.offer(claim("a", "5", Some("p1"))),
+        "seen deleted: a claim of that UID may come again only after a relist"
+    );
+}

@@ -1,0 +1,79 @@
+//! Which pods and claims a pod event gives work to (upstream's
+//! `enqueuePod`, `podNeedsClaims` and `podNeedsWork`). The event handlers
+//! of the base call these to queue only what needs a sync.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::keys::ObjectKey;
+use crate::resourceclaim::objects::{
+    ClaimName, can_be_reserved, claim_name, is_allocated, is_for_pod, is_pod_done,
+    is_reserved_for_pod, node_name, pod_claims,
+};
+
+/// The claims a pod that will not run (any more) should release: every
+/// claim it names, when it was deleted or is done; none otherwise.
+pub(crate) fn claims_to_release(pod: &Pod, deleted: bool) -> Vec<ObjectKey> {
+    if !deleted && !is_pod_done(pod) {
+        return Vec::new();
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    pod_claims(pod)
+        .iter()
+        .filter_map(|pod_claim| claim_name(pod, pod_claim).name())
+        .map(|name| ObjectKey::new(namespace, name))
+        .collect()
+}
+
+/// Whether a pod (not deleted) needs a sync: a template entry without its
+/// claim in the cache, or, once scheduled, an allocated claim not reserved
+/// for it, or a recorded claim that the pod does not own.
+pub(crate) fn pod_needs_work(pod: &Pod, claims: &ClaimCache) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() || is_pod_done(pod) {
+        return false;
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let scheduled = !node_name(pod).is_empty();
+    for pod_claim in pod_claims(pod) {
+        let name = claim_name(pod, pod_claim);
+        let claim_name = match name {
+            ClaimName::Unsupported | ClaimName::NotRecorded => return true,
+            ClaimName::NotNeeded => continue,
+            ClaimName::Named(claim_name) | ClaimName::Generated(claim_name) => claim_name,
+        };
+        let Some(claim) = claims.get(&ObjectKey::new(namespace, claim_name)) else {
+            if pod_claim.resource_claim_template_name.is_some() {
+                return true;
+            }
+            // The user has to create it.
+            continue;
+        };
+        if name.must_check_owner() && !is_for_pod(pod, &claim) {
+            // The recorded claim is someone else's: the sync makes the pod
+            // its own (upstream waits here, though its sync would do the
+            // same when the pod comes by for another reason).
+            return true;
+        }
+        if scheduled
+            && is_allocated(&claim)
+            && !is_reserved_for_pod(pod, &claim)
+            && can_be_reserved(&claim)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The claims a pod names (for the index of pods by claim).
+pub(crate) fn named_claims(pod: &Pod) -> Vec<ObjectKey> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    pod_claims(pod)
+        .iter()
+        .filter_map(|pod_claim| claim_name(pod, pod_claim).name())
+        .map(|name| ObjectKey::new(namespace, name))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

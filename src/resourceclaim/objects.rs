@@ -1,0 +1,231 @@
+//! Reading pods and claims the way the controller needs them: which claim
+//! a pod's entry names, who owns a claim, whether a pod is done, and the
+//! claim a template makes for a pod. Pure functions, no API access.
+
+use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use super::constants::{ANN_POD_CLAIM_NAME, MAX_GENERATE_NAME, RESERVED_FOR_MAX};
+
+/// What one `pod.spec.resourceClaims[]` entry names (upstream's
+/// `resourceclaim.Name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimName<'a> {
+    /// `resourceClaimName`: a claim made by the user, used as it is.
+    Named(&'a str),
+    /// A claim generated from the template and recorded in the pod's
+    /// status; it must be owned by the pod to count.
+    Generated(&'a str),
+    /// The status records that no claim is needed for this entry.
+    NotNeeded,
+    /// A template entry whose claim is not recorded in the status yet.
+    NotRecorded,
+    /// Neither a name nor a template: an API this controller does not know.
+    Unsupported,
+}
+
+impl<'a> ClaimName<'a> {
+    /// The claim's name, when the entry names one.
+    pub(crate) fn name(self) -> Option<&'a str> {
+        match self {
+            Self::Named(name) | Self::Generated(name) => Some(name),
+            Self::NotNeeded | Self::NotRecorded | Self::Unsupported => None,
+        }
+    }
+
+    /// Whether the named claim must be owned by the pod to be its claim.
+    pub(crate) fn must_check_owner(self) -> bool {
+        matches!(self, Self::Generated(_))
+    }
+}
+
+/// The `spec.resourceClaims` of a pod (empty when it has none).
+pub(crate) fn pod_claims(pod: &Pod) -> &[PodResourceClaim] {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.resource_claims.as_deref())
+        .unwrap_or_default()
+}
+
+/// What the entry `pod_claim` of `pod` names.
+pub(crate) fn claim_name<'a>(pod: &'a Pod, pod_claim: &'a PodResourceClaim) -> ClaimName<'a> {
+    if let Some(name) = pod_claim.resource_claim_name.as_deref() {
+        return ClaimName::Named(name);
+    }
+    if pod_claim.resource_claim_template_name.is_none() {
+        return ClaimName::Unsupported;
+    }
+    let recorded = pod
+        .status
+        .as_ref()
+        .and_then(|status| status.resource_claim_statuses.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .find(|status| status.name == pod_claim.name);
+    match recorded {
+        Some(status) => match status.resource_claim_name.as_deref() {
+            Some(name) => ClaimName::Generated(name),
+            None => ClaimName::NotNeeded,
+        },
+        None => ClaimName::NotRecorded,
+    }
+}
+
+/// The pod's UID ("" when it has none).
+pub(crate) fn uid(meta: &ObjectMeta) -> &str {
+    meta.uid.as_deref().unwrap_or_default()
+}
+
+/// Whether `reference` is a controller reference to a core/v1 Pod.
+fn is_pod_controller(reference: &OwnerReference) -> bool {
+    reference.controller == Some(true) && reference.api_version == "v1" && reference.kind == "Pod"
+}
+
+/// The pod UIDs a claim names as its controller (normally at most one):
+/// the keys of the claims-by-owner index.
+pub(crate) fn owner_pod_uids(claim: &ResourceClaim) -> impl Iterator<Item = &str> {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|reference| is_pod_controller(reference))
+        .map(|reference| reference.uid.as_str())
+}
+
+/// The pod (name and UID) that controls the claim, if a pod does.
+pub(crate) fn owning_pod(claim: &ResourceClaim) -> Option<(&str, &str)> {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|reference| is_pod_controller(reference))
+        .map(|reference| (reference.name.as_str(), reference.uid.as_str()))
+}
+
+/// Whether the claim was made for this pod: same namespace and the pod is
+/// its controller (upstream's `resourceclaim.IsForPod`).
+pub(crate) fn is_for_pod(pod: &Pod, claim: &ResourceClaim) -> bool {
+    claim.metadata.namespace == pod.metadata.namespace
+        && claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|reference| {
+                reference.controller == Some(true) && reference.uid == uid(&pod.metadata)
+            })
+}
+
+/// Whether the pod ended (Succeeded or Failed): it never runs again.
+pub(crate) fn is_pod_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status
+            .as_ref()
+            .and_then(|status| status.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// The node the pod is scheduled to ("" when it is not).
+pub(crate) fn node_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.node_name.as_deref())
+        .unwrap_or_default()
+}
+
+/// Whether it is certain that none of the pod's containers runs or will
+/// run: it ended, or it is being deleted before it was scheduled.
+pub(crate) fn is_pod_done(pod: &Pod) -> bool {
+    is_pod_terminal(pod) || (pod.metadata.deletion_timestamp.is_some() && node_name(pod).is_empty())
+}
+
+/// Whether the claim has an allocation.
+pub(crate) fn is_allocated(claim: &ResourceClaim) -> bool {
+    claim
+        .status
+        .as_ref()
+        .is_some_and(|status| status.allocation.is_some())
+}
+
+/// The number of consumers in `status.reservedFor`.
+pub(crate) fn reserved_count(claim: &ResourceClaim) -> usize {
+    claim
+        .status
+        .as_ref()
+        .and_then(|status| status.reserved_for.as_ref())
+        .map_or(0, Vec::len)
+}
+
+/// Whether the claim is reserved for this very pod (by UID).
+pub(crate) fn is_reserved_for_pod(pod: &Pod, claim: &ResourceClaim) -> bool {
+    claim
+        .status
+        .as_ref()
+        .and_then(|status| status.reserved_for.as_ref())
+        .is_some_and(|consumers| consumers.iter().any(|c| c.uid == uid(&pod.metadata)))
+}
+
+/// Whether one more consumer fits into `status.reservedFor`.
+pub(crate) fn can_be_reserved(claim: &ResourceClaim) -> bool {
+    reserved_count(claim) < RESERVED_FOR_MAX
+}
+
+/// The `generateName` of a claim generated for `pod_claim` of `pod`:
+/// `<pod>-<claim>-`. When that is longer than [`MAX_GENERATE_NAME`], both
+/// names are cut in proportion to their lengths, and the hyphens stay, so
+/// the claim's name is always told apart from the random suffix.
+pub(crate) fn generate_name(pod: &str, pod_claim: &str) -> String {
+    let full = pod.len() + pod_claim.len() + 2;
+    if full <= MAX_GENERATE_NAME {
+        return format!("{pod}-{pod_claim}-");
+    }
+    let budget = MAX_GENERATE_NAME - 2;
+    let pod_len = pod.len() * budget / (pod.len() + pod_claim.len());
+    let claim_len = budget - pod_len;
+    let cut = |s: &str, n: usize| -> String {
+        let taken: String = s.chars().take(n).collect();
+        taken.trim_end_matches('.').to_string()
+    };
+    format!("{}-{}-", cut(pod, pod_len), cut(pod_claim, claim_len))
+}
+
+/// The claim `template` makes for entry `pod_claim` of `pod`: the
+/// template's labels, annotations and spec, the pod as controlling owner
+/// (blocking the pod's deletion until the claim is gone), the annotation
+/// naming the entry, and a generated name.
+pub(crate) fn claim_from_template(
+    pod: &Pod,
+    pod_claim: &PodResourceClaim,
+    template: &ResourceClaimTemplate,
+) -> ResourceClaim {
+    let template_meta = template.spec.metadata.clone().unwrap_or_default();
+    let mut annotations = template_meta.annotations.unwrap_or_default();
+    annotations.insert(ANN_POD_CLAIM_NAME.to_string(), pod_claim.name.clone());
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    ResourceClaim {
+        metadata: ObjectMeta {
+            generate_name: Some(generate_name(&pod_name, &pod_claim.name)),
+            namespace: pod.metadata.namespace.clone(),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "v1".to_string(),
+                kind: "Pod".to_string(),
+                name: pod_name,
+                uid: uid(&pod.metadata).to_string(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            annotations: Some(annotations),
+            labels: template_meta.labels,
+            ..ObjectMeta::default()
+        },
+        spec: template.spec.spec.clone(),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! Watching a kind for a controller: a watcher with backoff, and the pump
+//! that drives it into the controller's handlers while supervising it.
+//!
+//! A watch that fails is retried with backoff; one that keeps failing for
+//! the configured time ends its pump with an error, which stops the process
+//! (so Kubernetes restarts it) instead of leaving a healthy-looking
+//! controller that sees nothing.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+/// Why a watch stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchFailure {
+    /// The watch failed again and again, without one success, for `limit`.
+    #[error("the {kind} watch has been failing for {limit:?}: {last_error}")]
+    Failing {
+        /// The watched kind.
+        kind: &'static str,
+        /// How long it failed.
+        limit: Duration,
+        /// The last failure.
+        last_error: String,
+    },
+    /// The watch stream ended, which it never should.
+    #[error("the {0} watch stopped unexpectedly")]
+    Ended(&'static str),
+}
+
+/// A watcher of every `K` with the default backoff, so a broken watch is
+/// retried.
+pub(crate) fn watch<K>(
+    client: &Client,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
+}
+
+/// Drives a (reflected) watch stream of `kind`, handing each event to
+/// `on_event`. Fails when the watch has failed without a single success (a
+/// complete list, or a change) for `failure_limit`, or when the stream
+/// ends. The start of a relist is no success: the watcher announces one
+/// before every attempt, failing or not.
+pub(crate) async fn pump<K, S, F>(
+    kind: &'static str,
+    stream: S,
+    failure_limit: Duration,
+    mut on_event: F,
+) -> Result<(), WatchFailure>
+where
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+    F: FnMut(&Event<K>),
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut failing_since: Option<Instant> = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+                    failing_since = None;
+                }
+                on_event(&event);
+            }
+            Err(error) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                tracing::warn!(kind, %error, "watch failed, retrying");
+                if since.elapsed() >= failure_limit {
+                    return Err(WatchFailure::Failing {
+                        kind,
+                        limit: failure_limit,
+                        last_error: error.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Err(WatchFailure::Ended(kind))
+}

@@ -1,0 +1,419 @@
+//! Runs the ResourceClaim controller's table rows in two modes against
+//! memapi, as the binder's rows run: one direct sync of the row's key
+//! (result, objects, statuses, events and create counts checked), and the
+//! whole controller running until it settles.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use memapi::{MemApi, Reactor, Verb};
+use pv_controller::{
+    ClaimControllerBase, ClaimControllerConfig, ClaimIdle, Idle, Metrics, ObjectKey, WorkKey,
+};
+use serde_json::Value;
+
+/// What a pod's `status.resourceClaimStatuses` must hold: entry → claim.
+pub(crate) type Statuses = BTreeMap<String, Vec<(String, Option<String>)>>;
+
+/// One row.
+#[derive(Clone, Default)]
+pub(crate) struct Row {
+    pub name: &'static str,
+    pub key: Option<WorkKey>,
+    pub pods: Vec<Pod>,
+    /// Pods created after the controller's caches synced (direct mode).
+    pub pods_later: Vec<Pod>,
+    pub claims: Vec<ResourceClaim>,
+    /// Claims only in the controller's cache, as just created (direct mode).
+    pub claims_in_cache: Vec<ResourceClaim>,
+    pub templates: Vec<ResourceClaimTemplate>,
+    pub expected_claims: Vec<ResourceClaim>,
+    pub expected_statuses: Statuses,
+    pub expect_error: bool,
+    /// Claim creates attempted and failed in the direct run.
+    pub creates: (u64, u64),
+    /// Every create of a claim is refused with 409 (upstream's
+    /// `create-conflict`).
+    pub create_conflict: bool,
+    /// Events of the direct run, each a prefix of "Type Reason message".
+    pub events: Vec<&'static str>,
+    /// Claims the running controller ends with, when not the direct ones.
+    pub settled_claims: Option<Vec<ResourceClaim>>,
+    /// Statuses the running controller ends with, when not the direct ones.
+    pub settled_statuses: Option<Statuses>,
+    /// The row has no settled run, and why (it tests a race only a direct
+    /// sync can stage).
+    pub direct_only: Option<&'static str>,
+}
+
+/// `pod: [(entry, claim)]` for [`Row::expected_statuses`].
+pub(crate) fn statuses(pod: &str, entries: &[(&str, Option<&str>)]) -> Statuses {
+    [(
+        pod.to_string(),
+        entries
+            .iter()
+            .map(|(e, c)| ((*e).to_string(), c.map(str::to_string)))
+            .collect(),
+    )]
+    .into()
+}
+
+pub(crate) fn pod_key(pod: &Pod) -> Option<WorkKey> {
+    Some(WorkKey::Pod(ObjectKey::new(
+        pod.metadata.namespace.clone().unwrap_or_default(),
+        pod.metadata.name.clone().unwrap_or_default(),
+    )))
+}
+
+pub(crate) fn claim_key(claim: &ResourceClaim) -> Option<WorkKey> {
+    Some(WorkKey::Claim(ObjectKey::new(
+        claim.metadata.namespace.clone().unwrap_or_default(),
+        claim.metadata.name.clone().unwrap_or_default(),
+    )))
+}
+
+pub(crate) fn seeded(row: &Row) -> MemApi {
+    let api = MemApi::new();
+    for pod in &row.pods {
+        api.create(pod)
+            .unwrap_or_else(|e| panic!("{}: pod: {e}", row.name));
+    }
+    for claim in &row.claims {
+        api.create(claim)
+            .unwrap_or_else(|e| panic!("{}: claim: {e}", row.name));
+    }
+    for template in &row.templates {
+        api.create(template)
+            .unwrap_or_else(|e| panic!("{}: template: {e}", row.name));
+    }
+    if row.create_conflict {
+        api.add_reactor(
+            Reactor::on(Verb::Create, "resourceclaims")
+                .error_with(409, "fake conflict")
+                .always(),
+        );
+    }
+    api
+}
+
+/// A controller on `api` with its own metrics registry.
+pub(crate) fn controller(api: &MemApi) -> ClaimControllerBase {
+    controller_with(api, Arc::new(Metrics::new().expect("metrics")))
+}
+
+fn controller_with(api: &MemApi, metrics: Arc<Metrics>) -> ClaimControllerBase {
+    ClaimControllerBase::new(api.client(), metrics, ClaimControllerConfig::default())
+        .expect("controller")
+}
+
+/// Runs the row's key once and returns what differs from the row.
+pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
+    let api = seeded(row);
+    let mut base = controller(&api);
+    base.start_informers().await.expect("caches");
+    for claim in &row.claims_in_cache {
+        base.controller().cache_created(claim.clone());
+    }
+    for pod in &row.pods_later {
+        api.create(pod).expect("pod");
+    }
+    let key = row.key.clone().expect("a direct row has a key");
+    let result = base.controller().sync(&key).await;
+    base.controller().flush_events().await;
+    let mut problems = Vec::new();
+    match (&result, row.expect_error) {
+        (Ok(()), true) => problems.push("expected an error, the sync succeeded".to_string()),
+        (Err(e), false) => problems.push(format!("sync failed: {e}")),
+        _ => {}
+    }
+    let creates = base.create_counter()();
+    if creates != row.creates {
+        problems.push(format!(
+            "creates (attempts, failures): expected {:?}, got {creates:?}",
+            row.creates
+        ));
+    }
+    problems.extend(compare(
+        &api,
+        row,
+        &row.expected_claims,
+        &row.expected_statuses,
+    ));
+    let recorded = recorded_events(&api);
+    if recorded.len() != row.events.len()
+        || !recorded
+            .iter()
+            .zip(&row.events)
+            .all(|(got, want)| got.starts_with(want))
+    {
+        problems.push(format!(
+            "events: expected {:?}, got {recorded:?}",
+            row.events
+        ));
+    }
+    problems
+}
+
+/// How long nothing may change, with the controller idle, before a run
+/// counts as settled.
+pub(crate) const SETTLE_QUIET: Duration = Duration::from_secs(10);
+
+/// The longest a run waits to settle (a row whose sync keeps failing never
+/// does, and is checked after this long).
+pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs the controller until `api` has been quiet (no write) and the
+/// controller idle for [`SETTLE_QUIET`], at most [`SETTLE_LIMIT`].
+pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
+    let wait = async {
+        let mut written = api.resource_version();
+        let mut quiet_since = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = api.resource_version();
+            if now != written || !idle.is_idle() {
+                written = now;
+                quiet_since = tokio::time::Instant::now();
+            } else if quiet_since.elapsed() >= SETTLE_QUIET {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(SETTLE_LIMIT, wait).await;
+}
+
+/// A controller running on `api` until [`Running::stop`].
+pub(crate) struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), pv_controller::ClaimControllerError>>,
+    idle: ClaimIdle,
+    pub(crate) counts: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+impl Running {
+    /// A controller that leads at once.
+    pub(crate) fn start(api: &MemApi) -> Self {
+        Self::start_leading_when(api, async { true })
+    }
+
+    /// A controller that follows until `acquired` resolves.
+    pub(crate) fn start_leading_when(
+        api: &MemApi,
+        acquired: impl Future<Output = bool> + Send + 'static,
+    ) -> Self {
+        let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let base = controller_with(api, Arc::clone(&metrics));
+        let idle = base.idle_probe();
+        let counts = base.create_counter();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(base.run(acquired, std::future::pending(), async move {
+            let _ = stopped.await;
+        }));
+        Self {
+            stop,
+            task,
+            idle,
+            counts: Box::new(counts),
+            metrics,
+        }
+    }
+
+    pub(crate) async fn settle(&self, api: &MemApi) {
+        settle(api, &self.idle).await;
+    }
+
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.expect("joined").expect("clean stop");
+    }
+}
+
+/// Runs the controller on the row's objects until it settles and returns
+/// what differs from the row's settled expectation.
+pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
+    let api = seeded(row);
+    for pod in &row.pods_later {
+        api.create(pod).expect("pod");
+    }
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    running.stop().await;
+    api.clear_reactors();
+    let claims = row.settled_claims.as_ref().unwrap_or(&row.expected_claims);
+    let statuses = row
+        .settled_statuses
+        .as_ref()
+        .unwrap_or(&row.expected_statuses);
+    let mut problems = compare(&api, row, claims, statuses);
+    let recorded = recorded_events(&api);
+    for want in &row.events {
+        if !recorded.iter().any(|got| got.starts_with(want)) {
+            problems.push(format!("event {want:?} not recorded; got {recorded:?}"));
+        }
+    }
+    problems
+}
+
+/// A claim as compared: identity fields the server sets are dropped, and a
+/// name the server generated during the run becomes `<generateName>*`.
+fn normalized(claim: &ResourceClaim, seeded: &[String]) -> Value {
+    let mut value = serde_json::to_value(claim).expect("json");
+    let meta = &mut value["metadata"];
+    if let Some(meta) = meta.as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+        ] {
+            meta.remove(field);
+        }
+        if meta
+            .get("finalizers")
+            .is_some_and(|f| f.as_array().is_some_and(Vec::is_empty))
+        {
+            meta.remove("finalizers");
+        }
+        if meta.get("deletionTimestamp").is_some() {
+            meta.insert("deletionTimestamp".into(), Value::from("set"));
+        }
+    }
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    if let Some(prefix) = &claim.metadata.generate_name
+        && !seeded.contains(&name)
+        && name.starts_with(prefix.as_str())
+    {
+        value["metadata"]["name"] = Value::from(format!("{prefix}*"));
+    }
+    if value
+        .get("status")
+        .is_some_and(|s| s.as_object().is_some_and(serde_json::Map::is_empty))
+    {
+        value.as_object_mut().map(|o| o.remove("status"));
+    }
+    value
+}
+
+/// The differences between the server's claims and pod statuses and the
+/// expected ones.
+fn compare(api: &MemApi, row: &Row, claims: &[ResourceClaim], statuses: &Statuses) -> Vec<String> {
+    let seeded: Vec<String> = row
+        .claims
+        .iter()
+        .chain(&row.claims_in_cache)
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    let mut problems = Vec::new();
+    let mut got: Vec<Value> = api
+        .list::<ResourceClaim>()
+        .iter()
+        .map(|c| normalized(c, &seeded))
+        .collect();
+    let mut want: Vec<Value> = claims.iter().map(|c| normalized(c, &seeded)).collect();
+    let by_name = |v: &Value| {
+        (
+            v["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            v["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    got.sort_by_key(by_name);
+    want.sort_by_key(by_name);
+    if got != want {
+        problems.push(format!(
+            "claims:\n  expected {}\n  got      {}",
+            serde_json::to_string(&want).unwrap_or_default(),
+            serde_json::to_string(&got).unwrap_or_default()
+        ));
+    }
+    let generated: BTreeMap<String, String> = api
+        .list::<ResourceClaim>()
+        .iter()
+        .filter_map(|c| {
+            let name = c.metadata.name.clone()?;
+            let prefix = c.metadata.generate_name.clone()?;
+            (!seeded.contains(&name)).then(|| (name, format!("{prefix}*")))
+        })
+        .collect();
+    let mut actual = Statuses::new();
+    for pod in api.list::<Pod>() {
+        let entries: Vec<(String, Option<String>)> = pod
+            .status
+            .and_then(|s| s.resource_claim_statuses)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| {
+                let claim = s
+                    .resource_claim_name
+                    .map(|n| generated.get(&n).cloned().unwrap_or(n));
+                (s.name, claim)
+            })
+            .collect();
+        if !entries.is_empty() {
+            actual.insert(pod.metadata.name.unwrap_or_default(), entries);
+        }
+    }
+    if &actual != statuses {
+        problems.push(format!(
+            "pod statuses: expected {statuses:?}, got {actual:?}"
+        ));
+    }
+    problems
+}
+
+/// The controller's events, oldest first, as "Type Reason message".
+pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
+    let mut events: Vec<Event> = api
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| {
+            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("resource_claim")
+        })
+        .collect();
+    events.sort_by_key(|e| e.metadata.name.clone());
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e.type_.as_deref().unwrap_or_default(),
+                e.reason.as_deref().unwrap_or_default(),
+                e.message.as_deref().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Runs every row in both modes and fails with every difference.
+pub(crate) async fn run_table(rows: &[Row]) {
+    let mut failures = Vec::new();
+    for row in rows {
+        if row.key.is_some() {
+            for problem in run_direct(row).await {
+                failures.push(format!("{} (direct): {problem}", row.name));
+            }
+        }
+        if row.direct_only.is_none() {
+            for problem in run_settled(row).await {
+                failures.push(format!("{} (settled): {problem}", row.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} problems:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -1,0 +1,8 @@
+//! The ResourceClaim controller: upstream's table rows and ours, run
+//! directly and with the running controller, and the counted scenarios
+//! (a failing pod status write, 50 claims of one pod, a 1,000-pod storm).
+
+mod harness;
+mod objects;
+mod scenarios;
+mod table;

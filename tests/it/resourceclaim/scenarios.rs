@@ -1,0 +1,458 @@
+//! Counted runs of the ResourceClaim controller: a pod status write that
+//! fails again and again, one pod with 50 template claims, a 1,000-pod
+//! storm, a done pod's claim, a claim the pod does not own, a pod that
+//! vanished while the watch was down, and the claim gauges.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use memapi::{MemApi, Reactor, Verb};
+
+use super::harness::{Row, Running, seeded};
+use super::objects::*;
+
+fn status_writes(api: &MemApi) -> (u64, u64) {
+    let requests = api.requests();
+    (
+        requests.count(Verb::Patch, "pods", Some("status")),
+        requests.count_code(Verb::Patch, "pods", Some("status"), 200),
+    )
+}
+
+fn claim_creates(api: &MemApi) -> u64 {
+    api.requests().count(Verb::Create, "resourceclaims", None)
+}
+
+/// The claims each pod (by UID) controls.
+fn claims_per_owner(api: &MemApi) -> std::collections::BTreeMap<String, usize> {
+    let mut owners = std::collections::BTreeMap::new();
+    for claim in api.list::<ResourceClaim>() {
+        for owner in claim.metadata.owner_references.iter().flatten() {
+            *owners.entry(owner.uid.clone()).or_insert(0) += 1;
+        }
+    }
+    owners
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_pod_status_write_never_makes_a_second_claim() {
+    const FAILURES: u32 = 6;
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    api.add_reactor(
+        Reactor::on(Verb::Patch, "pods")
+            .subresource("status")
+            .error(500)
+            .times(FAILURES),
+    );
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    let counts = (running.counts)();
+    running.stop().await;
+
+    let claims = api.list::<ResourceClaim>();
+    assert_eq!(claims.len(), 1, "exactly one claim: {claims:?}");
+    assert_eq!(claim_creates(&api), 1);
+    assert_eq!(counts, (1, 0), "one create attempted, none failed");
+    assert_eq!(
+        status_writes(&api),
+        (u64::from(FAILURES) + 1, 1),
+        "every failed status write retried, one stored"
+    );
+    let pod = api.get::<Pod>(Some(NAMESPACE), POD).expect("pod");
+    let recorded = pod
+        .status
+        .and_then(|s| s.resource_claim_statuses)
+        .expect("recorded");
+    assert_eq!(recorded[0].resource_claim_name, claims[0].metadata.name);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_with_50_template_claims_gets_50_claims_and_one_status_write() {
+    let mut pod = test_pod();
+    for i in 0..50 {
+        pod = pod.template_claim(&format!("claim-{i}"), TEMPLATE);
+    }
+    let api = seeded(&Row {
+        pods: vec![pod],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    running.stop().await;
+
+    let claims = api.list::<ResourceClaim>();
+    assert_eq!(claims.len(), 50);
+    let entries: BTreeSet<String> = claims
+        .iter()
+        .filter_map(|c| c.metadata.annotations.as_ref()?.get(ANNOTATION).cloned())
+        .collect();
+    assert_eq!(entries.len(), 50, "one claim per entry");
+    assert_eq!(status_writes(&api), (1, 1), "one status write for all 50");
+    let pod = api.get::<Pod>(Some(NAMESPACE), POD).expect("pod");
+    let recorded = pod
+        .status
+        .and_then(|s| s.resource_claim_statuses)
+        .expect("recorded");
+    assert_eq!(recorded.len(), 50);
+    for status in &recorded {
+        let name = status.resource_claim_name.as_deref().expect("a claim");
+        assert!(
+            name.starts_with(&format!("{POD}-{}-", status.name)),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_storm_of_1000_pods_gets_1000_claims_and_1000_status_writes() {
+    const PODS: usize = 1000;
+    let pods: Vec<Pod> = (0..PODS)
+        .map(|i| {
+            pod(&format!("storm-{i}"), &format!("uid-storm-{i}")).template_claim(ENTRY, TEMPLATE)
+        })
+        .collect();
+    let api = seeded(&Row {
+        pods,
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    let counts = (running.counts)();
+    running.stop().await;
+
+    let claims = api.list::<ResourceClaim>().len();
+    let owners = claims_per_owner(&api);
+    let duplicates: usize = owners.values().map(|n| n - 1).sum();
+    let writes = status_writes(&api);
+    println!(
+        "storm: {PODS} pods, {claims} claims, {} claim creates, {} pod status writes ({} stored), {duplicates} duplicates",
+        claim_creates(&api),
+        writes.0,
+        writes.1
+    );
+    assert_eq!(claims, PODS);
+    assert_eq!(owners.len(), PODS);
+    assert_eq!(duplicates, 0);
+    assert_eq!(claim_creates(&api), PODS as u64);
+    assert_eq!(counts, (PODS as u64, 0));
+    assert_eq!(writes, (PODS as u64, PODS as u64));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_exists() {
+    let running_pod = pod_with_resource()
+        .scheduled()
+        .recorded(ENTRY, Some(GENERATED))
+        .phase("Running");
+    let api = seeded(&Row {
+        pods: vec![running_pod.clone()],
+        claims: vec![
+            generated_claim()
+                .allocated()
+                .structured()
+                .reserved_for(&running_pod),
+        ],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    assert_eq!(
+        api.list::<ResourceClaim>().len(),
+        1,
+        "a running pod keeps its claim"
+    );
+    api.reset_requests();
+
+    api.put(&running_pod.clone().phase("Succeeded"))
+        .expect("pod done");
+    running.settle(&api).await;
+    running.stop().await;
+
+    assert!(
+        api.list::<ResourceClaim>().is_empty(),
+        "the claim is deleted"
+    );
+    assert!(
+        api.get::<Pod>(Some(NAMESPACE), POD).is_some(),
+        "the pod still exists"
+    );
+    let log = api.requests();
+    let writes: Vec<(Verb, Option<String>)> = log
+        .log()
+        .iter()
+        .filter(|r| r.resource == "resourceclaims" && r.verb != Verb::Watch && r.verb != Verb::List)
+        .map(|r| (r.verb, r.subresource.clone()))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![
+            (Verb::Update, Some("status".to_string())),
+            (Verb::Update, None),
+            (Verb::Delete, None),
+        ],
+        "reservation and allocation cleared, finalizer removed, then deleted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_not_owned_by_the_pod_is_never_written() {
+    let api = seeded(&Row {
+        pods: vec![
+            pod_with_resource().recorded(ENTRY, Some(LEGACY)),
+            pod_with_resource_named("second", "uid-second"),
+        ],
+        claims: vec![
+            claim(LEGACY, NAMESPACE, None),
+            claim("second-acme-resource", NAMESPACE, Some(&test_pod())),
+        ],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    running.stop().await;
+    let touched: Vec<String> = api
+        .requests()
+        .log()
+        .iter()
+        .filter(|r| {
+            r.resource == "resourceclaims"
+                && matches!(r.verb, Verb::Update | Verb::Patch | Verb::Delete)
+        })
+        .filter_map(|r| r.name.clone())
+        .collect();
+    assert!(touched.is_empty(), "claims written: {touched:?}");
+    let names: BTreeSet<String> = api
+        .list::<ResourceClaim>()
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    assert!(names.contains(LEGACY) && names.contains("second-acme-resource"));
+    assert_eq!(names.len(), 4, "each pod got a claim of its own: {names:?}");
+}
+
+fn pod_with_resource_named(name: &str, uid: &str) -> Pod {
+    pod(name, uid).template_claim(ENTRY, TEMPLATE)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_gone_while_the_watch_was_down_is_handled_as_deleted() {
+    let scheduled = test_pod().named_claim("gpu", "shared").scheduled();
+    let api = seeded(&Row {
+        pods: vec![scheduled.clone()],
+        claims: vec![
+            claim("shared", NAMESPACE, None)
+                .allocated()
+                .structured()
+                .reserved_for(&scheduled),
+        ],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    assert_eq!(reserved_count(&api, "shared"), 1);
+
+    // The next pod watch is served only after 10 minutes, and the current
+    // one ends after kube's 290 s watch timeout: the pod goes meanwhile and
+    // its DELETED event reaches no one; the history is compacted, so the
+    // watcher relists and finds the pod missing.
+    api.add_reactor(Reactor::on(Verb::Watch, "pods").delay(Duration::from_secs(600)));
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert!(api.remove::<Pod>(Some(NAMESPACE), POD));
+    api.compact();
+    tokio::time::sleep(Duration::from_secs(700)).await;
+    running.settle(&api).await;
+    running.stop().await;
+
+    assert_eq!(
+        reserved_count(&api, "shared"),
+        0,
+        "the reservation is removed"
+    );
+    let claim = api
+        .get::<ResourceClaim>(Some(NAMESPACE), "shared")
+        .expect("a user's claim stays");
+    assert!(
+        claim.status.and_then(|s| s.allocation).is_none(),
+        "and deallocated"
+    );
+    let pod_gets = api.requests().count(Verb::Get, "pods", None);
+    assert_eq!(pod_gets, 0, "known deleted: no lookup");
+}
+
+fn reserved_count(api: &MemApi, name: &str) -> usize {
+    api.get::<ResourceClaim>(Some(NAMESPACE), name)
+        .and_then(|c| c.status)
+        .and_then(|s| s.reserved_for)
+        .map_or(0, |r| r.len())
+}
+
+/// A gauge's value in the controller's `/metrics` text.
+fn gauge(running: &Running, name: &str) -> i64 {
+    let text = running.metrics.render().expect("render");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+fn check_gauges(running: &Running, claims: i64, allocated: i64) {
+    assert_eq!(
+        gauge(running, "resourceclaim_controller_resource_claims"),
+        claims
+    );
+    assert_eq!(
+        gauge(
+            running,
+            "resourceclaim_controller_allocated_resource_claims"
+        ),
+        allocated
+    );
+}
+
+/// Upstream's `TestResourceClaimEventHandler`: the claim gauges follow
+/// creates, allocations, deallocations and deletions.
+#[tokio::test(start_paused = true)]
+async fn the_claim_gauges_follow_the_claims() {
+    let api = MemApi::new();
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    check_gauges(&running, 0, 0);
+    api.create(&claim("first", NAMESPACE, None))
+        .expect("create");
+    running.settle(&api).await;
+    check_gauges(&running, 1, 0);
+    let stored = api
+        .get::<ResourceClaim>(Some(NAMESPACE), "first")
+        .expect("first");
+    api.put(&stored.clone().allocated()).expect("allocate");
+    running.settle(&api).await;
+    check_gauges(&running, 1, 1);
+    api.create(&claim("second", NAMESPACE, None).allocated())
+        .expect("create allocated");
+    running.settle(&api).await;
+    check_gauges(&running, 2, 2);
+    let stored = api
+        .get::<ResourceClaim>(Some(NAMESPACE), "first")
+        .expect("first");
+    let mut deallocated = stored;
+    deallocated.status = None;
+    api.put(&deallocated).expect("deallocate");
+    running.settle(&api).await;
+    check_gauges(&running, 2, 1);
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "first"));
+    running.settle(&api).await;
+    check_gauges(&running, 1, 1);
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "second"));
+    running.settle(&api).await;
+    check_gauges(&running, 0, 0);
+    running.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_makes_no_claim_until_it_leads() {
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let (lead, leads) = tokio::sync::oneshot::channel::<()>();
+    let running = Running::start_leading_when(&api, async move { leads.await.is_ok() });
+    running.settle(&api).await;
+    assert!(
+        api.list::<ResourceClaim>().is_empty(),
+        "a follower writes nothing"
+    );
+    assert_eq!(
+        api.requests().count(Verb::Create, "resourceclaims", None),
+        0
+    );
+    lead.send(()).expect("leads");
+    running.settle(&api).await;
+    running.stop().await;
+    assert_eq!(
+        api.list::<ResourceClaim>().len(),
+        1,
+        "the leader makes the claim"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api);
+    running.settle(&api).await;
+    let first = api.list::<ResourceClaim>();
+    assert_eq!(first.len(), 1);
+    let first = first[0].metadata.name.clone().expect("name");
+
+    // The claim watch is down (the next one is served after 10 minutes,
+    // the current one ends after 290 s) when the claim is deleted; the
+    // relist after the compaction does not list it.
+    api.add_reactor(Reactor::on(Verb::Watch, "resourceclaims").delay(Duration::from_secs(600)));
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), &first));
+    api.compact();
+    tokio::time::sleep(Duration::from_secs(700)).await;
+    running.settle(&api).await;
+    running.stop().await;
+
+    let claims = api.list::<ResourceClaim>();
+    assert_eq!(claims.len(), 1, "a new claim: {claims:?}");
+    let second = claims[0].metadata.name.clone().expect("name");
+    assert_ne!(second, first);
+    let pod = api.get::<Pod>(Some(NAMESPACE), POD).expect("pod");
+    let recorded = pod
+        .status
+        .and_then(|s| s.resource_claim_statuses)
+        .expect("recorded");
+    assert_eq!(
+        recorded[0].resource_claim_name.as_deref(),
+        Some(second.as_str())
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_watch_that_keeps_failing_stops_the_controller() {
+    let api = MemApi::new();
+    api.add_reactor(
+        Reactor::on(Verb::List, "resourceclaims")
+            .error(500)
+            .always(),
+    );
+    let base = pv_controller::ClaimControllerBase::new(
+        api.client(),
+        std::sync::Arc::new(pv_controller::Metrics::new().expect("metrics")),
+        pv_controller::ClaimControllerConfig {
+            watch_failure_limit: Duration::from_secs(30),
+            ..pv_controller::ClaimControllerConfig::default()
+        },
+    )
+    .expect("controller");
+    let readiness = base.readiness();
+    let result = tokio::time::timeout(
+        Duration::from_secs(120),
+        base.run(
+            async { true },
+            std::future::pending(),
+            std::future::pending(),
+        ),
+    )
+    .await
+    .expect("it stops by itself");
+    let error = result.expect_err("a failing watch is an error");
+    assert!(error.to_string().contains("resourceclaim"), "{error}");
+    assert!(!readiness.is_ready(), "never ready without its claims");
+}
