@@ -39,7 +39,9 @@ impl Controller {
         let mut command = match which {
             Which::Ours => {
                 let mut command = Command::new(env!("CARGO_BIN_EXE_pv-controller"));
+                // The PersistentVolume binder alone, as upstream's below.
                 command.args([
+                    "--controllers=persistentvolume-binder",
                     "--kubeconfig",
                     &kubeconfig,
                     "--leader-elect=false",
