@@ -35,8 +35,8 @@ pub use ephemeral::controller_base::{EphemeralBase, EphemeralError, EphemeralIdl
 pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
 pub use pv::controller_base::{
-    BaseConfig, BaseError, ControllerBase, DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe,
-    NAME as PERSISTENTVOLUME_BINDER,
+    BaseConfig, BaseError, ControllerBase, DEFAULT_CLAIM_WORKERS, DEFAULT_VOLUME_WORKERS,
+    DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe, NAME as PERSISTENTVOLUME_BINDER,
 };
 pub use pv::index::VolumeIndex;
 pub use pv::keys::{ClaimKey, VolumeName};

@@ -115,6 +115,8 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             instance: identity,
             watch_failure_limit: options.watch_failure_limit,
             max_concurrent_operations: options.max_concurrent_operations,
+            claim_workers: options.concurrent_claim_syncs,
+            volume_workers: options.concurrent_volume_syncs,
         },
         controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {

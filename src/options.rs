@@ -34,11 +34,14 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
-    /// Queries per second allowed towards the API server.
-    #[arg(long = "kube-api-qps", default_value_t = 20.0)]
+    /// Queries per second allowed towards the API server; 0 (the default)
+    /// sets no client-side limit and leaves it to the server's API Priority
+    /// and Fairness (a 429 pauses the client for its Retry-After).
+    #[arg(long = "kube-api-qps", default_value_t = 0.0)]
     pub kube_api_qps: f64,
 
-    /// Requests allowed in a burst above the steady rate.
+    /// Requests allowed in a burst above the steady rate (with a
+    /// `--kube-api-qps` only).
     #[arg(long = "kube-api-burst", default_value_t = 30)]
     pub kube_api_burst: u32,
 
@@ -56,6 +59,14 @@ pub struct Options {
     /// more wait their turn.
     #[arg(long = "max-concurrent-operations", default_value_t = crate::runtime::operations::DEFAULT_CONCURRENCY)]
     pub max_concurrent_operations: usize,
+
+    /// How many claims are synced at once.
+    #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::controller_base::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_claim_syncs: usize,
+
+    /// How many volumes are synced at once.
+    #[arg(long = "concurrent-volume-syncs", default_value_t = crate::pv::controller_base::DEFAULT_VOLUME_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_volume_syncs: usize,
 
     /// How often every volume and claim is synced again (default 15s; 1s
     /// with --embedded-cluster, so the demo settles in seconds).
@@ -332,11 +343,13 @@ mod tests {
         assert_eq!(options.leader_elect_resource_namespace, "kube-system");
         assert_eq!(options.metrics_address(), DEFAULT_METRICS_ADDRESS);
         assert_eq!(options.log_level(), tracing::Level::INFO);
-        assert_eq!(options.kube_api_qps, 20.0);
+        assert_eq!(options.kube_api_qps, 0.0, "no client-side limit");
         assert_eq!(options.kube_api_burst, 30);
         assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
         assert_eq!(options.watch_failure_limit, Duration::from_secs(180));
         assert_eq!(options.max_concurrent_operations, 32);
+        assert_eq!(options.concurrent_claim_syncs, 16);
+        assert_eq!(options.concurrent_volume_syncs, 4);
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);

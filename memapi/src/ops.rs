@@ -15,8 +15,9 @@
 //!   they do on the real server; a pod also keeps its stored
 //!   `ownerReferences`;
 //! - either way uid, creationTimestamp, deletionTimestamp and
-//!   deletionGracePeriodSeconds stay as stored, and generation is the
-//!   server's.
+//!   deletionGracePeriodSeconds stay as stored, generation is the
+//!   server's, and managedFields stay as stored unless the body brings a
+//!   non-empty list.
 
 use super::admission;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
@@ -230,6 +231,7 @@ pub fn update(
         .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
     check_rv(kind, &obj, &stored)?;
     let mut new = prepare_for_update(kind, obj, &stored, part);
+    keep_managed_fields(&mut new, &stored);
     for path in IDENTITY {
         object::copy_at(&stored, &mut new, path);
     }
@@ -267,6 +269,18 @@ fn prepare_for_update(kind: &ResourceKind, mut new: Value, stored: &Value, part:
         }
     }
     new
+}
+
+/// An update without managedFields (absent, or an empty list) keeps the
+/// stored ones, as the API server's field manager does: only a list with
+/// entries replaces them, so clients unaware of the field never wipe it.
+fn keep_managed_fields(new: &mut Value, stored: &Value) {
+    let given = value_at(new, "metadata.managedFields")
+        .and_then(Value::as_array)
+        .is_some_and(|list| !list.is_empty());
+    if !given {
+        object::copy_at(stored, new, "metadata.managedFields");
+    }
 }
 
 /// The metadata a status write of a ResourceClaim keeps from the stored

@@ -16,10 +16,18 @@
 //!
 //! Volumes live in the [`VolumeIndex`] under one lock, so a stored volume and
 //! its place in the index never disagree: once a bound volume is offered, no
-//! other claim can be matched to it.
+//! other claim can be matched to it. A claim's search and the reservation of
+//! what it found happen under that lock too ([`ShadowCache::reserve_best_match`]),
+//! so two claims synced at once never get the same volume.
+//!
+//! Whenever a volume becomes free for every claim (a new volume, one made
+//! Available or unbound again, one whose reservation was dropped), the hook
+//! installed with [`ShadowCache::on_volume_freed`] is called, after the lock
+//! is released: claims that found nothing may fit now.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::fmt;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
@@ -47,6 +55,58 @@ pub enum CacheError {
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
     claims: RwLock<BTreeMap<ClaimKey, Arc<PersistentVolumeClaim>>>,
+    freed: FreedHook,
+}
+
+/// What to call when a volume becomes free for every claim.
+#[derive(Default)]
+struct FreedHook(OnceLock<Box<dyn Fn() + Send + Sync>>);
+
+impl FreedHook {
+    fn call(&self) {
+        if let Some(hook) = self.0.get() {
+            hook();
+        }
+    }
+}
+
+impl fmt::Debug for FreedHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FreedHook")
+    }
+}
+
+/// A volume held for one claim while its binding is under way: searches for
+/// other claims pass it by until this is dropped, whatever the binding's
+/// outcome.
+#[derive(Debug)]
+pub struct Reservation {
+    cache: Arc<ShadowCache>,
+    volume: Arc<PersistentVolume>,
+    claim: ClaimKey,
+    /// Whether this reservation made the hold (and ends it when dropped),
+    /// rather than finding the volume held for the claim already.
+    owned: bool,
+}
+
+impl Reservation {
+    /// The reserved volume, as it was when found.
+    pub fn volume(&self) -> &Arc<PersistentVolume> {
+        &self.volume
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        let name = self.volume.metadata.name.as_deref().unwrap_or("");
+        let freed = write(&self.cache.volumes).release(name, &self.claim);
+        if freed {
+            self.cache.freed.call();
+        }
+    }
 }
 
 /// Locks for reading. A poisoned lock is used anyway: no code in this module
@@ -83,23 +143,38 @@ fn not_older(
 }
 
 impl ShadowCache {
+    /// Installs what to call whenever a volume becomes free for every claim
+    /// (see the module documentation); the wiring installs it once, later
+    /// calls are ignored. The hook runs outside the cache's locks and should
+    /// be quick.
+    pub fn on_volume_freed(&self, hook: impl Fn() + Send + Sync + 'static) {
+        if self.freed.0.set(Box::new(hook)).is_err() {
+            tracing::warn!("the shadow cache's volume hook is installed already");
+        }
+    }
+
     /// Offers a volume: stores it (and re-files it in the index) unless the
     /// stored version is newer. Returns whether it was stored.
     pub fn offer_volume(&self, volume: Arc<PersistentVolume>) -> Result<bool, CacheError> {
-        let mut index = write(&self.volumes);
-        let name = volume.metadata.name.as_deref().unwrap_or("");
-        if let Some(stored) = index.get(name) {
-            let object = || ObjectName::of_volume(&volume);
-            let keep = not_older(
-                object,
-                stored.metadata.resource_version.as_deref(),
-                volume.metadata.resource_version.as_deref(),
-            )?;
-            if !keep {
-                return Ok(false);
+        let freed = {
+            let mut index = write(&self.volumes);
+            let name = volume.metadata.name.as_deref().unwrap_or("");
+            if let Some(stored) = index.get(name) {
+                let object = || ObjectName::of_volume(&volume);
+                let keep = not_older(
+                    object,
+                    stored.metadata.resource_version.as_deref(),
+                    volume.metadata.resource_version.as_deref(),
+                )?;
+                if !keep {
+                    return Ok(false);
+                }
             }
+            index.insert(volume)
+        };
+        if freed {
+            self.freed.call();
         }
-        index.insert(volume);
         Ok(true)
     }
 
@@ -133,12 +208,47 @@ impl ShadowCache {
 
     /// The best stored volume for `claim` (see [`VolumeIndex::find_best_match`]),
     /// searched under the same lock that guards volume updates.
-    pub fn find_best_match(
+    #[cfg(test)]
+    pub(crate) fn find_best_match(
         &self,
         claim: &PersistentVolumeClaim,
         delay_binding: bool,
     ) -> Result<Option<Arc<PersistentVolume>>, MatchError> {
         read(&self.volumes).find_best_match(claim, delay_binding)
+    }
+
+    /// The best stored volume for `claim`, reserved for it in the same step
+    /// under the index's lock: until the reservation is dropped, no search
+    /// for another claim returns it. A volume held for this claim already
+    /// (by an earlier reservation still alive) stays held as long as that
+    /// one.
+    pub fn reserve_best_match(
+        self: &Arc<Self>,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+    ) -> Result<Option<Reservation>, MatchError> {
+        let key = ClaimKey::of(claim);
+        let mut index = write(&self.volumes);
+        let Some(volume) = index.find_best_match(claim, delay_binding)? else {
+            return Ok(None);
+        };
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let already = index.reserved_for(name) == Some(&key);
+        if !already && !index.reserve(name, &key) {
+            // The search passes by volumes held for other claims.
+            return Ok(None);
+        }
+        Ok(Some(Reservation {
+            cache: Arc::clone(self),
+            volume,
+            claim: key,
+            owned: !already,
+        }))
+    }
+
+    /// Whether the volume of that name is held for a claim being bound.
+    pub fn is_reserved(&self, name: &str) -> bool {
+        read(&self.volumes).is_reserved(name)
     }
 
     /// Offers a claim: stores it unless the stored version is newer. Returns

@@ -17,13 +17,29 @@
 //!    is taken at once, whatever its phase, labels or class (of several in
 //!    one group, the first by name).
 //! 4. Otherwise, under delayed binding (WaitForFirstConsumer) nothing else is
-//!    taken: the scheduler binds such claims. Without it, the smallest
-//!    Available volume of the claim's class whose labels fit the claim's
-//!    selector is taken (ties by name, where upstream keeps the first seen).
+//!    taken: the scheduler binds such claims. Without it, the smallest free
+//!    volume of the claim's class whose labels fit the claim's selector is
+//!    taken (ties by name, where upstream keeps the first seen).
+//!
+//! A free volume has no claimRef, is not being deleted, and is Available or
+//! new (Pending, or no phase yet). Upstream offers only Available volumes,
+//! so a new volume waits for the controller's own Pending → Available write
+//! before any claim can have it, and claims synced meanwhile take whatever
+//! else is Available, a larger volume included. Here a new volume is offered
+//! at once: nothing is lost by it, since every write of this controller
+//! edits the newest copy of its object (so the binding and the phase write
+//! never meet in a conflict), and a volume bound before its phase write
+//! never needs that write at all.
+//!
+//! A free volume can be reserved for one claim while that claim's binding is
+//! under way ([`VolumeIndex::reserve`]): searches for every other claim pass
+//! it by, so two workers binding two claims at once never pick the same
+//! volume. The reservation is dropped when the binding ends, whether it
+//! succeeded (the volume then names its claim) or failed (the volume is free
+//! for anyone again).
 //!
 //! To keep a search cheap with thousands of volumes, each volume's capacity,
-//! modes and filters are read once when it is inserted. Unclaimed Available
-//! volumes sit in buckets keyed by everything that must be equal (modes,
+//! modes and filters are read once when it is inserted. Free volumes sit in buckets keyed by everything that must be equal (modes,
 //! class, volume mode, VolumeAttributesClass), each ordered by capacity, so a
 //! search starts at the requested size and only checks the selector.
 //! Volumes with a claimRef are filed under the claim they name, which is all
@@ -96,8 +112,14 @@ pub enum SelectorError {
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
     volumes: BTreeMap<String, Entry>,
-    available: HashMap<Bucket, BTreeSet<(Amount, String)>>,
+    free: HashMap<Bucket, BTreeSet<(Amount, String)>>,
+    /// The same free volumes, each bucket's grouped by label set: a claim
+    /// with a selector checks it once per label set instead of once per
+    /// volume.
+    labelled: HashMap<Bucket, BTreeMap<Labels, BTreeSet<(Amount, String)>>>,
     claimed: HashMap<ClaimKey, BTreeSet<String>>,
+    /// Volumes held for the claim whose binding is under way.
+    reserved: HashMap<String, ClaimKey>,
 }
 
 #[derive(Debug)]
@@ -121,12 +143,31 @@ struct Traits {
 /// Where a searchable volume is filed.
 #[derive(Debug)]
 enum Place {
-    /// Unclaimed, Available, not being deleted: offered to any fitting claim.
-    Available(Bucket),
+    /// Free (unclaimed, Available or new, not being deleted): offered to
+    /// any fitting claim.
+    Free(Bucket),
     /// Has a claimRef: offered only to the claim it names.
     Claimed(ClaimKey),
-    /// Unclaimed but not Available or being deleted: offered to no one.
+    /// Unclaimed but Bound, Released, Failed or being deleted: offered to
+    /// no one.
     Unavailable,
+}
+
+/// A volume's labels, as a key of [`VolumeIndex::labelled`].
+type Labels = BTreeMap<String, String>;
+
+/// The label groups of a bucket a selector is checked against one by one;
+/// with more, a search walks the bucket in capacity order instead.
+const MAX_LABEL_GROUPS: usize = 64;
+
+fn labels_of(volume: &PersistentVolume) -> Labels {
+    volume.metadata.labels.clone().unwrap_or_default()
+}
+
+/// Whether a volume in this phase may be offered when it has no claimRef:
+/// Available, or new (Pending, no phase yet).
+fn offerable_phase(phase: Option<&str>) -> bool {
+    matches!(phase, None | Some("Pending" | "Available"))
 }
 
 /// Everything that must be equal between an unclaimed volume and a claim.
@@ -147,14 +188,13 @@ impl Traits {
         let deleting = is_being_deleted(&volume.metadata);
         let spec = volume.spec.as_ref();
         let claim_ref = spec.and_then(|s| s.claim_ref.as_ref());
-        let available =
-            volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available");
+        let offerable = offerable_phase(volume.status.as_ref().and_then(|s| s.phase.as_deref()));
         let place = match claim_ref {
             Some(r) => Place::Claimed(ClaimKey::new(
                 r.namespace.clone().unwrap_or_default(),
                 r.name.clone().unwrap_or_default(),
             )),
-            None if available && !deleting => Place::Available(Bucket {
+            None if offerable && !deleting => Place::Free(Bucket {
                 modes,
                 class: volume_class(volume).to_owned(),
                 volume_mode: volume_mode.clone(),
@@ -174,16 +214,26 @@ impl Traits {
 }
 
 impl VolumeIndex {
-    /// Adds a volume, replacing any volume of the same name.
-    pub fn insert(&mut self, volume: Arc<PersistentVolume>) {
+    /// Adds a volume, replacing any volume of the same name. Returns whether
+    /// this made the volume free when it was not (new to the index, or
+    /// unclaimed or Available again), and it is not reserved: news for the
+    /// claims that found nothing so far.
+    pub fn insert(&mut self, volume: Arc<PersistentVolume>) -> bool {
         let name = volume.metadata.name.clone().unwrap_or_default();
+        let was_free = self.is_free(&name);
         self.remove(&name);
         let traits = Traits::read(&volume);
         if let Some(traits) = &traits {
             match &traits.place {
-                Place::Available(bucket) => {
-                    self.available
+                Place::Free(bucket) => {
+                    self.free
                         .entry(bucket.clone())
+                        .or_default()
+                        .insert((traits.capacity, name.clone()));
+                    self.labelled
+                        .entry(bucket.clone())
+                        .or_default()
+                        .entry(labels_of(&volume))
                         .or_default()
                         .insert((traits.capacity, name.clone()));
                 }
@@ -196,7 +246,17 @@ impl VolumeIndex {
                 Place::Unavailable => {}
             }
         }
-        self.volumes.insert(name, Entry { volume, traits });
+        self.volumes.insert(name.clone(), Entry { volume, traits });
+        !was_free && self.is_free(&name) && !self.reserved.contains_key(&name)
+    }
+
+    /// Whether the volume of that name is free (see the module
+    /// documentation), reserved or not.
+    fn is_free(&self, name: &str) -> bool {
+        self.volumes
+            .get(name)
+            .and_then(|e| e.traits.as_ref())
+            .is_some_and(|t| matches!(t.place, Place::Free(_)))
     }
 
     /// Removes the volume of that name, returning it if it was there.
@@ -204,11 +264,24 @@ impl VolumeIndex {
         let entry = self.volumes.remove(name)?;
         if let Some(traits) = &entry.traits {
             match &traits.place {
-                Place::Available(bucket) => {
-                    if let Some(set) = self.available.get_mut(bucket) {
-                        set.remove(&(traits.capacity, name.to_owned()));
+                Place::Free(bucket) => {
+                    let item = (traits.capacity, name.to_owned());
+                    if let Some(set) = self.free.get_mut(bucket) {
+                        set.remove(&item);
                         if set.is_empty() {
-                            self.available.remove(bucket);
+                            self.free.remove(bucket);
+                        }
+                    }
+                    if let Some(groups) = self.labelled.get_mut(bucket) {
+                        let labels = labels_of(&entry.volume);
+                        if let Some(set) = groups.get_mut(&labels) {
+                            set.remove(&item);
+                            if set.is_empty() {
+                                groups.remove(&labels);
+                            }
+                        }
+                        if groups.is_empty() {
+                            self.labelled.remove(bucket);
                         }
                     }
                 }
@@ -246,10 +319,43 @@ impl VolumeIndex {
         self.volumes.is_empty()
     }
 
+    /// Holds the volume of that name for `claim`: until
+    /// [`VolumeIndex::release`], searches for other claims pass it by.
+    /// Returns false (and reserves nothing) when it is held for another
+    /// claim already.
+    pub fn reserve(&mut self, name: &str, claim: &ClaimKey) -> bool {
+        if let Some(holder) = self.reserved.get(name) {
+            return holder == claim;
+        }
+        self.reserved.insert(name.to_owned(), claim.clone());
+        true
+    }
+
+    /// Drops the reservation of the volume of that name for `claim`.
+    /// Returns whether this made a free volume searchable for every claim
+    /// again (the binding failed): news for the claims that found nothing.
+    pub fn release(&mut self, name: &str, claim: &ClaimKey) -> bool {
+        if self.reserved.get(name) != Some(claim) {
+            return false;
+        }
+        self.reserved.remove(name);
+        self.is_free(name)
+    }
+
+    /// Whether the volume of that name is held for a claim being bound.
+    pub fn is_reserved(&self, name: &str) -> bool {
+        self.reserved.contains_key(name)
+    }
+
+    /// The claim the volume of that name is held for, if any.
+    pub fn reserved_for(&self, name: &str) -> Option<&ClaimKey> {
+        self.reserved.get(name)
+    }
+
     /// The volume the controller should bind `claim` to, if any, by the rules
-    /// of the module documentation. `delay_binding` is true for claims whose
-    /// class binds on first consumer: then only a volume pre-bound to the
-    /// claim is returned.
+    /// of the module documentation; volumes reserved for other claims are
+    /// passed by. `delay_binding` is true for claims whose class binds on
+    /// first consumer: then only a volume pre-bound to the claim is returned.
     pub fn find_best_match(
         &self,
         claim: &PersistentVolumeClaim,
@@ -276,9 +382,10 @@ impl VolumeIndex {
                 && t.vac.as_deref() == vac
                 && !t.deleting
         };
+        let key = ClaimKey::of(claim);
         let prebound: Vec<(AccessModes, &Arc<PersistentVolume>)> = self
             .claimed
-            .get(&ClaimKey::of(claim))
+            .get(&key)
             .into_iter()
             .flatten()
             .filter_map(|name| self.volumes.get(name))
@@ -301,18 +408,53 @@ impl VolumeIndex {
                 continue;
             }
             bucket.modes = group;
-            let Some(candidates) = self.available.get(&bucket) else {
-                continue;
-            };
-            let found = candidates
-                .range((request, String::new())..)
-                .filter_map(|(_, name)| self.volumes.get(name))
-                .find(|e| selector.as_ref().is_none_or(|s| s.matches(&e.volume)));
-            if let Some(entry) = found {
+            let found = self.smallest_free(&bucket, request, selector.as_ref(), &key);
+            if let Some(entry) = found.and_then(|name| self.volumes.get(name)) {
                 return Ok(Some(Arc::clone(&entry.volume)));
             }
         }
         Ok(None)
+    }
+
+    /// The name of the smallest free volume of `bucket` (ties by name) of
+    /// at least `request` that `selector` accepts and no other claim than
+    /// `key` holds. With a selector and few label sets in the bucket, each
+    /// set is checked once and searched from `request` on; otherwise the
+    /// bucket is walked in capacity order.
+    fn smallest_free(
+        &self,
+        bucket: &Bucket,
+        request: Amount,
+        selector: Option<&Selector<'_>>,
+        key: &ClaimKey,
+    ) -> Option<&str> {
+        let not_held = |(_, name): &&(Amount, String)| {
+            self.reserved.get(name).is_none_or(|holder| holder == key)
+        };
+        let start = (request, String::new());
+        let groups = self.labelled.get(bucket);
+        if let (Some(selector), Some(groups)) = (selector, groups)
+            && groups.len() <= MAX_LABEL_GROUPS
+        {
+            return groups
+                .iter()
+                .filter(|(labels, _)| selector.matches_labels(Some(labels)))
+                .filter_map(|(_, set)| set.range(start.clone()..).find(not_held))
+                .min()
+                .map(|(_, name)| name.as_str());
+        }
+        self.free
+            .get(bucket)?
+            .range(start..)
+            .filter(not_held)
+            .find(|(_, name)| {
+                selector.is_none_or(|s| {
+                    self.volumes
+                        .get(name)
+                        .is_some_and(|e| s.matches_labels(e.volume.metadata.labels.as_ref()))
+                })
+            })
+            .map(|(_, name)| name.as_str())
     }
 }
 
@@ -372,8 +514,7 @@ impl<'a> Selector<'a> {
 
     /// Whether the volume's labels satisfy every requirement; an empty
     /// selector matches everything.
-    fn matches(&self, volume: &PersistentVolume) -> bool {
-        let labels = volume.metadata.labels.as_ref();
+    fn matches_labels(&self, labels: Option<&Labels>) -> bool {
         let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
         self.requirements.iter().all(|r| match r {
             Requirement::Equals(k, v) => label(k) == Some(*v),

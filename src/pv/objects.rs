@@ -512,6 +512,14 @@ pub(crate) fn volume_phase(volume: &PersistentVolume) -> Option<VolumePhase> {
     VolumePhase::parse(volume.status.as_ref()?.phase.as_deref()?)
 }
 
+/// Whether a volume is new: no claimRef, not being deleted, and Pending or
+/// without a phase (the controller has not written its phase yet).
+pub(crate) fn is_new_volume(volume: &PersistentVolume) -> bool {
+    let unclaimed = volume.spec.as_ref().is_none_or(|s| s.claim_ref.is_none());
+    let phase = volume.status.as_ref().and_then(|s| s.phase.as_deref());
+    unclaimed && !is_being_deleted(&volume.metadata) && matches!(phase, None | Some("Pending"))
+}
+
 /// The phase of a claim; `None` when it has none (or an unknown one).
 pub(crate) fn claim_phase(claim: &PersistentVolumeClaim) -> Option<ClaimPhase> {
     ClaimPhase::parse(claim.status.as_ref()?.phase.as_deref()?)

@@ -1,21 +1,32 @@
 //! A work queue of object keys with the semantics of client-go's workqueue:
 //! deduplication, one worker per key, delayed adds and per-key exponential
-//! retry backoff.
+//! retry backoff; plus a lane for periodic resyncs and marks that tell when
+//! every key queued before a moment has had its turn.
 //!
 //! The controller's sync functions are not reentrant for one object, and a
 //! burst of watch events for an object should cost one sync, not one per
 //! event. The queue guarantees both:
 //!
 //! - a key that is waiting is queued once, however often it is added;
-//! - a key that a worker is processing is never handed to another worker; if
-//!   it is added meanwhile, it is queued again when the worker calls
-//!   [`WorkQueue::done`], so the change that came in is not lost;
-//! - waiting keys are handed out in the order they were first added.
+//! - a key that a worker is processing is never handed to another worker,
+//!   however many workers there are; if it is added meanwhile, it is queued
+//!   again when the worker calls [`WorkQueue::done`], so the change that
+//!   came in is not lost;
+//! - waiting keys are handed out in the order they were first added, those
+//!   added with [`WorkQueue::add`] before those of a resync
+//!   ([`WorkQueue::add_resync`]), so a resync of thousands of objects never
+//!   delays a change that just came in; a resync key that is added again
+//!   with `add` moves to the front lane, keeping its age.
+//!
+//! Every queued key gets a sequence number. [`WorkQueue::mark`] notes the
+//! present and [`WorkQueue::passed`] tells whether every key queued up to
+//! that mark has been processed (keys waiting for a retry delay do not
+//! count: they had their turn).
 //!
 //! Delays and backoff use `tokio::time`, so tests can run with paused time.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::hash::Hash;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -51,14 +62,34 @@ struct Inner<K> {
     changed: Notify,
 }
 
+/// Which lane a waiting key is in: changes go before resyncs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    /// Keys added because something changed (and retries).
+    Change,
+    /// Keys added by a periodic resync.
+    Resync,
+}
+
+/// A point in the queue's history, from [`WorkQueue::mark`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Mark(u64);
+
 struct State<K> {
-    /// Keys ready for a worker, oldest first; none of them is being processed.
-    waiting: VecDeque<K>,
-    /// Keys that need processing: those in `waiting`, plus keys added while
-    /// they were being processed.
-    dirty: HashSet<K>,
-    /// Keys handed to a worker and not yet `done`.
-    processing: HashSet<K>,
+    /// Keys ready for a worker, by sequence number, one map per lane; none
+    /// of them is being processed.
+    changes: BTreeMap<u64, K>,
+    resyncs: BTreeMap<u64, K>,
+    /// The lane and sequence number of each waiting key.
+    waiting: HashMap<K, (Lane, u64)>,
+    /// Keys added while being processed, with the lane to queue them in
+    /// again when they are done.
+    again: HashMap<K, Lane>,
+    /// Keys handed to a worker and not yet `done`, with their sequence
+    /// number.
+    processing: HashMap<K, u64>,
+    /// The next sequence number, of a queued key or of a delayed one.
+    next_seq: u64,
     /// Keys to add later, by due time; entries whose sequence number is no
     /// longer in `delayed_keys` were superseded by an earlier due time.
     delayed: BinaryHeap<Reverse<(Instant, u64)>>,
@@ -66,7 +97,6 @@ struct State<K> {
     delayed_keys: HashMap<u64, K>,
     /// The live sequence number and due time of each delayed key.
     delayed_by_key: HashMap<K, (Instant, u64)>,
-    next_seq: u64,
     /// Consecutive failures per key, for the retry backoff.
     failures: HashMap<K, u32>,
     shutting_down: bool,
@@ -84,13 +114,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
-                    waiting: VecDeque::new(),
-                    dirty: HashSet::new(),
-                    processing: HashSet::new(),
+                    changes: BTreeMap::new(),
+                    resyncs: BTreeMap::new(),
+                    waiting: HashMap::new(),
+                    again: HashMap::new(),
+                    processing: HashMap::new(),
+                    next_seq: 0,
                     delayed: BinaryHeap::new(),
                     delayed_keys: HashMap::new(),
                     delayed_by_key: HashMap::new(),
-                    next_seq: 0,
                     failures: HashMap::new(),
                     shutting_down: false,
                 }),
@@ -99,11 +131,22 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
-    /// Marks `key` as needing processing. A key already waiting stays where
-    /// it is; a key being processed is queued again once it is `done`.
-    /// Ignored after [`shut_down`](Self::shut_down).
+    /// Marks `key` as needing processing because something changed. A key
+    /// already waiting keeps its place (or moves ahead of the resync lane);
+    /// a key being processed is queued again once it is `done`. Ignored
+    /// after [`shut_down`](Self::shut_down).
     pub(crate) fn add(&self, key: K) {
-        let added = self.lock().add(key);
+        self.add_in(key, Lane::Change);
+    }
+
+    /// Marks `key` as needing processing for a periodic resync: it waits
+    /// behind every key added with [`add`](Self::add).
+    pub(crate) fn add_resync(&self, key: K) {
+        self.add_in(key, Lane::Resync);
+    }
+
+    fn add_in(&self, key: K, lane: Lane) {
+        let added = self.lock().add(key, lane);
         if added {
             self.inner.changed.notify_waiters();
         }
@@ -151,6 +194,14 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// still waiting: workers exit promptly, and a restarted controller
     /// re-lists every object anyway, so nothing is lost by dropping them.
     pub(crate) async fn get(&self) -> Option<K> {
+        self.get_with(|_| ()).await.map(|(key, ())| key)
+    }
+
+    /// Like [`get`](Self::get), and runs `on_take` on the key while no other
+    /// worker can take one: what `on_take` does happens in the order the
+    /// keys leave the queue, however many workers there are. It must be
+    /// quick and must not use this queue.
+    pub(crate) async fn get_with<T>(&self, mut on_take: impl FnMut(&K) -> T) -> Option<(K, T)> {
         loop {
             let mut changed = pin!(self.inner.changed.notified());
             // Register before looking at the state, so a change made between
@@ -162,10 +213,9 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                     return None;
                 }
                 state.promote_due(Instant::now());
-                if let Some(key) = state.waiting.pop_front() {
-                    state.dirty.remove(&key);
-                    state.processing.insert(key.clone());
-                    return Some(key);
+                if let Some(key) = state.take() {
+                    let taken = on_take(&key);
+                    return Some((key, taken));
                 }
                 state.next_due()
             };
@@ -212,6 +262,17 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         state.waiting.is_empty() && state.processing.is_empty() && state.delayed.is_empty()
     }
 
+    /// The present: every key queued from now on comes after this mark.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark(self.lock().next_seq)
+    }
+
+    /// Whether every key that was waiting or being processed at `mark` has
+    /// been processed since (keys waiting for a retry delay do not count).
+    pub(crate) fn passed(&self, mark: Mark) -> bool {
+        self.lock().oldest().is_none_or(|oldest| oldest >= mark.0)
+    }
+
     /// Stops the queue: waiting workers return `None` at once, later adds
     /// are ignored and delayed keys are dropped.
     pub(crate) fn shut_down(&self) {
@@ -236,18 +297,73 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 }
 
 impl<K: Clone + Eq + Hash> State<K> {
+    fn lane(&mut self, lane: Lane) -> &mut BTreeMap<u64, K> {
+        match lane {
+            Lane::Change => &mut self.changes,
+            Lane::Resync => &mut self.resyncs,
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
     /// Returns whether a worker may now have something to take.
-    fn add(&mut self, key: K) -> bool {
-        if self.shutting_down || self.dirty.contains(&key) {
+    fn add(&mut self, key: K, lane: Lane) -> bool {
+        if self.shutting_down {
             return false;
         }
-        self.dirty.insert(key.clone());
-        if self.processing.contains(&key) {
-            // Queued again by `done`.
+        if let Some(&(current, seq)) = self.waiting.get(&key) {
+            if lane >= current {
+                return false;
+            }
+            // A change for a key waiting in the resync lane: it moves ahead,
+            // keeping its sequence number.
+            self.resyncs.remove(&seq);
+            self.changes.insert(seq, key.clone());
+            self.waiting.insert(key, (lane, seq));
+            return true;
+        }
+        if self.processing.contains_key(&key) {
+            // Queued again by `done`, in the more urgent of the lanes asked.
+            let again = self.again.entry(key).or_insert(lane);
+            *again = (*again).min(lane);
             return false;
         }
-        self.waiting.push_back(key);
+        self.queue(key, lane);
         true
+    }
+
+    fn queue(&mut self, key: K, lane: Lane) {
+        let seq = self.next_seq();
+        self.lane(lane).insert(seq, key.clone());
+        self.waiting.insert(key, (lane, seq));
+    }
+
+    /// Hands the oldest key of the most urgent lane to a worker.
+    fn take(&mut self) -> Option<K> {
+        let (seq, key) = match self.changes.pop_first() {
+            Some(entry) => entry,
+            None => self.resyncs.pop_first()?,
+        };
+        self.waiting.remove(&key);
+        self.processing.insert(key.clone(), seq);
+        Some(key)
+    }
+
+    /// The sequence number of the oldest key waiting or being processed.
+    fn oldest(&self) -> Option<u64> {
+        let firsts = [
+            self.changes.first_key_value().map(|(seq, _)| *seq),
+            self.resyncs.first_key_value().map(|(seq, _)| *seq),
+        ];
+        firsts
+            .into_iter()
+            .flatten()
+            .chain(self.processing.values().copied())
+            .min()
     }
 
     /// Returns whether the key's due time was set or moved earlier.
@@ -261,8 +377,7 @@ impl<K: Clone + Eq + Hash> State<K> {
             }
             self.delayed_keys.remove(&seq);
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = self.next_seq();
         self.delayed.push(Reverse((due, seq)));
         self.delayed_keys.insert(seq, key.clone());
         self.delayed_by_key.insert(key, (due, seq));
@@ -279,7 +394,7 @@ impl<K: Clone + Eq + Hash> State<K> {
             self.delayed.pop();
             if let Some(key) = self.delayed_keys.remove(&seq) {
                 self.delayed_by_key.remove(&key);
-                self.add(key);
+                self.add(key, Lane::Change);
             }
         }
     }
@@ -305,11 +420,13 @@ impl<K: Clone + Eq + Hash> State<K> {
     /// Returns whether the key was queued again.
     fn done(&mut self, key: &K) -> bool {
         self.processing.remove(key);
-        if self.dirty.contains(key) && !self.shutting_down {
-            self.waiting.push_back(key.clone());
-            return true;
+        match self.again.remove(key) {
+            Some(lane) if !self.shutting_down => {
+                self.queue(key.clone(), lane);
+                true
+            }
+            _ => false,
         }
-        false
     }
 
     fn shut_down(&mut self) {
@@ -329,203 +446,4 @@ fn backoff_delay(exponent: u32) -> Duration {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Whether a worker gets a key without waiting (lets ready tasks run first).
-    async fn try_get(queue: &WorkQueue<&'static str>) -> Option<&'static str> {
-        tokio::time::timeout(Duration::ZERO, queue.get())
-            .await
-            .ok()
-            .flatten()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn waiting_key_is_queued_once() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        queue.add("b");
-        queue.add("a");
-        assert_eq!(queue.len(), 2);
-        assert_eq!(try_get(&queue).await, Some("a"));
-        assert_eq!(try_get(&queue).await, Some("b"));
-        assert_eq!(try_get(&queue).await, None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn keys_come_out_in_insertion_order() {
-        let queue = WorkQueue::new();
-        for key in ["c", "a", "b"] {
-            queue.add(key);
-        }
-        let mut order = Vec::new();
-        while let Some(key) = try_get(&queue).await {
-            order.push(key);
-            queue.done(&key);
-        }
-        assert_eq!(order, ["c", "a", "b"]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn key_in_processing_is_not_given_to_a_second_worker() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.add("a");
-        assert_eq!(queue.len(), 0);
-        let second = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.get().await }
-        });
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        assert!(!second.is_finished());
-        queue.done(&"a");
-        assert_eq!(second.await.ok().flatten(), Some("a"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn key_added_while_processing_is_queued_again_once_on_done() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.add("a");
-        queue.add("a");
-        queue.done(&"a");
-        assert_eq!(queue.len(), 1);
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.done(&"a");
-        assert_eq!(try_get(&queue).await, None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn done_without_re_add_does_not_requeue() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.done(&"a");
-        assert!(queue.is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn delayed_key_becomes_available_after_its_delay() {
-        let queue = WorkQueue::new();
-        queue.add_after("a", Duration::from_secs(10));
-        assert_eq!(try_get(&queue).await, None);
-        tokio::time::advance(Duration::from_millis(9_999)).await;
-        assert_eq!(try_get(&queue).await, None);
-        tokio::time::advance(Duration::from_millis(1)).await;
-        assert_eq!(queue.len(), 1);
-        assert_eq!(try_get(&queue).await, Some("a"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn waiting_worker_wakes_for_a_delayed_key() {
-        let queue = WorkQueue::new();
-        let worker = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.get().await }
-        });
-        tokio::task::yield_now().await;
-        queue.add_after("a", Duration::from_secs(3));
-        let started = Instant::now();
-        assert_eq!(worker.await.ok().flatten(), Some("a"));
-        assert_eq!(started.elapsed(), Duration::from_secs(3));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn delayed_key_keeps_its_earliest_due_time() {
-        let queue = WorkQueue::new();
-        queue.add_after("a", Duration::from_secs(10));
-        queue.add_after("a", Duration::from_secs(2));
-        queue.add_after("a", Duration::from_secs(5));
-        tokio::time::advance(Duration::from_secs(2)).await;
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.done(&"a");
-        tokio::time::advance(Duration::from_secs(20)).await;
-        assert_eq!(try_get(&queue).await, None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn rate_limited_backoff_doubles_per_failure() {
-        let queue = WorkQueue::new();
-        for (failures, delay_ms) in [(0u32, 5u64), (1, 10), (2, 20), (3, 40)] {
-            assert_eq!(queue.num_requeues(&"a"), failures);
-            queue.add_rate_limited("a");
-            tokio::time::advance(Duration::from_millis(delay_ms - 1)).await;
-            assert_eq!(try_get(&queue).await, None, "before {delay_ms} ms");
-            tokio::time::advance(Duration::from_millis(1)).await;
-            assert_eq!(try_get(&queue).await, Some("a"), "after {delay_ms} ms");
-            queue.done(&"a");
-        }
-        assert_eq!(queue.num_requeues(&"a"), 4);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn forget_resets_the_backoff() {
-        let queue = WorkQueue::new();
-        for _ in 0..5 {
-            queue.add_rate_limited("a");
-        }
-        queue.forget(&"a");
-        assert_eq!(queue.num_requeues(&"a"), 0);
-        // The five adds above are still scheduled (earliest at 5 ms); take it.
-        tokio::time::advance(Duration::from_millis(5)).await;
-        assert_eq!(try_get(&queue).await, Some("a"));
-        queue.done(&"a");
-        // Without the forget this retry would wait 5 ms * 2^5.
-        queue.add_rate_limited("a");
-        tokio::time::advance(Duration::from_millis(5)).await;
-        assert_eq!(try_get(&queue).await, Some("a"));
-        assert_eq!(queue.num_requeues(&"a"), 1);
-    }
-
-    #[test]
-    fn backoff_is_capped() {
-        assert_eq!(backoff_delay(0), Duration::from_millis(5));
-        assert_eq!(backoff_delay(17), Duration::from_millis(5 << 17));
-        assert_eq!(backoff_delay(18), BACKOFF_MAX);
-        assert_eq!(backoff_delay(40), BACKOFF_MAX);
-        assert_eq!(backoff_delay(u32::MAX), BACKOFF_MAX);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn shut_down_wakes_every_waiting_worker() {
-        let queue: WorkQueue<&'static str> = WorkQueue::new();
-        let workers: Vec<_> = (0..3)
-            .map(|_| {
-                let queue = queue.clone();
-                tokio::spawn(async move { queue.get().await })
-            })
-            .collect();
-        tokio::task::yield_now().await;
-        queue.shut_down();
-        for worker in workers {
-            assert_eq!(worker.await.ok().flatten(), None);
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn shut_down_drops_waiting_keys_and_ignores_adds() {
-        let queue = WorkQueue::new();
-        queue.add("a");
-        queue.add_after("b", Duration::from_secs(1));
-        queue.shut_down();
-        queue.add("c");
-        assert!(queue.is_shutting_down());
-        assert_eq!(queue.get().await, None);
-        tokio::time::advance(Duration::from_secs(2)).await;
-        assert_eq!(queue.get().await, None);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn added_key_wakes_a_waiting_worker() {
-        let queue = WorkQueue::new();
-        let worker = tokio::spawn({
-            let queue = queue.clone();
-            async move { queue.get().await }
-        });
-        tokio::task::yield_now().await;
-        queue.add("a");
-        assert_eq!(worker.await.ok().flatten(), Some("a"));
-    }
-}
+mod tests;

@@ -650,6 +650,7 @@ pub(crate) async fn run_table(rows: Vec<Scenario>) {
 /// change the cluster while it runs.
 pub(crate) struct Running {
     api: MemApi,
+    controller: std::sync::Arc<pv_controller::Controller>,
     idle: IdleProbe,
     events: EventRecorder,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -667,17 +668,25 @@ impl Running {
         let base = ControllerBase::new(api.client(), config).expect("controller");
         let idle = base.idle_probe();
         let events = base.controller().recorder().clone();
+        let controller = std::sync::Arc::clone(base.controller());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(base.run(async move {
             let _ = stopped.await;
         }));
         Self {
             api: api.clone(),
+            controller,
             idle,
             events,
             stop: Some(stop),
             task,
         }
+    }
+
+    /// The running controller's decisions and their state (its shadow
+    /// cache).
+    pub(crate) fn controller(&self) -> &pv_controller::Controller {
+        &self.controller
     }
 
     /// Waits until the controller has nothing left to do and every event it

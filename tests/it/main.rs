@@ -15,6 +15,7 @@ mod harness;
 mod mock_plugin;
 mod pod_harness;
 
+mod best_fit;
 mod binary;
 mod binder;
 mod binding_writes;

@@ -267,3 +267,65 @@ fn survives_a_poisoned_lock() {
     );
     assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
 }
+
+#[test]
+fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
+    let cache = Arc::new(ShadowCache::default());
+    let freed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    cache.on_volume_freed({
+        let freed = Arc::clone(&freed);
+        move || {
+            freed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let count = || freed.load(std::sync::atomic::Ordering::SeqCst);
+    cache
+        .offer_volume(volume("v1", "1Gi").rv("1").arc())
+        .expect("offer");
+    assert_eq!(count(), 1, "a new volume is free at once");
+    cache
+        .offer_volume(volume("v1", "1Gi").phase("Available").rv("2").arc())
+        .expect("offer");
+    assert_eq!(count(), 1, "Pending to Available frees nothing new");
+
+    let a = claim("a", "uid-a", "1Gi").build();
+    let b = claim("b", "uid-b", "1Gi").build();
+    let held = cache
+        .reserve_best_match(&a, false)
+        .expect("match")
+        .expect("v1 for a");
+    assert_eq!(held.volume().metadata.name.as_deref(), Some("v1"));
+    assert!(cache.is_reserved("v1"));
+    assert!(
+        cache
+            .reserve_best_match(&b, false)
+            .expect("match")
+            .is_none(),
+        "b never gets the volume a holds"
+    );
+    drop(held);
+    assert_eq!(count(), 2, "a's binding failed: v1 is free again");
+    assert!(!cache.is_reserved("v1"));
+
+    let held = cache
+        .reserve_best_match(&b, false)
+        .expect("match")
+        .expect("v1 for b");
+    cache
+        .offer_volume(
+            volume("v1", "1Gi")
+                .bound_to("uid-b", "b")
+                .phase("Bound")
+                .rv("3")
+                .arc(),
+        )
+        .expect("offer");
+    drop(held);
+    assert_eq!(count(), 2, "b's binding succeeded: nothing was freed");
+    assert!(
+        cache
+            .reserve_best_match(&a, false)
+            .expect("match")
+            .is_none()
+    );
+}

@@ -156,10 +156,10 @@ impl Controller {
 
     /// Undoes a binding from the volume side: a binding the controller made is
     /// removed; a user's pre-binding stays, only the claim UID is cleared.
-    /// The volume becomes Available again; returns whether this made it so.
-    /// Refused when the claimRef changed since `volume` was read.
+    /// The volume becomes Available again. Refused when the claimRef changed
+    /// since `volume` was read.
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
-    pub(super) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<bool> {
+    pub(super) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
         let stored = self
             .write_volume(volume, Part::Spec, |changed| {
                 if !same_claim_ref(volume, changed) {

@@ -7,7 +7,10 @@ use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::{Controller, Next};
-use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons};
+use crate::pv::cache::Reservation;
+use crate::pv::constants::{
+    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons,
+};
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::ClaimKey;
 use crate::pv::objects::{
@@ -94,6 +97,29 @@ pub(super) fn classify_bound(
     }
 }
 
+/// The order in which to sync many claims that arrive together (the first
+/// pass after start-up, a resync, the claims woken by a freed volume), so
+/// that best fit holds for the batch as it would for claims arriving one by
+/// one: unbound claims first, the largest requests first (a small claim
+/// synced first may take the only volume a larger one fits, which the
+/// larger one can never return the favour for), and at equal requests those
+/// with a label selector first (they fit fewer volumes); claims already
+/// bound last. Ties keep key order, so runs repeat.
+pub(crate) fn binding_order(mut claims: Vec<Arc<PersistentVolumeClaim>>) -> Vec<ClaimKey> {
+    claims.sort_by_cached_key(|claim| {
+        let bound = has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
+        let request = claim_request(claim).ok();
+        let selector = claim.spec.as_ref().is_some_and(|s| s.selector.is_some());
+        (
+            bound,
+            std::cmp::Reverse(request),
+            !selector,
+            ClaimKey::of(claim),
+        )
+    });
+    claims.iter().map(|claim| ClaimKey::of(claim)).collect()
+}
+
 /// The volume a claim names in `spec.volumeName`, if any.
 pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
     claim
@@ -104,6 +130,26 @@ pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
 }
 
 impl Controller {
+    /// Reserves the volume the next sync of this claim would bind, when
+    /// that sync would search for one (an unbound claim naming no volume).
+    /// The wiring calls it as the claim leaves the queue, one claim at a
+    /// time, and keeps the reservation until the sync ends: so claims synced
+    /// by several workers at once pick their volumes in the order they left
+    /// the queue, exactly as one worker syncing them one by one would, and
+    /// the sync's own search finds the volume held for it.
+    pub(crate) fn reserve_in_order(&self, key: &ClaimKey) -> Option<Reservation> {
+        let claim = self.cache.claim(key)?;
+        let unbound = !has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
+        if !unbound || requested_volume(&claim).is_some() {
+            return None;
+        }
+        let delay_binding = self.is_delay_binding(&claim).ok()?;
+        self.cache
+            .reserve_best_match(&claim, delay_binding)
+            .ok()
+            .flatten()
+    }
+
     pub(super) async fn sync_unbound_claim(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
@@ -169,10 +215,12 @@ impl Controller {
 
     /// An unbound claim that names no volume: bind the best match, or wait,
     /// or provision, or report that nothing fits. Without a match the claim
-    /// waits for a volume to become Available ([`Next::claim_waits`]).
+    /// waits for a volume to become free ([`Next::claim_waits`]). The match
+    /// is reserved for this claim until the binding ends, so a claim synced
+    /// at the same time by another worker never takes it.
     async fn find_volume_for_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
         let delay_binding = self.is_delay_binding(claim)?;
-        let found = match self.cache.find_best_match(claim, delay_binding) {
+        let found = match self.cache.reserve_best_match(claim, delay_binding) {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, "claim cannot be matched");
@@ -184,9 +232,10 @@ impl Controller {
                 return Ok(Next::nothing());
             }
         };
-        if let Some(volume) = found {
-            tracing::debug!(volume = %crate::pv::keys::VolumeName::of(&volume), "found a matching volume");
-            self.bind(&volume, claim).await?;
+        if let Some(reservation) = found {
+            let volume = reservation.volume();
+            tracing::debug!(volume = %crate::pv::keys::VolumeName::of(volume), "found a matching volume");
+            self.bind(volume, claim).await?;
             return Ok(Next::nothing());
         }
         let waits = Next {

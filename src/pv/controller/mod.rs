@@ -46,6 +46,15 @@
 //! any step leaves a state that the next sync recognises and completes
 //! ("complete bind after crash"), and a crash before step 1 leaves nothing.
 //!
+//! Four writes, not five: a new volume (Pending, no claimRef) is offered to
+//! claims at once, without waiting for its own Pending -> Available write,
+//! and a volume bound before that write never gets it (step 2 makes it
+//! Bound). Within the process, the volume a claim is about to bind is
+//! reserved in the volume index under the index's lock (see
+//! [`crate::pv::cache::ShadowCache::reserve_best_match`]) until the sync
+//! ends, so several workers never pick one volume; step 1's re-check of the
+//! claimRef on the newest copy stays the guard against everyone else.
+//!
 //! # Why a second cache
 //!
 //! The four writes come back as watch events in any order and late. If the
@@ -87,7 +96,6 @@ mod recycle;
 mod volume;
 mod writes;
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,6 +116,8 @@ use crate::runtime::events::EventRecorder;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::operations::{OperationError, OperationName, OperationTracker};
 use writes::WriteLocks;
+
+pub(crate) use claim::binding_order;
 
 /// Settings that change what the controller decides (as opposed to how it is
 /// wired).
@@ -164,15 +174,15 @@ pub struct Listers {
 }
 
 /// What should happen after a decision, besides the writes it made: the
-/// decisions say it, the wiring (`controller_base`) does it.
+/// decisions say it, the wiring (`controller_base`) does it. A volume that
+/// becomes free for every claim needs no word here: the shadow cache
+/// reports it to the wiring itself, whoever made it free.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Next {
     /// Claims to sync soon: a volume is bound to them on its side only.
     pub sync_claims: Vec<ClaimKey>,
-    /// A volume has just become Available: claims waiting for one may fit.
-    pub volume_available: bool,
-    /// The claim synced found no volume: it waits for one to become
-    /// Available (and is tried again at once when one does).
+    /// The claim synced found no volume: it waits for one to become free
+    /// (and is tried again at once when one does).
     pub claim_waits: bool,
 }
 
@@ -180,41 +190,6 @@ impl Next {
     /// Nothing more to do.
     pub fn nothing() -> Self {
         Self::default()
-    }
-
-    /// A volume became Available when `became` holds.
-    fn available_if(became: bool) -> Self {
-        Self {
-            volume_available: became,
-            ..Self::default()
-        }
-    }
-}
-
-/// Where a long operation reports what should happen after it (a recycled
-/// volume that became Available); the wiring acts on it.
-#[derive(Clone)]
-pub struct FollowUps(Arc<dyn Fn(Next) + Send + Sync>);
-
-impl FollowUps {
-    /// Reports to `report`, which should be quick.
-    pub fn new(report: impl Fn(Next) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(report))
-    }
-
-    /// Follow-ups nobody acts on (tests of single decisions).
-    pub fn ignored() -> Self {
-        Self::new(drop)
-    }
-
-    fn report(&self, next: Next) {
-        (self.0)(next);
-    }
-}
-
-impl fmt::Debug for FollowUps {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FollowUps")
     }
 }
 
@@ -237,8 +212,6 @@ pub struct Parts {
     pub metrics: Arc<Metrics>,
     /// The controller's own series.
     pub pv_metrics: PvMetrics,
-    /// Where long operations report what should happen next.
-    pub follow_ups: FollowUps,
 }
 
 /// Everything a sync needs: the client, the shadow cache, listers, the event
@@ -254,7 +227,6 @@ pub struct Controller {
     operations: OperationTracker,
     metrics: Arc<Metrics>,
     pv_metrics: PvMetrics,
-    follow_ups: FollowUps,
     write_locks: WriteLocks,
 }
 
@@ -270,7 +242,6 @@ impl Controller {
             operations: parts.operations,
             metrics: parts.metrics,
             pv_metrics: parts.pv_metrics,
-            follow_ups: parts.follow_ups,
             write_locks: WriteLocks::default(),
         }
     }
@@ -344,7 +315,7 @@ pub(crate) mod testing {
     use kube::runtime::reflector;
     use memapi::MemApi;
 
-    use super::{Controller, FollowUps, Listers, Parts, Settings};
+    use super::{Controller, Listers, Parts, Settings};
     use crate::pv::constants::CONTROLLER_NAME;
     use crate::pv::metrics::PvMetrics;
     use crate::runtime::events::EventRecorder;
@@ -369,7 +340,6 @@ pub(crate) mod testing {
             settings: Settings::default(),
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
             metrics,
-            follow_ups: FollowUps::ignored(),
         })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use super::{Controller, Next};
+use super::Controller;
 use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
@@ -66,9 +66,7 @@ impl Controller {
                     reasons::VOLUME_RECYCLED,
                     "Volume recycled".to_string(),
                 );
-                if self.unbind_volume(&volume).await? {
-                    self.follow_ups.report(Next::available_if(true));
-                }
+                self.unbind_volume(&volume).await?;
                 // Only now: until the volume is Available, the plugin's
                 // proof of the scrub must stay for a retry to find.
                 if let Err(error) = plugin.finish_recycle(&volume, &context).await {

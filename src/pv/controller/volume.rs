@@ -69,7 +69,15 @@ impl Controller {
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
             VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
-                Ok(Next::available_if(self.make_available(volume).await?))
+                if self.cache.is_reserved(&VolumeName::of(volume).0) {
+                    // A claim's binding is under way: the volume becomes
+                    // Bound, or free again when the binding fails (then the
+                    // next resync makes it Available).
+                    tracing::debug!("volume held for a claim being bound, phase left as is");
+                } else {
+                    self.make_available(volume).await?;
+                }
+                Ok(Next::nothing())
             }
             VolumeSituation::ClaimMissing => {
                 self.release_and_reclaim(volume).await?;
@@ -115,7 +123,8 @@ impl Controller {
                         by_controller = has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER),
                         "claim is bound to another volume, unbinding"
                     );
-                    Ok(Next::available_if(self.unbind_volume(volume).await?))
+                    self.unbind_volume(volume).await?;
+                    Ok(Next::nothing())
                 }
             }
         }

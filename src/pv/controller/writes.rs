@@ -190,6 +190,13 @@ impl Writable for PersistentVolumeClaim {
     }
 }
 
+/// A write's answer without what the controller never reads (its
+/// `managedFields`, as the watchers drop them), before it is cached.
+fn without_unread_fields<K: Resource>(mut object: K) -> K {
+    object.meta_mut().managed_fields = None;
+    object
+}
+
 /// The newer of the basis and the cached copy, by resourceVersion; the basis
 /// when either version does not parse (the cache refuses such objects).
 fn newer<K: Writable>(basis: &Arc<K>, cached: Option<Arc<K>>) -> Arc<K> {
@@ -268,7 +275,7 @@ impl Controller {
             Part::Status => format!("updating status of {}", changed.describe()),
         }));
         self.count_write::<K>("update", part.subresource(), write_outcome(&result));
-        let stored = Arc::new(result?);
+        let stored = Arc::new(without_unread_fields(result?));
         K::store(&self.cache, Arc::clone(&stored))?;
         Ok(stored)
     }
@@ -285,7 +292,7 @@ impl Controller {
             .await
             .map_err(api_error(|| format!("creating {}", volume.describe())));
         self.count_write::<PersistentVolume>("create", "", write_outcome(&result));
-        let stored = Arc::new(result?);
+        let stored = Arc::new(without_unread_fields(result?));
         PersistentVolume::store(&self.cache, Arc::clone(&stored))?;
         Ok(stored)
     }
@@ -362,13 +369,12 @@ impl Controller {
         Ok(self.change_phase(basis, phase, message).await?.0)
     }
 
-    /// Makes a volume Available; returns whether this write is what made it
-    /// so (news for the claims waiting for a volume).
-    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<bool> {
-        let (_, became) = self
-            .change_phase(basis, VolumePhase::Available, None)
-            .await?;
-        Ok(became)
+    /// Makes a volume Available (the shadow cache tells the claims waiting
+    /// for a volume when this frees it).
+    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<()> {
+        self.change_phase(basis, VolumePhase::Available, None)
+            .await
+            .map(drop)
     }
 
     /// Sets a volume's phase and, only when this write changed the phase,

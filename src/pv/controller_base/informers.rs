@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 
@@ -36,12 +37,21 @@ where
     Ok(watch::pump(kind, stream, failure_limit, on_event).await?)
 }
 
+/// Drops what the controller never reads from any object before it is
+/// stored: its `managedFields` (server-side apply's bookkeeping, which on a
+/// real API server is larger than the rest of a volume or claim). A write
+/// of the object stays safe: an update without `managedFields` leaves the
+/// server's copy of them as it is.
+pub(super) fn drop_unread_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
 /// Keeps only what the controller reads from a pod (its volumes, node,
 /// phase, deletion and the state of each container of every kind, which
 /// tells whether it is terminated), so a large cluster's pods cost little
 /// memory.
 pub(super) fn keep_pod_essentials(pod: &mut Pod) {
-    pod.metadata.managed_fields = None;
+    drop_unread_fields(pod);
     pod.metadata.annotations = None;
     pod.metadata.labels = None;
     pod.metadata.owner_references = None;

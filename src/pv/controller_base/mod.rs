@@ -12,6 +12,7 @@
 //! honoured at any point, also while the caches are still filling.
 
 mod informers;
+mod parking;
 mod run;
 mod waiting;
 mod workers;
@@ -32,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
-use crate::pv::controller::{Controller, FollowUps, Listers, Parts, Settings};
+use crate::pv::controller::{Controller, Listers, Parts, Settings};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::metrics::{PvMetrics, StateCollector};
 use crate::runtime::events::{EventRecorder, RecorderError};
@@ -42,9 +43,11 @@ use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::{Liveness, Readiness};
 use crate::runtime::shared::{ControllerFailure, Idle, Shared, StartContext, Started};
 use crate::runtime::watch::WatchFailure;
-use informers::{Handlers, keep_pod_essentials, offer_logged, pump, watch};
+use informers::{Handlers, drop_unread_fields, keep_pod_essentials, offer_logged, pump, watch};
+use parking::Parking;
 use run::next_failure;
 use waiting::FollowUp;
+use workers::{ClaimWork, VolumeWork};
 
 /// The controller's name in `--controllers`, as kube-controller-manager's.
 pub const NAME: &str = "persistentvolume-binder";
@@ -64,10 +67,23 @@ pub struct BaseConfig {
     pub watch_failure_limit: Duration,
     /// How many long operations (provision, delete, recycle) run at once.
     pub max_concurrent_operations: usize,
+    /// How many claims are synced at once (at least one).
+    pub claim_workers: usize,
+    /// How many volumes are synced at once (at least one).
+    pub volume_workers: usize,
 }
 
 /// Default of [`BaseConfig::watch_failure_limit`].
 pub const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
+
+/// Default of [`BaseConfig::claim_workers`]: binding is four writes one
+/// after another, each a round trip to the API server, so this many claims
+/// in flight keep a server busy that answers a write in a few milliseconds.
+pub const DEFAULT_CLAIM_WORKERS: usize = 16;
+
+/// Default of [`BaseConfig::volume_workers`]: most volume syncs write
+/// nothing.
+pub const DEFAULT_VOLUME_WORKERS: usize = 4;
 
 impl Default for BaseConfig {
     fn default() -> Self {
@@ -77,6 +93,8 @@ impl Default for BaseConfig {
             instance: CONTROLLER_NAME.to_string(),
             watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
             max_concurrent_operations: DEFAULT_CONCURRENCY,
+            claim_workers: DEFAULT_CLAIM_WORKERS,
+            volume_workers: DEFAULT_VOLUME_WORKERS,
         }
     }
 }
@@ -178,6 +196,7 @@ pub struct ControllerBase {
     liveness: Liveness,
     leading: Arc<AtomicBool>,
     follow_up: FollowUp,
+    parking: Parking,
 }
 
 /// The write halves of the listers, consumed when the watchers start.
@@ -238,7 +257,12 @@ impl ControllerBase {
             volume_queue.clone(),
             claim_queue.clone(),
         )?))?;
-        let follow_up = FollowUp::new(claim_queue.clone());
+        let follow_up = FollowUp::new(claim_queue.clone(), Arc::clone(&cache));
+        cache.on_volume_freed({
+            let follow_up = follow_up.clone();
+            move || follow_up.volume_freed()
+        });
+        let parking = Parking::new(claim_queue.clone(), volume_queue.clone());
         let controller = Arc::new(Controller::new(Parts {
             client: client.clone(),
             cache: Arc::clone(&cache),
@@ -248,10 +272,6 @@ impl ControllerBase {
             settings: config.settings.clone(),
             metrics: Arc::clone(&metrics),
             pv_metrics,
-            follow_ups: {
-                let follow_up = follow_up.clone();
-                FollowUps::new(move |next| follow_up.apply(next))
-            },
         }));
         Ok(Self {
             controller,
@@ -276,6 +296,7 @@ impl ControllerBase {
             liveness: shared.liveness,
             leading: Arc::default(),
             follow_up,
+            parking,
         })
     }
 
@@ -412,19 +433,28 @@ impl ControllerBase {
         let on_volumes = handlers.clone();
         self.watchers.spawn(pump(
             "persistentvolume",
-            reflector::reflector(writers.volumes, watch::<PersistentVolume>(&client)),
+            reflector::reflector(
+                writers.volumes,
+                watch::<PersistentVolume>(&client).modify(drop_unread_fields),
+            ),
             limit,
             move |event| on_volumes.on_volume_event(event),
         ));
         self.watchers.spawn(pump(
             "persistentvolumeclaim",
-            reflector::reflector(writers.claims, watch::<PersistentVolumeClaim>(&client)),
+            reflector::reflector(
+                writers.claims,
+                watch::<PersistentVolumeClaim>(&client).modify(drop_unread_fields),
+            ),
             limit,
             move |event| handlers.on_claim_event(event),
         ));
         self.watchers.spawn(pump(
             "storageclass",
-            reflector::reflector(writers.classes, watch::<StorageClass>(&client)),
+            reflector::reflector(
+                writers.classes,
+                watch::<StorageClass>(&client).modify(drop_unread_fields),
+            ),
             limit,
             |_| {},
         ));
@@ -441,31 +471,42 @@ impl ControllerBase {
             "node",
             reflector::reflector(
                 writers.nodes,
-                watch::<Node>(&client).modify(|node| node.status = None),
+                watch::<Node>(&client).modify(|node| {
+                    drop_unread_fields(node);
+                    node.status = None;
+                }),
             ),
             limit,
             |_| {},
         ));
     }
 
-    /// Starts one worker per queue and the resync; from now on the event
-    /// handlers queue work.
+    /// Starts the workers of each queue and the resync; from now on the
+    /// event handlers queue work.
     fn start_workers(&self) -> Workers {
         self.leading.store(true, Ordering::Release);
         let stop = CancellationToken::new();
         let mut tasks = JoinSet::new();
-        tasks.spawn(workers::volume_worker(
-            Arc::clone(&self.controller),
-            self.volumes.clone(),
-            self.volume_queue.clone(),
-            self.follow_up.clone(),
-        ));
-        tasks.spawn(workers::claim_worker(
-            Arc::clone(&self.controller),
-            self.claims.clone(),
-            self.claim_queue.clone(),
-            self.follow_up.clone(),
-        ));
+        let volume_work = VolumeWork {
+            controller: Arc::clone(&self.controller),
+            store: self.volumes.clone(),
+            queue: self.volume_queue.clone(),
+            follow_up: self.follow_up.clone(),
+            parking: self.parking.clone(),
+        };
+        for _ in 0..self.config.volume_workers.max(1) {
+            tasks.spawn(workers::volume_worker(volume_work.clone()));
+        }
+        let claim_work = ClaimWork {
+            controller: Arc::clone(&self.controller),
+            store: self.claims.clone(),
+            queue: self.claim_queue.clone(),
+            follow_up: self.follow_up.clone(),
+            parking: self.parking.clone(),
+        };
+        for _ in 0..self.config.claim_workers.max(1) {
+            tasks.spawn(workers::claim_worker(claim_work.clone()));
+        }
         tasks.spawn(workers::resync(
             Arc::clone(&self.cache),
             self.volume_queue.clone(),

@@ -1,21 +1,22 @@
-//! The claims that found no volume and wait for one to become Available,
-//! and what the wiring does with a decision's [`Next`].
+//! The claims that found no volume and wait for one to become free, and
+//! what the wiring does with a decision's [`Next`].
 //!
 //! A claim that finds no match is remembered, and synced again as soon as a
-//! volume becomes Available, instead of at the next resync. Each time a
-//! volume becomes Available the waiting set is emptied into the claim queue
-//! and an epoch advances; a claim whose sync began before that and ends
-//! waiting is queued again at once, so a volume that turns Available while
-//! the claim's search runs is never missed.
+//! volume becomes free (the shadow cache reports it, whoever freed it),
+//! instead of at the next resync. Each time, the waiting set is emptied into
+//! the claim queue, in binding order, and an epoch advances; a claim whose
+//! sync began before that and ends waiting is queued again at once, so a
+//! volume freed while the claim's search runs is never missed.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::pv::controller::Next;
+use crate::pv::cache::ShadowCache;
+use crate::pv::controller::{Next, binding_order};
 use crate::pv::keys::ClaimKey;
 use crate::runtime::queue::WorkQueue;
 
-/// The waiting claims and the epoch of volumes becoming Available.
+/// The waiting claims and the epoch of volumes becoming free.
 #[derive(Debug, Default)]
 struct State {
     claims: HashSet<ClaimKey>,
@@ -27,13 +28,15 @@ struct State {
 pub(super) struct FollowUp {
     state: Arc<Mutex<State>>,
     claim_queue: WorkQueue<ClaimKey>,
+    cache: Arc<ShadowCache>,
 }
 
 impl FollowUp {
-    pub(super) fn new(claim_queue: WorkQueue<ClaimKey>) -> Self {
+    pub(super) fn new(claim_queue: WorkQueue<ClaimKey>, cache: Arc<ShadowCache>) -> Self {
         Self {
             state: Arc::default(),
             claim_queue,
+            cache,
         }
     }
 
@@ -46,33 +49,40 @@ impl FollowUp {
         self.lock().epoch
     }
 
-    /// Queues the claims `next` names, and every waiting claim when a volume
-    /// became Available.
+    /// Queues the claims `next` names.
     pub(super) fn apply(&self, next: Next) {
         for key in next.sync_claims {
             self.claim_queue.add(key);
         }
-        if next.volume_available {
-            let waiting = {
-                let mut state = self.lock();
-                state.epoch += 1;
-                std::mem::take(&mut state.claims)
-            };
-            if !waiting.is_empty() {
-                tracing::debug!(
-                    claims = waiting.len(),
-                    "a volume became available, retrying the claims that wait for one"
-                );
-            }
-            for key in waiting {
-                self.claim_queue.add(key);
-            }
+    }
+
+    /// A volume became free for every claim: every waiting claim is queued,
+    /// the pickiest and largest first ([`binding_order`]).
+    pub(super) fn volume_freed(&self) {
+        let waiting = {
+            let mut state = self.lock();
+            state.epoch += 1;
+            std::mem::take(&mut state.claims)
+        };
+        if waiting.is_empty() {
+            return;
+        }
+        tracing::debug!(
+            claims = waiting.len(),
+            "a volume became free, retrying the claims that wait for one"
+        );
+        let claims: Vec<_> = waiting
+            .iter()
+            .filter_map(|key| self.cache.claim(key))
+            .collect();
+        for key in binding_order(claims) {
+            self.claim_queue.add(key);
         }
     }
 
     /// After the sync of `key` that began at `began`: a claim that waits
     /// joins the waiting set, or is queued again at once when a volume
-    /// became Available meanwhile; a claim that does not wait leaves it.
+    /// became free meanwhile; a claim that does not wait leaves it.
     pub(super) fn claim_synced(&self, key: &ClaimKey, waits: bool, began: u64) {
         let requeue = {
             let mut state = self.lock();
@@ -110,6 +120,16 @@ mod tests {
         ClaimKey::new("ns", name)
     }
 
+    /// A cache holding 1Gi claims of these names in "ns".
+    fn cache_with(names: &[&str]) -> Arc<ShadowCache> {
+        let cache = Arc::new(ShadowCache::default());
+        for name in names {
+            let claim = testkit::claim(name, "", "1Gi").namespace("ns").arc();
+            cache.offer_claim(claim).expect("cached");
+        }
+        cache
+    }
+
     async fn drain(queue: &WorkQueue<ClaimKey>) -> Vec<ClaimKey> {
         let mut keys = vec![];
         while !queue.is_empty() {
@@ -125,35 +145,26 @@ mod tests {
     #[tokio::test]
     async fn a_volume_becoming_available_wakes_every_waiting_claim_once() {
         let queue = WorkQueue::new();
-        let follow = FollowUp::new(queue.clone());
+        let follow = FollowUp::new(queue.clone(), cache_with(&["a", "b", "c"]));
         for name in ["a", "b"] {
             let began = follow.epoch();
             follow.claim_synced(&key(name), true, began);
         }
         assert_eq!(follow.waiting(), 2);
         assert!(drain(&queue).await.is_empty());
-        follow.apply(Next {
-            volume_available: true,
-            ..Next::default()
-        });
+        follow.volume_freed();
         assert_eq!(drain(&queue).await, vec![key("a"), key("b")]);
         assert_eq!(follow.waiting(), 0);
-        follow.apply(Next {
-            volume_available: true,
-            ..Next::default()
-        });
+        follow.volume_freed();
         assert!(drain(&queue).await.is_empty(), "no one waits any more");
     }
 
     #[tokio::test]
     async fn a_volume_available_during_the_search_is_not_missed() {
         let queue = WorkQueue::new();
-        let follow = FollowUp::new(queue.clone());
+        let follow = FollowUp::new(queue.clone(), cache_with(&["a", "b", "c"]));
         let began = follow.epoch();
-        follow.apply(Next {
-            volume_available: true,
-            ..Next::default()
-        });
+        follow.volume_freed();
         follow.claim_synced(&key("a"), true, began);
         assert_eq!(drain(&queue).await, vec![key("a")], "queued again at once");
         assert_eq!(follow.waiting(), 0);
@@ -161,7 +172,7 @@ mod tests {
 
     #[tokio::test]
     async fn bound_and_deleted_claims_wait_no_more() {
-        let follow = FollowUp::new(WorkQueue::new());
+        let follow = FollowUp::new(WorkQueue::new(), Arc::default());
         follow.claim_synced(&key("a"), true, 0);
         follow.claim_synced(&key("b"), true, 0);
         follow.claim_synced(&key("a"), false, 0);
@@ -172,7 +183,7 @@ mod tests {
     #[tokio::test]
     async fn claims_named_by_a_decision_are_queued() {
         let queue = WorkQueue::new();
-        let follow = FollowUp::new(queue.clone());
+        let follow = FollowUp::new(queue.clone(), cache_with(&["a", "b", "c"]));
         follow.apply(Next {
             sync_claims: vec![key("c")],
             ..Next::default()

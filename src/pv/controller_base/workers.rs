@@ -1,5 +1,11 @@
-//! The workers: one per queue, each taking a key at a time and syncing the
-//! newest cached version of its object; and the periodic resync.
+//! The workers: several per queue, each taking a key at a time and syncing
+//! the newest cached version of its object; and the periodic resync.
+//!
+//! The queue never hands one key to two workers, so two syncs of one object
+//! never run at once; what two workers syncing different objects could
+//! still race for is kept apart by the decisions' own guards: a volume is
+//! reserved for one claim in the shadow cache while that claim is bound,
+//! and every write takes its object's write lock and edits the newest copy.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,33 +16,56 @@ use tokio_util::sync::CancellationToken;
 
 use super::BaseError;
 use super::informers::offer_logged;
+use super::parking::Parking;
 use super::waiting::FollowUp;
 use crate::pv::cache::ShadowCache;
-use crate::pv::controller::{Controller, Next};
+use crate::pv::controller::{Controller, Next, binding_order};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::runtime::queue::WorkQueue;
+
+/// What a volume worker works with.
+#[derive(Clone)]
+pub(super) struct VolumeWork {
+    pub(super) controller: Arc<Controller>,
+    pub(super) store: Store<PersistentVolume>,
+    pub(super) queue: WorkQueue<VolumeName>,
+    pub(super) follow_up: FollowUp,
+    pub(super) parking: Parking,
+}
 
 /// Takes volume keys off the queue one at a time, syncs the newest cached
 /// version of each and does what the decision says should follow; a key
 /// gone from the lister was a deletion, which the event handlers already
-/// took care of. Returns when the queue shuts down.
-pub(super) async fn volume_worker(
-    controller: Arc<Controller>,
-    store: Store<PersistentVolume>,
-    queue: WorkQueue<VolumeName>,
-    follow_up: FollowUp,
-) -> Result<(), BaseError> {
+/// took care of. A new volume may first wait for the claims queued before
+/// it ([`Parking`]). Returns when the queue shuts down.
+pub(super) async fn volume_worker(work: VolumeWork) -> Result<(), BaseError> {
+    let VolumeWork {
+        controller,
+        store,
+        queue,
+        follow_up,
+        parking,
+    } = work;
     while let Some(key) = queue.get().await {
         let started = tokio::time::Instant::now();
-        let result = match store.get(&ObjectRef::new(&key.0)) {
+        let newest = match store.get(&ObjectRef::new(&key.0)) {
             Some(listed) => {
                 offer_logged(controller.cache().offer_volume(listed));
-                match controller.cache().volume(&key.0) {
-                    Some(newest) => controller.sync_volume(&newest).await,
-                    None => Ok(Next::nothing()),
-                }
+                controller.cache().volume(&key.0)
             }
-            None => Ok(Next::nothing()),
+            None => None,
+        };
+        let result = match newest {
+            Some(newest) if parking.hold(&key, &newest) => {
+                queue.forget(&key);
+                queue.done(&key);
+                continue;
+            }
+            Some(newest) => controller.sync_volume(&newest).await,
+            None => {
+                parking.forget(&key);
+                Ok(Next::nothing())
+            }
         }
         .map(|next| follow_up.apply(next));
         controller
@@ -47,35 +76,58 @@ pub(super) async fn volume_worker(
     Ok(())
 }
 
+/// What a claim worker works with.
+#[derive(Clone)]
+pub(super) struct ClaimWork {
+    pub(super) controller: Arc<Controller>,
+    pub(super) store: Store<PersistentVolumeClaim>,
+    pub(super) queue: WorkQueue<ClaimKey>,
+    pub(super) follow_up: FollowUp,
+    pub(super) parking: Parking,
+}
+
 /// Takes claim keys off the queue one at a time, like [`volume_worker`],
-/// and keeps the set of claims waiting for a volume up to date.
-pub(super) async fn claim_worker(
-    controller: Arc<Controller>,
-    store: Store<PersistentVolumeClaim>,
-    queue: WorkQueue<ClaimKey>,
-    follow_up: FollowUp,
-) -> Result<(), BaseError> {
-    while let Some(key) = queue.get().await {
-        let started = tokio::time::Instant::now();
+/// keeps the set of claims waiting for a volume up to date, and lets parked
+/// new volumes go once the claims ahead of them had their turn.
+pub(super) async fn claim_worker(work: ClaimWork) -> Result<(), BaseError> {
+    let ClaimWork {
+        controller,
+        store,
+        queue,
+        follow_up,
+        parking,
+    } = work;
+    // As a key leaves the queue (no other worker takes one meanwhile): note
+    // the epoch of freed volumes, make the cache at least as new as the
+    // lister, and reserve what the claim's sync will bind, so that several
+    // workers reserve in queue order as one would.
+    let take = |key: &ClaimKey| {
         let epoch = follow_up.epoch();
-        let result = match store.get(&ObjectRef::new(&key.name).within(&key.namespace)) {
-            Some(listed) => {
-                offer_logged(controller.cache().offer_claim(listed));
-                match controller.cache().claim(&key) {
-                    Some(newest) => controller.sync_claim(&newest).await,
-                    None => Ok(Next::nothing()),
-                }
-            }
+        let listed = store.get(&ObjectRef::new(&key.name).within(&key.namespace));
+        let exists = listed.is_some();
+        if let Some(listed) = listed {
+            offer_logged(controller.cache().offer_claim(listed));
+        }
+        let reservation = exists.then(|| controller.reserve_in_order(key)).flatten();
+        (epoch, exists, reservation)
+    };
+    while let Some((key, (epoch, exists, reservation))) = queue.get_with(take).await {
+        let started = tokio::time::Instant::now();
+        let newest = exists.then(|| controller.cache().claim(&key)).flatten();
+        let result = match newest {
+            Some(newest) => controller.sync_claim(&newest).await,
             None => Ok(Next::nothing()),
         }
         .map(|next| {
             follow_up.claim_synced(&key, next.claim_waits, epoch);
             follow_up.apply(next);
         });
+        drop(reservation);
         controller
             .metrics()
             .sync_finished("claim", result_label(&result), started.elapsed());
         finish(&queue, &key, result, "claim");
+        parking.release_passed();
     }
     Ok(())
 }
@@ -108,10 +160,11 @@ where
     queue.done(key);
 }
 
-/// Enqueues every claim, then every volume, in name order, each period (the
-/// first at once, so a replica that starts leading syncs everything) until
-/// `stop`. The shadow cache holds exactly the listed objects (deletions are
-/// removed as they are seen), in a stable order, so runs are repeatable.
+/// Enqueues every claim, in binding order, then every volume, in name order,
+/// each period (the first at once, so a replica that starts leading syncs
+/// everything) until `stop`, behind any change that comes in meanwhile. The
+/// shadow cache holds exactly the listed objects (deletions are removed as
+/// they are seen), in a stable order, so runs are repeatable.
 pub(super) async fn resync(
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
@@ -125,11 +178,11 @@ pub(super) async fn resync(
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
             _ = ticker.tick() => {
-                for key in cache.claim_keys() {
-                    claim_queue.add(key);
+                for key in binding_order(cache.claims()) {
+                    claim_queue.add_resync(key);
                 }
                 for name in cache.volume_names() {
-                    volume_queue.add(name);
+                    volume_queue.add_resync(name);
                 }
             }
         }

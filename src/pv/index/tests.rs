@@ -424,11 +424,30 @@ fn volume_attributes_class_must_be_equal() {
 }
 
 #[test]
-fn filters_phase_and_class() {
+fn offers_new_and_available_volumes_only() {
+    let mut no_status = volume("no-status", "1Gi").build();
+    no_status.status = None;
     let index = index_of(vec![
-        volume("pending", "1Gi").phase("Pending").build(),
         volume("released", "1Gi").phase("Released").build(),
-        volume("no-status", "1Gi").build(),
+        volume("failed", "1Gi").phase("Failed").build(),
+        volume("bound-unclaimed", "1Gi").phase("Bound").build(),
+        volume("pending", "2Gi").phase("Pending").build(),
+        available("plain", "3Gi").build(),
+    ]);
+    let one = claim("c", "", "1Gi").build();
+    assert_eq!(best(&index, &one, false).as_deref(), Some("pending"));
+    let mut index = index;
+    index.insert(Arc::new(no_status));
+    assert_eq!(best(&index, &one, false).as_deref(), Some("no-status"));
+    index.remove("no-status");
+    index.remove("pending");
+    assert_eq!(best(&index, &one, false).as_deref(), Some("plain"));
+}
+
+#[test]
+fn filters_class() {
+    let index = index_of(vec![
+        volume("released", "1Gi").phase("Released").build(),
         available("gold", "2Gi").class("gold").build(),
         available("beta-silver", "3Gi")
             .class("gold")
@@ -436,10 +455,6 @@ fn filters_phase_and_class() {
             .build(),
         available("plain", "4Gi").build(),
     ]);
-    let mut no_status = volume("no-status", "1Gi").build();
-    no_status.status = None;
-    let mut index = index;
-    index.insert(Arc::new(no_status));
     assert_eq!(
         best(&index, &claim("c", "", "1Gi").build(), false).as_deref(),
         Some("plain")
@@ -667,7 +682,77 @@ fn insert_replaces_and_remove_forgets() {
     assert_eq!(index.iter().count(), 1);
     index.remove("v1");
     assert!(index.is_empty());
-    assert!(index.available.is_empty() && index.claimed.is_empty());
+    assert!(index.free.is_empty() && index.claimed.is_empty());
+}
+
+#[test]
+fn a_reserved_volume_is_passed_by_for_every_other_claim() {
+    let mut index = index_of(vec![
+        available("v1", "1Gi").build(),
+        volume("v2", "1Gi").build(),
+        available("v5", "5Gi").build(),
+    ]);
+    let a = claim("a", "uid-a", "1Gi").build();
+    let b = claim("b", "uid-b", "1Gi").build();
+    let (key_a, key_b) = (ClaimKey::of(&a), ClaimKey::of(&b));
+    assert!(index.reserve("v1", &key_a));
+    assert!(index.reserve("v1", &key_a), "again for the same claim");
+    assert!(!index.reserve("v1", &key_b), "never for a second claim");
+    assert!(index.is_reserved("v1"));
+    assert_eq!(
+        best(&index, &a, false).as_deref(),
+        Some("v1"),
+        "its holder still finds it"
+    );
+    assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
+    assert!(index.reserve("v2", &key_b));
+    assert_eq!(
+        best(&index, &claim("c", "uid-c", "1Gi").build(), false).as_deref(),
+        Some("v5")
+    );
+    // b's binding failed: v2 is free for anyone again.
+    assert!(!index.release("v2", &key_a), "only its holder releases it");
+    assert!(index.release("v2", &key_b));
+    assert!(!index.is_reserved("v2"));
+    // a's binding succeeded: v1 names a, and releasing frees nothing.
+    index.insert(
+        volume("v1", "1Gi")
+            .bound_to("uid-a", "a")
+            .phase("Bound")
+            .arc(),
+    );
+    assert!(!index.release("v1", &key_a));
+    assert!(!index.is_reserved("v1"));
+    assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
+}
+
+#[test]
+fn insert_tells_when_a_volume_becomes_free() {
+    let mut index = VolumeIndex::default();
+    assert!(
+        index.insert(volume("v", "1Gi").arc()),
+        "a new volume is free"
+    );
+    assert!(
+        !index.insert(volume("v", "1Gi").phase("Available").arc()),
+        "already free"
+    );
+    assert!(!index.insert(volume("v", "1Gi").bound_to("u", "c").phase("Bound").arc()));
+    assert!(
+        !index.insert(volume("v", "1Gi").phase("Bound").arc()),
+        "unbound, not Available yet"
+    );
+    assert!(index.insert(volume("v", "1Gi").phase("Available").arc()));
+    assert!(!index.insert(volume("v", "1Gi").phase("Released").arc()));
+    assert!(!index.insert(volume("w", "1Gi").phase("Released").arc()));
+    let key = ClaimKey::new("default", "c");
+    index.remove("v");
+    assert!(index.reserve("v", &key));
+    assert!(
+        !index.insert(volume("v", "1Gi").arc()),
+        "free but held for a claim"
+    );
+    assert!(index.release("v", &key), "free for anyone now");
 }
 
 #[test]
@@ -701,4 +786,65 @@ fn thousands_of_volumes() {
         Some("v03999")
     );
     assert_eq!(index.len(), 5000);
+}
+
+/// A claim with a selector gets the smallest matching free volume (ties by
+/// name) whether the bucket has a few label sets (each checked once) or
+/// more than [`MAX_LABEL_GROUPS`] (walked in capacity order), passes by a
+/// volume held for another claim, and stops finding a volume once it is
+/// bound.
+#[test]
+fn selector_claims_get_the_smallest_match_across_label_sets() {
+    for extra_groups in [0, MAX_LABEL_GROUPS + 5] {
+        let mut volumes = vec![
+            available("a-plain-1", "1Gi").build(),
+            available("b-gold-3", "3Gi")
+                .labels(&[("tier", "gold")])
+                .build(),
+            available("c-gold-2", "2Gi")
+                .labels(&[("tier", "gold"), ("zone", "a")])
+                .build(),
+            available("d-gold-2", "2Gi")
+                .labels(&[("tier", "gold")])
+                .build(),
+            available("e-plain-2", "2Gi").build(),
+        ];
+        for i in 0..extra_groups {
+            let unique = format!("u{i}");
+            volumes.push(
+                available(&format!("x-{i:03}"), "1Gi")
+                    .labels(&[("id", unique.as_str())])
+                    .build(),
+            );
+        }
+        let mut index = index_of(volumes);
+        let gold = claim("gold", "uid-gold", "2Gi")
+            .selector(&[("tier", "gold")])
+            .build();
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("c-gold-2"),
+            "{extra_groups}"
+        );
+        let other = ClaimKey::new("default", "other");
+        assert!(index.reserve("c-gold-2", &other));
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("d-gold-2"),
+            "held for another"
+        );
+        index.insert(Arc::new(
+            available("d-gold-2", "2Gi")
+                .labels(&[("tier", "gold")])
+                .bound_to("uid-x", "x")
+                .build(),
+        ));
+        assert_eq!(
+            best(&index, &gold, false).as_deref(),
+            Some("b-gold-3"),
+            "bound: gone"
+        );
+        let plain = claim("plain", "uid-plain", "2Gi").build();
+        assert_eq!(best(&index, &plain, false).as_deref(), Some("e-plain-2"));
+    }
 }

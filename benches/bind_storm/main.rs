@@ -1,0 +1,485 @@
+//! The bind storm: N volume/claim pairs created before the controller
+//! starts, then the controller started as its own process (so its CPU and
+//! memory are measured alone) on memapi served over loopback, or on a real
+//! API server (`--kubeconfig`); it reports, as one JSON object and a table,
+//! the time until every claim is Bound (or until the last claim bound, when
+//! nothing more was bound for `--stall` seconds: some stay Pending), writes per pair, 409s, claims left
+//! Pending, claims bound to a volume larger than their best fit, CPU
+//! seconds, peak RSS (and the empty-cluster baseline), and the bind latency
+//! of single claims on the idle controller afterwards.
+//!
+//! ```sh
+//! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
+//!     [--upstream] [--plain] [--latency 100] [--out results.jsonl]
+//!     [--stall 90] [--timeout 1800]
+//!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
+//! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
+//! ```
+
+mod cluster;
+mod plot;
+mod process;
+mod workload;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watcher};
+use serde_json::{Value, json};
+
+use cluster::Server;
+use process::{Controller, Which};
+use workload::{LABEL, Shape};
+
+struct Args {
+    pairs: Vec<usize>,
+    kubeconfig: Option<PathBuf>,
+    which: Which,
+    plain: bool,
+    latency: usize,
+    out: Option<PathBuf>,
+    plot: Option<(PathBuf, PathBuf)>,
+    extra: Vec<String>,
+    timeout: Duration,
+    stall: Duration,
+}
+
+impl Args {
+    fn parse() -> Self {
+        let mut args = Self {
+            pairs: vec![1000],
+            kubeconfig: None,
+            which: Which::Ours,
+            plain: false,
+            latency: 100,
+            out: None,
+            plot: None,
+            extra: Vec::new(),
+            timeout: Duration::from_secs(1800),
+            stall: Duration::from_secs(90),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(arg) = it.next() {
+            let mut value = || it.next().expect("a value after the flag");
+            match arg.as_str() {
+                "--pairs" => {
+                    args.pairs = value()
+                        .split(',')
+                        .map(|n| n.parse().expect("pairs"))
+                        .collect();
+                }
+                "--kubeconfig" => args.kubeconfig = Some(value().into()),
+                "--upstream" => args.which = Which::Upstream,
+                "--plain" => args.plain = true,
+                "--latency" => args.latency = value().parse().expect("tries"),
+                "--out" => args.out = Some(value().into()),
+                "--timeout" => {
+                    args.timeout = Duration::from_secs(value().parse().expect("seconds"));
+                }
+                "--stall" => args.stall = Duration::from_secs(value().parse().expect("seconds")),
+                "--plot" => {
+                    let input = value().into();
+                    args.plot = Some((input, value().into()));
+                }
+                "--bench" => {}
+                "--" => args.extra = it.by_ref().collect(),
+                other => panic!("unknown argument {other:?}"),
+            }
+        }
+        args
+    }
+}
+
+/// When each claim was first seen Bound, from a watch of the bench's claims.
+#[derive(Clone, Default)]
+struct Tracker {
+    bound: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl Tracker {
+    /// Watches the bench's claims; returns once the first list is in.
+    async fn start(client: kube::Client) -> Self {
+        let tracker = Self::default();
+        let (ready, listed) = tokio::sync::oneshot::channel();
+        let api: Api<PersistentVolumeClaim> = Api::all(client);
+        let config = watcher::Config::default().labels(&format!("{}={}", LABEL.0, LABEL.1));
+        let bound = Arc::clone(&tracker.bound);
+        tokio::spawn(async move {
+            let mut ready = Some(ready);
+            let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+            while let Some(event) = events.next().await {
+                let now = Instant::now();
+                match event {
+                    Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => {
+                        let phase = c.status.as_ref().and_then(|s| s.phase.as_deref());
+                        if phase == Some("Bound") {
+                            let name = c.metadata.name.clone().unwrap_or_default();
+                            bound.lock().expect("tracker").entry(name).or_insert(now);
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(ready) = ready.take() {
+                            let _ = ready.send(());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        listed.await.expect("first list of claims");
+        tracker
+    }
+
+    fn count(&self, prefix: &str) -> usize {
+        let bound = self.bound.lock().expect("tracker");
+        bound.keys().filter(|name| name.starts_with(prefix)).count()
+    }
+
+    fn bound_at(&self, name: &str) -> Option<Instant> {
+        self.bound.lock().expect("tracker").get(name).copied()
+    }
+}
+
+/// What the final objects say: claims left Pending, claims bound to a
+/// volume larger than their request (every claim has a volume of exactly
+/// its request), and broken bindings (a claim whose volume does not point
+/// back at it, a volume claimed twice).
+async fn check(client: kube::Client, n: usize) -> (usize, usize, usize) {
+    let params = ListParams::default().labels(&format!("{}={}", LABEL.0, LABEL.1));
+    let claims = Api::<PersistentVolumeClaim>::all(client.clone())
+        .list(&params)
+        .await
+        .expect("list claims");
+    let volumes = Api::<PersistentVolume>::all(client)
+        .list(&params)
+        .await
+        .expect("list volumes");
+    let gib = |q: Option<&str>| {
+        q.and_then(|q| q.strip_suffix("Gi"))
+            .and_then(|q| q.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let capacity: HashMap<String, (u64, Option<String>)> = volumes
+        .items
+        .iter()
+        .map(|v| {
+            let spec = v.spec.as_ref();
+            let cap = spec
+                .and_then(|s| s.capacity.as_ref())
+                .and_then(|c| c.get("storage"))
+                .map(|q| q.0.as_str());
+            let owner = spec
+                .and_then(|s| s.claim_ref.as_ref())
+                .and_then(|r| r.name.clone());
+            (
+                v.metadata.name.clone().unwrap_or_default(),
+                (gib(cap), owner),
+            )
+        })
+        .collect();
+    let (mut pending, mut oversized, mut broken) = (n, 0, 0);
+    for claim in claims.items.iter().filter(|c| {
+        c.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("pair-"))
+    }) {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
+        let request = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("storage"))
+            .map(|q| q.0.as_str());
+        if phase != Some("Bound") {
+            continue;
+        }
+        pending -= 1;
+        let volume = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.clone())
+            .unwrap_or_default();
+        match capacity.get(&volume) {
+            Some((cap, owner)) => {
+                if *cap > gib(request) {
+                    oversized += 1;
+                }
+                if owner.as_deref() != Some(name.as_str()) {
+                    broken += 1;
+                }
+            }
+            None => broken += 1,
+        }
+    }
+    (pending, oversized, broken)
+}
+
+/// Binds single claims on the idle controller: a volume is created and
+/// left to turn Available, then a claim that fits it; the latency is from
+/// the claim's create request to the watch showing it Bound.
+async fn latency(server: &Server, tracker: &Tracker, tries: usize) -> Vec<f64> {
+    let client = server.client();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
+    let shape = Shape::of(1, true);
+    let mut latencies = Vec::new();
+    for i in 0..tries {
+        let volume = workload::volume_of("lat", i, &shape, None);
+        volumes
+            .create(&PostParams::default(), &volume)
+            .await
+            .expect("latency volume");
+        let name = workload::name("lat", i);
+        for _ in 0..5000 {
+            let phase = volumes.get(&name).await.ok().and_then(|v| v.status?.phase);
+            if phase.as_deref() == Some("Available") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let claim = workload::claim_of("lat", i, &shape, "default");
+        let start = Instant::now();
+        claims
+            .create(&PostParams::default(), &claim)
+            .await
+            .expect("latency claim");
+        let deadline = start + Duration::from_secs(10);
+        loop {
+            if let Some(at) = tracker.bound_at(&name) {
+                latencies.push(at.duration_since(start).as_secs_f64() * 1000.0);
+                break;
+            }
+            if Instant::now() > deadline {
+                latencies.push(f64::INFINITY);
+                break;
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let at = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at]
+}
+
+async fn run(args: &Args, n: usize) -> Value {
+    let dir = std::env::temp_dir().join("bind-storm");
+    std::fs::create_dir_all(&dir).expect("work dir");
+    let mut server = match &args.kubeconfig {
+        Some(path) => Server::real(path).await,
+        None => Server::memapi(&dir).await,
+    };
+    let log = dir.join(format!("{}.log", args.which.label()));
+    server.clean_up().await;
+    // The empty-cluster baseline: the controller started on a cluster
+    // without the bench's objects, measured after it settled.
+    let baseline = {
+        let controller = Controller::start(args.which, server.kubeconfig(), &args.extra, &log);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        controller.peak_rss_mib()
+    };
+    server.create_classes(workload::classes()).await;
+    let shapes: Vec<Shape> = (0..n).map(|i| Shape::of(i, args.plain)).collect();
+    let seeding = Instant::now();
+    let claims = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| workload::claim_of("pair", i, shape, "default"))
+        .collect();
+    let uids = server.create_claims(claims).await;
+    let volumes = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| {
+            let prebound = shape.delayed().then(|| ("default", uids[i].as_str()));
+            workload::volume_of("pair", i, shape, prebound)
+        })
+        .collect();
+    server.create_volumes(volumes).await;
+    eprintln!(
+        "seeded {n} pairs in {:.1} s",
+        seeding.elapsed().as_secs_f64()
+    );
+    let tracker = Tracker::start(server.client()).await;
+    server.start_counting().await;
+
+    let mut controller = Controller::start(args.which, server.kubeconfig(), &args.extra, &log);
+    let start = Instant::now();
+    // Until every claim is Bound, or nothing was bound for `stall` (a
+    // controller that leaves claims Pending for good), or the time is up.
+    let (mut last_count, mut last_progress) = (0, start);
+    loop {
+        let count = tracker.count("pair-");
+        if count > last_count {
+            (last_count, last_progress) = (count, Instant::now());
+        }
+        let stalled = last_progress.elapsed() > args.stall;
+        if count >= n || stalled || start.elapsed() > args.timeout || !controller.running() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let all_bound = last_count >= n;
+    let seconds = last_progress.duration_since(start).as_secs_f64();
+    let cpu = controller.cpu_seconds();
+    let rss = controller.peak_rss_mib();
+    // Writes that follow the last Bound (phase writes of spare volumes,
+    // say) count too.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let writes = server.writes().await;
+    let latencies = latency(&server, &tracker, args.latency).await;
+    let (pending, oversized, broken) = check(server.client(), n).await;
+    let rss_after = controller.peak_rss_mib();
+    drop(controller);
+    if server.is_real() {
+        server.clean_up().await;
+    }
+    let per_pair = |x: f64| {
+        if writes.known {
+            json!(x / n as f64)
+        } else {
+            Value::Null
+        }
+    };
+    json!({
+        "controller": args.which.label(),
+        "server": if server.is_real() { "kube-apiserver" } else { "memapi" },
+        "mix": if args.plain { "plain" } else { "full" },
+        "controller_flags": args.extra.join(" "),
+        "pairs": n,
+        "all_bound": all_bound,
+        "seconds_to_all_bound": seconds,
+        "pairs_per_second": n as f64 / seconds,
+        "writes_per_pair": per_pair(writes.volume + writes.claim),
+        "pv_writes_per_pair": per_pair(writes.volume),
+        "pvc_writes_per_pair": per_pair(writes.claim),
+        "conflicts_409": if writes.known { json!(writes.conflicts) } else { Value::Null },
+        "claims_pending": pending,
+        "claims_oversized": oversized,
+        "bindings_broken": broken,
+        "cpu_seconds": cpu,
+        "peak_rss_mib": rss,
+        "peak_rss_mib_with_latency_runs": rss_after,
+        "baseline_rss_mib": baseline,
+        "bytes_per_object": (rss - baseline) * 1_048_576.0 / (2.0 * n as f64),
+        "latency_ms": {
+            "tries": latencies.len(),
+            "median": percentile(&latencies, 0.5),
+            "p99": percentile(&latencies, 0.99),
+            "max": latencies.last().copied().unwrap_or(f64::NAN),
+        },
+    })
+}
+
+fn table(result: &Value) {
+    let Some(fields) = result.as_object() else {
+        return;
+    };
+    println!("| figure | value |\n|---|---|");
+    for (key, value) in fields {
+        match value {
+            Value::Object(inner) => {
+                for (k, v) in inner {
+                    println!("| {key}.{k} | {} |", show(v));
+                }
+            }
+            _ => println!("| {key} | {} |", show(value)),
+        }
+    }
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(f64::NAN)),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Draws the plot from the results of memapi runs of pv-controller with
+/// its default flags: wall-clock and CPU time per pair, full and plain mix.
+fn draw(input: &Path, output: &Path) {
+    let text = std::fs::read_to_string(input).expect("results file");
+    let runs: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    // Microseconds per pair, the median of the runs of each N.
+    let pick = |mix: &str, figure: &str| -> Vec<(f64, f64)> {
+        let mut by_n: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+        let runs = runs
+            .iter()
+            .filter(|r| r["server"] == "memapi" && r["controller"] == "pv-controller")
+            .filter(|r| r["mix"] == mix && r["controller_flags"] == "");
+        for r in runs {
+            if let (Some(n), Some(value)) = (r["pairs"].as_u64(), r[figure].as_f64()) {
+                by_n.entry(n).or_default().push(value / n as f64 * 1e6);
+            }
+        }
+        by_n.into_iter()
+            .map(|(n, mut values)| {
+                values.sort_by(f64::total_cmp);
+                (n as f64, values[values.len() / 2])
+            })
+            .collect()
+    };
+    let series = [
+        plot::Series {
+            color: [31, 119, 180],
+            points: pick("full", "seconds_to_all_bound"),
+        },
+        plot::Series {
+            color: [214, 39, 40],
+            points: pick("full", "cpu_seconds"),
+        },
+        plot::Series {
+            color: [44, 160, 44],
+            points: pick("plain", "seconds_to_all_bound"),
+        },
+        plot::Series {
+            color: [255, 127, 14],
+            points: pick("plain", "cpu_seconds"),
+        },
+    ];
+    plot::draw(&series, output).expect("write the plot");
+    println!("plot written to {}", output.display());
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    if let Some((input, output)) = &args.plot {
+        draw(input, output);
+        return;
+    }
+    for &n in &args.pairs {
+        let result = run(&args, n).await;
+        println!("{result}");
+        table(&result);
+        if let Some(out) = &args.out {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(out)
+                .expect("results file");
+            writeln!(file, "{result}").expect("write results");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The controller under test as a child process, and what the kernel says
+//! about it: CPU seconds (user + system, `/proc/PID/stat`) and peak
+//! resident memory (`VmHWM`, `/proc/PID/status`).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// Which controller runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// pv-controller (this package's release binary).
+    Ours,
+    /// Upstream's kube-controller-manager 1.20, persistentvolume-binder only.
+    Upstream,
+}
+
+impl Which {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Which::Ours => "pv-controller",
+            Which::Upstream => "kube-controller-manager",
+        }
+    }
+}
+
+/// Where upstream's binary lives on the test machine.
+const UPSTREAM: &str = "/opt/k8s-1.20/bin/kube-controller-manager";
+
+/// A running controller; killed when dropped.
+pub(crate) struct Controller {
+    child: Child,
+}
+
+impl Controller {
+    /// Starts `which` on `kubeconfig` with `extra` flags, logging to `log`.
+    pub(crate) fn start(which: Which, kubeconfig: &Path, extra: &[String], log: &Path) -> Self {
+        let kubeconfig = kubeconfig.display().to_string();
+        let mut command = match which {
+            Which::Ours => {
+                let mut command = Command::new(env!("CARGO_BIN_EXE_pv-controller"));
+                // The PersistentVolume binder alone, as upstream's below.
+                command.args([
+                    "--controllers=persistentvolume-binder",
+                    "--kubeconfig",
+                    &kubeconfig,
+                    "--leader-elect=false",
+                    "--metrics-bind-address",
+                    "127.0.0.1:0",
+                ]);
+                command
+            }
+            Which::Upstream => {
+                let mut command = Command::new(UPSTREAM);
+                command.args([
+                    "--controllers=persistentvolume-binder",
+                    "--leader-elect=false",
+                    "--port=0",
+                    "--secure-port=0",
+                    "--kubeconfig",
+                    &kubeconfig,
+                ]);
+                command
+            }
+        };
+        command.args(extra);
+        let log = fs::File::create(log).expect("controller log file");
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start the controller");
+        Self { child }
+    }
+
+    /// CPU seconds used so far (user + system).
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        let stat =
+            fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name in parentheses: state is field 3,
+        // utime 14 and stime 15 (in clock ticks, 100 per second on Linux).
+        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        (ticks(11) + ticks(12)) / 100.0
+    }
+
+    /// Peak resident memory so far, in MiB.
+    pub(crate) fn peak_rss_mib(&self) -> f64 {
+        let status =
+            fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    }
+
+    /// Whether it still runs.
+    pub(crate) fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

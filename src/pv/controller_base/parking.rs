@@ -1,0 +1,183 @@
+//! New volumes wait for the claims ahead of them before their first sync.
+//!
+//! A new volume (Pending, no claimRef) is free for claims at once (see
+//! [`crate::pv::index`]), so its own first sync has only one thing to do:
+//! the Pending → Available write. When many claims and volumes arrive
+//! together (a controller starting on a full cluster, a batch created by a
+//! tool), most of those volumes are bound by the claims queued before them,
+//! and a volume bound first needs no Available write at all: binding makes
+//! it Bound. So a new volume's sync is parked until every claim that was
+//! queued or being synced when the volume worker reached it has had its
+//! turn (a [`Mark`] of the claim queue); then it is queued again and synced
+//! as usual, writing Available only if no claim took it. In a quiet cluster
+//! the claim queue is idle and nothing is parked.
+//!
+//! This decides when a sync runs, never what it does: a parked volume is
+//! already offered to every claim, and its sync, once it runs, decides as
+//! always.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use k8s_openapi::api::core::v1::PersistentVolume;
+
+use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::objects::is_new_volume;
+use crate::runtime::queue::{Mark, WorkQueue};
+
+#[derive(Debug, Default)]
+struct State {
+    /// Parked volumes in the order they were parked (so by mark).
+    parked: VecDeque<(Mark, VolumeName)>,
+    /// The names in `parked`.
+    parked_names: HashSet<VolumeName>,
+    /// Volumes whose claims had their turn: their next sync runs.
+    cleared: HashSet<VolumeName>,
+}
+
+/// The parked new volumes. Cheap to clone; clones share the state.
+#[derive(Clone)]
+pub(super) struct Parking {
+    state: Arc<Mutex<State>>,
+    claim_queue: WorkQueue<ClaimKey>,
+    volume_queue: WorkQueue<VolumeName>,
+}
+
+impl Parking {
+    pub(super) fn new(
+        claim_queue: WorkQueue<ClaimKey>,
+        volume_queue: WorkQueue<VolumeName>,
+    ) -> Self {
+        Self {
+            state: Arc::default(),
+            claim_queue,
+            volume_queue,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the sync of `volume` (as the volume worker is about to sync
+    /// it) waits for the claims ahead of it; if so it is parked, and queued
+    /// again once they had their turn.
+    pub(super) fn hold(&self, name: &VolumeName, volume: &PersistentVolume) -> bool {
+        let mut state = self.lock();
+        let cleared = state.cleared.remove(name);
+        if cleared || !is_new_volume(volume) {
+            return false;
+        }
+        if state.parked_names.contains(name) {
+            return true;
+        }
+        // Under the state's lock: `release_passed` runs after each claim's
+        // turn ends and takes this lock first, so a mark that passes right
+        // after this check is still seen by it.
+        let mark = self.claim_queue.mark();
+        if self.claim_queue.passed(mark) {
+            return false;
+        }
+        tracing::debug!(volume = %name, "new volume waits for the claims queued before it");
+        state.parked.push_back((mark, name.clone()));
+        state.parked_names.insert(name.clone());
+        true
+    }
+
+    /// Queues again every parked volume whose claims have all had their
+    /// turn; called whenever a claim's turn ends.
+    pub(super) fn release_passed(&self) {
+        let mut state = self.lock();
+        while let Some(&(mark, _)) = state.parked.front() {
+            if !self.claim_queue.passed(mark) {
+                break;
+            }
+            let Some((_, name)) = state.parked.pop_front() else {
+                break;
+            };
+            state.parked_names.remove(&name);
+            state.cleared.insert(name.clone());
+            self.volume_queue.add(name);
+        }
+    }
+
+    /// The volume is gone: nothing waits for it any more.
+    pub(super) fn forget(&self, name: &VolumeName) {
+        let mut state = self.lock();
+        state.cleared.remove(name);
+        if state.parked_names.remove(name) {
+            state.parked.retain(|(_, parked)| parked != name);
+        }
+    }
+
+    /// How many volumes are parked.
+    #[cfg(test)]
+    fn parked(&self) -> usize {
+        self.lock().parked.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use testkit::volume;
+
+    use super::*;
+
+    fn name(text: &str) -> VolumeName {
+        VolumeName(text.to_string())
+    }
+
+    #[tokio::test]
+    async fn a_new_volume_waits_for_the_claims_queued_before_it() {
+        let claims = WorkQueue::new();
+        let volumes = WorkQueue::new();
+        let parking = Parking::new(claims.clone(), volumes.clone());
+        let new = volume("v1", "1Gi").build();
+        assert!(
+            !parking.hold(&name("v1"), &new),
+            "no claim ahead: synced at once"
+        );
+
+        claims.add(ClaimKey::new("ns", "a"));
+        claims.add(ClaimKey::new("ns", "b"));
+        assert!(parking.hold(&name("v1"), &new));
+        assert!(parking.hold(&name("v1"), &new), "parked once");
+        assert_eq!(parking.parked(), 1);
+        let available = volume("v2", "1Gi").phase("Available").build();
+        assert!(
+            !parking.hold(&name("v2"), &available),
+            "only new volumes wait"
+        );
+        let bound = volume("v3", "1Gi").bound_to("u", "a").build();
+        assert!(
+            !parking.hold(&name("v3"), &bound),
+            "a claimed volume does not wait"
+        );
+
+        let first = claims.get().await.expect("a");
+        claims.done(&first);
+        parking.release_passed();
+        assert!(volumes.is_empty(), "b has not had its turn");
+        claims.add(ClaimKey::new("ns", "c"));
+        let second = claims.get().await.expect("b");
+        claims.done(&second);
+        parking.release_passed();
+        assert_eq!(volumes.len(), 1, "c came later: v1 is queued again");
+        assert_eq!(parking.parked(), 0);
+        assert!(!parking.hold(&name("v1"), &new), "its next sync runs");
+        assert!(
+            parking.hold(&name("v1"), &new),
+            "a later turn waits again, for c"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deleted_volume_is_forgotten() {
+        let claims = WorkQueue::new();
+        let parking = Parking::new(claims.clone(), WorkQueue::new());
+        claims.add(ClaimKey::new("ns", "a"));
+        assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
+        parking.forget(&name("v1"));
+        assert_eq!(parking.parked(), 0);
+    }
+}
