@@ -350,10 +350,12 @@ fn reference(
             if bound_to_claim == Some(true) {
                 return volume.metadata.name.clone();
             }
-            let available =
-                volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available");
+            let offered = matches!(
+                volume.status.as_ref().and_then(|s| s.phase.as_deref()),
+                None | Some("Available" | "Pending")
+            );
             if delay
-                || !available
+                || !offered
                 || !labels_match(spec.selector.as_ref(), volume)
                 || class_of(&volume.metadata, vspec.storage_class_name.as_ref()) != class
             {
