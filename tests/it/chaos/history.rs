@@ -107,6 +107,8 @@ struct Walk {
     provisioned: HashMap<String, u32>,
     /// Volumes provisioned again for a claim already deleted.
     late_provisions: u64,
+    /// How each deleted provisioned volume looked when it went, by name.
+    deleted_as: HashMap<String, String>,
     /// Volumes (by UID) that were Released with policy Delete.
     deletable: HashSet<String>,
     problems: Vec<String>,
@@ -233,8 +235,9 @@ impl Walk {
                 self.late_provisions += 1;
             } else if again {
                 self.problems.push(format!(
-                    "volume {volume} provisioned a second time for live claim {:?}",
-                    claim_uid_of(v)
+                    "volume {volume} provisioned a second time for live claim {:?} (the first went: {})",
+                    claim_uid_of(v),
+                    self.deleted_as.get(&volume).map_or("never deleted", String::as_str)
                 ));
             }
         }
@@ -243,6 +246,16 @@ impl Walk {
             self.deletable.insert(id.clone());
         }
         if ty == ChangeType::Deleted {
+            let claim = claim_uid_of(v);
+            self.deleted_as.insert(
+                volume.clone(),
+                format!(
+                    "phase {}, claim {claim:?} naming {:?}, user-deleted {}",
+                    volume_phase(v),
+                    claim.as_ref().and_then(|c| self.named.get(c)),
+                    user_deleted.contains(&id)
+                ),
+            );
             if !(user_deleted.contains(&id) || self.deletable_now(v)) {
                 self.problems.push(format!(
                     "volume {volume} deleted, policy {} and claim {:?} not gone",
