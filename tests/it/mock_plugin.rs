@@ -169,22 +169,11 @@ impl VolumePlugin for MockPlugin {
             if let Some(error) = call.error {
                 return Err(PluginError::Failed(error));
             }
-            let claim_spec = request.claim.spec.clone().unwrap_or_default();
-            Ok(PersistentVolume {
-                metadata: ObjectMeta {
-                    name: Some(request.pv_name.clone()),
-                    ..Default::default()
-                },
-                spec: Some(PersistentVolumeSpec {
-                    capacity: claim_spec.resources.and_then(|r| r.requests),
-                    access_modes: claim_spec.access_modes,
-                    volume_mode: claim_spec.volume_mode,
-                    persistent_volume_reclaim_policy: Some(request.reclaim_policy.clone()),
-                    gce_persistent_disk: Some(GCEPersistentDiskVolumeSource::default()),
-                    ..Default::default()
-                }),
-                status: None,
-            })
+            let mut volume = provisioned_volume(request);
+            if let Some(spec) = volume.spec.as_mut() {
+                spec.gce_persistent_disk = Some(GCEPersistentDiskVolumeSource::default());
+            }
+            Ok(volume)
         })
     }
 
@@ -210,5 +199,26 @@ impl VolumePlugin for MockPlugin {
             self.calls.lock().unwrap().recycles += 1;
             answer(!self.config.recycles.is_empty(), &self.recycles, "recycle")
         })
+    }
+}
+
+/// The volume a test plugin provisions for `request`: named as asked, of
+/// the claim's size, access modes and volume mode, with the class's reclaim
+/// policy and no volume source yet.
+pub(crate) fn provisioned_volume(request: &ProvisionRequest) -> PersistentVolume {
+    let claim_spec = request.claim.spec.clone().unwrap_or_default();
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(request.pv_name.clone()),
+            ..Default::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: claim_spec.resources.and_then(|r| r.requests),
+            access_modes: claim_spec.access_modes,
+            volume_mode: claim_spec.volume_mode,
+            persistent_volume_reclaim_policy: Some(request.reclaim_policy.clone()),
+            ..Default::default()
+        }),
+        status: None,
     }
 }

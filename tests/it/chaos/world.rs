@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-    PersistentVolumeSpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pv_controller::{PluginError, ProvisionRequest, VolumePlugin};
 use testkit::{ANN_PROVISIONED_BY, RWO, claim, storage_class, volume};
+
+use crate::mock_plugin::provisioned_volume;
 
 /// The provisioner and deleter of the chaos world.
 pub(crate) const PLUGIN: &str = "example.com/chaos";
@@ -189,25 +189,14 @@ impl VolumePlugin for Shared {
                     claim_uid: request.claim.metadata.uid.clone().unwrap_or_default(),
                     volume: request.pv_name.clone(),
                 });
-            let claim_spec = request.claim.spec.clone().unwrap_or_default();
-            Ok(PersistentVolume {
-                metadata: ObjectMeta {
-                    name: Some(request.pv_name.clone()),
-                    ..Default::default()
-                },
-                spec: Some(PersistentVolumeSpec {
-                    capacity: claim_spec.resources.and_then(|r| r.requests),
-                    access_modes: claim_spec.access_modes,
-                    volume_mode: claim_spec.volume_mode,
-                    persistent_volume_reclaim_policy: Some(request.reclaim_policy.clone()),
-                    host_path: Some(HostPathVolumeSource {
-                        path: format!("/chaos/{}", request.pv_name),
-                        type_: None,
-                    }),
-                    ..Default::default()
-                }),
-                status: None,
-            })
+            let mut volume = provisioned_volume(request);
+            if let Some(spec) = volume.spec.as_mut() {
+                spec.host_path = Some(HostPathVolumeSource {
+                    path: format!("/chaos/{}", request.pv_name),
+                    type_: None,
+                });
+            }
+            Ok(volume)
         })
     }
 
