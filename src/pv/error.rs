@@ -39,6 +39,15 @@ pub enum Error {
         /// What changed.
         reason: String,
     },
+    /// The object must wait for a long operation on another object to end
+    /// before it can be decided on; the sync is retried with backoff.
+    #[error("{object} waits: {reason}")]
+    Waiting {
+        /// The object, e.g. `volume "pv1"`.
+        object: String,
+        /// What it waits for.
+        reason: String,
+    },
     /// A volume plugin failed to provision, delete or recycle storage;
     /// `action` says which, for which object.
     #[error("{action}: {source}")]
@@ -66,6 +75,7 @@ impl Error {
             Error::StorageClass(_) => "storage_class",
             Error::Inconsistent(_) => "inconsistent",
             Error::Stale { .. } => "stale",
+            Error::Waiting { .. } => "waiting",
             Error::Plugin { .. } => "plugin",
         }
     }
@@ -76,6 +86,12 @@ impl Error {
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.is_conflict())
             || matches!(self, Error::Stale { .. })
+    }
+
+    /// Whether the sync only waits for another operation to end: no
+    /// failure at all, retried with backoff and logged quietly.
+    pub fn is_waiting(&self) -> bool {
+        matches!(self, Error::Waiting { .. })
     }
 }
 

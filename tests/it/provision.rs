@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::{BaseConfig, Settings, VolumePlugins};
+use pv_controller::{BaseConfig, RetryPolicy, Settings, VolumePlugins};
 use testkit::*;
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
@@ -606,4 +606,108 @@ async fn storage_of_a_volume_object_stored_unanswered_is_never_deleted() {
         .get::<PersistentVolumeClaim>(Some("default"), "claim-x")
         .expect("claim");
     assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+}
+
+/// The first create of the provisioned volume is stored but its answer is
+/// lost, and before the retry (a minute later) a user pre-binds another
+/// volume to the claim by name; the claim takes that one. The provisioned
+/// volume is not needed, but it is released only when the provisioning has
+/// ended: deleted earlier, the retry would create it a second time, for
+/// storage already deleted (found by the chaos suite: a second provisioning
+/// for a live claim).
+#[tokio::test(start_paused = true)]
+async fn a_retried_volume_create_never_provisions_again_for_a_claim_bound_elsewhere() {
+    let (api, storage_deletes, creates) = while_a_volume_create_is_retried(|api| {
+        api.create(
+            &volume("a-static", "1Gi")
+                .class("gold")
+                .bound_to("", "claim-x")
+                .build(),
+        )
+        .expect("pre-bound volume");
+    })
+    .await;
+    let claim = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim-x")
+        .expect("claim");
+    let bound_to = claim.spec.and_then(|s| s.volume_name).unwrap_or_default();
+    assert_eq!(bound_to, "a-static");
+    assert_eq!(creates, 1, "creates of volume pvc-uid-x");
+    assert!(api.get::<PersistentVolume>(None, "pvc-uid-x").is_none());
+    assert_eq!(storage_deletes, 1);
+}
+
+/// As above, with the claim deleted before the retry: the volume is
+/// released and its storage deleted once, after the provisioning ended.
+#[tokio::test(start_paused = true)]
+async fn a_retried_volume_create_never_provisions_again_for_a_deleted_claim() {
+    let (api, storage_deletes, creates) = while_a_volume_create_is_retried(|api| {
+        api.delete::<PersistentVolumeClaim>(Some("default"), "claim-x")
+            .expect("delete claim");
+    })
+    .await;
+    assert_eq!(creates, 1, "creates of volume pvc-uid-x");
+    assert!(api.get::<PersistentVolume>(None, "pvc-uid-x").is_none());
+    assert_eq!(storage_deletes, 1);
+}
+
+/// Runs the controller on a claim of class `gold` whose provisioned
+/// volume's first create is stored unanswered, retried a minute later;
+/// `meanwhile` changes the world as soon as the volume is stored, while
+/// claim writes fail (so the claim is not bound to it first). Returns the
+/// settled server, the plugin's storage deletes and the stored creates of
+/// `pvc-uid-x`.
+async fn while_a_volume_create_is_retried(
+    meanwhile: impl FnOnce(&MemApi),
+) -> (MemApi, usize, usize) {
+    let api = MemApi::new();
+    for class in classes() {
+        api.create(&class).expect("class");
+    }
+    api.create(&handed("claim-x", "uid-x", "gold").build())
+        .expect("claim");
+    let mut observed = api.observe::<PersistentVolume>().expect("observer");
+    api.add_reactor(
+        Reactor::on(Verb::Create, "persistentvolumes")
+            .error(500)
+            .after_commit(),
+    );
+    let claim_writes = api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumeclaims")
+            .error(500)
+            .always(),
+    );
+    let plugin = Arc::new(MockPlugin::new(
+        MockConfig::default()
+            .provisions(vec![provision1_success()])
+            .deletes(&[None]),
+    ));
+    let calls = Arc::clone(&plugin.calls);
+    let config = BaseConfig {
+        settings: Settings {
+            plugins: VolumePlugins::default().with(plugin),
+            provision_retry: RetryPolicy {
+                attempts: 5,
+                interval: Duration::from_secs(60),
+            },
+            ..Settings::default()
+        },
+        ..BaseConfig::default()
+    };
+    let running = Running::start_with(&api, config);
+    while api.get::<PersistentVolume>(None, "pvc-uid-x").is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    meanwhile(&api);
+    api.remove_reactor(claim_writes);
+    running.settle().await;
+    running.stop().await;
+    let creates = observed
+        .drain()
+        .iter()
+        .filter(|o| o.change == memapi::ChangeType::Added)
+        .filter(|o| o.object.metadata.name.as_deref() == Some("pvc-uid-x"))
+        .count();
+    let storage_deletes = calls.lock().unwrap().deletes.len();
+    (api, storage_deletes, creates)
 }

@@ -15,6 +15,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
 use super::binding::set_annotation;
+use super::claim::requested_volume;
 use super::delete::Deletion;
 use super::writes::{Edit, Part};
 use crate::pv::constants::{
@@ -64,6 +65,10 @@ impl Controller {
             tracing::debug!(volume = %pv_name, "volume already provisioned");
             return Ok(());
         }
+        if !self.still_wants_provisioning(&claim) {
+            tracing::debug!(volume = %pv_name, "claim gone or bound meanwhile, nothing to provision");
+            return Ok(());
+        }
         let request = match self.provision_request(&claim, &class, plugin.as_ref(), &pv_name) {
             Ok(request) => request,
             Err(message) => return self.provisioning_failed(&claim, message),
@@ -87,6 +92,18 @@ impl Controller {
         tracing::info!(volume = %pv_name, "storage provisioned");
         self.save_provisioned(&claim, &volume, plugin.name()).await;
         Ok(())
+    }
+
+    /// Whether the claim, as the shadow cache knows it now, still waits for
+    /// a volume: the same claim (by UID), naming none. A provisioning
+    /// decided from an older copy, after its volume was made and released
+    /// again (the claim deleted, or bound to another volume), must not
+    /// make that volume a second time; the cache is never older than the
+    /// decision that released it.
+    fn still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> bool {
+        self.cache.claim(&ClaimKey::of(claim)).is_some_and(|now| {
+            now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
+        })
     }
 
     /// What the plugin is asked for: the class's policy, parameters and
@@ -368,3 +385,6 @@ fn complete_volume(
         Some(VolumePhase::Bound.as_str().to_string());
     volume
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,12 +8,13 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use super::claim::requested_volume;
 use super::{Controller, Next};
 use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
-use crate::pv::error::{Result, api};
+use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
+use crate::runtime::operations::OperationName;
 
 /// Where a volume stands relative to the claim its claimRef names.
 #[derive(Debug)]
@@ -80,6 +81,7 @@ impl Controller {
                 Ok(Next::nothing())
             }
             VolumeSituation::ClaimMissing => {
+                self.unless_provisioning(volume)?;
                 self.release_and_reclaim(volume).await?;
                 Ok(Next::nothing())
             }
@@ -116,6 +118,7 @@ impl Controller {
                 if provisioned && reclaim_policy(volume) == ReclaimPolicy::Delete {
                     // Provisioned for this claim, which took another volume:
                     // this one is not needed any more.
+                    self.unless_provisioning(volume)?;
                     self.release_and_reclaim(volume).await?;
                     Ok(Next::nothing())
                 } else {
@@ -162,6 +165,27 @@ impl Controller {
         Ok(live
             .filter(|c| c.metadata.uid.as_deref() == Some(uid))
             .map(Arc::new))
+    }
+
+    /// Fails with [`Error::Waiting`] while the provisioning of the claim the
+    /// volume names still runs: a create that got through unanswered is
+    /// retried by it, and a volume released and deleted meanwhile would be
+    /// created again, for storage already deleted. Once the provisioning
+    /// ends, the volume is released as usual.
+    fn unless_provisioning(&self, volume: &PersistentVolume) -> Result<()> {
+        let Some(key) = claim_ref_key(volume) else {
+            return Ok(());
+        };
+        let provisioning =
+            OperationName::provision(&key.namespace, &key.name, claim_ref_uid(volume));
+        if self.operations().is_running(&provisioning) {
+            tracing::debug!(claim = %key, "provisioning for the volume's claim still runs");
+            return Err(Error::Waiting {
+                object: format!("volume {}", VolumeName::of(volume)),
+                reason: format!("{provisioning} still runs"),
+            });
+        }
+        Ok(())
     }
 
     /// Marks a volume Released (unless it already is, or Failed) and runs

@@ -152,6 +152,10 @@ where
             tracing::debug!(%key, kind, %error, "conflict, will retry");
             queue.add_rate_limited(key.clone());
         }
+        Err(error) if error.is_waiting() => {
+            tracing::debug!(%key, kind, %error, "will retry");
+            queue.add_rate_limited(key.clone());
+        }
         Err(error) => {
             tracing::warn!(%key, kind, %error, "sync failed, will retry");
             queue.add_rate_limited(key.clone());

@@ -105,8 +105,6 @@ struct Walk {
     scrubbed: HashSet<(String, String)>,
     recycler_pods: HashMap<(String, String), u32>,
     provisioned: HashMap<String, u32>,
-    /// Volumes provisioned again for a claim already deleted.
-    late_provisions: u64,
     /// How each deleted provisioned volume looked when it went, by name.
     deleted_as: HashMap<String, String>,
     /// Volumes (by UID) that were Released with policy Delete.
@@ -153,13 +151,11 @@ impl History {
     /// Every violation of the safety invariants over the whole run;
     /// `user_deleted` are the volume UIDs users deleted, `storage` the
     /// calls the storage backend received.
-    /// Also returns how many volumes were provisioned again for a claim
-    /// already deleted (tolerated: they are reclaimed).
     pub(crate) fn check(
         &mut self,
         user_deleted: &BTreeSet<String>,
         storage: &[StorageCall],
-    ) -> (Vec<String>, u64) {
+    ) -> Vec<String> {
         self.collect();
         let mut timeline = std::mem::take(&mut self.timeline);
         timeline.sort_by_key(|(rv, _)| *rv);
@@ -189,7 +185,7 @@ impl History {
             }
         }
         self.timeline = timeline;
-        (walk.problems, walk.late_provisions)
+        walk.problems
     }
 }
 
@@ -227,16 +223,11 @@ impl Walk {
         if ty == ChangeType::Added && volume.starts_with("pvc-") {
             let n = self.provisioned.entry(volume.clone()).or_default();
             *n += 1;
-            let again = *n > 1;
-            if again && self.claim_gone(v) {
-                // A provisioning that read its claim just before the claim
-                // was deleted (upstream's race too): the volume is released
-                // and reclaimed like any other.
-                self.late_provisions += 1;
-            } else if again {
+            if *n > 1 {
                 self.problems.push(format!(
-                    "volume {volume} provisioned a second time for live claim {:?} (the first went: {})",
+                    "volume {volume} provisioned a second time for claim {:?}, {} (the first went: {})",
                     claim_uid_of(v),
+                    if self.claim_gone(v) { "deleted" } else { "live" },
                     self.deleted_as.get(&volume).map_or("never deleted", String::as_str)
                 ));
             }

@@ -90,33 +90,12 @@ pub(crate) async fn run(seed: u64) -> Outcome {
     }
     run.count_relists();
     let storage = run.storage.calls.lock().expect("plugin lock").clone();
-    let (violations, late) = run.history.check(&run.user_deleted, &storage);
-    let strict = std::env::var_os("CHAOS_STRICT").is_some();
-    run.survived.add(OPEN_FINDING, 0);
-    for violation in violations {
-        // An open finding (docs/reliability.md): counted and printed, and
-        // a failure only with CHAOS_STRICT set, until its cause is fixed.
-        if !strict && violation.contains("provisioned a second time for live claim") {
-            println!("chaos open finding: {violation}");
-            run.survived.add(OPEN_FINDING, 1);
-        } else {
-            problems.push(violation);
-        }
-    }
-    run.survived.add(
-        "volumes provisioned again after their claim was deleted",
-        late,
-    );
+    problems.extend(run.history.check(&run.user_deleted, &storage));
     Outcome {
         problems,
         survived: run.survived,
     }
 }
-
-/// The survived-table row of the open finding that fails only with
-/// `CHAOS_STRICT` set.
-const OPEN_FINDING: &str =
-    "second provisioning for a live claim (open finding; fails with CHAOS_STRICT=1)";
 
 impl Run {
     fn seed_cluster(&mut self) {
