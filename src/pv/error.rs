@@ -88,6 +88,12 @@ impl Error {
             || matches!(self, Error::Stale { .. })
     }
 
+    /// Whether the write gate refused the request: this replica lost the
+    /// lease, and the server never saw the request.
+    pub fn is_refused_as_follower(&self) -> bool {
+        matches!(self, Error::Api { source, .. } if crate::runtime::client::refused_as_follower(source))
+    }
+
     /// Whether the sync only waits for another operation to end: no
     /// failure at all, retried with backoff and logged quietly.
     pub fn is_waiting(&self) -> bool {

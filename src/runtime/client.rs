@@ -179,6 +179,20 @@ pub enum ClientError {
     },
 }
 
+/// Whether a request failed only because the gate refused it: this
+/// replica does not hold the lease (any more), so the server never saw it
+/// and what follows from it is for the next leader to decide.
+pub(crate) fn refused_as_follower(error: &kube::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = source {
+        if let Some(ClientError::NotLeader { .. }) = current.downcast_ref::<ClientError>() {
+            return true;
+        }
+        source = current.source();
+    }
+    false
+}
+
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 
 impl<S> Layer<S> for WriteGate {

@@ -253,6 +253,10 @@ impl OperationTracker {
             let outcome = match task.await {
                 Ok(Ok(())) => OperationOutcome::Succeeded,
                 Ok(Err(error)) => OperationOutcome::Failed(error.to_string()),
+                Err(join_error) if join_error.is_cancelled() => {
+                    tracing::debug!(operation = %name, "operation cancelled");
+                    OperationOutcome::Panicked
+                }
                 Err(join_error) => {
                     tracing::error!(operation = %name, error = %join_error, "operation panicked");
                     OperationOutcome::Panicked

@@ -324,7 +324,12 @@ pub(crate) mod testing {
 
     /// The controller; the caller fills its shadow cache.
     pub(crate) fn controller(api: &MemApi) -> Controller {
-        let client = api.client();
+        controller_with(api.client(), Settings::default())
+    }
+
+    /// The controller on `client` with `settings`; the caller fills its
+    /// shadow cache.
+    pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
         let metrics = Arc::new(Metrics::new().expect("metrics"));
         Controller::new(Parts {
             client: client.clone(),
@@ -337,7 +342,7 @@ pub(crate) mod testing {
             recorder: EventRecorder::new(client, Arc::clone(&metrics), CONTROLLER_NAME, "test")
                 .expect("recorder"),
             operations: OperationTracker::new(),
-            settings: Settings::default(),
+            settings,
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
             metrics,
         })

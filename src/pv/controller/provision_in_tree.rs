@@ -164,6 +164,12 @@ impl Controller {
                 let message = format!("Successfully provisioned volume {pv_name} using {plugin}");
                 self.note(claim.as_ref(), reasons::PROVISIONING_SUCCEEDED, message);
             }
+            Err(error) if error.is_refused_as_follower() => {
+                // The lease is lost: the next leader may have found the
+                // object of an unanswered attempt and acted on it already.
+                // Its storage is the next leader's to keep or reclaim.
+                tracing::warn!(volume = %pv_name, %error, "lease lost while creating the volume object, its storage is kept");
+            }
             Err(error) => {
                 match self.stored_after_all(claim, &pv_name.0, &error).await {
                     Stored::Yes => {

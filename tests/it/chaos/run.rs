@@ -276,13 +276,14 @@ impl Run {
 /// User actions.
 impl Run {
     fn user_action(&mut self) {
-        match self.rng.below(8) {
+        match self.rng.below(9) {
             0 => self.create_volume(),
             1 | 2 => self.create_claim(),
             3 => self.delete_claim(false),
             4 => self.delete_claim(true),
             5 => self.delete_volume(),
             6 => self.edit_pre_binding(),
+            7 => self.create_claim_naming_volume(),
             _ => self.create_pre_bound_volume(),
         }
         self.survived.add("user actions", 1);
@@ -305,6 +306,30 @@ impl Run {
         self.api
             .create(&user_claim(&name, dynamic))
             .expect("create claim");
+    }
+
+    /// A claim that asks for one volume by name (`spec.volumeName`): any
+    /// volume, free or another claim's, or one that does not exist yet.
+    fn create_claim_naming_volume(&mut self) {
+        let volumes = self.api.list::<PersistentVolume>();
+        let wanted = if volumes.is_empty() || self.rng.chance(0.1) {
+            // The name the next object would get, were it a volume.
+            format!("v{}", self.names + 2)
+        } else {
+            self.rng
+                .pick(&volumes)
+                .metadata
+                .name
+                .clone()
+                .unwrap_or_default()
+        };
+        let name = self.next_name("c");
+        let dynamic = self.rng.chance(0.25);
+        let mut claim = user_claim(&name, dynamic);
+        claim.spec.get_or_insert_with(Default::default).volume_name = Some(wanted);
+        self.api
+            .create(&claim)
+            .expect("create claim naming a volume");
     }
 
     fn random_claim(&mut self) -> Option<PersistentVolumeClaim> {

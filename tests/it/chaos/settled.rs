@@ -60,6 +60,17 @@ fn claimed_by_another(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
             .is_some_and(|uid| Some(uid) != c.metadata.uid.as_ref())
 }
 
+/// Whether a volume a claim names can serve it: not being deleted, and of
+/// the claim's class.
+fn can_serve(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
+    let volume_class = v
+        .spec
+        .as_ref()
+        .and_then(|s| s.storage_class_name.as_deref())
+        .unwrap_or("");
+    v.metadata.deletion_timestamp.is_none() && volume_class == claim_class(c)
+}
+
 /// What keeps the server's state from being settled, if anything.
 pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
     let volumes = api.list::<PersistentVolume>();
@@ -76,11 +87,13 @@ pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
         }
         let wanted = c.spec.as_ref().and_then(|s| s.volume_name.as_deref());
         if let Some(wanted) = wanted {
-            // Pending is right while the volume is another claim's.
+            // Pending is right while the volume is another claim's, or
+            // cannot serve this one (upstream's checks; the chaos world's
+            // volumes are all large enough, ReadWriteOnce, Filesystem).
             let free_for_it = volumes
                 .iter()
                 .find(|v| name(*v) == wanted)
-                .is_some_and(|v| !claimed_by_another(v, c));
+                .is_some_and(|v| !claimed_by_another(v, c) && can_serve(v, c));
             if free_for_it {
                 problems.push(format!(
                     "claim {} names volume {wanted} but is not Bound",
