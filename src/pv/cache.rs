@@ -11,8 +11,15 @@
 //! An offer is kept when its resourceVersion is not older than the stored
 //! one, comparing both as integers: equal versions are accepted so a periodic
 //! resync still syncs, older ones are dropped. A resourceVersion that is not
-//! an integer is an error. Objects are held as `Arc`s shared with the informer
-//! store, never cloned.
+//! an integer is an error.
+//!
+//! The cache is the controller's only copy of volumes and claims (there is
+//! no separate informer store of them), and it holds each one packed
+//! ([`crate::pv::packed`]): every read returns a fresh `Arc` of its own.
+//! It also knows which objects a watch has shown ([`ShadowCache::listed_volume`]):
+//! an object known only from the answer of the controller's own write (a
+//! volume it has just created, a write that crossed the object's deletion)
+//! is not synced on its own.
 //!
 //! Volumes live in the [`VolumeIndex`] under one lock, so a stored volume and
 //! its place in the index never disagree: once a bound volume is offered, no
@@ -25,6 +32,7 @@
 //! installed with [`ShadowCache::on_volume_freed`] is called, after the lock
 //! is released: claims that found nothing may fit now.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -34,6 +42,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::pv::index::{MatchError, VolumeIndex};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::ObjectName;
+use crate::pv::packed::Stored;
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -47,6 +56,14 @@ pub enum CacheError {
         /// The offending resourceVersion ("" when absent).
         version: String,
     },
+    /// The object cannot be packed (see [`crate::pv::packed`]).
+    #[error("{object}: cannot be cached: {reason}")]
+    Pack {
+        /// The offered object.
+        object: ObjectName,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The shadow cache of volumes (with their index) and claims; see the module
@@ -54,7 +71,7 @@ pub enum CacheError {
 #[derive(Debug, Default)]
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
-    claims: RwLock<BTreeMap<ClaimKey, Arc<PersistentVolumeClaim>>>,
+    claims: RwLock<BTreeMap<ClaimKey, Stored<PersistentVolumeClaim>>>,
     freed: FreedHook,
 }
 
@@ -153,24 +170,49 @@ impl ShadowCache {
         }
     }
 
-    /// Offers a volume: stores it (and re-files it in the index) unless the
-    /// stored version is newer. Returns whether it was stored.
-    pub fn offer_volume(&self, volume: Arc<PersistentVolume>) -> Result<bool, CacheError> {
+    /// Offers a volume known from the answer of a write: stores it (and
+    /// re-files it in the index) unless the stored version is newer.
+    /// Returns whether it was stored.
+    pub fn offer_volume(&self, volume: impl Borrow<PersistentVolume>) -> Result<bool, CacheError> {
+        self.offer_volume_from(volume.borrow(), false)
+    }
+
+    /// Offers a volume a watch has shown, as [`ShadowCache::offer_volume`];
+    /// the volume counts as listed from now on, even when a newer version
+    /// is kept.
+    pub fn offer_listed_volume(
+        &self,
+        volume: impl Borrow<PersistentVolume>,
+    ) -> Result<bool, CacheError> {
+        self.offer_volume_from(volume.borrow(), true)
+    }
+
+    fn offer_volume_from(
+        &self,
+        volume: &PersistentVolume,
+        listed: bool,
+    ) -> Result<bool, CacheError> {
         let freed = {
             let mut index = write(&self.volumes);
             let name = volume.metadata.name.as_deref().unwrap_or("");
-            if let Some(stored) = index.get(name) {
-                let object = || ObjectName::of_volume(&volume);
-                let keep = not_older(
-                    object,
-                    stored.metadata.resource_version.as_deref(),
-                    volume.metadata.resource_version.as_deref(),
-                )?;
+            if let Some(stored) = index.version(name) {
+                let object = || ObjectName::of_volume(volume);
+                let keep = not_older(object, stored, volume.metadata.resource_version.as_deref())?;
                 if !keep {
+                    if listed {
+                        index.set_listed(name);
+                    }
                     return Ok(false);
                 }
             }
-            index.insert(volume)
+            let freed = index.insert(volume).map_err(|error| CacheError::Pack {
+                object: ObjectName::of_volume(volume),
+                reason: error.to_string(),
+            })?;
+            if listed {
+                index.set_listed(name);
+            }
+            freed
         };
         if freed {
             self.freed.call();
@@ -180,7 +222,14 @@ impl ShadowCache {
 
     /// The stored volume of that name.
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        read(&self.volumes).get(name).cloned()
+        read(&self.volumes).get(name)
+    }
+
+    /// The stored volume of that name, if a watch has shown it: what a
+    /// volume worker syncs.
+    pub fn listed_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        let index = read(&self.volumes);
+        index.is_listed(name).then(|| index.get(name)).flatten()
     }
 
     /// Forgets a volume (it was deleted), returning what was stored.
@@ -189,15 +238,27 @@ impl ShadowCache {
     }
 
     /// All stored volumes, in name order.
-    pub fn volumes(&self) -> Vec<Arc<PersistentVolume>> {
-        read(&self.volumes).iter().cloned().collect()
+    #[cfg(test)]
+    pub(crate) fn volumes(&self) -> Vec<Arc<PersistentVolume>> {
+        read(&self.volumes).iter().collect()
+    }
+
+    /// Calls `visit` with every stored volume, in name order, one fresh
+    /// copy at a time: going through thousands of volumes never holds more
+    /// than one of them unpacked, nor the lock for long.
+    pub fn visit_volumes(&self, mut visit: impl FnMut(&PersistentVolume)) {
+        for name in self.volume_names() {
+            if let Some(volume) = self.volume(&name.0) {
+                visit(&volume);
+            }
+        }
     }
 
     /// The names of all stored volumes, in order.
     pub fn volume_names(&self) -> Vec<VolumeName> {
         read(&self.volumes)
-            .iter()
-            .map(|v| VolumeName::of(v))
+            .names()
+            .map(|name| VolumeName(name.to_owned()))
             .collect()
     }
 
@@ -251,39 +312,90 @@ impl ShadowCache {
         read(&self.volumes).is_reserved(name)
     }
 
-    /// Offers a claim: stores it unless the stored version is newer. Returns
-    /// whether it was stored.
-    pub fn offer_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<bool, CacheError> {
-        let key = ClaimKey::of(&claim);
+    /// Offers a claim known from the answer of a write: stores it unless
+    /// the stored version is newer. Returns whether it was stored.
+    pub fn offer_claim(
+        &self,
+        claim: impl Borrow<PersistentVolumeClaim>,
+    ) -> Result<bool, CacheError> {
+        self.offer_claim_from(claim.borrow(), false)
+    }
+
+    /// Offers a claim a watch has shown, as [`ShadowCache::offer_claim`];
+    /// the claim counts as listed from now on, even when a newer version is
+    /// kept.
+    pub fn offer_listed_claim(
+        &self,
+        claim: impl Borrow<PersistentVolumeClaim>,
+    ) -> Result<bool, CacheError> {
+        self.offer_claim_from(claim.borrow(), true)
+    }
+
+    fn offer_claim_from(
+        &self,
+        claim: &PersistentVolumeClaim,
+        listed: bool,
+    ) -> Result<bool, CacheError> {
+        let key = ClaimKey::of(claim);
         let mut claims = write(&self.claims);
-        if let Some(stored) = claims.get(&key) {
+        let mut was_listed = false;
+        if let Some(stored) = claims.get_mut(&key) {
             let object = || ObjectName::Claim(key.clone());
             let keep = not_older(
                 object,
-                stored.metadata.resource_version.as_deref(),
+                stored.version(),
                 claim.metadata.resource_version.as_deref(),
             )?;
             if !keep {
+                if listed {
+                    stored.set_listed();
+                }
                 return Ok(false);
             }
+            was_listed = stored.listed();
         }
-        claims.insert(key, claim);
+        let stored =
+            Stored::new(claim, listed || was_listed).map_err(|error| CacheError::Pack {
+                object: ObjectName::Claim(key.clone()),
+                reason: error.to_string(),
+            })?;
+        claims.insert(key, stored);
         Ok(true)
     }
 
     /// The stored claim with that key.
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        read(&self.claims).get(key).cloned()
+        read(&self.claims).get(key)?.object()
+    }
+
+    /// Whether the claim with that key is stored and a watch has shown it:
+    /// what a claim worker syncs.
+    pub fn is_listed_claim(&self, key: &ClaimKey) -> bool {
+        read(&self.claims).get(key).is_some_and(Stored::listed)
     }
 
     /// Forgets a claim (it was deleted), returning what was stored.
     pub fn remove_claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        write(&self.claims).remove(key)
+        write(&self.claims).remove(key)?.object()
     }
 
     /// All stored claims, in key order.
-    pub fn claims(&self) -> Vec<Arc<PersistentVolumeClaim>> {
-        read(&self.claims).values().cloned().collect()
+    #[cfg(test)]
+    pub(crate) fn claims(&self) -> Vec<Arc<PersistentVolumeClaim>> {
+        read(&self.claims)
+            .values()
+            .filter_map(Stored::object)
+            .collect()
+    }
+
+    /// Calls `visit` with every stored claim, in key order, one fresh copy
+    /// at a time, as [`ShadowCache::visit_volumes`] does.
+    pub fn visit_claims(&self, mut visit: impl FnMut(&PersistentVolumeClaim)) {
+        for key in self.claim_keys() {
+            if let Some(claim) = self.claim(&key) {
+                visit(&claim);
+            }
+        }
     }
 
     /// The keys of all stored claims, in order.
