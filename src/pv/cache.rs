@@ -15,7 +15,9 @@
 //!
 //! The cache is the controller's only copy of volumes and claims (there is
 //! no separate informer store of them), and it holds each one packed
-//! ([`crate::pv::packed`]): every read returns a fresh `Arc` of its own.
+//! ([`crate::pv::packed`]): a read returns a fresh `Arc`, or the one kept
+//! for the last few objects read or written ([`Recent`]), which the cache
+//! keeps as new as the packed ones.
 //! It also knows which objects a watch has shown ([`ShadowCache::listed_volume`]):
 //! an object known only from the answer of the controller's own write (a
 //! volume it has just created, a write that crossed the object's deletion)
@@ -42,7 +44,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::pv::index::{MatchError, VolumeIndex};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::ObjectName;
-use crate::pv::packed::Stored;
+use crate::pv::packed::{Recent, Stored};
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -72,6 +74,12 @@ pub enum CacheError {
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
     claims: RwLock<BTreeMap<ClaimKey, Stored<PersistentVolumeClaim>>>,
+    /// The volumes read or written last, unpacked; changed only under the
+    /// `volumes` lock (a read lock is enough for what a read unpacked: no
+    /// store can happen meanwhile).
+    recent_volumes: Recent<String, PersistentVolume>,
+    /// The claims read or written last, under the `claims` lock likewise.
+    recent_claims: Recent<ClaimKey, PersistentVolumeClaim>,
     freed: FreedHook,
 }
 
@@ -173,8 +181,12 @@ impl ShadowCache {
     /// Offers a volume known from the answer of a write: stores it (and
     /// re-files it in the index) unless the stored version is newer.
     /// Returns whether it was stored.
-    pub fn offer_volume(&self, volume: impl Borrow<PersistentVolume>) -> Result<bool, CacheError> {
-        self.offer_volume_from(volume.borrow(), false)
+    pub fn offer_volume(
+        &self,
+        volume: impl Into<Arc<PersistentVolume>>,
+    ) -> Result<bool, CacheError> {
+        let volume = volume.into();
+        self.offer_volume_from(&volume, false, Some(&volume))
     }
 
     /// Offers a volume a watch has shown, as [`ShadowCache::offer_volume`];
@@ -184,13 +196,16 @@ impl ShadowCache {
         &self,
         volume: impl Borrow<PersistentVolume>,
     ) -> Result<bool, CacheError> {
-        self.offer_volume_from(volume.borrow(), true)
+        self.offer_volume_from(volume.borrow(), true, None)
     }
 
+    /// Stores `volume` unless the stored version is newer, listed or not,
+    /// and keeps it unpacked when it comes as an `Arc`.
     fn offer_volume_from(
         &self,
         volume: &PersistentVolume,
         listed: bool,
+        shared: Option<&Arc<PersistentVolume>>,
     ) -> Result<bool, CacheError> {
         let freed = {
             let mut index = write(&self.volumes);
@@ -212,6 +227,10 @@ impl ShadowCache {
             if listed {
                 index.set_listed(name);
             }
+            match shared {
+                Some(shared) => self.recent_volumes.put(name.to_owned(), Arc::clone(shared)),
+                None => self.recent_volumes.forget(name),
+            }
             freed
         };
         if freed {
@@ -222,36 +241,47 @@ impl ShadowCache {
 
     /// The stored volume of that name.
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        read(&self.volumes).get(name)
+        self.recent_volume(&read(&self.volumes), name)
     }
 
     /// The stored volume of that name, if a watch has shown it: what a
     /// volume worker syncs.
     pub fn listed_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
         let index = read(&self.volumes);
-        index.is_listed(name).then(|| index.get(name)).flatten()
+        if !index.is_listed(name) {
+            return None;
+        }
+        self.recent_volume(&index, name)
+    }
+
+    /// The volume of that name as kept unpacked, or unpacked now and kept.
+    fn recent_volume(&self, index: &VolumeIndex, name: &str) -> Option<Arc<PersistentVolume>> {
+        if let Some(volume) = self.recent_volumes.get(name) {
+            return Some(volume);
+        }
+        let volume = index.get(name)?;
+        self.recent_volumes
+            .put(name.to_owned(), Arc::clone(&volume));
+        Some(volume)
     }
 
     /// Forgets a volume (it was deleted), returning what was stored.
     pub fn remove_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        write(&self.volumes).remove(name)
+        let mut index = write(&self.volumes);
+        self.recent_volumes.forget(name);
+        index.remove(name)
     }
 
-    /// All stored volumes, in name order.
-    #[cfg(test)]
-    pub(crate) fn volumes(&self) -> Vec<Arc<PersistentVolume>> {
-        read(&self.volumes).iter().collect()
-    }
-
-    /// Calls `visit` with every stored volume, in name order, one fresh
-    /// copy at a time: going through thousands of volumes never holds more
-    /// than one of them unpacked, nor the lock for long.
-    pub fn visit_volumes(&self, mut visit: impl FnMut(&PersistentVolume)) {
-        for name in self.volume_names() {
-            if let Some(volume) = self.volume(&name.0) {
-                visit(&volume);
-            }
-        }
+    /// Every stored volume, in name order, each unpacked (and the lock
+    /// taken) only as the iterator reaches it: going through thousands never
+    /// holds more than one of them, and leaves the recent ones as they are.
+    pub fn volumes(&self) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
+        self.volume_names().into_iter().filter_map(|name| {
+            let index = read(&self.volumes);
+            self.recent_volumes
+                .get(name.0.as_str())
+                .or_else(|| index.get(&name.0))
+        })
     }
 
     /// The names of all stored volumes, in order.
@@ -299,6 +329,9 @@ impl ShadowCache {
             // The search passes by volumes held for other claims.
             return Ok(None);
         }
+        // The binding reads it next.
+        self.recent_volumes
+            .put(name.to_owned(), Arc::clone(&volume));
         Ok(Some(Reservation {
             cache: Arc::clone(self),
             volume,
@@ -316,9 +349,10 @@ impl ShadowCache {
     /// the stored version is newer. Returns whether it was stored.
     pub fn offer_claim(
         &self,
-        claim: impl Borrow<PersistentVolumeClaim>,
+        claim: impl Into<Arc<PersistentVolumeClaim>>,
     ) -> Result<bool, CacheError> {
-        self.offer_claim_from(claim.borrow(), false)
+        let claim = claim.into();
+        self.offer_claim_from(&claim, false, Some(&claim))
     }
 
     /// Offers a claim a watch has shown, as [`ShadowCache::offer_claim`];
@@ -328,13 +362,15 @@ impl ShadowCache {
         &self,
         claim: impl Borrow<PersistentVolumeClaim>,
     ) -> Result<bool, CacheError> {
-        self.offer_claim_from(claim.borrow(), true)
+        self.offer_claim_from(claim.borrow(), true, None)
     }
 
+    /// Stores `claim` as [`ShadowCache::offer_volume_from`] does a volume.
     fn offer_claim_from(
         &self,
         claim: &PersistentVolumeClaim,
         listed: bool,
+        shared: Option<&Arc<PersistentVolumeClaim>>,
     ) -> Result<bool, CacheError> {
         let key = ClaimKey::of(claim);
         let mut claims = write(&self.claims);
@@ -359,13 +395,23 @@ impl ShadowCache {
                 object: ObjectName::Claim(key.clone()),
                 reason: error.to_string(),
             })?;
+        match shared {
+            Some(shared) => self.recent_claims.put(key.clone(), Arc::clone(shared)),
+            None => self.recent_claims.forget(&key),
+        }
         claims.insert(key, stored);
         Ok(true)
     }
 
     /// The stored claim with that key.
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        read(&self.claims).get(key)?.object()
+        let claims = read(&self.claims);
+        if let Some(claim) = self.recent_claims.get(key) {
+            return Some(claim);
+        }
+        let claim = claims.get(key)?.object()?;
+        self.recent_claims.put(key.clone(), Arc::clone(&claim));
+        Some(claim)
     }
 
     /// Whether the claim with that key is stored and a watch has shown it:
@@ -376,26 +422,20 @@ impl ShadowCache {
 
     /// Forgets a claim (it was deleted), returning what was stored.
     pub fn remove_claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        write(&self.claims).remove(key)?.object()
+        let mut claims = write(&self.claims);
+        self.recent_claims.forget(key);
+        claims.remove(key)?.object()
     }
 
-    /// All stored claims, in key order.
-    #[cfg(test)]
-    pub(crate) fn claims(&self) -> Vec<Arc<PersistentVolumeClaim>> {
-        read(&self.claims)
-            .values()
-            .filter_map(Stored::object)
-            .collect()
-    }
-
-    /// Calls `visit` with every stored claim, in key order, one fresh copy
-    /// at a time, as [`ShadowCache::visit_volumes`] does.
-    pub fn visit_claims(&self, mut visit: impl FnMut(&PersistentVolumeClaim)) {
-        for key in self.claim_keys() {
-            if let Some(claim) = self.claim(&key) {
-                visit(&claim);
-            }
-        }
+    /// Every stored claim, in key order, each unpacked only as the iterator
+    /// reaches it, as [`ShadowCache::volumes`] goes.
+    pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
+        self.claim_keys().into_iter().filter_map(|key| {
+            let claims = read(&self.claims);
+            self.recent_claims
+                .get(&key)
+                .or_else(|| claims.get(&key)?.object())
+        })
     }
 
     /// The keys of all stored claims, in order.

@@ -254,24 +254,24 @@ impl StateCollector {
     fn fill(&self, gauges: &StateGauges) {
         let (mut bound_pv, mut unbound_pv, mut total_pv) =
             (Counts::new(), Counts::new(), Counts::new());
-        self.cache.visit_volumes(|v| {
-            let by_bound = if is_bound_volume(v) {
+        for v in self.cache.volumes() {
+            let by_bound = if is_bound_volume(&v) {
                 &mut bound_pv
             } else {
                 &mut unbound_pv
             };
-            count(by_bound, vec![volume_class_field(v)]);
-            count(&mut total_pv, vec![plugin_name(v), volume_mode_label(v)]);
-        });
+            count(by_bound, vec![volume_class_field(&v)]);
+            count(&mut total_pv, vec![plugin_name(&v), volume_mode_label(&v)]);
+        }
         let (mut bound_pvc, mut unbound_pvc) = (Counts::new(), Counts::new());
-        self.cache.visit_claims(|c| {
-            let by_bound = if is_bound_claim(c) {
+        for c in self.cache.claims() {
+            let by_bound = if is_bound_claim(&c) {
                 &mut bound_pvc
             } else {
                 &mut unbound_pvc
             };
-            count(by_bound, claim_labels(c));
-        });
+            count(by_bound, claim_labels(&c));
+        }
         for (gauge, counts) in [
             (&gauges.bound_pv, bound_pv),
             (&gauges.unbound_pv, unbound_pv),

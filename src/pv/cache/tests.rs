@@ -50,8 +50,8 @@ fn equal_version_replaces_the_object() {
         .rv("5")
         .annotation("seen", "again")
         .build();
-    assert_eq!(cache.offer_volume(&first), Ok(true));
-    assert_eq!(cache.offer_volume(&resync), Ok(true));
+    assert_eq!(cache.offer_volume(first), Ok(true));
+    assert_eq!(cache.offer_volume(resync.clone()), Ok(true));
     assert_eq!(cache.volume("v").as_deref(), Some(&resync));
 }
 
@@ -132,15 +132,21 @@ fn objects_read_back_as_offered() {
         .rv("1")
         .build();
     let c = claim("c", "", "1Gi").namespace("myns").rv("1").build();
-    assert_eq!(cache.offer_volume(&v), Ok(true));
-    assert_eq!(cache.offer_claim(&c), Ok(true));
+    assert_eq!(cache.offer_volume(v.clone()), Ok(true));
+    assert_eq!(cache.offer_claim(c.clone()), Ok(true));
     assert_eq!(cache.volume("v").as_deref(), Some(&v));
-    assert_eq!(cache.volumes(), vec![Arc::new(v.clone())]);
+    assert_eq!(
+        cache.volumes().collect::<Vec<_>>(),
+        vec![Arc::new(v.clone())]
+    );
     assert_eq!(
         cache.claim(&ClaimKey::new("myns", "c")).as_deref(),
         Some(&c)
     );
-    assert_eq!(cache.claims(), vec![Arc::new(c)]);
+    assert_eq!(
+        cache.claims().collect::<Vec<_>>(),
+        vec![Arc::new(c.clone())]
+    );
     let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
     assert_eq!(matched.ok().flatten().as_deref(), Some(&v));
     assert_eq!(cache.remove_volume("v").as_deref(), Some(&v));
@@ -269,8 +275,8 @@ fn removal_names_and_order() {
     assert!(cache.claim(&key).is_none());
     assert_eq!(cache.volumes_len(), 2);
     assert_eq!(cache.claims_len(), 2);
-    assert_eq!(cache.volumes().len(), 2);
-    assert_eq!(cache.claims().len(), 2);
+    assert_eq!(cache.volumes().count(), 2);
+    assert_eq!(cache.claims().count(), 2);
 
     // After removal any version is accepted again, even an older one.
     assert_eq!(
@@ -378,4 +384,54 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
             .expect("match")
             .is_none()
     );
+}
+
+#[test]
+fn reads_see_every_store_whether_kept_unpacked_or_not() {
+    let cache = ShadowCache::default();
+    let key = ClaimKey::new("myns", "c");
+    let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
+    let claim_rv = |cache: &ShadowCache| {
+        cache
+            .claim(&key)
+            .and_then(|c| c.metadata.resource_version.clone())
+    };
+
+    // A write's answer is kept unpacked and read back.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("1").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("1")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("1"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("1"));
+
+    // A watch's newer version replaces what was read last.
+    assert_eq!(
+        cache.offer_listed_volume(volume("v", "1Gi").rv("2").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_listed_claim(c("2")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("2"));
+    assert_eq!(
+        cache
+            .listed_volume("v")
+            .and_then(|v| v.metadata.resource_version.clone()),
+        Some("2".to_owned())
+    );
+
+    // So does a newer answer after that read, and a deletion.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("3").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("3")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("3"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("3"));
+    cache.remove_volume("v");
+    cache.remove_claim(&key);
+    assert_eq!(cache.volume("v"), None);
+    assert_eq!(cache.claim(&key), None);
+    assert_eq!(cache.volumes().count() + cache.claims().count(), 0);
 }

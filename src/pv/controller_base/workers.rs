@@ -160,8 +160,7 @@ pub(super) async fn resync(
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
             _ = ticker.tick() => {
-                let claims = cache.claim_keys().into_iter().filter_map(|key| cache.claim(&key));
-                for key in binding_order(claims) {
+                for key in binding_order(cache.claims()) {
                     claim_queue.add_resync(key);
                 }
                 for name in cache.volume_names() {
