@@ -5,7 +5,6 @@
 //!
 //! Run with `cargo bench --bench binding` (sizes: `-- 1000 10000`).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
@@ -100,7 +99,7 @@ fn search(n: usize) {
         .collect();
     let start = Instant::now();
     for v in &volumes {
-        index.insert(Arc::clone(v));
+        index.insert(&**v).expect("packed");
     }
     let insert = start.elapsed();
     let claims: Vec<_> = (0..1000).map(|i| claim_of(i).build()).collect();

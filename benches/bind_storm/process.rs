@@ -64,6 +64,12 @@ impl Controller {
             }
         };
         command.args(extra);
+        // A heap profiler for the controller alone (docs/performance.md):
+        // BIND_STORM_PRELOAD=/usr/lib/heaptrack/libheaptrack_preload.so
+        // with DUMP_HEAPTRACK_OUTPUT naming the file it writes.
+        if let Ok(preload) = std::env::var("BIND_STORM_PRELOAD") {
+            command.env("LD_PRELOAD", preload);
+        }
         let log = fs::File::create(log).expect("controller log file");
         let child = command
             .stdout(Stdio::null())

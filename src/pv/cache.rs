@@ -11,8 +11,17 @@
 //! An offer is kept when its resourceVersion is not older than the stored
 //! one, comparing both as integers: equal versions are accepted so a periodic
 //! resync still syncs, older ones are dropped. A resourceVersion that is not
-//! an integer is an error. Objects are held as `Arc`s shared with the informer
-//! store, never cloned.
+//! an integer is an error.
+//!
+//! The cache is the controller's only copy of volumes and claims (there is
+//! no separate informer store of them), and it holds each one packed
+//! ([`crate::pv::packed`]): a read returns a fresh `Arc`, or the one kept
+//! for the last few objects read or written ([`Recent`]), which the cache
+//! keeps as new as the packed ones.
+//! It also knows which objects a watch has shown ([`ShadowCache::listed_volume`]):
+//! an object known only from the answer of the controller's own write (a
+//! volume it has just created, a write that crossed the object's deletion)
+//! is not synced on its own.
 //!
 //! Volumes live in the [`VolumeIndex`] under one lock, so a stored volume and
 //! its place in the index never disagree: once a bound volume is offered, no
@@ -25,6 +34,7 @@
 //! installed with [`ShadowCache::on_volume_freed`] is called, after the lock
 //! is released: claims that found nothing may fit now.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -34,6 +44,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::pv::index::{MatchError, VolumeIndex};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::ObjectName;
+use crate::pv::packed::{Recent, Stored};
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -47,6 +58,14 @@ pub enum CacheError {
         /// The offending resourceVersion ("" when absent).
         version: String,
     },
+    /// The object cannot be packed (see [`crate::pv::packed`]).
+    #[error("{object}: cannot be cached: {reason}")]
+    Pack {
+        /// The offered object.
+        object: ObjectName,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The shadow cache of volumes (with their index) and claims; see the module
@@ -54,7 +73,13 @@ pub enum CacheError {
 #[derive(Debug, Default)]
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
-    claims: RwLock<BTreeMap<ClaimKey, Arc<PersistentVolumeClaim>>>,
+    claims: RwLock<BTreeMap<ClaimKey, Stored<PersistentVolumeClaim>>>,
+    /// The volumes read or written last, unpacked; changed only under the
+    /// `volumes` lock (a read lock is enough for what a read unpacked: no
+    /// store can happen meanwhile).
+    recent_volumes: Recent<String, PersistentVolume>,
+    /// The claims read or written last, under the `claims` lock likewise.
+    recent_claims: Recent<ClaimKey, PersistentVolumeClaim>,
     freed: FreedHook,
 }
 
@@ -153,24 +178,60 @@ impl ShadowCache {
         }
     }
 
-    /// Offers a volume: stores it (and re-files it in the index) unless the
-    /// stored version is newer. Returns whether it was stored.
-    pub fn offer_volume(&self, volume: Arc<PersistentVolume>) -> Result<bool, CacheError> {
+    /// Offers a volume known from the answer of a write: stores it (and
+    /// re-files it in the index) unless the stored version is newer.
+    /// Returns whether it was stored.
+    pub fn offer_volume(
+        &self,
+        volume: impl Into<Arc<PersistentVolume>>,
+    ) -> Result<bool, CacheError> {
+        let volume = volume.into();
+        self.offer_volume_from(&volume, false, Some(&volume))
+    }
+
+    /// Offers a volume a watch has shown, as [`ShadowCache::offer_volume`];
+    /// the volume counts as listed from now on, even when a newer version
+    /// is kept.
+    pub fn offer_listed_volume(
+        &self,
+        volume: impl Borrow<PersistentVolume>,
+    ) -> Result<bool, CacheError> {
+        self.offer_volume_from(volume.borrow(), true, None)
+    }
+
+    /// Stores `volume` unless the stored version is newer, listed or not,
+    /// and keeps it unpacked when it comes as an `Arc`.
+    fn offer_volume_from(
+        &self,
+        volume: &PersistentVolume,
+        listed: bool,
+        shared: Option<&Arc<PersistentVolume>>,
+    ) -> Result<bool, CacheError> {
         let freed = {
             let mut index = write(&self.volumes);
             let name = volume.metadata.name.as_deref().unwrap_or("");
-            if let Some(stored) = index.get(name) {
-                let object = || ObjectName::of_volume(&volume);
-                let keep = not_older(
-                    object,
-                    stored.metadata.resource_version.as_deref(),
-                    volume.metadata.resource_version.as_deref(),
-                )?;
+            if let Some(stored) = index.version(name) {
+                let object = || ObjectName::of_volume(volume);
+                let keep = not_older(object, stored, volume.metadata.resource_version.as_deref())?;
                 if !keep {
+                    if listed {
+                        index.set_listed(name);
+                    }
                     return Ok(false);
                 }
             }
-            index.insert(volume)
+            let freed = index.insert(volume).map_err(|error| CacheError::Pack {
+                object: ObjectName::of_volume(volume),
+                reason: error.to_string(),
+            })?;
+            if listed {
+                index.set_listed(name);
+            }
+            match shared {
+                Some(shared) => self.recent_volumes.put(name.to_owned(), Arc::clone(shared)),
+                None => self.recent_volumes.forget(name),
+            }
+            freed
         };
         if freed {
             self.freed.call();
@@ -180,24 +241,54 @@ impl ShadowCache {
 
     /// The stored volume of that name.
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        read(&self.volumes).get(name).cloned()
+        self.recent_volume(&read(&self.volumes), name)
+    }
+
+    /// The stored volume of that name, if a watch has shown it: what a
+    /// volume worker syncs.
+    pub fn listed_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        let index = read(&self.volumes);
+        if !index.is_listed(name) {
+            return None;
+        }
+        self.recent_volume(&index, name)
+    }
+
+    /// The volume of that name as kept unpacked, or unpacked now and kept.
+    fn recent_volume(&self, index: &VolumeIndex, name: &str) -> Option<Arc<PersistentVolume>> {
+        if let Some(volume) = self.recent_volumes.get(name) {
+            return Some(volume);
+        }
+        let volume = index.get(name)?;
+        self.recent_volumes
+            .put(name.to_owned(), Arc::clone(&volume));
+        Some(volume)
     }
 
     /// Forgets a volume (it was deleted), returning what was stored.
     pub fn remove_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        write(&self.volumes).remove(name)
+        let mut index = write(&self.volumes);
+        self.recent_volumes.forget(name);
+        index.remove(name)
     }
 
-    /// All stored volumes, in name order.
-    pub fn volumes(&self) -> Vec<Arc<PersistentVolume>> {
-        read(&self.volumes).iter().cloned().collect()
+    /// Every stored volume, in name order, each unpacked (and the lock
+    /// taken) only as the iterator reaches it: going through thousands never
+    /// holds more than one of them, and leaves the recent ones as they are.
+    pub fn volumes(&self) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
+        self.volume_names().into_iter().filter_map(|name| {
+            let index = read(&self.volumes);
+            self.recent_volumes
+                .get(name.0.as_str())
+                .or_else(|| index.get(&name.0))
+        })
     }
 
     /// The names of all stored volumes, in order.
     pub fn volume_names(&self) -> Vec<VolumeName> {
         read(&self.volumes)
-            .iter()
-            .map(|v| VolumeName::of(v))
+            .names()
+            .map(|name| VolumeName(name.to_owned()))
             .collect()
     }
 
@@ -238,6 +329,9 @@ impl ShadowCache {
             // The search passes by volumes held for other claims.
             return Ok(None);
         }
+        // The binding reads it next.
+        self.recent_volumes
+            .put(name.to_owned(), Arc::clone(&volume));
         Ok(Some(Reservation {
             cache: Arc::clone(self),
             volume,
@@ -251,39 +345,97 @@ impl ShadowCache {
         read(&self.volumes).is_reserved(name)
     }
 
-    /// Offers a claim: stores it unless the stored version is newer. Returns
-    /// whether it was stored.
-    pub fn offer_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<bool, CacheError> {
-        let key = ClaimKey::of(&claim);
+    /// Offers a claim known from the answer of a write: stores it unless
+    /// the stored version is newer. Returns whether it was stored.
+    pub fn offer_claim(
+        &self,
+        claim: impl Into<Arc<PersistentVolumeClaim>>,
+    ) -> Result<bool, CacheError> {
+        let claim = claim.into();
+        self.offer_claim_from(&claim, false, Some(&claim))
+    }
+
+    /// Offers a claim a watch has shown, as [`ShadowCache::offer_claim`];
+    /// the claim counts as listed from now on, even when a newer version is
+    /// kept.
+    pub fn offer_listed_claim(
+        &self,
+        claim: impl Borrow<PersistentVolumeClaim>,
+    ) -> Result<bool, CacheError> {
+        self.offer_claim_from(claim.borrow(), true, None)
+    }
+
+    /// Stores `claim` as [`ShadowCache::offer_volume_from`] does a volume.
+    fn offer_claim_from(
+        &self,
+        claim: &PersistentVolumeClaim,
+        listed: bool,
+        shared: Option<&Arc<PersistentVolumeClaim>>,
+    ) -> Result<bool, CacheError> {
+        let key = ClaimKey::of(claim);
         let mut claims = write(&self.claims);
-        if let Some(stored) = claims.get(&key) {
+        let mut was_listed = false;
+        if let Some(stored) = claims.get_mut(&key) {
             let object = || ObjectName::Claim(key.clone());
             let keep = not_older(
                 object,
-                stored.metadata.resource_version.as_deref(),
+                stored.version(),
                 claim.metadata.resource_version.as_deref(),
             )?;
             if !keep {
+                if listed {
+                    stored.set_listed();
+                }
                 return Ok(false);
             }
+            was_listed = stored.listed();
         }
-        claims.insert(key, claim);
+        let stored =
+            Stored::new(claim, listed || was_listed).map_err(|error| CacheError::Pack {
+                object: ObjectName::Claim(key.clone()),
+                reason: error.to_string(),
+            })?;
+        match shared {
+            Some(shared) => self.recent_claims.put(key.clone(), Arc::clone(shared)),
+            None => self.recent_claims.forget(&key),
+        }
+        claims.insert(key, stored);
         Ok(true)
     }
 
     /// The stored claim with that key.
     pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        read(&self.claims).get(key).cloned()
+        let claims = read(&self.claims);
+        if let Some(claim) = self.recent_claims.get(key) {
+            return Some(claim);
+        }
+        let claim = claims.get(key)?.object()?;
+        self.recent_claims.put(key.clone(), Arc::clone(&claim));
+        Some(claim)
+    }
+
+    /// Whether the claim with that key is stored and a watch has shown it:
+    /// what a claim worker syncs.
+    pub fn is_listed_claim(&self, key: &ClaimKey) -> bool {
+        read(&self.claims).get(key).is_some_and(Stored::listed)
     }
 
     /// Forgets a claim (it was deleted), returning what was stored.
     pub fn remove_claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
-        write(&self.claims).remove(key)
+        let mut claims = write(&self.claims);
+        self.recent_claims.forget(key);
+        claims.remove(key)?.object()
     }
 
-    /// All stored claims, in key order.
-    pub fn claims(&self) -> Vec<Arc<PersistentVolumeClaim>> {
-        read(&self.claims).values().cloned().collect()
+    /// Every stored claim, in key order, each unpacked only as the iterator
+    /// reaches it, as [`ShadowCache::volumes`] goes.
+    pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
+        self.claim_keys().into_iter().filter_map(|key| {
+            let claims = read(&self.claims);
+            self.recent_claims
+                .get(&key)
+                .or_else(|| claims.get(&key)?.object())
+        })
     }
 
     /// The keys of all stored claims, in order.

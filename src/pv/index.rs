@@ -45,7 +45,12 @@
 //! Volumes with a claimRef are filed under the claim they name, which is all
 //! step 3 needs. A volume whose capacity or access modes cannot be read is
 //! stored but never offered.
+//!
+//! Volumes are stored packed ([`crate::pv::packed`]); a search reads only
+//! what was filed at insertion and unpacks the one volume it returns (and
+//! the volumes pre-bound to the claim, to check their claimRef's UID).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -59,6 +64,7 @@ use crate::pv::objects::{
     claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
+use crate::pv::packed::Stored;
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,11 +118,11 @@ pub enum SelectorError {
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
     volumes: BTreeMap<String, Entry>,
-    free: HashMap<Bucket, BTreeSet<(Amount, String)>>,
+    free: HashMap<Bucket, BySize>,
     /// The same free volumes, each bucket's grouped by label set: a claim
     /// with a selector checks it once per label set instead of once per
     /// volume.
-    labelled: HashMap<Bucket, BTreeMap<Labels, BTreeSet<(Amount, String)>>>,
+    labelled: HashMap<Bucket, BTreeMap<Arc<Labels>, BySize>>,
     claimed: HashMap<ClaimKey, BTreeSet<String>>,
     /// Volumes held for the claim whose binding is under way.
     reserved: HashMap<String, ClaimKey>,
@@ -124,7 +130,7 @@ pub struct VolumeIndex {
 
 #[derive(Debug)]
 struct Entry {
-    volume: Arc<PersistentVolume>,
+    volume: Stored<PersistentVolume>,
     /// `None` when the volume can never match (unreadable capacity or modes).
     traits: Option<Traits>,
 }
@@ -144,8 +150,9 @@ struct Traits {
 #[derive(Debug)]
 enum Place {
     /// Free (unclaimed, Available or new, not being deleted): offered to
-    /// any fitting claim.
-    Free(Bucket),
+    /// any fitting claim. Its labels are shared with every free volume of
+    /// the bucket that has the same.
+    Free(Bucket, Arc<Labels>),
     /// Has a claimRef: offered only to the claim it names.
     Claimed(ClaimKey),
     /// Unclaimed but Bound, Released, Failed or being deleted: offered to
@@ -153,16 +160,15 @@ enum Place {
     Unavailable,
 }
 
+/// Volume names by capacity, ties by name.
+type BySize = BTreeSet<(Amount, String)>;
+
 /// A volume's labels, as a key of [`VolumeIndex::labelled`].
 type Labels = BTreeMap<String, String>;
 
 /// The label groups of a bucket a selector is checked against one by one;
 /// with more, a search walks the bucket in capacity order instead.
 const MAX_LABEL_GROUPS: usize = 64;
-
-fn labels_of(volume: &PersistentVolume) -> Labels {
-    volume.metadata.labels.clone().unwrap_or_default()
-}
 
 /// Whether a volume in this phase may be offered when it has no claimRef:
 /// Available, or new (Pending, no phase yet).
@@ -194,12 +200,15 @@ impl Traits {
                 r.namespace.clone().unwrap_or_default(),
                 r.name.clone().unwrap_or_default(),
             )),
-            None if offerable && !deleting => Place::Free(Bucket {
-                modes,
-                class: volume_class(volume).to_owned(),
-                volume_mode: volume_mode.clone(),
-                vac: vac.clone(),
-            }),
+            None if offerable && !deleting => Place::Free(
+                Bucket {
+                    modes,
+                    class: volume_class(volume).to_owned(),
+                    volume_mode: volume_mode.clone(),
+                    vac: vac.clone(),
+                },
+                Arc::new(volume.metadata.labels.clone().unwrap_or_default()),
+            ),
             None => Place::Unavailable,
         };
         Some(Self {
@@ -214,26 +223,36 @@ impl Traits {
 }
 
 impl VolumeIndex {
-    /// Adds a volume, replacing any volume of the same name. Returns whether
-    /// this made the volume free when it was not (new to the index, or
-    /// unclaimed or Available again), and it is not reserved: news for the
-    /// claims that found nothing so far.
-    pub fn insert(&mut self, volume: Arc<PersistentVolume>) -> bool {
+    /// Adds a volume, replacing any volume of the same name (a volume a
+    /// watch has shown stays so, see [`VolumeIndex::set_listed`]). Returns
+    /// whether this made the volume free when it was not (new to the index,
+    /// or unclaimed or Available again), and it is not reserved: news for
+    /// the claims that found nothing so far. Fails, storing nothing, only
+    /// when the volume cannot be packed.
+    pub fn insert(
+        &mut self,
+        volume: impl Borrow<PersistentVolume>,
+    ) -> Result<bool, serde_json::Error> {
+        let volume = volume.borrow();
         let name = volume.metadata.name.clone().unwrap_or_default();
+        let listed = self.is_listed(&name);
+        let stored = Stored::new(volume, listed)?;
         let was_free = self.is_free(&name);
-        self.remove(&name);
-        let traits = Traits::read(&volume);
-        if let Some(traits) = &traits {
-            match &traits.place {
-                Place::Free(bucket) => {
+        self.forget(&name);
+        let mut traits = Traits::read(volume);
+        if let Some(traits) = &mut traits {
+            match &mut traits.place {
+                Place::Free(bucket, labels) => {
                     self.free
                         .entry(bucket.clone())
                         .or_default()
                         .insert((traits.capacity, name.clone()));
-                    self.labelled
-                        .entry(bucket.clone())
-                        .or_default()
-                        .entry(labels_of(&volume))
+                    let groups = self.labelled.entry(bucket.clone()).or_default();
+                    if let Some((shared, _)) = groups.get_key_value(&**labels) {
+                        *labels = Arc::clone(shared);
+                    }
+                    groups
+                        .entry(Arc::clone(labels))
                         .or_default()
                         .insert((traits.capacity, name.clone()));
                 }
@@ -246,8 +265,33 @@ impl VolumeIndex {
                 Place::Unavailable => {}
             }
         }
-        self.volumes.insert(name.clone(), Entry { volume, traits });
-        !was_free && self.is_free(&name) && !self.reserved.contains_key(&name)
+        self.volumes.insert(
+            name.clone(),
+            Entry {
+                volume: stored,
+                traits,
+            },
+        );
+        Ok(!was_free && self.is_free(&name) && !self.reserved.contains_key(&name))
+    }
+
+    /// Marks the volume of that name as shown by a watch (not only known
+    /// from the answer of a write of the controller's own).
+    pub fn set_listed(&mut self, name: &str) {
+        if let Some(entry) = self.volumes.get_mut(name) {
+            entry.volume.set_listed();
+        }
+    }
+
+    /// Whether the volume of that name is stored and a watch has shown it.
+    pub fn is_listed(&self, name: &str) -> bool {
+        self.volumes.get(name).is_some_and(|e| e.volume.listed())
+    }
+
+    /// The stored resourceVersion of the volume of that name: `None` when
+    /// no such volume is stored, `Some(None)` when it has none.
+    pub fn version(&self, name: &str) -> Option<Option<&str>> {
+        self.volumes.get(name).map(|e| e.volume.version())
     }
 
     /// Whether the volume of that name is free (see the module
@@ -256,15 +300,21 @@ impl VolumeIndex {
         self.volumes
             .get(name)
             .and_then(|e| e.traits.as_ref())
-            .is_some_and(|t| matches!(t.place, Place::Free(_)))
+            .is_some_and(|t| matches!(t.place, Place::Free(..)))
     }
 
     /// Removes the volume of that name, returning it if it was there.
     pub fn remove(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.forget(name)?.volume.object()
+    }
+
+    /// Removes the volume of that name and its filing, returning its entry
+    /// if it was there.
+    fn forget(&mut self, name: &str) -> Option<Entry> {
         let entry = self.volumes.remove(name)?;
         if let Some(traits) = &entry.traits {
             match &traits.place {
-                Place::Free(bucket) => {
+                Place::Free(bucket, labels) => {
                     let item = (traits.capacity, name.to_owned());
                     if let Some(set) = self.free.get_mut(bucket) {
                         set.remove(&item);
@@ -273,11 +323,10 @@ impl VolumeIndex {
                         }
                     }
                     if let Some(groups) = self.labelled.get_mut(bucket) {
-                        let labels = labels_of(&entry.volume);
-                        if let Some(set) = groups.get_mut(&labels) {
+                        if let Some(set) = groups.get_mut(&**labels) {
                             set.remove(&item);
                             if set.is_empty() {
-                                groups.remove(&labels);
+                                groups.remove(&**labels);
                             }
                         }
                         if groups.is_empty() {
@@ -296,17 +345,22 @@ impl VolumeIndex {
                 Place::Unavailable => {}
             }
         }
-        Some(entry.volume)
+        Some(entry)
     }
 
-    /// The volume of that name, if present.
-    pub fn get(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
-        self.volumes.get(name).map(|e| &e.volume)
+    /// A copy of the volume of that name, if present.
+    pub fn get(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.volumes.get(name)?.volume.object()
     }
 
-    /// All volumes, in name order.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<PersistentVolume>> {
-        self.volumes.values().map(|e| &e.volume)
+    /// Copies of all volumes, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> {
+        self.volumes.values().filter_map(|e| e.volume.object())
+    }
+
+    /// The names of all volumes, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.volumes.keys().map(String::as_str)
     }
 
     /// How many volumes are stored, searchable or not.
@@ -383,15 +437,15 @@ impl VolumeIndex {
                 && !t.deleting
         };
         let key = ClaimKey::of(claim);
-        let prebound: Vec<(AccessModes, &Arc<PersistentVolume>)> = self
+        let prebound: Vec<(AccessModes, Arc<PersistentVolume>)> = self
             .claimed
             .get(&key)
             .into_iter()
             .flatten()
             .filter_map(|name| self.volumes.get(name))
-            .filter_map(|e| Some((e.traits.as_ref()?, &e.volume)))
-            .filter(|(t, v)| fits(t) && is_volume_bound_to_claim(v, claim))
-            .map(|(t, v)| (t.modes, v))
+            .filter_map(|e| Some((e.traits.as_ref().filter(|t| fits(t))?, &e.volume)))
+            .filter_map(|(t, stored)| Some((t.modes, stored.object()?)))
+            .filter(|(_, v)| is_volume_bound_to_claim(v, claim))
             .collect();
 
         let mut bucket = Bucket {
@@ -410,7 +464,7 @@ impl VolumeIndex {
             bucket.modes = group;
             let found = self.smallest_free(&bucket, request, selector.as_ref(), &key);
             if let Some(entry) = found.and_then(|name| self.volumes.get(name)) {
-                return Ok(Some(Arc::clone(&entry.volume)));
+                return Ok(entry.volume.object());
             }
         }
         Ok(None)
@@ -451,7 +505,11 @@ impl VolumeIndex {
                 selector.is_none_or(|s| {
                     self.volumes
                         .get(name)
-                        .is_some_and(|e| s.matches_labels(e.volume.metadata.labels.as_ref()))
+                        .and_then(|e| e.traits.as_ref())
+                        .is_some_and(|t| match &t.place {
+                            Place::Free(_, labels) => s.matches_labels(Some(labels)),
+                            Place::Claimed(_) | Place::Unavailable => false,
+                        })
                 })
             })
             .map(|(_, name)| name.as_str())

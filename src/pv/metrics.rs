@@ -249,30 +249,39 @@ impl StateCollector {
         })
     }
 
+    /// Sets every gauge from the cache, which is gone through one object
+    /// at a time.
     fn fill(&self, gauges: &StateGauges) {
-        let volumes = self.cache.volumes();
-        let claims = self.cache.claims();
-        for (labels, count) in count_by(volumes.iter().filter(|v| is_bound_volume(v)), |v| {
-            vec![volume_class_field(v)]
-        }) {
-            gauges.bound_pv.with_label_values(&labels).set(count);
+        let (mut bound_pv, mut unbound_pv, mut total_pv) =
+            (Counts::new(), Counts::new(), Counts::new());
+        for v in self.cache.volumes() {
+            let by_bound = if is_bound_volume(&v) {
+                &mut bound_pv
+            } else {
+                &mut unbound_pv
+            };
+            count(by_bound, vec![volume_class_field(&v)]);
+            count(&mut total_pv, vec![plugin_name(&v), volume_mode_label(&v)]);
         }
-        for (labels, count) in count_by(volumes.iter().filter(|v| !is_bound_volume(v)), |v| {
-            vec![volume_class_field(v)]
-        }) {
-            gauges.unbound_pv.with_label_values(&labels).set(count);
+        let (mut bound_pvc, mut unbound_pvc) = (Counts::new(), Counts::new());
+        for c in self.cache.claims() {
+            let by_bound = if is_bound_claim(&c) {
+                &mut bound_pvc
+            } else {
+                &mut unbound_pvc
+            };
+            count(by_bound, claim_labels(&c));
         }
-        for (labels, count) in count_by(volumes.iter(), |v| {
-            vec![plugin_name(v), volume_mode_label(v)]
-        }) {
-            gauges.total_pv.with_label_values(&labels).set(count);
-        }
-        for (labels, count) in count_by(claims.iter().filter(|c| is_bound_claim(c)), claim_labels) {
-            gauges.bound_pvc.with_label_values(&labels).set(count);
-        }
-        for (labels, count) in count_by(claims.iter().filter(|c| !is_bound_claim(c)), claim_labels)
-        {
-            gauges.unbound_pvc.with_label_values(&labels).set(count);
+        for (gauge, counts) in [
+            (&gauges.bound_pv, bound_pv),
+            (&gauges.unbound_pv, unbound_pv),
+            (&gauges.total_pv, total_pv),
+            (&gauges.bound_pvc, bound_pvc),
+            (&gauges.unbound_pvc, unbound_pvc),
+        ] {
+            for (labels, count) in counts {
+                gauge.with_label_values(&labels).set(count);
+            }
         }
         gauges
             .queue_depth
@@ -312,16 +321,12 @@ impl Collector for StateCollector {
     }
 }
 
-/// Counts items by the label values `labels` gives them.
-fn count_by<'a, T: 'a>(
-    items: impl Iterator<Item = &'a Arc<T>>,
-    labels: impl Fn(&T) -> Vec<String>,
-) -> BTreeMap<Vec<String>, f64> {
-    let mut counts = BTreeMap::new();
-    for item in items {
-        *counts.entry(labels(item)).or_insert(0.0) += 1.0;
-    }
-    counts
+/// Objects counted by their label values.
+type Counts = BTreeMap<Vec<String>, f64>;
+
+/// Counts one object under its label values.
+fn count(counts: &mut Counts, labels: Vec<String>) {
+    *counts.entry(labels).or_insert(0.0) += 1.0;
 }
 
 fn is_bound_volume(volume: &PersistentVolume) -> bool {

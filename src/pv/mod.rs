@@ -19,4 +19,5 @@ pub(crate) mod keys;
 pub(crate) mod metrics;
 pub(crate) mod migration;
 pub(crate) mod objects;
+pub(crate) mod packed;
 pub(crate) mod plugins;

@@ -1,7 +1,7 @@
 //! The shadow cache's promises: the newest version of each object wins
-//! (equal versions too), versions compare as numbers, objects are shared
-//! with the caller, the volume index follows every change, and a poisoned
-//! lock does not stop it.
+//! (equal versions too), versions compare as numbers, objects read back as
+//! they were offered, only what a watch has shown counts as listed, the
+//! volume index follows every change, and a poisoned lock does not stop it.
 
 use testkit::{claim, volume};
 
@@ -45,11 +45,14 @@ fn volume_versions_newer_replace_older_dropped_equal_accepted() {
 #[test]
 fn equal_version_replaces_the_object() {
     let cache = ShadowCache::default();
-    let first = volume("v", "1Gi").rv("5").arc();
-    let resync = volume("v", "1Gi").rv("5").arc();
-    assert_eq!(cache.offer_volume(Arc::clone(&first)), Ok(true));
-    assert_eq!(cache.offer_volume(Arc::clone(&resync)), Ok(true));
-    assert!(cache.volume("v").is_some_and(|v| Arc::ptr_eq(&v, &resync)));
+    let first = volume("v", "1Gi").rv("5").build();
+    let resync = volume("v", "1Gi")
+        .rv("5")
+        .annotation("seen", "again")
+        .build();
+    assert_eq!(cache.offer_volume(first), Ok(true));
+    assert_eq!(cache.offer_volume(resync.clone()), Ok(true));
+    assert_eq!(cache.volume("v").as_deref(), Some(&resync));
 }
 
 #[test]
@@ -121,22 +124,75 @@ fn unparsable_versions_are_errors_naming_the_object() {
 }
 
 #[test]
-fn objects_are_shared_not_copied() {
+fn objects_read_back_as_offered() {
     let cache = ShadowCache::default();
-    let v = volume("v", "1Gi").phase("Available").rv("1").arc();
-    let c = claim("c", "", "1Gi").namespace("myns").rv("1").arc();
-    assert_eq!(cache.offer_volume(Arc::clone(&v)), Ok(true));
-    assert_eq!(cache.offer_claim(Arc::clone(&c)), Ok(true));
-    assert!(cache.volume("v").is_some_and(|got| Arc::ptr_eq(&got, &v)));
-    assert!(cache.volumes().iter().all(|got| Arc::ptr_eq(got, &v)));
-    assert!(
-        cache
-            .claim(&ClaimKey::new("myns", "c"))
-            .is_some_and(|got| Arc::ptr_eq(&got, &c))
+    let v = volume("v", "1Gi")
+        .phase("Available")
+        .labels(&[("tier", "gold")])
+        .rv("1")
+        .build();
+    let c = claim("c", "", "1Gi").namespace("myns").rv("1").build();
+    assert_eq!(cache.offer_volume(v.clone()), Ok(true));
+    assert_eq!(cache.offer_claim(c.clone()), Ok(true));
+    assert_eq!(cache.volume("v").as_deref(), Some(&v));
+    assert_eq!(
+        cache.volumes().collect::<Vec<_>>(),
+        vec![Arc::new(v.clone())]
     );
-    assert!(cache.claims().iter().all(|got| Arc::ptr_eq(got, &c)));
+    assert_eq!(
+        cache.claim(&ClaimKey::new("myns", "c")).as_deref(),
+        Some(&c)
+    );
+    assert_eq!(
+        cache.claims().collect::<Vec<_>>(),
+        vec![Arc::new(c.clone())]
+    );
     let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
-    assert!(matches!(matched, Ok(Some(got)) if Arc::ptr_eq(&got, &v)));
+    assert_eq!(matched.ok().flatten().as_deref(), Some(&v));
+    assert_eq!(cache.remove_volume("v").as_deref(), Some(&v));
+}
+
+#[test]
+fn only_what_a_watch_showed_is_listed() {
+    let cache = ShadowCache::default();
+    let key = ClaimKey::new("myns", "c");
+    let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
+
+    // Known from a write's answer alone: stored, not listed.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("2").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("2")), Ok(true));
+    assert!(cache.volume("v").is_some() && cache.listed_volume("v").is_none());
+    assert!(cache.claim(&key).is_some() && !cache.is_listed_claim(&key));
+
+    // The watch shows an older version: the newer one is kept, now listed.
+    assert_eq!(
+        cache.offer_listed_volume(volume("v", "1Gi").rv("1").build()),
+        Ok(false)
+    );
+    assert_eq!(cache.offer_listed_claim(c("1")), Ok(false));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
+    assert!(cache.listed_volume("v").is_some() && cache.is_listed_claim(&key));
+
+    // Newer answers of writes keep it listed.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("3").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("3")), Ok(true));
+    assert!(cache.listed_volume("v").is_some() && cache.is_listed_claim(&key));
+
+    // Once forgotten (deleted), a late answer of a write does not list it.
+    cache.remove_volume("v");
+    cache.remove_claim(&key);
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("4").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("4")), Ok(true));
+    assert!(cache.listed_volume("v").is_none() && !cache.is_listed_claim(&key));
 }
 
 #[test]
@@ -219,8 +275,8 @@ fn removal_names_and_order() {
     assert!(cache.claim(&key).is_none());
     assert_eq!(cache.volumes_len(), 2);
     assert_eq!(cache.claims_len(), 2);
-    assert_eq!(cache.volumes().len(), 2);
-    assert_eq!(cache.claims().len(), 2);
+    assert_eq!(cache.volumes().count(), 2);
+    assert_eq!(cache.claims().count(), 2);
 
     // After removal any version is accepted again, even an older one.
     assert_eq!(
@@ -328,4 +384,54 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
             .expect("match")
             .is_none()
     );
+}
+
+#[test]
+fn reads_see_every_store_whether_kept_unpacked_or_not() {
+    let cache = ShadowCache::default();
+    let key = ClaimKey::new("myns", "c");
+    let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
+    let claim_rv = |cache: &ShadowCache| {
+        cache
+            .claim(&key)
+            .and_then(|c| c.metadata.resource_version.clone())
+    };
+
+    // A write's answer is kept unpacked and read back.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("1").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("1")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("1"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("1"));
+
+    // A watch's newer version replaces what was read last.
+    assert_eq!(
+        cache.offer_listed_volume(volume("v", "1Gi").rv("2").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_listed_claim(c("2")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("2"));
+    assert_eq!(
+        cache
+            .listed_volume("v")
+            .and_then(|v| v.metadata.resource_version.clone()),
+        Some("2".to_owned())
+    );
+
+    // So does a newer answer after that read, and a deletion.
+    assert_eq!(
+        cache.offer_volume(volume("v", "1Gi").rv("3").build()),
+        Ok(true)
+    );
+    assert_eq!(cache.offer_claim(c("3")), Ok(true));
+    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("3"));
+    assert_eq!(claim_rv(&cache).as_deref(), Some("3"));
+    cache.remove_volume("v");
+    cache.remove_claim(&key);
+    assert_eq!(cache.volume("v"), None);
+    assert_eq!(cache.claim(&key), None);
+    assert_eq!(cache.volumes().count() + cache.claims().count(), 0);
 }

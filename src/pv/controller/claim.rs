@@ -104,20 +104,28 @@ pub(super) fn classify_bound(
 /// synced first may take the only volume a larger one fits, which the
 /// larger one can never return the favour for), and at equal requests those
 /// with a label selector first (they fit fewer volumes); claims already
-/// bound last. Ties keep key order, so runs repeat.
-pub(crate) fn binding_order(mut claims: Vec<Arc<PersistentVolumeClaim>>) -> Vec<ClaimKey> {
-    claims.sort_by_cached_key(|claim| {
-        let bound = has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
-        let request = claim_request(claim).ok();
-        let selector = claim.spec.as_ref().is_some_and(|s| s.selector.is_some());
-        (
-            bound,
-            std::cmp::Reverse(request),
-            !selector,
-            ClaimKey::of(claim),
-        )
-    });
-    claims.iter().map(|claim| ClaimKey::of(claim)).collect()
+/// bound last. Ties keep key order, so runs repeat. Each claim is dropped
+/// as soon as its place is known, so the claims may come one at a time
+/// from the shadow cache without all of them unpacked at once.
+pub(crate) fn binding_order(
+    claims: impl IntoIterator<Item = Arc<PersistentVolumeClaim>>,
+) -> Vec<ClaimKey> {
+    let mut order: Vec<_> = claims
+        .into_iter()
+        .map(|claim| {
+            let bound = has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
+            let request = claim_request(&claim).ok();
+            let selector = claim.spec.as_ref().is_some_and(|s| s.selector.is_some());
+            (
+                bound,
+                std::cmp::Reverse(request),
+                !selector,
+                ClaimKey::of(&claim),
+            )
+        })
+        .collect();
+    order.sort();
+    order.into_iter().map(|(.., key)| key).collect()
 }
 
 /// The volume a claim names in `spec.volumeName`, if any.

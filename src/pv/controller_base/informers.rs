@@ -1,9 +1,11 @@
-//! The watchers: one per kind, each feeding its lister (a reflector store)
-//! and, for volumes and claims, the shadow cache and the work queue.
+//! The watchers: one per kind. Volumes and claims go straight into the
+//! shadow cache (their only store) and the work queue; storage classes,
+//! pods and nodes into their listers (reflector stores).
 //!
 //! Watches are supervised by [`crate::runtime::watch`]: one that keeps
 //! failing stops the controller.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,7 +13,6 @@ use std::time::Duration;
 use futures::Stream;
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Resource;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 
 use super::BaseError;
@@ -82,11 +83,39 @@ pub(super) fn keep_pod_essentials(pod: &mut Pod) {
 }
 
 /// Logs an object the shadow cache refused (an unparsable resourceVersion).
-pub(super) fn offer_logged(result: Result<bool, crate::pv::cache::CacheError>) {
+fn offer_logged(result: Result<bool, crate::pv::cache::CacheError>) {
     if let Err(error) = result {
         tracing::warn!(%error, "object not cached");
     }
 }
+
+/// Turns true, for good, once a watch's first complete list is in the
+/// shadow cache.
+#[derive(Clone, Debug)]
+pub(super) struct Synced(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Synced {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Synced {
+    fn set(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Waits until the first complete list is in.
+    pub(super) async fn wait(&self) {
+        // The sender lives as long as `self`, so the wait cannot fail.
+        let _ = self.0.subscribe().wait_for(|synced| *synced).await;
+    }
+}
+
+/// The keys a list under way has shown so far (between the watcher's
+/// `Init` and `InitDone`): what is cached but not among them at the end
+/// was deleted meanwhile. Empty, and holding no memory, between lists.
+pub(super) type Listing<K> = HashSet<K>;
 
 /// What the volume and claim event handlers act on. Keys are queued only
 /// while this replica leads: a standby keeps its cache warm (and forgets
@@ -95,12 +124,12 @@ pub(super) fn offer_logged(result: Result<bool, crate::pv::cache::CacheError>) {
 #[derive(Clone)]
 pub(super) struct Handlers {
     pub(super) controller: Arc<Controller>,
-    pub(super) volumes: Store<PersistentVolume>,
-    pub(super) claims: Store<PersistentVolumeClaim>,
     pub(super) volume_queue: WorkQueue<VolumeName>,
     pub(super) claim_queue: WorkQueue<ClaimKey>,
     pub(super) leading: Arc<AtomicBool>,
     pub(super) follow_up: FollowUp,
+    pub(super) volumes_synced: Synced,
+    pub(super) claims_synced: Synced,
 }
 
 impl Handlers {
@@ -110,32 +139,37 @@ impl Handlers {
 
     /// A volume event: offered to the cache and queued; a deletion (seen as
     /// such, or as a volume missing from a relist) is forgotten and its
-    /// claim queued, so the claim becomes Lost promptly.
-    pub(super) fn on_volume_event(&self, event: &Event<PersistentVolume>) {
+    /// claim queued, so the claim becomes Lost promptly. `listing` is the
+    /// watch's own [`Listing`].
+    pub(super) fn on_volume_event(
+        &self,
+        event: &Event<PersistentVolume>,
+        listing: &mut Listing<VolumeName>,
+    ) {
         let cache = self.controller.cache();
         match event {
             Event::Apply(volume) => {
-                let key = VolumeName::of(volume);
-                if let Some(shared) = self.volumes.get(&ObjectRef::new(&key.0)) {
-                    offer_logged(cache.offer_volume(shared));
-                }
+                offer_logged(cache.offer_listed_volume(volume));
                 if self.leading() {
-                    self.volume_queue.add(key);
+                    self.volume_queue.add(VolumeName::of(volume));
                 }
             }
             Event::Delete(volume) => self.volume_deleted(&VolumeName::of(volume)),
-            Event::Init | Event::InitApply(_) => {}
+            Event::Init => listing.clear(),
+            Event::InitApply(volume) => {
+                offer_logged(cache.offer_listed_volume(volume));
+                listing.insert(VolumeName::of(volume));
+            }
             Event::InitDone => {
-                for volume in self.volumes.state() {
-                    offer_logged(cache.offer_volume(volume));
-                }
+                let listed = std::mem::take(listing);
                 for name in cache.volume_names() {
-                    if self.volumes.get(&ObjectRef::new(&name.0)).is_none() {
+                    if !listed.contains(&name) {
                         self.volume_deleted(&name);
                     } else if self.leading() {
                         self.volume_queue.add(name);
                     }
                 }
+                self.volumes_synced.set();
             }
         }
     }
@@ -154,31 +188,35 @@ impl Handlers {
 
     /// A claim event, handled as [`Handlers::on_volume_event`]; a deleted
     /// claim's volume is queued, so it becomes Released promptly.
-    pub(super) fn on_claim_event(&self, event: &Event<PersistentVolumeClaim>) {
+    pub(super) fn on_claim_event(
+        &self,
+        event: &Event<PersistentVolumeClaim>,
+        listing: &mut Listing<ClaimKey>,
+    ) {
         let cache = self.controller.cache();
         match event {
             Event::Apply(claim) => {
-                let key = ClaimKey::of(claim);
-                if let Some(shared) = self.claims.get(&claim_ref(&key)) {
-                    offer_logged(cache.offer_claim(shared));
-                }
+                offer_logged(cache.offer_listed_claim(claim));
                 if self.leading() {
-                    self.claim_queue.add(key);
+                    self.claim_queue.add(ClaimKey::of(claim));
                 }
             }
             Event::Delete(claim) => self.claim_deleted(&ClaimKey::of(claim)),
-            Event::Init | Event::InitApply(_) => {}
+            Event::Init => listing.clear(),
+            Event::InitApply(claim) => {
+                offer_logged(cache.offer_listed_claim(claim));
+                listing.insert(ClaimKey::of(claim));
+            }
             Event::InitDone => {
-                for claim in self.claims.state() {
-                    offer_logged(cache.offer_claim(claim));
-                }
+                let listed = std::mem::take(listing);
                 for key in cache.claim_keys() {
-                    if self.claims.get(&claim_ref(&key)).is_none() {
+                    if !listed.contains(&key) {
                         self.claim_deleted(&key);
                     } else if self.leading() {
                         self.claim_queue.add(key);
                     }
                 }
+                self.claims_synced.set();
             }
         }
     }
@@ -195,10 +233,6 @@ impl Handlers {
             self.volume_queue.add(volume);
         }
     }
-}
-
-fn claim_ref(key: &ClaimKey) -> ObjectRef<PersistentVolumeClaim> {
-    ObjectRef::new(&key.name).within(&key.namespace)
 }
 
 /// The claim a deleted volume was bound to.

@@ -1,5 +1,5 @@
-//! The wiring of the controller: watchers feeding listers and the shadow
-//! cache, the volume and claim queues, their workers, the periodic resync,
+//! The wiring of the controller: watchers feeding the shadow cache and
+//! listers, the volume and claim queues, their workers, the periodic resync,
 //! leadership, and start-up and shutdown. Decisions live in
 //! [`crate::pv::controller`].
 //!
@@ -43,7 +43,7 @@ use crate::runtime::queue::WorkQueue;
 use crate::runtime::server::{Liveness, Readiness};
 use crate::runtime::shared::{ControllerFailure, Idle, Shared, StartContext, Started};
 use crate::runtime::watch::WatchFailure;
-use informers::{Handlers, drop_unread_fields, keep_pod_essentials, offer_logged, pump, watch};
+use informers::{Handlers, Listing, Synced, drop_unread_fields, keep_pod_essentials, pump, watch};
 use parking::Parking;
 use run::next_failure;
 use waiting::FollowUp;
@@ -181,8 +181,8 @@ impl Idle for IdleProbe {
 pub struct ControllerBase {
     controller: Arc<Controller>,
     cache: Arc<ShadowCache>,
-    volumes: Store<PersistentVolume>,
-    claims: Store<PersistentVolumeClaim>,
+    volumes_synced: Synced,
+    claims_synced: Synced,
     volume_queue: WorkQueue<VolumeName>,
     claim_queue: WorkQueue<ClaimKey>,
     config: BaseConfig,
@@ -201,8 +201,6 @@ pub struct ControllerBase {
 
 /// The write halves of the listers, consumed when the watchers start.
 struct Writers {
-    volumes: reflector::store::Writer<PersistentVolume>,
-    claims: reflector::store::Writer<PersistentVolumeClaim>,
     classes: reflector::store::Writer<StorageClass>,
     pods: reflector::store::Writer<Pod>,
     nodes: reflector::store::Writer<Node>,
@@ -231,8 +229,6 @@ impl ControllerBase {
         config: BaseConfig,
         shared: Shared,
     ) -> Result<Self, BaseError> {
-        let (volumes, volumes_writer) = reflector::store();
-        let (claims, claims_writer) = reflector::store();
         let (classes, classes_writer) = reflector::store();
         let (pods, pods_writer) = reflector::store();
         let (nodes, nodes_writer) = reflector::store();
@@ -276,8 +272,8 @@ impl ControllerBase {
         Ok(Self {
             controller,
             cache,
-            volumes,
-            claims,
+            volumes_synced: Synced::default(),
+            claims_synced: Synced::default(),
             volume_queue,
             claim_queue,
             config,
@@ -285,8 +281,6 @@ impl ControllerBase {
             watchers: JoinSet::new(),
             listers,
             writers: Some(Writers {
-                volumes: volumes_writer,
-                claims: claims_writer,
                 classes: classes_writer,
                 pods: pods_writer,
                 nodes: nodes_writer,
@@ -354,28 +348,28 @@ impl ControllerBase {
         }
     }
 
-    /// Starts the watchers and waits until every lister holds a complete
-    /// list; then fills the shadow cache from them, so the first syncs see
-    /// every volume and claim.
+    /// Starts the watchers and waits until the shadow cache and every
+    /// lister hold a complete list, so the first syncs see every volume and
+    /// claim.
     pub async fn start_informers(&mut self) -> Result<(), BaseError> {
         self.sync_caches(pin!(std::future::pending()))
             .await
             .map(drop)
     }
 
-    /// Starts the watchers (once) and waits until every lister holds a
-    /// complete list, then fills the shadow cache from them. Returns `false`
-    /// when `shutdown` came first; fails when a watcher gives up first.
+    /// Starts the watchers (once) and waits until the shadow cache and every
+    /// lister hold a complete list. Returns `false` when `shutdown` came
+    /// first; fails when a watcher gives up first.
     async fn sync_caches(
         &mut self,
         shutdown: Pin<&mut impl Future<Output = ()>>,
     ) -> Result<bool, BaseError> {
         self.spawn_watchers();
-        let (volumes, claims) = (self.volumes.clone(), self.claims.clone());
+        let (volumes, claims) = (self.volumes_synced.clone(), self.claims_synced.clone());
         let listers = self.listers.clone();
         let ready = async move {
-            wait_ready("persistentvolume", &volumes).await?;
-            wait_ready("persistentvolumeclaim", &claims).await?;
+            volumes.wait().await;
+            claims.wait().await;
             wait_ready("storageclass", &listers.classes).await?;
             wait_ready("pod", &listers.pods).await?;
             wait_ready("node", &listers.nodes).await
@@ -399,12 +393,6 @@ impl ControllerBase {
                 }
             }
         }
-        for volume in self.volumes.state() {
-            offer_logged(self.cache.offer_volume(volume));
-        }
-        for claim in self.claims.state() {
-            offer_logged(self.cache.offer_claim(claim));
-        }
         tracing::info!(
             volumes = self.cache.volumes_len(),
             claims = self.cache.claims_len(),
@@ -423,31 +411,27 @@ impl ControllerBase {
         let limit = self.config.watch_failure_limit;
         let handlers = Handlers {
             controller: Arc::clone(&self.controller),
-            volumes: self.volumes.clone(),
-            claims: self.claims.clone(),
             volume_queue: self.volume_queue.clone(),
             claim_queue: self.claim_queue.clone(),
             leading: Arc::clone(&self.leading),
             follow_up: self.follow_up.clone(),
+            volumes_synced: self.volumes_synced.clone(),
+            claims_synced: self.claims_synced.clone(),
         };
         let on_volumes = handlers.clone();
+        let mut listing = Listing::default();
         self.watchers.spawn(pump(
             "persistentvolume",
-            reflector::reflector(
-                writers.volumes,
-                watch::<PersistentVolume>(&client).modify(drop_unread_fields),
-            ),
+            watch::<PersistentVolume>(&client).modify(drop_unread_fields),
             limit,
-            move |event| on_volumes.on_volume_event(event),
+            move |event| on_volumes.on_volume_event(event, &mut listing),
         ));
+        let mut listing = Listing::default();
         self.watchers.spawn(pump(
             "persistentvolumeclaim",
-            reflector::reflector(
-                writers.claims,
-                watch::<PersistentVolumeClaim>(&client).modify(drop_unread_fields),
-            ),
+            watch::<PersistentVolumeClaim>(&client).modify(drop_unread_fields),
             limit,
-            move |event| handlers.on_claim_event(event),
+            move |event| handlers.on_claim_event(event, &mut listing),
         ));
         self.watchers.spawn(pump(
             "storageclass",
@@ -489,7 +473,6 @@ impl ControllerBase {
         let mut tasks = JoinSet::new();
         let volume_work = VolumeWork {
             controller: Arc::clone(&self.controller),
-            store: self.volumes.clone(),
             queue: self.volume_queue.clone(),
             follow_up: self.follow_up.clone(),
             parking: self.parking.clone(),
@@ -499,7 +482,6 @@ impl ControllerBase {
         }
         let claim_work = ClaimWork {
             controller: Arc::clone(&self.controller),
-            store: self.claims.clone(),
             queue: self.claim_queue.clone(),
             follow_up: self.follow_up.clone(),
             parking: self.parking.clone(),

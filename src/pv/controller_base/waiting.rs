@@ -71,10 +71,7 @@ impl FollowUp {
             claims = waiting.len(),
             "a volume became free, retrying the claims that wait for one"
         );
-        let claims: Vec<_> = waiting
-            .iter()
-            .filter_map(|key| self.cache.claim(key))
-            .collect();
+        let claims = waiting.iter().filter_map(|key| self.cache.claim(key));
         for key in binding_order(claims) {
             self.claim_queue.add(key);
         }

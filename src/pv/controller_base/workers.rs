@@ -10,12 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::runtime::reflector::{ObjectRef, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::BaseError;
-use super::informers::offer_logged;
 use super::parking::Parking;
 use super::waiting::FollowUp;
 use crate::pv::cache::ShadowCache;
@@ -27,7 +24,6 @@ use crate::runtime::queue::WorkQueue;
 #[derive(Clone)]
 pub(super) struct VolumeWork {
     pub(super) controller: Arc<Controller>,
-    pub(super) store: Store<PersistentVolume>,
     pub(super) queue: WorkQueue<VolumeName>,
     pub(super) follow_up: FollowUp,
     pub(super) parking: Parking,
@@ -35,26 +31,19 @@ pub(super) struct VolumeWork {
 
 /// Takes volume keys off the queue one at a time, syncs the newest cached
 /// version of each and does what the decision says should follow; a key
-/// gone from the lister was a deletion, which the event handlers already
-/// took care of. A new volume may first wait for the claims queued before
+/// no watch shows (any more) was a deletion, which the event handlers
+/// already took care of. A new volume may first wait for the claims queued before
 /// it ([`Parking`]). Returns when the queue shuts down.
 pub(super) async fn volume_worker(work: VolumeWork) -> Result<(), BaseError> {
     let VolumeWork {
         controller,
-        store,
         queue,
         follow_up,
         parking,
     } = work;
     while let Some(key) = queue.get().await {
         let started = tokio::time::Instant::now();
-        let newest = match store.get(&ObjectRef::new(&key.0)) {
-            Some(listed) => {
-                offer_logged(controller.cache().offer_volume(listed));
-                controller.cache().volume(&key.0)
-            }
-            None => None,
-        };
+        let newest = controller.cache().listed_volume(&key.0);
         let result = match newest {
             Some(newest) if parking.hold(&key, &newest) => {
                 queue.forget(&key);
@@ -80,7 +69,6 @@ pub(super) async fn volume_worker(work: VolumeWork) -> Result<(), BaseError> {
 #[derive(Clone)]
 pub(super) struct ClaimWork {
     pub(super) controller: Arc<Controller>,
-    pub(super) store: Store<PersistentVolumeClaim>,
     pub(super) queue: WorkQueue<ClaimKey>,
     pub(super) follow_up: FollowUp,
     pub(super) parking: Parking,
@@ -92,22 +80,16 @@ pub(super) struct ClaimWork {
 pub(super) async fn claim_worker(work: ClaimWork) -> Result<(), BaseError> {
     let ClaimWork {
         controller,
-        store,
         queue,
         follow_up,
         parking,
     } = work;
     // As a key leaves the queue (no other worker takes one meanwhile): note
-    // the epoch of freed volumes, make the cache at least as new as the
-    // lister, and reserve what the claim's sync will bind, so that several
-    // workers reserve in queue order as one would.
+    // the epoch of freed volumes and reserve what the claim's sync will
+    // bind, so that several workers reserve in queue order as one would.
     let take = |key: &ClaimKey| {
         let epoch = follow_up.epoch();
-        let listed = store.get(&ObjectRef::new(&key.name).within(&key.namespace));
-        let exists = listed.is_some();
-        if let Some(listed) = listed {
-            offer_logged(controller.cache().offer_claim(listed));
-        }
+        let exists = controller.cache().is_listed_claim(key);
         let reservation = exists.then(|| controller.reserve_in_order(key)).flatten();
         (epoch, exists, reservation)
     };

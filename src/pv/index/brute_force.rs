@@ -11,7 +11,6 @@
 //! `MATCHER_CASES` sets the number of cases (default 100,000).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
@@ -396,7 +395,7 @@ proptest! {
         let claim_object = build_claim(&claim);
         let mut index = VolumeIndex::default();
         for volume in &volumes {
-            index.insert(Arc::new(volume.clone()));
+            index.insert(volume).expect("packed");
         }
         let found = index.find_best_match(&claim_object, claim.delay);
         // Only an unreadable request makes the search itself fail.

@@ -12,10 +12,15 @@ fn available(name: &str, size: &str) -> VolumeBuilder {
     volume(name, size).phase("Available")
 }
 
+/// Inserts a volume, which every test volume can be.
+fn put(index: &mut VolumeIndex, volume: impl Borrow<PersistentVolume>) -> bool {
+    index.insert(volume).expect("packed")
+}
+
 fn index_of(volumes: Vec<PersistentVolume>) -> VolumeIndex {
     let mut index = VolumeIndex::default();
     for v in volumes {
-        index.insert(Arc::new(v));
+        put(&mut index, Arc::new(v));
     }
     index
 }
@@ -192,13 +197,13 @@ fn finding_volume_with_different_access_modes() {
     // Fewer modes requested still match.
     assert_eq!(ask(&index, &[RWX]).as_deref(), Some("nfs"));
     // The exact match is bound elsewhere: the next level of modes.
-    index.insert(ebs().claim_ref("", "", "").arc());
+    put(&mut index, ebs().claim_ref("", "", "").arc());
     assert_eq!(ask(&index, &[RWO]).as_deref(), Some("gce"));
     // And the next.
-    index.insert(gce().claim_ref("", "", "").arc());
+    put(&mut index, gce().claim_ref("", "", "").arc());
     assert_eq!(ask(&index, &[RWO]).as_deref(), Some("nfs"));
     // Partial mode request.
-    index.insert(gce().arc());
+    put(&mut index, gce().arc());
     assert_eq!(ask(&index, &[ROX]).as_deref(), Some("gce"));
 }
 
@@ -303,19 +308,22 @@ fn finding_prebound_volumes() {
     // Exact match on size.
     assert_eq!(best(&index, &c, false).as_deref(), Some("pv1"));
     // The exact match is pre-bound elsewhere: the next size up.
-    index.insert(pv("pv1", "1Gi").claim_ref("bar", "foo", "").arc());
+    put(
+        &mut index,
+        pv("pv1", "1Gi").claim_ref("bar", "foo", "").arc(),
+    );
     assert_eq!(best(&index, &c, false).as_deref(), Some("pv5"));
     // The largest volume is pre-bound to the claim: it wins.
-    index.insert(pv("pv1", "1Gi").arc());
-    index.insert(prebound(pv("pv8", "8Gi")));
+    put(&mut index, pv("pv1", "1Gi").arc());
+    put(&mut index, prebound(pv("pv8", "8Gi")));
     assert_eq!(best(&index, &c, false).as_deref(), Some("pv8"));
     // A too-small volume pre-bound to the claim is ignored.
-    index.insert(pv("pv8", "8Gi").arc());
-    index.insert(prebound(pv("pvBadSize", "1Mi")));
+    put(&mut index, pv("pv8", "8Gi").arc());
+    put(&mut index, prebound(pv("pvBadSize", "1Mi")));
     assert_eq!(best(&index, &c, false).as_deref(), Some("pv1"));
     // A volume without the requested mode pre-bound to the claim is ignored.
-    index.insert(pv("pvBadSize", "1Mi").arc());
-    index.insert(prebound(pv("pvBadMode", "1Gi").modes(&[ROX])));
+    put(&mut index, pv("pvBadSize", "1Mi").arc());
+    put(&mut index, prebound(pv("pvBadMode", "1Gi").modes(&[ROX])));
     assert_eq!(best(&index, &c, false).as_deref(), Some("pv1"));
 }
 
@@ -343,7 +351,7 @@ fn prebound_volume_ignores_phase_class_and_selector_but_not_uid() {
     ]);
     assert_eq!(best(&with_pre, &c, false).as_deref(), Some("pre"));
     // A claimRef UID of another claim with the same name: not this claim's.
-    with_pre.insert(shaped().bound_to("u0", "c").arc());
+    put(&mut with_pre, shaped().bound_to("u0", "c").arc());
     assert_eq!(best(&with_pre, &c, false).as_deref(), Some("free"));
 }
 
@@ -437,7 +445,7 @@ fn offers_new_and_available_volumes_only() {
     let one = claim("c", "", "1Gi").build();
     assert_eq!(best(&index, &one, false).as_deref(), Some("pending"));
     let mut index = index;
-    index.insert(Arc::new(no_status));
+    put(&mut index, Arc::new(no_status));
     assert_eq!(best(&index, &one, false).as_deref(), Some("no-status"));
     index.remove("no-status");
     index.remove("pending");
@@ -660,11 +668,12 @@ fn insert_replaces_and_remove_forgets() {
     let c = claim("c", "", "1Gi").build();
     assert_eq!(best(&index, &c, false).as_deref(), Some("v1"));
     // Replaced by a bigger v1: v1's old slot must be gone, v2 is now smallest.
-    index.insert(available("v1", "3Gi").arc());
+    put(&mut index, available("v1", "3Gi").arc());
     assert_eq!(index.len(), 2);
     assert_eq!(best(&index, &c, false).as_deref(), Some("v2"));
     // v1 becomes bound to another claim, v2 removed.
-    index.insert(
+    put(
+        &mut index,
         volume("v1", "3Gi")
             .bound_to("", "other")
             .phase("Bound")
@@ -715,7 +724,8 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
     assert!(index.release("v2", &key_b));
     assert!(!index.is_reserved("v2"));
     // a's binding succeeded: v1 names a, and releasing frees nothing.
-    index.insert(
+    put(
+        &mut index,
         volume("v1", "1Gi")
             .bound_to("uid-a", "a")
             .phase("Bound")
@@ -730,26 +740,29 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
 fn insert_tells_when_a_volume_becomes_free() {
     let mut index = VolumeIndex::default();
     assert!(
-        index.insert(volume("v", "1Gi").arc()),
+        put(&mut index, volume("v", "1Gi").arc()),
         "a new volume is free"
     );
     assert!(
-        !index.insert(volume("v", "1Gi").phase("Available").arc()),
+        !put(&mut index, volume("v", "1Gi").phase("Available").arc()),
         "already free"
     );
-    assert!(!index.insert(volume("v", "1Gi").bound_to("u", "c").phase("Bound").arc()));
+    assert!(!put(
+        &mut index,
+        volume("v", "1Gi").bound_to("u", "c").phase("Bound").arc()
+    ));
     assert!(
-        !index.insert(volume("v", "1Gi").phase("Bound").arc()),
+        !put(&mut index, volume("v", "1Gi").phase("Bound").arc()),
         "unbound, not Available yet"
     );
-    assert!(index.insert(volume("v", "1Gi").phase("Available").arc()));
-    assert!(!index.insert(volume("v", "1Gi").phase("Released").arc()));
-    assert!(!index.insert(volume("w", "1Gi").phase("Released").arc()));
+    assert!(put(&mut index, volume("v", "1Gi").phase("Available").arc()));
+    assert!(!put(&mut index, volume("v", "1Gi").phase("Released").arc()));
+    assert!(!put(&mut index, volume("w", "1Gi").phase("Released").arc()));
     let key = ClaimKey::new("default", "c");
     index.remove("v");
     assert!(index.reserve("v", &key));
     assert!(
-        !index.insert(volume("v", "1Gi").arc()),
+        !put(&mut index, volume("v", "1Gi").arc()),
         "free but held for a claim"
     );
     assert!(index.release("v", &key), "free for anyone now");
@@ -760,7 +773,8 @@ fn thousands_of_volumes() {
     let mut index = VolumeIndex::default();
     for i in 0..5000u32 {
         let class = if i % 2 == 0 { "even" } else { "odd" };
-        index.insert(
+        put(
+            &mut index,
             available(&format!("v{i:05}"), &format!("{}Mi", 5000 - i))
                 .class(class)
                 .arc(),
@@ -833,12 +847,15 @@ fn selector_claims_get_the_smallest_match_across_label_sets() {
             Some("d-gold-2"),
             "held for another"
         );
-        index.insert(Arc::new(
-            available("d-gold-2", "2Gi")
-                .labels(&[("tier", "gold")])
-                .bound_to("uid-x", "x")
-                .build(),
-        ));
+        put(
+            &mut index,
+            Arc::new(
+                available("d-gold-2", "2Gi")
+                    .labels(&[("tier", "gold")])
+                    .bound_to("uid-x", "x")
+                    .build(),
+            ),
+        );
         assert_eq!(
             best(&index, &gold, false).as_deref(),
             Some("b-gold-3"),
