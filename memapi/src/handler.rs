@@ -471,13 +471,9 @@ fn list(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBo
     };
     let store = lock(&shared.store);
     let list_rv = after.as_ref().map_or(store.rv(), |(rv, _, _)| *rv);
+    let after_key = after.map(|(_, ns, name)| (ns, name));
     let mut matching = store
-        .iter(kind)
-        .filter(|(key, _)| {
-            after.as_ref().is_none_or(|(_, ns, name)| {
-                (key.0.as_str(), key.1.as_str()) > (ns.as_str(), name.as_str())
-            })
-        })
+        .iter_after(kind, after_key.as_ref())
         .filter(|(_, obj)| filter.matches(obj))
         .map(|(_, obj)| obj.clone());
     let items: Vec<_> = match limit {

@@ -145,6 +145,25 @@ impl Store {
         self.objects.get(&res_key(kind)).into_iter().flatten()
     }
 
+    /// The objects of a kind whose key sorts after `after` (all of them
+    /// without one), in key order: the rest of a paged list, found without
+    /// walking the pages already served.
+    pub fn iter_after<'a>(
+        &'a self,
+        kind: &ResourceKind,
+        after: Option<&ObjKey>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a {
+        use std::ops::Bound;
+        let start = match after {
+            Some(key) => Bound::Excluded(key.clone()),
+            None => Bound::Unbounded,
+        };
+        self.objects
+            .get(&res_key(kind))
+            .into_iter()
+            .flat_map(move |objects| objects.range((start.clone(), Bound::Unbounded)))
+    }
+
     /// Stores `obj` (created or replaced) under a new resourceVersion and
     /// notifies watchers. Returns the stored object.
     pub fn commit(&mut self, kind: &'static ResourceKind, mut obj: Value) -> Arc<Value> {

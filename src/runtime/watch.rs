@@ -33,15 +33,22 @@ pub enum WatchFailure {
     Ended(&'static str),
 }
 
+/// Objects per page of a list. A page is decoded whole, managedFields and
+/// all, before anything can be trimmed, and the volume and claim watchers
+/// list at the same time: pages of 100 instead of the client's 500 keep that
+/// start-up peak small, for a few more list requests.
+const LIST_PAGE_SIZE: u32 = 100;
+
 /// A watcher of every `K` with the default backoff, so a broken watch is
-/// retried.
+/// retried; its lists come in pages of [`LIST_PAGE_SIZE`].
 pub(crate) fn watch<K>(
     client: &Client,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
+    let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    watcher(Api::<K>::all(client.clone()), config).default_backoff()
 }
 
 /// Drives a (reflected) watch stream of `kind`, handing each event to
