@@ -480,18 +480,19 @@ fn list(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBo
         Some(n) => matching.by_ref().take(n).collect(),
         None => matching.by_ref().collect(),
     };
-    let remaining = matching.count();
+    // Whether a page follows; `remainingItemCount`, which the API server
+    // may leave out, is left out: counting would walk the whole rest of the
+    // list for every page.
+    let more = matching.next().is_some();
+    drop(matching);
     drop(store);
     let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
-    if remaining > 0
-        && let Some(last) = items.last()
-    {
+    if more && let Some(last) = items.last() {
         metadata["continue"] = json!(encode_continue(
             list_rv,
             super::object::namespace(last),
             super::object::name(last)
         ));
-        metadata["remainingItemCount"] = json!(remaining);
     }
     if table::wants_table(req.accept) {
         let refs: Vec<&Value> = items.iter().map(AsRef::as_ref).collect();
