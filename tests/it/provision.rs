@@ -559,30 +559,13 @@ async fn every_migrated_plugin_hands_its_claims_to_its_driver() {
 /// be saved (found by the chaos suite: a volume left without storage).
 #[tokio::test(start_paused = true)]
 async fn storage_of_a_volume_object_stored_unanswered_is_never_deleted() {
-    let api = MemApi::new();
-    for class in classes() {
-        api.create(&class).expect("class");
-    }
-    api.create(&pending("claim-x", "uid-x", "gold").build())
-        .expect("claim");
+    let api = server_with_claim(pending("claim-x", "uid-x", "gold"));
     // The first create waits a second (already past the reactors), is
     // stored, and its answer is lost; from then on every create fails.
     let create = || Reactor::on(Verb::Create, "persistentvolumes");
     api.add_reactor(create().delay(Duration::from_secs(1)));
     api.add_reactor(create().error(500).after_commit());
-    let plugin = Arc::new(MockPlugin::new(
-        MockConfig::default()
-            .provisions(vec![provision1_success()])
-            .deletes(&[None]),
-    ));
-    let calls = Arc::clone(&plugin.calls);
-    let config = BaseConfig {
-        settings: Settings {
-            plugins: VolumePlugins::default().with(plugin),
-            ..Settings::default()
-        },
-        ..BaseConfig::default()
-    };
+    let (config, calls) = one_provision_and_delete(RetryPolicy::default());
     let running = Running::start_with(&api, config);
     while api
         .requests()
@@ -660,12 +643,7 @@ async fn a_retried_volume_create_never_provisions_again_for_a_deleted_claim() {
 async fn while_a_volume_create_is_retried(
     meanwhile: impl FnOnce(&MemApi),
 ) -> (MemApi, usize, usize) {
-    let api = MemApi::new();
-    for class in classes() {
-        api.create(&class).expect("class");
-    }
-    api.create(&handed("claim-x", "uid-x", "gold").build())
-        .expect("claim");
+    let api = server_with_claim(handed("claim-x", "uid-x", "gold"));
     let mut observed = api.observe::<PersistentVolume>().expect("observer");
     api.add_reactor(
         Reactor::on(Verb::Create, "persistentvolumes")
@@ -677,23 +655,10 @@ async fn while_a_volume_create_is_retried(
             .error(500)
             .always(),
     );
-    let plugin = Arc::new(MockPlugin::new(
-        MockConfig::default()
-            .provisions(vec![provision1_success()])
-            .deletes(&[None]),
-    ));
-    let calls = Arc::clone(&plugin.calls);
-    let config = BaseConfig {
-        settings: Settings {
-            plugins: VolumePlugins::default().with(plugin),
-            provision_retry: RetryPolicy {
-                attempts: 5,
-                interval: Duration::from_secs(60),
-            },
-            ..Settings::default()
-        },
-        ..BaseConfig::default()
-    };
+    let (config, calls) = one_provision_and_delete(RetryPolicy {
+        attempts: 5,
+        interval: Duration::from_secs(60),
+    });
     let running = Running::start_with(&api, config);
     while api.get::<PersistentVolume>(None, "pvc-uid-x").is_none() {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -710,4 +675,40 @@ async fn while_a_volume_create_is_retried(
         .count();
     let storage_deletes = calls.lock().unwrap().deletes.len();
     (api, storage_deletes, creates)
+}
+
+/// A server with the classes of this file and `claim`.
+fn server_with_claim(claim: ClaimBuilder) -> MemApi {
+    let api = MemApi::new();
+    for class in classes() {
+        api.create(&class).expect("class");
+    }
+    api.create(&claim.build()).expect("claim");
+    api
+}
+
+/// A controller configuration whose mock plugin provisions once (class
+/// `gold`) and deletes once, creating volume objects with `retry`; and the
+/// plugin's record of calls.
+fn one_provision_and_delete(
+    retry: RetryPolicy,
+) -> (
+    BaseConfig,
+    Arc<std::sync::Mutex<crate::mock_plugin::MockCalls>>,
+) {
+    let plugin = Arc::new(MockPlugin::new(
+        MockConfig::default()
+            .provisions(vec![provision1_success()])
+            .deletes(&[None]),
+    ));
+    let calls = Arc::clone(&plugin.calls);
+    let config = BaseConfig {
+        settings: Settings {
+            plugins: VolumePlugins::default().with(plugin),
+            provision_retry: retry,
+            ..Settings::default()
+        },
+        ..BaseConfig::default()
+    };
+    (config, calls)
 }
