@@ -89,7 +89,8 @@ impl Args {
                     args.plot = Some((input, value().into()));
                 }
                 "--bench" => {}
-                "--" => args.extra = it.by_ref().collect(),
+                // `cargo bench` appends its own `--bench` after everything.
+                "--" => args.extra = it.by_ref().filter(|a| a != "--bench").collect(),
                 other => panic!("unknown argument {other:?}"),
             }
         }

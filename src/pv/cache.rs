@@ -44,7 +44,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::pv::index::{MatchError, VolumeIndex};
 use crate::pv::keys::{ClaimKey, VolumeName};
 use crate::pv::objects::ObjectName;
-use crate::pv::packed::{Recent, Stored};
+use crate::pv::packed::{Recent, Settled, Stored};
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -430,7 +430,16 @@ impl ShadowCache {
     /// Every stored claim, in key order, each unpacked only as the iterator
     /// reaches it, as [`ShadowCache::volumes`] goes.
     pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
-        self.claim_keys().into_iter().filter_map(|key| {
+        self.claims_of(self.claim_keys())
+    }
+
+    /// The stored claims with these keys, in the keys' order, each unpacked
+    /// only as the iterator reaches it; keys no longer stored are passed by.
+    pub fn claims_of(
+        &self,
+        keys: Vec<ClaimKey>,
+    ) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
+        keys.into_iter().filter_map(|key| {
             let claims = read(&self.claims);
             self.recent_claims
                 .get(&key)
@@ -447,6 +456,72 @@ impl ShadowCache {
     pub fn claims_len(&self) -> usize {
         read(&self.claims).len()
     }
+
+    /// Records that a sync of `claim` found it bound to `volume` with
+    /// nothing left to write (see [`Settled`]); ignored when the cache
+    /// holds another version of the claim by now.
+    pub fn settle_claim(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
+        let Some(settled) = settled_with(ObjectName::of_volume(volume), &volume.metadata) else {
+            return;
+        };
+        if let Some(stored) = write(&self.claims).get_mut(&ClaimKey::of(claim)) {
+            stored.settle(claim.metadata.resource_version.as_deref(), settled);
+        }
+    }
+
+    /// Records that a sync of `volume` found it bound to `claim` with
+    /// nothing left to write, as [`ShadowCache::settle_claim`].
+    pub fn settle_volume(&self, volume: &PersistentVolume, claim: &PersistentVolumeClaim) {
+        let Some(settled) = settled_with(ObjectName::of_claim(claim), &claim.metadata) else {
+            return;
+        };
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        write(&self.volumes).settle(name, volume.metadata.resource_version.as_deref(), settled);
+    }
+
+    /// The claims and volumes a periodic resync syncs, each in key order:
+    /// every stored one except those a sync found settled with a partner
+    /// still stored at the version that sync read. Their sync would read
+    /// the same two objects again and find nothing to do.
+    ///
+    /// The only place that holds both locks; it takes the claims' first.
+    pub fn unsettled(&self) -> (Vec<ClaimKey>, Vec<VolumeName>) {
+        let claims = read(&self.claims);
+        let index = read(&self.volumes);
+        let unchanged = |settled: Option<&Settled>| {
+            let Some(settled) = settled else {
+                return false;
+            };
+            let current = match &settled.partner {
+                ObjectName::Volume(name) => index.version(&name.0).flatten(),
+                ObjectName::Claim(key) => claims.get(key).and_then(Stored::version),
+            };
+            current == Some(&*settled.version)
+        };
+        let claim_keys = claims
+            .iter()
+            .filter(|(_, stored)| !unchanged(stored.settled()))
+            .map(|(key, _)| key.clone())
+            .collect();
+        let volume_names = index
+            .names()
+            .filter(|name| !unchanged(index.settled(name)))
+            .map(|name| VolumeName(name.to_owned()))
+            .collect();
+        (claim_keys, volume_names)
+    }
+}
+
+/// What a sync found an object settled with: `partner` at the version
+/// `meta` gives, if it has one.
+fn settled_with(
+    partner: ObjectName,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<Settled> {
+    Some(Settled {
+        partner,
+        version: meta.resource_version.as_deref()?.into(),
+    })
 }
 
 #[cfg(test)]

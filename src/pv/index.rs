@@ -64,7 +64,7 @@ use crate::pv::objects::{
     claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::pv::packed::Stored;
+use crate::pv::packed::{Settled, Stored};
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -292,6 +292,21 @@ impl VolumeIndex {
     /// no such volume is stored, `Some(None)` when it has none.
     pub fn version(&self, name: &str) -> Option<Option<&str>> {
         self.volumes.get(name).map(|e| e.volume.version())
+    }
+
+    /// Records what a sync of `version` of the volume of that name found it
+    /// settled with (see [`Settled`]); ignored when another version is
+    /// stored now.
+    pub(crate) fn settle(&mut self, name: &str, version: Option<&str>, settled: Settled) {
+        if let Some(entry) = self.volumes.get_mut(name) {
+            entry.volume.settle(version, settled);
+        }
+    }
+
+    /// What a sync of the stored version of the volume of that name found
+    /// it settled with, if it did.
+    pub(crate) fn settled(&self, name: &str) -> Option<&Settled> {
+        self.volumes.get(name)?.volume.settled()
     }
 
     /// Whether the volume of that name is free (see the module

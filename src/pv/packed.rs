@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::pv::objects::ObjectName;
+
 /// An object of type `K` held as its JSON text.
 pub(crate) struct Packed<K> {
     json: Box<[u8]>,
@@ -64,6 +66,22 @@ pub(crate) struct Stored<K> {
     /// write alone (a volume it has just created, a write that crossed the
     /// object's deletion) does not make an object listed.
     listed: bool,
+    /// Set when a sync of this very version found its binding complete;
+    /// a newer version is stored without it.
+    settled: Option<Box<Settled>>,
+}
+
+/// The other half of a binding that a sync of an object found complete,
+/// with nothing left to write: which object, at which version. A sync of a
+/// bound claim or volume reads nothing but the two objects, so while both
+/// keep these versions another sync would find nothing to do either, and
+/// the periodic resync passes the object by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// The volume a claim is bound to, or the claim a volume is bound to.
+    pub(crate) partner: ObjectName,
+    /// The partner's resourceVersion when the sync read it.
+    pub(crate) version: Box<str>,
 }
 
 impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
@@ -73,6 +91,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
             packed: Packed::pack(object)?,
             version: object.meta().resource_version.as_deref().map(Box::from),
             listed,
+            settled: None,
         })
     }
 
@@ -108,6 +127,22 @@ impl<K> Stored<K> {
     /// Marks the object as shown by a watch.
     pub(crate) fn set_listed(&mut self) {
         self.listed = true;
+    }
+
+    /// What a sync of the stored version found it settled with, if it did.
+    pub(crate) fn settled(&self) -> Option<&Settled> {
+        self.settled.as_deref()
+    }
+
+    /// Records that a sync of `version` found the object settled with
+    /// `settled`; ignored (returns false) when another version is stored
+    /// now, which that sync did not read.
+    pub(crate) fn settle(&mut self, version: Option<&str>, settled: Settled) -> bool {
+        if version.is_none() || self.version() != version {
+            return false;
+        }
+        self.settled = Some(Box::new(settled));
+        true
     }
 }
 

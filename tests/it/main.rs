@@ -33,4 +33,5 @@ mod provision;
 mod rbac;
 mod recycle;
 mod resourceclaim;
+mod resync;
 mod supervision;

@@ -1,7 +1,8 @@
 //! The shadow cache's promises: the newest version of each object wins
 //! (equal versions too), versions compare as numbers, objects read back as
 //! they were offered, only what a watch has shown counts as listed, the
-//! volume index follows every change, and a poisoned lock does not stop it.
+//! volume index follows every change, a poisoned lock does not stop it, and
+//! a binding found settled stays so only while neither object changes.
 
 use testkit::{claim, volume};
 
@@ -434,4 +435,96 @@ fn reads_see_every_store_whether_kept_unpacked_or_not() {
     assert_eq!(cache.volume("v"), None);
     assert_eq!(cache.claim(&key), None);
     assert_eq!(cache.volumes().count() + cache.claims().count(), 0);
+}
+
+/// Names of what the resync would sync: claims as "ns/name", then volumes.
+fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
+    let (claims, volumes) = cache.unsettled();
+    (
+        claims.iter().map(ToString::to_string).collect(),
+        volumes.into_iter().map(|name| name.0).collect(),
+    )
+}
+
+#[test]
+fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
+    let cache = ShadowCache::default();
+    let bound_volume = |rv: &str| {
+        volume("v", "1Gi")
+            .bound_to("uid", "c")
+            .phase("Bound")
+            .rv(rv)
+    };
+    let bound_claim = |rv: &str| {
+        claim("c", "uid", "1Gi")
+            .volume_name("v")
+            .phase("Bound")
+            .rv(rv)
+    };
+    cache
+        .offer_listed_volume(bound_volume("1").build())
+        .expect("offer");
+    cache
+        .offer_listed_claim(bound_claim("2").build())
+        .expect("offer");
+    cache
+        .offer_listed_volume(volume("free", "1Gi").rv("3").build())
+        .expect("offer");
+    let all = || {
+        (
+            vec!["default/c".to_owned()],
+            vec!["free".to_owned(), "v".to_owned()],
+        )
+    };
+    assert_eq!(unsettled(&cache), all());
+
+    cache.settle_claim(&bound_claim("2").build(), &bound_volume("1").build());
+    cache.settle_volume(&bound_volume("1").build(), &bound_claim("2").build());
+    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+
+    // A newer claim: both are synced again, the volume because what it
+    // was settled with is not what is stored any more.
+    cache
+        .offer_listed_claim(bound_claim("4").build())
+        .expect("offer");
+    assert_eq!(unsettled(&cache), all());
+    // A record made from an older read than what is stored is ignored.
+    cache.settle_claim(&bound_claim("2").build(), &bound_volume("1").build());
+    cache.settle_volume(&bound_volume("1").build(), &bound_claim("2").build());
+    assert_eq!(
+        unsettled(&cache),
+        (
+            vec!["default/c".to_owned()],
+            vec!["free".to_owned(), "v".to_owned()]
+        )
+    );
+    cache.settle_claim(&bound_claim("4").build(), &bound_volume("1").build());
+    cache.settle_volume(&bound_volume("1").build(), &bound_claim("4").build());
+    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+
+    // A newer volume, and then a deleted claim, likewise.
+    cache
+        .offer_listed_volume(bound_volume("5").build())
+        .expect("offer");
+    assert_eq!(unsettled(&cache), all());
+    cache.settle_claim(&bound_claim("4").build(), &bound_volume("5").build());
+    cache.settle_volume(&bound_volume("5").build(), &bound_claim("4").build());
+    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+    cache.remove_claim(&ClaimKey::new("default", "c"));
+    assert_eq!(
+        unsettled(&cache),
+        (vec![], vec!["free".to_owned(), "v".to_owned()])
+    );
+
+    // The same version offered again (a relist) forgets the record: the
+    // resync syncs the object once more, which is only safe.
+    cache
+        .offer_listed_claim(bound_claim("4").build())
+        .expect("offer");
+    cache.settle_claim(&bound_claim("4").build(), &bound_volume("5").build());
+    assert_eq!(unsettled(&cache).0, Vec::<String>::new());
+    cache
+        .offer_listed_claim(bound_claim("4").build())
+        .expect("offer");
+    assert_eq!(unsettled(&cache).0, vec!["default/c".to_owned()]);
 }

@@ -305,9 +305,13 @@ impl Controller {
             BoundClaimSituation::Unclaimed(volume) => {
                 self.bind(&volume, claim).await.map(|()| Next::nothing())
             }
-            // All is well; bind() only fixes phases that lag behind.
+            // All is well; bind() only fixes phases that lag behind. When it
+            // had nothing to fix, the resync may pass the claim by until it or
+            // its volume changes.
             BoundClaimSituation::BoundHere(volume) => {
-                self.bind(&volume, claim).await.map(|()| Next::nothing())
+                self.bind(&volume, claim).await?;
+                self.cache.settle_claim(claim, &volume);
+                Ok(Next::nothing())
             }
             BoundClaimSituation::BoundElsewhere => {
                 self.set_claim_phase_with_event(

@@ -150,7 +150,7 @@ fn volumes_are_classified_by_their_claim() {
             VolumeSituation::PreBound => "PreBound",
             VolumeSituation::ClaimMissing => "ClaimMissing",
             VolumeSituation::ClaimNotBoundYet(_) => "ClaimNotBoundYet",
-            VolumeSituation::ClaimBoundHere => "ClaimBoundHere",
+            VolumeSituation::ClaimBoundHere(_) => "ClaimBoundHere",
             VolumeSituation::ClaimBoundElsewhere => "ClaimBoundElsewhere",
         };
         assert_eq!(got, expected, "{name}");

@@ -29,7 +29,7 @@ pub(super) enum VolumeSituation {
     /// The claim exists but names no volume yet: the claim sync finishes it.
     ClaimNotBoundYet(Arc<PersistentVolumeClaim>),
     /// The claim names this volume: all is bound.
-    ClaimBoundHere,
+    ClaimBoundHere(Arc<PersistentVolumeClaim>),
     /// The claim names another volume.
     ClaimBoundElsewhere,
 }
@@ -51,14 +51,16 @@ pub(super) fn classify_volume(
     };
     match requested_volume(&claim) {
         None => VolumeSituation::ClaimNotBoundYet(claim),
-        Some(name) if name == VolumeName::of(volume).0 => VolumeSituation::ClaimBoundHere,
+        Some(name) if name == VolumeName::of(volume).0 => VolumeSituation::ClaimBoundHere(claim),
         Some(_) => VolumeSituation::ClaimBoundElsewhere,
     }
 }
 
 impl Controller {
     pub(super) async fn sync_volume_inner(&self, volume: &Arc<PersistentVolume>) -> Result<Next> {
-        if let Some(problem) = invalid_volume(volume) {
+        let problem = invalid_volume(volume);
+        let valid = problem.is_none();
+        if let Some(problem) = problem {
             tracing::warn!(%problem, "invalid volume, left alone");
             self.warn(volume.as_ref(), reasons::INVALID_VOLUME, problem);
             if has_unusable_claim_ref(volume) {
@@ -109,10 +111,16 @@ impl Controller {
                     ..Next::default()
                 })
             }
-            VolumeSituation::ClaimBoundHere => self
-                .set_volume_phase(volume, VolumePhase::Bound, None)
-                .await
-                .map(|_| Next::nothing()),
+            VolumeSituation::ClaimBoundHere(claim) => {
+                self.set_volume_phase(volume, VolumePhase::Bound, None)
+                    .await?;
+                if valid {
+                    // Nothing was written unless the phase lagged (then
+                    // the version settled is no longer the stored one).
+                    self.cache.settle_volume(volume, &claim);
+                }
+                Ok(Next::nothing())
+            }
             VolumeSituation::ClaimBoundElsewhere => {
                 let provisioned = has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED);
                 if provisioned && reclaim_policy(volume) == ReclaimPolicy::Delete {

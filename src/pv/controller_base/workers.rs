@@ -150,7 +150,10 @@ where
 /// each period (the first at once, so a replica that starts leading syncs
 /// everything) until `stop`, behind any change that comes in meanwhile. The
 /// shadow cache holds exactly the listed objects (deletions are removed as
-/// they are seen), in a stable order, so runs are repeatable.
+/// they are seen), in a stable order, so runs are repeatable. A claim or
+/// volume that a sync found settled in its binding, with neither object
+/// changed since, is passed by: its sync would find nothing to do
+/// ([`ShadowCache::unsettled`]).
 pub(super) async fn resync(
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
@@ -164,10 +167,11 @@ pub(super) async fn resync(
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
             _ = ticker.tick() => {
-                for key in binding_order(cache.claims()) {
+                let (claims, volumes) = cache.unsettled();
+                for key in binding_order(cache.claims_of(claims)) {
                     claim_queue.add_resync(key);
                 }
-                for name in cache.volume_names() {
+                for name in volumes {
                     volume_queue.add_resync(name);
                 }
             }

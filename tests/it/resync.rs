@@ -1,0 +1,104 @@
+//! The periodic resync on a settled cluster: bindings a sync found complete
+//! are passed by while neither of their two objects changes; everything
+//! else is synced at every period.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use memapi::MemApi;
+use pv_controller::BaseConfig;
+use testkit::*;
+
+use crate::harness::Running;
+use crate::pod_harness::value;
+
+const PERIOD: Duration = Duration::from_secs(5);
+
+/// How many syncs of `kind` ended well so far.
+fn synced(running: &Running, kind: &str) -> f64 {
+    value(
+        running.controller().metrics(),
+        &format!("pv_controller_sync_duration_seconds_count{{kind=\"{kind}\",result=\"ok\"}}"),
+    )
+}
+
+/// Syncs of claims and of volumes during three and a half resync periods
+/// (paused time moves on only once the syncs due at one moment are done).
+async fn syncs_over_three_periods(running: &Running) -> (f64, f64) {
+    let claims = synced(running, "claim");
+    let volumes = synced(running, "volume");
+    tokio::time::sleep(PERIOD * 3 + PERIOD / 2).await;
+    (
+        synced(running, "claim") - claims,
+        synced(running, "volume") - volumes,
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_changes() {
+    let api = MemApi::new();
+    for i in 0..3 {
+        api.create(&volume(&format!("volume-{i}"), "1Gi").build())
+            .expect("seed");
+        api.create(&claim(&format!("claim-{i}"), &format!("uid-{i}"), "1Gi").build())
+            .expect("seed");
+    }
+    api.create(&claim("too-big", "uid-big", "100Gi").build())
+        .expect("seed");
+    let running = Running::start_with(
+        &api,
+        BaseConfig {
+            resync_period: PERIOD,
+            ..BaseConfig::default()
+        },
+    );
+    running.settle().await;
+    let bound = api
+        .list::<PersistentVolumeClaim>()
+        .iter()
+        .filter(|c| {
+            c.spec
+                .as_ref()
+                .and_then(|s| s.volume_name.as_ref())
+                .is_some()
+        })
+        .count();
+    assert_eq!(bound, 3);
+
+    // Settling took several periods: every binding has been found complete
+    // by now, and only the claim still waiting is synced at each period
+    // (three or four periods, depending on where the sleep falls).
+    let (claims, volumes) = syncs_over_three_periods(&running).await;
+    assert!(
+        (3.0..=4.0).contains(&claims),
+        "claims synced {claims} times"
+    );
+    assert_eq!(volumes, 0.0);
+
+    // A user labels one bound claim: its own event syncs the claim, and
+    // the next resync syncs its volume once, whose binding record names the
+    // claim's older version; then both are passed by again.
+    let mut labelled = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim-1")
+        .expect("claim");
+    labelled
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("team".into(), "a".into());
+    api.put(&labelled).expect("label");
+    let (claims, volumes) = syncs_over_three_periods(&running).await;
+    assert!(
+        (4.0..=5.0).contains(&claims),
+        "claims synced {claims} times"
+    );
+    assert_eq!(volumes, 1.0);
+
+    let (claims, volumes) = syncs_over_three_periods(&running).await;
+    assert!(
+        (3.0..=4.0).contains(&claims),
+        "claims synced {claims} times"
+    );
+    assert_eq!(volumes, 0.0);
+    running.stop().await;
+}
