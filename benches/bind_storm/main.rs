@@ -10,7 +10,7 @@
 //!
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
-//!     [--upstream] [--plain] [--latency 100] [--out results.jsonl]
+//!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
 //!     [--stall 90] [--timeout 1800]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
@@ -49,6 +49,7 @@ struct Args {
     extra: Vec<String>,
     timeout: Duration,
     stall: Duration,
+    repeat: usize,
 }
 
 impl Args {
@@ -64,6 +65,7 @@ impl Args {
             extra: Vec::new(),
             timeout: Duration::from_secs(1800),
             stall: Duration::from_secs(90),
+            repeat: 1,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -80,6 +82,7 @@ impl Args {
                 "--plain" => args.plain = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
+                "--repeat" => args.repeat = value().parse().expect("runs per N"),
                 "--timeout" => {
                     args.timeout = Duration::from_secs(value().parse().expect("seconds"));
                 }
@@ -359,6 +362,7 @@ async fn run(args: &Args, n: usize) -> Value {
         }
     };
     json!({
+        "commit": commit(),
         "controller": args.which.label(),
         "server": if server.is_real() { "kube-apiserver" } else { "memapi" },
         "mix": if args.plain { "plain" } else { "full" },
@@ -386,6 +390,67 @@ async fn run(args: &Args, n: usize) -> Value {
             "max": latencies.last().copied().unwrap_or(f64::NAN),
         },
     })
+}
+
+/// The commit the bench runs on (with `+` when the tree has changes), so
+/// the results file tells each version's runs apart.
+fn commit() -> Option<String> {
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git").args(args).output().ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    };
+    let head = git(&["rev-parse", "--short", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])?;
+    Some(if dirty.is_empty() {
+        head
+    } else {
+        format!("{head}+")
+    })
+}
+
+/// The median of `values` (not empty).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
+}
+
+/// Microseconds per pair (wall clock and CPU), median over the runs of
+/// each N, and their growth from the smallest N: on a small shared
+/// machine a single run can be off by a quarter.
+fn summary(results: &[Value]) {
+    let mut by_n: std::collections::BTreeMap<u64, (Vec<f64>, Vec<f64>)> = Default::default();
+    for r in results {
+        if let (Some(n), Some(wall), Some(cpu)) = (
+            r["pairs"].as_u64(),
+            r["seconds_to_all_bound"].as_f64(),
+            r["cpu_seconds"].as_f64(),
+        ) {
+            let entry = by_n.entry(n).or_default();
+            entry.0.push(wall / n as f64 * 1e6);
+            entry.1.push(cpu / n as f64 * 1e6);
+        }
+    }
+    println!("| pairs | runs | median µs per pair | growth | median CPU µs per pair | growth |");
+    println!("|---|---|---|---|---|---|");
+    let mut first = None;
+    for (n, (mut wall, mut cpu)) in by_n {
+        let runs = wall.len();
+        let (wall, cpu) = (median(&mut wall), median(&mut cpu));
+        let (wall0, cpu0) = *first.get_or_insert((wall, cpu));
+        println!(
+            "| {n} | {runs} | {wall:.0} | {:.2}x | {cpu:.0} | {:.2}x |",
+            wall / wall0,
+            cpu / cpu0
+        );
+    }
 }
 
 fn table(result: &Value) {
@@ -421,21 +486,32 @@ fn draw(input: &Path, output: &Path) {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    // Microseconds per pair, from the latest run of each N (the file keeps
-    // every run, of every version, oldest first).
+    // Microseconds per pair for each N: the median of the runs of the
+    // version that ran it last (the file keeps every run, of every
+    // version, oldest first; runs without a commit count as one version).
     let pick = |mix: &str, figure: &str| -> Vec<(f64, f64)> {
-        let mut by_n: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+        let mut by_n: std::collections::BTreeMap<u64, Vec<(Value, f64)>> = Default::default();
         let runs = runs
             .iter()
             .filter(|r| r["server"] == "memapi" && r["controller"] == "pv-controller")
             .filter(|r| r["mix"] == mix && r["controller_flags"] == "");
         for r in runs {
             if let (Some(n), Some(value)) = (r["pairs"].as_u64(), r[figure].as_f64()) {
-                by_n.entry(n).or_default().push(value / n as f64 * 1e6);
+                by_n.entry(n)
+                    .or_default()
+                    .push((r["commit"].clone(), value / n as f64 * 1e6));
             }
         }
         by_n.into_iter()
-            .filter_map(|(n, values)| Some((n as f64, *values.last()?)))
+            .filter_map(|(n, runs)| {
+                let (latest, _) = runs.last()?;
+                let mut values: Vec<f64> = runs
+                    .iter()
+                    .filter(|(commit, _)| commit == latest)
+                    .map(|(_, value)| *value)
+                    .collect();
+                Some((n as f64, median(&mut values)))
+            })
             .collect()
     };
     let series = [
@@ -467,18 +543,28 @@ async fn main() {
         draw(input, output);
         return;
     }
+    let mut results = Vec::new();
     for &n in &args.pairs {
-        let result = run(&args, n).await;
-        println!("{result}");
-        table(&result);
-        if let Some(out) = &args.out {
-            use std::io::Write;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(out)
-                .expect("results file");
-            writeln!(file, "{result}").expect("write results");
+        for _ in 0..args.repeat.max(1) {
+            let result = run(&args, n).await;
+            println!("{result}");
+            table(&result);
+            append(&args, &result);
+            results.push(result);
         }
+    }
+    summary(&results);
+}
+
+/// Appends one run to the `--out` file, if any.
+fn append(args: &Args, result: &Value) {
+    if let Some(out) = &args.out {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .expect("results file");
+        writeln!(file, "{result}").expect("write results");
     }
 }

@@ -145,6 +145,16 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.add_in(key, Lane::Resync);
     }
 
+    /// The keys of `keys` that are not waiting for a worker already (a key
+    /// being processed or delayed counts as not waiting), in their order:
+    /// adding a waiting key changes nothing, so a caller that must read
+    /// each object to order them can pass those by.
+    pub(crate) fn not_waiting(&self, mut keys: Vec<K>) -> Vec<K> {
+        let state = self.lock();
+        keys.retain(|key| !state.waiting.contains_key(key));
+        keys
+    }
+
     fn add_in(&self, key: K, lane: Lane) {
         let added = self.lock().add(key, lane);
         if added {

@@ -493,6 +493,7 @@ impl ControllerBase {
             Arc::clone(&self.cache),
             self.volume_queue.clone(),
             self.claim_queue.clone(),
+            self.parking.clone(),
             self.config.resync_period,
             stop.clone(),
         ));

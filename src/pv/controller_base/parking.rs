@@ -101,6 +101,15 @@ impl Parking {
         }
     }
 
+    /// The names of `names` that are not parked, in their order: a parked
+    /// volume is queued again when the claims ahead of it had their turn,
+    /// and a change to it is queued as any other, so a resync need not.
+    pub(super) fn not_parked(&self, mut names: Vec<VolumeName>) -> Vec<VolumeName> {
+        let state = self.lock();
+        names.retain(|name| !state.parked_names.contains(name));
+        names
+    }
+
     /// The volume is gone: nothing waits for it any more.
     pub(super) fn forget(&self, name: &VolumeName) {
         let mut state = self.lock();
@@ -169,6 +178,16 @@ mod tests {
             parking.hold(&name("v1"), &new),
             "a later turn waits again, for c"
         );
+    }
+
+    #[tokio::test]
+    async fn a_resync_passes_parked_volumes_by() {
+        let claims = WorkQueue::new();
+        let parking = Parking::new(claims.clone(), WorkQueue::new());
+        claims.add(ClaimKey::new("ns", "a"));
+        assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
+        let names = vec![name("v0"), name("v1"), name("v2")];
+        assert_eq!(parking.not_parked(names), [name("v0"), name("v2")]);
     }
 
     #[tokio::test]

@@ -150,14 +150,17 @@ where
 /// each period (the first at once, so a replica that starts leading syncs
 /// everything) until `stop`, behind any change that comes in meanwhile. The
 /// shadow cache holds exactly the listed objects (deletions are removed as
-/// they are seen), in a stable order, so runs are repeatable. A claim or
-/// volume that a sync found settled in its binding, with neither object
-/// changed since, is passed by: its sync would find nothing to do
-/// ([`ShadowCache::unsettled`]).
+/// they are seen), in a stable order, so runs are repeatable. Passed by: a
+/// claim or volume that a sync found settled in its binding, with neither
+/// object changed since, whose sync would find nothing to do
+/// ([`ShadowCache::unsettled`]); a key still waiting in its queue, which
+/// keeps its place anyway; and a parked new volume, queued again when the
+/// claims ahead of it had their turn ([`Parking`]).
 pub(super) async fn resync(
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
     claim_queue: WorkQueue<ClaimKey>,
+    parking: Parking,
     period: Duration,
     stop: CancellationToken,
 ) -> Result<(), BaseError> {
@@ -168,6 +171,8 @@ pub(super) async fn resync(
             () = stop.cancelled() => return Ok(()),
             _ = ticker.tick() => {
                 let (claims, volumes) = cache.unsettled();
+                let claims = claim_queue.not_waiting(claims);
+                let volumes = volume_queue.not_waiting(parking.not_parked(volumes));
                 for key in binding_order(cache.claims_of(claims)) {
                     claim_queue.add_resync(key);
                 }

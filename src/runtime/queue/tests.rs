@@ -215,6 +215,18 @@ async fn changes_go_before_resyncs() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn only_keys_waiting_in_a_lane_count_as_waiting() {
+    let queue = WorkQueue::new();
+    queue.add("taken");
+    queue.add("change");
+    queue.add_resync("resync");
+    queue.add_after("delayed", Duration::from_secs(5));
+    assert_eq!(try_get(&queue).await, Some("taken"));
+    let keys = vec!["new", "change", "resync", "taken", "delayed", "new2"];
+    assert_eq!(queue.not_waiting(keys), ["new", "taken", "delayed", "new2"]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_change_moves_a_resync_key_ahead_once() {
     let queue = WorkQueue::new();
     queue.add("c1");
