@@ -561,8 +561,11 @@ async fn main() {
         return;
     }
     let mut results = Vec::new();
-    for &n in &args.pairs {
-        for _ in 0..args.repeat.max(1) {
+    // Round by round, so that every N sees the machine as it is at the
+    // time (a shared machine's speed drifts by more than the growth
+    // measured).
+    for _ in 0..args.repeat.max(1) {
+        for &n in &args.pairs {
             let result = run(&args, n).await;
             println!("{result}");
             table(&result);
