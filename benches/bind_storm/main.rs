@@ -50,6 +50,8 @@ struct Args {
     timeout: Duration,
     stall: Duration,
     repeat: usize,
+    /// The commit measured (see [`commit`]), read once before the first run.
+    commit: Option<String>,
 }
 
 impl Args {
@@ -66,6 +68,7 @@ impl Args {
             timeout: Duration::from_secs(1800),
             stall: Duration::from_secs(90),
             repeat: 1,
+            commit: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -379,7 +382,7 @@ async fn run(args: &Args, n: usize) -> Value {
         }
     };
     json!({
-        "commit": commit(),
+        "commit": args.commit,
         "controller": args.which.label(),
         "server": if server.is_real() { "kube-apiserver" } else { "memapi" },
         "mix": if args.plain { "plain" } else { "full" },
@@ -409,9 +412,10 @@ async fn run(args: &Args, n: usize) -> Value {
     })
 }
 
-/// The commit the bench runs on (with `+` when the tree has changes), so
-/// the results file tells each version's runs apart.
-fn commit() -> Option<String> {
+/// The commit the bench runs on (with `+` when the tree has changes other
+/// than to the results file `out`), so the results file tells each
+/// version's runs apart.
+fn commit(out: Option<&Path>) -> Option<String> {
     let git = |args: &[&str]| {
         let output = std::process::Command::new("git").args(args).output().ok()?;
         output
@@ -420,7 +424,10 @@ fn commit() -> Option<String> {
             .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
     };
     let head = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])?;
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--", "."];
+    let exclude = out.map(|out| format!(":(exclude){}", out.display()));
+    status.extend(exclude.as_deref());
+    let dirty = git(&status)?;
     Some(if dirty.is_empty() {
         head
     } else {
@@ -555,11 +562,12 @@ fn draw(input: &Path, output: &Path) {
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
     if let Some((input, output)) = &args.plot {
         draw(input, output);
         return;
     }
+    args.commit = commit(args.out.as_deref());
     let mut results = Vec::new();
     // Round by round, so that every N sees the machine as it is at the
     // time (a shared machine's speed drifts by more than the growth
