@@ -135,14 +135,12 @@ impl<K> Stored<K> {
     }
 
     /// Records that a sync of `version` found the object settled with
-    /// `settled`; ignored (returns false) when another version is stored
-    /// now, which that sync did not read.
-    pub(crate) fn settle(&mut self, version: Option<&str>, settled: Settled) -> bool {
-        if version.is_none() || self.version() != version {
-            return false;
+    /// `settled`; ignored when another version is stored now, which that
+    /// sync did not read.
+    pub(crate) fn settle(&mut self, version: Option<&str>, settled: Settled) {
+        if version.is_some() && self.version() == version {
+            self.settled = Some(Box::new(settled));
         }
-        self.settled = Some(Box::new(settled));
-        true
     }
 }
 
