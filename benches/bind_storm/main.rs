@@ -107,6 +107,12 @@ impl Args {
 /// The name prefix of the storm's claims and volumes.
 const STORM: &str = "pair";
 
+/// Whether `name` is one of the storm's claims or volumes.
+fn is_storm(name: &str) -> bool {
+    name.strip_prefix(STORM)
+        .is_some_and(|rest| rest.starts_with('-'))
+}
+
 /// When each claim was first seen Bound, from a watch of the bench's claims.
 #[derive(Clone, Default)]
 struct Tracker {
@@ -142,7 +148,7 @@ impl Tracker {
                         if phase == Some("Bound") {
                             let name = c.metadata.name.clone().unwrap_or_default();
                             let mut bound = bound.lock().expect("tracker");
-                            let storm = name.starts_with(&format!("{STORM}-"));
+                            let storm = is_storm(&name);
                             if bound.at.insert(name, now).is_none() && storm {
                                 bound.storm += 1;
                             }
@@ -209,12 +215,11 @@ async fn check(client: kube::Client, n: usize) -> (usize, usize, usize) {
         })
         .collect();
     let (mut pending, mut oversized, mut broken) = (n, 0, 0);
-    for claim in claims.items.iter().filter(|c| {
-        c.metadata
-            .name
-            .as_deref()
-            .is_some_and(|n| n.starts_with(&format!("{STORM}-")))
-    }) {
+    for claim in claims
+        .items
+        .iter()
+        .filter(|c| c.metadata.name.as_deref().is_some_and(is_storm))
+    {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
         let request = claim
@@ -435,15 +440,10 @@ fn commit(out: Option<&Path>) -> Option<String> {
     })
 }
 
-/// The median of `values` (not empty).
+/// The median of `values`, as the latency figures take it ([`percentile`]).
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    }
+    percentile(values, 0.5)
 }
 
 /// Microseconds per pair (wall clock and CPU), median over the runs of

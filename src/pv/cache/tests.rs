@@ -477,9 +477,18 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
         )
     };
     assert_eq!(unsettled(&cache), all());
+    // What the syncs of both record when they find the pair settled, each
+    // having read the claim and the volume at these versions.
+    let settle_both = |claim_rv: &str, volume_rv: &str| {
+        let (c, v) = (
+            bound_claim(claim_rv).build(),
+            bound_volume(volume_rv).build(),
+        );
+        cache.settle_claim(&c, &v);
+        cache.settle_volume(&v, &c);
+    };
 
-    cache.settle_claim(&bound_claim("2").build(), &bound_volume("1").build());
-    cache.settle_volume(&bound_volume("1").build(), &bound_claim("2").build());
+    settle_both("2", "1");
     assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
 
     // A newer claim: both are synced again, the volume because what it
@@ -489,17 +498,9 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
         .expect("offer");
     assert_eq!(unsettled(&cache), all());
     // A record made from an older read than what is stored is ignored.
-    cache.settle_claim(&bound_claim("2").build(), &bound_volume("1").build());
-    cache.settle_volume(&bound_volume("1").build(), &bound_claim("2").build());
-    assert_eq!(
-        unsettled(&cache),
-        (
-            vec!["default/c".to_owned()],
-            vec!["free".to_owned(), "v".to_owned()]
-        )
-    );
-    cache.settle_claim(&bound_claim("4").build(), &bound_volume("1").build());
-    cache.settle_volume(&bound_volume("1").build(), &bound_claim("4").build());
+    settle_both("2", "1");
+    assert_eq!(unsettled(&cache), all());
+    settle_both("4", "1");
     assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
 
     // A newer volume, and then a deleted claim, likewise.
@@ -507,8 +508,7 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
         .offer_listed_volume(bound_volume("5").build())
         .expect("offer");
     assert_eq!(unsettled(&cache), all());
-    cache.settle_claim(&bound_claim("4").build(), &bound_volume("5").build());
-    cache.settle_volume(&bound_volume("5").build(), &bound_claim("4").build());
+    settle_both("4", "5");
     assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
     cache.remove_claim(&ClaimKey::new("default", "c"));
     assert_eq!(
