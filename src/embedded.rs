@@ -29,7 +29,8 @@ use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
 use crate::runtime::client::{ClientOptions, Clients};
-use crate::runtime::shared::Idle;
+use crate::runtime::kinds::PodPhase;
+use crate::runtime::runner::IdleProbe;
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -148,26 +149,19 @@ pub async fn stand_in_kubelet(client: Client) {
     );
     while let Some(item) = stream.next().await {
         let Ok(pod) = item else { continue };
-        let phase = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .unwrap_or("");
+        let ended = PodPhase::of(&pod).is_some_and(PodPhase::is_terminal);
         let runs_to_completion = pod
             .spec
             .as_ref()
             .and_then(|spec| spec.restart_policy.as_deref())
             .is_some_and(|policy| policy == "Never" || policy == "OnFailure");
-        if !runs_to_completion
-            || phase == "Succeeded"
-            || phase == "Failed"
-            || pod.metadata.deletion_timestamp.is_some()
+        if !runs_to_completion || ended || pod.metadata.deletion_timestamp.is_some()
         {
             continue;
         }
         let namespace = pod.namespace().unwrap_or_default();
         let name = pod.name_any();
-        let finished = serde_json::json!({"status": {"phase": "Succeeded"}});
+        let finished = serde_json::json!({"status": {"phase": PodPhase::Succeeded.as_str()}});
         let result = Api::<Pod>::namespaced(client.clone(), &namespace)
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&finished))
             .await;
@@ -190,7 +184,7 @@ pub async fn stand_in_kubelet(client: Client) {
 /// and the tests' scenario harness. The volumes and claims are listed (every
 /// object decoded) only after the server recorded some write, so a quiet
 /// period costs nothing however many objects the cluster holds.
-pub async fn wait_settled(api: &MemApi, idle: &impl Idle, quiet: Duration) {
+pub async fn wait_settled(api: &MemApi, idle: &IdleProbe, quiet: Duration) {
     let mut written = api.resource_version();
     let mut last = fingerprint(api);
     let mut quiet_since = tokio::time::Instant::now();

@@ -1,70 +1,47 @@
-//! pv-controller: a Kubernetes PersistentVolume controller.
+//! pv-controller: Kubernetes' PersistentVolume controller, with the
+//! generic ephemeral volume and ResourceClaim controllers beside it, in one
+//! process.
 //!
 //! It binds PersistentVolumeClaims to PersistentVolumes, hands claims to
 //! provisioners and reclaims released volumes, with the behaviour of the
-//! `persistentvolume-binder` of kube-controller-manager.
+//! `persistentvolume-binder-controller` of kube-controller-manager; makes
+//! the claims of pods' ephemeral volumes (`ephemeral-volume-controller`);
+//! and the ResourceClaims of pods' templates (`resourceclaim-controller`).
 //!
-//! The crate is laid out for several controllers in one process: the
-//! PersistentVolume controller (`pv`) is one folder beside the parts every
-//! controller shares (`runtime`: API clients, leader election, admin
-//! server, metrics, queue, operation tracker, events), and the process
-//! (`app`, `options`) wires them. docs/architecture.md draws the whole.
-//!
-//! The public surface is what a binary, a benchmark or a test needs to
-//! build and run a controller, or to plug a volume plugin into it; the
-//! modules themselves are private.
+//! The process ([`App`], configured by [`AppConfig`] or the binary's
+//! [`Options`]) builds the controllers that `--controllers` enables on one
+//! runtime: one watch and one store per kind, one write door, one event
+//! recorder, one runner under one leader election. Each controller is a
+//! module with its `Controller` (the decisions) and `Config`; [`pv`] also
+//! has the plugin interface ([`pv::VolumePlugin`]) a storage back end
+//! implements. docs/architecture.md draws the whole; what only tests and
+//! benchmarks need is in [`testing`].
 
 mod app;
 #[cfg(feature = "embedded")]
 mod embedded;
-mod ephemeral;
+pub mod ephemeral;
 mod options;
-mod pv;
-mod resourceclaim;
+pub mod pv;
+pub mod resourceclaim;
 mod runtime;
+pub mod testing;
 
-pub use app::{App, AppConfig, AppError, ControllerSelection, UnknownController};
+pub use app::{
+    App, AppConfig, AppError, ControllerNames, ControllerSelection, Controllers,
+    DEFAULT_WATCH_FAILURE_LIMIT, UnknownController,
+};
 #[cfg(feature = "embedded")]
-pub use embedded::{
-    EmbeddedConfig, EmbeddedError, render_events, render_resource_claims, render_table,
-    run as run_embedded, stand_in_kubelet, wait_settled,
-};
-pub use ephemeral::NAME as EPHEMERAL_VOLUME;
-pub use ephemeral::controller::{EphemeralController, SyncError as EphemeralSyncError, Synced};
-pub use ephemeral::controller_base::{EphemeralBase, EphemeralError, EphemeralIdle};
+pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{DurationError, LogFormat, Options, parse_duration};
-pub use pv::controller::{Controller, Listers, RetryPolicy, Settings};
-pub use pv::controller_base::{
-    BaseConfig, BaseError, ControllerBase, DEFAULT_CLAIM_WORKERS, DEFAULT_VOLUME_WORKERS,
-    DEFAULT_WATCH_FAILURE_LIMIT, IdleProbe, NAME as PERSISTENTVOLUME_BINDER,
-};
-pub use pv::index::VolumeIndex;
-pub use pv::keys::{ClaimKey, VolumeName};
-pub use pv::objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
-pub use pv::plugins::recycler::{
-    ANN_CLAIM_UID as RECYCLER_ANN_CLAIM_UID, ANN_VOLUME_UID as RECYCLER_ANN_VOLUME_UID,
-    RecyclerPodConfig, TemplateError, default_template as default_recycler_template,
-};
-pub use pv::plugins::{
-    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, VolumePlugin,
-    VolumePlugins,
-};
-pub use resourceclaim::NAME as RESOURCECLAIM;
-pub use resourceclaim::{
-    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
-    ResourceClaimController, SyncError as ClaimSyncError, WorkKey,
-};
-pub use runtime::client::{
-    ClientError, ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, WriteGate,
-};
-pub use runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
+pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT};
 pub use runtime::keys::ObjectKey;
-pub use runtime::leader::{LeaderElector, LeaderError, LeaseConfig, default_identity};
-pub use runtime::leadership::{Campaign, ControllerRun, Leadership};
-pub use runtime::metrics::{EventOutcome, Metrics, MetricsError};
-pub use runtime::ratelimit::RateLimitLayer;
+pub use runtime::leader::{LeaseConfig, default_identity};
+pub use runtime::metrics::{Metrics, MetricsError};
+pub use runtime::runner::{IdleProbe, RunError};
+pub use runtime::server::{BindError, parse_bind_address};
+pub use runtime::shared::BuildError;
+pub use runtime::informer::{StoreError, WatchFailure, WiringError};
+pub use runtime::write::WriteError;
+pub use runtime::client::{ClientError, WriteGate};
 pub use runtime::requests::{RequestCollector, RequestCounts};
-pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address, router};
-pub use runtime::shared::{
-    AllIdle, BoxError, ControllerFailure, Idle, RunFn, Shared, StartContext, Started,
-};

@@ -7,8 +7,8 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    App, AppConfig, BaseConfig, Clients, ControllerSelection, LeaseConfig, LogFormat, Options,
-    Settings, VolumePlugins, default_identity, parse_bind_address,
+    App, AppConfig, Clients, ControllerSelection, LeaseConfig, LogFormat, Options,
+    default_identity, ephemeral, parse_bind_address, pv, resourceclaim,
 };
 
 #[tokio::main]
@@ -105,18 +105,24 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
         )
     });
     Ok(AppConfig {
-        base: BaseConfig {
+        instance: identity,
+        watch_failure_limit: options.watch_failure_limit,
+        persistentvolume: pv::Config {
             resync_period: options.resync_period(),
-            settings: Settings {
+            settings: pv::Settings {
                 enable_dynamic_provisioning: options.enable_dynamic_provisioning,
-                plugins: VolumePlugins::from_config(&plugins),
-                ..Settings::default()
+                plugins: pv::VolumePlugins::from_config(&plugins),
+                ..pv::Settings::default()
             },
-            instance: identity,
-            watch_failure_limit: options.watch_failure_limit,
             max_concurrent_operations: options.max_concurrent_operations,
             claim_workers: options.concurrent_claim_syncs,
             volume_workers: options.concurrent_volume_syncs,
+        },
+        ephemeral: ephemeral::Config {
+            workers: options.concurrent_ephemeralvolume_syncs,
+        },
+        resourceclaim: resourceclaim::Config {
+            workers: options.concurrent_resourceclaim_syncs,
         },
         controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {

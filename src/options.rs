@@ -30,7 +30,9 @@ pub struct Options {
 
     /// Controllers to run, in kube-controller-manager's syntax: `*` runs
     /// every controller, `name` enables one and `-name` disables one
-    /// (names: persistentvolume-binder, ephemeral-volume, resourceclaim).
+    /// (names: persistentvolume-binder-controller, ephemeral-volume-controller,
+    /// resourceclaim-controller; aliases: persistentvolume-binder,
+    /// ephemeral-volume, resource-claim-controller).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
@@ -61,12 +63,22 @@ pub struct Options {
     pub max_concurrent_operations: usize,
 
     /// How many claims are synced at once.
-    #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::controller_base::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_claim_syncs: usize,
 
     /// How many volumes are synced at once.
-    #[arg(long = "concurrent-volume-syncs", default_value_t = crate::pv::controller_base::DEFAULT_VOLUME_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-volume-syncs", default_value_t = crate::pv::DEFAULT_VOLUME_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_volume_syncs: usize,
+
+    /// How many pods the ephemeral volume controller syncs at once
+    /// (kube-controller-manager's flag and default).
+    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = crate::ephemeral::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_ephemeralvolume_syncs: usize,
+
+    /// How many pods and claims the ResourceClaim controller syncs at once
+    /// (kube-controller-manager runs a fixed 10).
+    #[arg(long = "concurrent-resourceclaim-syncs", default_value_t = crate::resourceclaim::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub concurrent_resourceclaim_syncs: usize,
 
     /// How often every volume and claim is synced again (default 15s; 1s
     /// with --embedded-cluster, so the demo settles in seconds).
@@ -350,6 +362,8 @@ mod tests {
         assert_eq!(options.max_concurrent_operations, 32);
         assert_eq!(options.concurrent_claim_syncs, 16);
         assert_eq!(options.concurrent_volume_syncs, 4);
+        assert_eq!(options.concurrent_ephemeralvolume_syncs, 5);
+        assert_eq!(options.concurrent_resourceclaim_syncs, 10);
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);

@@ -1,56 +1,99 @@
 //! One controller process: the admin server, the controllers that
-//! `--controllers` enables, and one leader election around all of them
-//! (one Lease, one write gate: the leader runs every enabled controller).
-//! The binary's cluster mode and embedded mode both run through here, so
-//! they cannot drift apart.
+//! `--controllers` enables, built on one set of informers (one watch and
+//! one store per kind), one write door and one event recorder, and run by
+//! one runner under one leader election (one Lease, one write gate: the
+//! leader runs every enabled controller). The binary's cluster mode and
+//! embedded mode both run through here, so they cannot drift apart.
 
+mod controllers;
 mod selection;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::ephemeral::{self, controller_base::EphemeralBase};
-use crate::pv::controller_base::{self as pv_base, BaseConfig, ControllerBase};
 use crate::runtime::client::Clients;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
-use crate::runtime::leadership::Campaign;
 use crate::runtime::metrics::{Metrics, MetricsError};
-use crate::runtime::server::{self, BindError, Health, Readiness};
-use crate::runtime::shared::{
-    AllIdle, BoxError, ControllerFailure, RunFn, Shared, StartContext, Started,
-};
-pub use selection::{ControllerSelection, UnknownController};
+use crate::runtime::runner::{IdleProbe, RunError, Runner, RunnerParts};
+use crate::runtime::server::{self, BindError, Health, Liveness, Readiness};
+use crate::runtime::shared::{BuildError, Shared};
+use crate::{ephemeral, pv, resourceclaim};
+pub use controllers::Controllers;
+pub use selection::{ControllerNames, ControllerSelection, UnknownController};
 
-/// What to run.
+/// What the process runs, and how: the process's own settings, then each
+/// controller's.
 #[derive(Clone, Debug)]
 pub struct AppConfig {
-    /// The PersistentVolume controller's wiring and settings; its instance
-    /// name and watch failure limit hold for every controller.
-    pub base: BaseConfig,
     /// Which controllers run (`--controllers`; the default runs all).
     pub controllers: ControllerSelection,
-    /// Where to serve `/metrics`, `/livez` and `/readyz` (port 0: any free port).
+    /// This replica's name in events and in the Lease (for example the pod
+    /// name).
+    pub instance: String,
+    /// How long a watch may fail without one success before the process
+    /// stops with an error (`--watch-failure-limit`).
+    pub watch_failure_limit: Duration,
+    /// Where to serve `/metrics`, `/livez` and `/readyz` (port 0: any free
+    /// port).
     pub metrics_address: SocketAddr,
     /// The Lease to compete for; `None` runs without election.
     pub election: Option<LeaseConfig>,
+    /// The PersistentVolume controller's settings.
+    pub persistentvolume: pv::Config,
+    /// The ephemeral volume controller's settings.
+    pub ephemeral: ephemeral::Config,
+    /// The ResourceClaim controller's settings.
+    pub resourceclaim: resourceclaim::Config,
+}
+
+/// Default of [`AppConfig::watch_failure_limit`].
+pub const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
+
+impl Default for AppConfig {
+    /// Every controller with its defaults, no election, the admin server
+    /// on a free loopback port.
+    fn default() -> Self {
+        Self {
+            controllers: ControllerSelection::default(),
+            instance: "pv-controller".to_string(),
+            watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
+            metrics_address: ([127, 0, 0, 1], 0).into(),
+            election: None,
+            persistentvolume: pv::Config::default(),
+            ephemeral: ephemeral::Config::default(),
+            resourceclaim: resourceclaim::Config::default(),
+        }
+    }
 }
 
 /// Why the process stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// A controller could not be built, or failed (caches never synced,
-    /// leadership lost, ...).
+    /// A controller could not be built.
+    #[error("building the {controller} controller: {source}")]
+    Build {
+        /// The controller's name.
+        controller: &'static str,
+        /// What went wrong.
+        #[source]
+        source: BuildError,
+    },
+    /// The process's shared parts could not be set up.
     #[error(transparent)]
-    Controller(#[from] ControllerFailure),
+    Shared(BuildError),
+    /// The controllers stopped with an error (a watch that kept failing, a
+    /// task that ended, the Lease lost).
+    #[error(transparent)]
+    Run(#[from] RunError),
     /// `--controllers` names a controller there is not.
     #[error(transparent)]
     Selection(#[from] UnknownController),
     /// `--controllers` leaves no controller to run.
     #[error("--controllers enables no controller")]
     NoController,
-    /// The metrics registry could not be set up, or the clients' request
-    /// counts could not be exported.
+    /// The clients' request counts could not be exported.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
     /// The admin server could not listen.
@@ -58,112 +101,91 @@ pub enum AppError {
     Bind(#[from] BindError),
 }
 
-/// One controller of the binary: its name in `--controllers` and how the
-/// process builds it.
-struct Entry {
-    name: &'static str,
-    build: Build,
-}
-
-/// How the process builds one controller.
-type Build = Box<dyn FnOnce(&StartContext) -> Result<Started, BoxError>>;
-
-impl Entry {
-    fn new<E: Into<BoxError>>(
-        name: &'static str,
-        build: impl FnOnce(&StartContext) -> Result<Started, E> + 'static,
-    ) -> Self {
-        Self {
-            name,
-            build: Box::new(move |context| build(context).map_err(Into::into)),
-        }
-    }
-}
-
-/// Every controller of the binary, in start order.
-fn controllers(config: &AppConfig) -> Vec<Entry> {
-    let pv = config.base.clone();
-    vec![
-        Entry::new(pv_base::NAME, move |context| {
-            ControllerBase::start(context, pv)
-        }),
-        Entry::new(ephemeral::NAME, EphemeralBase::start),
-        Entry::new(
-            crate::resourceclaim::NAME,
-            crate::resourceclaim::ClaimControllerBase::start,
-        ),
-    ]
-}
-
 /// The process's controllers, built, with the admin server already
 /// listening.
 pub struct App {
-    runs: Vec<RunFn>,
+    runner: Runner,
+    controllers: Controllers,
+    idle: IdleProbe,
     metrics: Arc<Metrics>,
-    idle: AllIdle,
     clients: Clients,
     election: Option<LeaseConfig>,
     metrics_address: SocketAddr,
+    liveness: Liveness,
     server: tokio::task::JoinHandle<()>,
 }
 
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("metrics_address", &self.metrics_address)
+            .finish_non_exhaustive()
+    }
+}
+
 impl App {
-    /// Builds the enabled controllers on the controller's client, with one
+    /// Builds the enabled controllers on the controllers' client, with one
     /// metrics registry (the clients' request counts among its series), and
-    /// starts serving the admin endpoints (not ready until every
-    /// controller's caches have synced). Fails on a
-    /// `--controllers` entry that names no controller.
+    /// starts serving the admin endpoints (not ready until every kind's
+    /// first list is in). A controller whose API the server does not serve
+    /// is left out, with a warning. Fails on a `--controllers` entry that
+    /// names no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
-        let entries = controllers(&config);
-        let known: Vec<&str> = entries.iter().map(|entry| entry.name).collect();
-        config.controllers.validate(&known)?;
-        let shared = Shared::new()?;
-        let context = StartContext {
-            client: clients.controller.clone(),
-            shared: shared.clone(),
-            instance: config.base.instance.clone(),
-            watch_failure_limit: config.base.watch_failure_limit,
-        };
-        let (mut runs, mut readiness, mut idle) = (Vec::new(), Vec::new(), AllIdle::default());
-        for entry in entries {
-            if !config.controllers.is_enabled(entry.name) {
-                tracing::info!(
-                    controller = entry.name,
-                    "controller disabled by --controllers"
-                );
-                continue;
-            }
-            let started = (entry.build)(&context)
-                .map_err(|source| ControllerFailure::new(entry.name, source))?;
-            tracing::info!(controller = entry.name, "controller enabled");
-            readiness.push(started.readiness);
-            idle.push(started.idle);
-            runs.push(started.run);
-        }
-        if runs.is_empty() {
-            return Err(AppError::NoController);
-        }
+        let mut shared = Shared::new(clients.controller.clone(), &config.instance)
+            .map_err(AppError::Shared)?;
+        let (controllers, workloads) = controllers::build(&mut shared, &config).await?;
         shared
             .metrics
             .register(Box::new(clients.requests.collector()?))?;
-        let listener = server::bind(config.metrics_address).await?;
-        let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
         let health = Health {
-            readiness: Readiness::all(readiness),
-            liveness: shared.liveness,
+            readiness: Readiness::default(),
+            liveness: Liveness::default(),
         };
-        let metrics = Arc::clone(&shared.metrics);
-        let server = tokio::spawn(server::serve(listener, shared.metrics, health));
+        let listener = server::bind(config.metrics_address).await?;
+        let metrics_address = listener
+            .local_addr()
+            .unwrap_or(config.metrics_address);
+        let server = tokio::spawn(server::serve(
+            listener,
+            Arc::clone(&shared.metrics),
+            health.clone(),
+        ));
         tracing::info!(address = %metrics_address, "serving /metrics, /livez and /readyz");
+        let metrics = Arc::clone(&shared.metrics);
+        let runner = Runner::new(RunnerParts {
+            client: shared.client,
+            watch_failure_limit: config.watch_failure_limit,
+            informers: shared.informers,
+            workloads,
+            leading: shared.leading,
+            recorder: shared.recorder,
+            metrics: Arc::clone(&metrics),
+            readiness: health.readiness,
+            liveness: health.liveness.clone(),
+        });
         Ok(Self {
-            runs,
+            idle: runner.idle_probe(),
+            runner,
+            controllers,
             metrics,
-            idle,
             clients,
             election: config.election,
             metrics_address,
+            liveness: health.liveness,
             server,
         })
+    }
+
+    /// The controllers that run, for callers that sync objects themselves.
+    pub fn controllers(&self) -> &Controllers {
+        &self.controllers
+    }
+
+    /// Starts the watches and waits until every kind's first list is in
+    /// its store, without leading: for callers that sync objects
+    /// themselves. [`App::run`] goes on from there.
+    pub async fn start_informers(&mut self) -> Result<(), AppError> {
+        Ok(self.runner.sync_caches().await?)
     }
 
     /// Where the admin server listens.
@@ -177,8 +199,13 @@ impl App {
     }
 
     /// Tells whether every controller has nothing left to do.
-    pub fn idle_probe(&self) -> AllIdle {
+    pub fn idle_probe(&self) -> IdleProbe {
         self.idle.clone()
+    }
+
+    /// Why the process is unhealthy (what `/livez` reports), if it is.
+    pub fn failure(&self) -> Option<String> {
+        self.liveness.failure()
     }
 
     /// Runs the controllers (elected when configured, on the lease's own
@@ -191,17 +218,7 @@ impl App {
         let elector = self
             .election
             .map(|lease| LeaderElector::new(self.clients.lease, lease, self.clients.gate));
-        let campaign = Campaign::default().reporting_to(Arc::clone(&self.metrics));
-        let runs = self
-            .runs
-            .into_iter()
-            .map(|run| run(campaign.leadership(), campaign.stop_token()))
-            .collect();
-        let result = campaign
-            .run(elector, runs, shutdown, |reason| {
-                ControllerFailure::new("process", reason)
-            })
-            .await;
+        let result = self.runner.run(elector, shutdown).await;
         self.server.abort();
         Ok(result?)
     }

@@ -1,8 +1,26 @@
 //! `--controllers`, in kube-controller-manager's syntax: a comma-separated
 //! list where `*` enables every controller that is on by default, `name`
 //! enables one and `-name` disables one; the first entry that names a
-//! controller decides for it. Every controller of this binary is on by
-//! default, so the default `*` runs them all.
+//! controller (by its name or one of its aliases) decides for it. Every
+//! controller of this binary is on by default, so the default `*` runs them
+//! all.
+
+/// A controller's names in `--controllers`: kube-controller-manager's
+/// canonical name and the aliases it keeps for older flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerNames {
+    /// The canonical name (`persistentvolume-binder-controller`).
+    pub name: &'static str,
+    /// Older names still accepted (`persistentvolume-binder`).
+    pub aliases: &'static [&'static str],
+}
+
+impl ControllerNames {
+    /// Whether `entry` (without a leading `-`) names this controller.
+    fn named_by(&self, entry: &str) -> bool {
+        self.name == entry || self.aliases.contains(&entry)
+    }
+}
 
 /// The parsed `--controllers` list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,7 +38,7 @@ impl Default for ControllerSelection {
 pub struct UnknownController {
     /// The name given.
     pub name: String,
-    /// The names of the controllers there are, comma-separated.
+    /// The names of the controllers there are, each with its aliases.
     pub known: String,
 }
 
@@ -36,29 +54,37 @@ impl ControllerSelection {
         )
     }
 
-    /// Checks every entry names one of `known` (or is `*`).
-    pub fn validate(&self, known: &[&str]) -> Result<(), UnknownController> {
+    /// Checks every entry is `*` or names one of `known` (by name or alias).
+    pub fn validate(&self, known: &[ControllerNames]) -> Result<(), UnknownController> {
         for entry in &self.0 {
             let name = entry.strip_prefix('-').unwrap_or(entry);
-            if entry != "*" && !known.contains(&name) {
+            if entry != "*" && !known.iter().any(|names| names.named_by(name)) {
+                let known = known
+                    .iter()
+                    .map(|names| match names.aliases {
+                        [] => names.name.to_string(),
+                        aliases => format!("{} (alias {})", names.name, aliases.join(", ")),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 return Err(UnknownController {
                     name: entry.clone(),
-                    known: known.join(", "),
+                    known,
                 });
             }
         }
         Ok(())
     }
 
-    /// Whether the controller `name` (on by default) runs: as the first
+    /// Whether the controller `names` (on by default) runs: as the first
     /// entry naming it says, else as `*` does.
-    pub fn is_enabled(&self, name: &str) -> bool {
+    pub fn is_enabled(&self, names: &ControllerNames) -> bool {
         let mut star = false;
         for entry in &self.0 {
-            if entry == name {
+            if names.named_by(entry) {
                 return true;
             }
-            if entry.strip_prefix('-') == Some(name) {
+            if entry.strip_prefix('-').is_some_and(|name| names.named_by(name)) {
                 return false;
             }
             star |= entry == "*";
@@ -71,39 +97,62 @@ impl ControllerSelection {
 mod tests {
     use super::*;
 
-    const KNOWN: [&str; 3] = [
-        "persistentvolume-binder",
-        "ephemeral-volume",
-        "resourceclaim",
+    const KNOWN: [ControllerNames; 3] = [
+        ControllerNames {
+            name: "persistentvolume-binder-controller",
+            aliases: &["persistentvolume-binder"],
+        },
+        ControllerNames {
+            name: "ephemeral-volume-controller",
+            aliases: &["ephemeral-volume"],
+        },
+        ControllerNames {
+            name: "resourceclaim-controller",
+            aliases: &["resource-claim-controller"],
+        },
     ];
 
     fn enabled(flag: &str) -> Vec<&'static str> {
         let selection = ControllerSelection::new(flag.split(','));
         KNOWN
-            .into_iter()
-            .filter(|name| selection.is_enabled(name))
+            .iter()
+            .filter(|names| selection.is_enabled(names))
+            .map(|names| names.name)
             .collect()
     }
 
     #[test]
     fn selections_as_kube_controller_manager_reads_them() {
-        let rows: [(&str, &[&str]); 8] = [
-            ("*", &KNOWN),
+        let all = KNOWN.map(|names| names.name);
+        let rows: [(&str, &[&str]); 11] = [
+            ("*", &all),
             ("", &[]),
-            ("ephemeral-volume", &["ephemeral-volume"]),
+            ("ephemeral-volume", &["ephemeral-volume-controller"]),
+            ("ephemeral-volume-controller", &["ephemeral-volume-controller"]),
             (
                 "*,-persistentvolume-binder",
-                &["ephemeral-volume", "resourceclaim"],
+                &["ephemeral-volume-controller", "resourceclaim-controller"],
             ),
             (
-                "-resourceclaim,*",
-                &["persistentvolume-binder", "ephemeral-volume"],
+                "*,-persistentvolume-binder-controller",
+                &["ephemeral-volume-controller", "resourceclaim-controller"],
             ),
-            ("resourceclaim,-resourceclaim", &["resourceclaim"]),
-            ("-resourceclaim,resourceclaim", &[]),
             (
-                " persistentvolume-binder , resourceclaim",
-                &["persistentvolume-binder", "resourceclaim"],
+                "-resource-claim-controller,*",
+                &["persistentvolume-binder-controller", "ephemeral-volume-controller"],
+            ),
+            (
+                "resourceclaim-controller,-resource-claim-controller",
+                &["resourceclaim-controller"],
+            ),
+            ("-resourceclaim-controller,resourceclaim-controller", &[]),
+            (
+                " persistentvolume-binder , resourceclaim-controller",
+                &["persistentvolume-binder-controller", "resourceclaim-controller"],
+            ),
+            (
+                "*,-persistentvolume-binder,-ephemeral-volume",
+                &["resourceclaim-controller"],
             ),
         ];
         for (flag, expected) in rows {
@@ -114,23 +163,28 @@ mod tests {
     #[test]
     fn the_default_runs_every_controller() {
         let selection = ControllerSelection::default();
-        assert!(KNOWN.iter().all(|name| selection.is_enabled(name)));
+        assert!(KNOWN.iter().all(|names| selection.is_enabled(names)));
     }
 
     #[test]
     fn unknown_names_are_refused_with_or_without_a_minus() {
-        for flag in ["volume-binder", "*,-nope"] {
+        for flag in ["volume-binder", "*,-nope", "resourceclaim", "-ephemeralvolume"] {
             let error = ControllerSelection::new(flag.split(','))
                 .validate(&KNOWN)
                 .expect_err(flag);
             assert!(
-                error.to_string().contains("not a known controller"),
+                error.to_string().contains("not a known controller")
+                    && error
+                        .to_string()
+                        .contains("persistentvolume-binder-controller (alias persistentvolume-binder)"),
                 "{error}"
             );
         }
         assert_eq!(
-            ControllerSelection::new("*,-ephemeral-volume,resourceclaim".split(','))
-                .validate(&KNOWN),
+            ControllerSelection::new(
+                "*,-ephemeral-volume,resource-claim-controller,persistentvolume-binder".split(',')
+            )
+            .validate(&KNOWN),
             Ok(())
         );
     }

@@ -1,26 +1,24 @@
 //! The decisions of the ephemeral volume controller: what one pod's
 //! ephemeral volumes need, and the creates that give it to them.
 //!
-//! A sync reads the pod from the lister and each claim from the lister or,
-//! for a claim this controller has just created and whose watch event has
-//! not come yet, from the record of its own creates (so a pod synced again
-//! in that window does not create the claim twice and meet
-//! `AlreadyExists`). A claim the pod does not control is never touched: the
-//! pod gets a `FailedBinding` Warning and the sync fails, to be retried
-//! with backoff, as upstream's.
+//! A sync reads the pod and each claim from the process's stores. A claim
+//! this controller has just created is in the claim store as soon as the
+//! API server answers the create (the write door puts it there), so a pod
+//! synced again before the claim's watch event does not create it twice
+//! and meet `AlreadyExists`. A claim the pod does not control is never
+//! touched: the pod gets a `FailedBinding` Warning and the sync fails, to
+//! be retried with backoff, as upstream's.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::PostParams;
-use kube::runtime::reflector::Store;
-use kube::{Api, Client};
 
 use super::claims::{self, EphemeralVolume};
 use super::metrics::EphemeralMetrics;
 use crate::runtime::events::{EventRecorder, EventType, reference_of};
+use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::write::Writer;
 
 /// Reason of the Warning a pod gets when one of its ephemeral volumes
 /// cannot have its claim (upstream's `events.FailedBinding`).
@@ -54,82 +52,47 @@ pub struct SyncError {
     pub reason: String,
 }
 
-/// What the decisions are built from (handed in by the base).
+/// What the decisions are built from (handed in by the wiring).
 pub(crate) struct Parts {
-    pub(crate) client: Client,
-    pub(crate) pods: Store<Pod>,
-    pub(crate) claims: Store<PersistentVolumeClaim>,
+    /// Pods, filed by the claims they use.
+    pub(crate) pods: Arc<MemStore<Pod>>,
+    /// The process's one store of claims.
+    pub(crate) claims: StoreRef<PersistentVolumeClaim>,
+    /// Creates claims through the process's write door.
+    pub(crate) writer: Writer<PersistentVolumeClaim>,
+    /// Events on pods.
     pub(crate) recorder: EventRecorder,
+    /// Upstream's create counters.
     pub(crate) metrics: EphemeralMetrics,
 }
 
 /// The decision half of the ephemeral volume controller.
-pub struct EphemeralController {
-    client: Client,
-    pods: Store<Pod>,
-    claims: Store<PersistentVolumeClaim>,
-    /// Claims this controller created whose watch event has not come yet.
-    created: Mutex<HashMap<ObjectKey, Arc<PersistentVolumeClaim>>>,
-    recorder: EventRecorder,
-    metrics: EphemeralMetrics,
+pub struct Controller {
+    parts: Parts,
 }
 
-impl std::fmt::Debug for EphemeralController {
+impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EphemeralController")
-            .field("recorder", &self.recorder)
+        f.debug_struct("Controller")
+            .field("recorder", &self.parts.recorder)
             .finish_non_exhaustive()
     }
 }
 
-impl EphemeralController {
+impl Controller {
     pub(crate) fn new(parts: Parts) -> Self {
-        Self {
-            client: parts.client,
-            pods: parts.pods,
-            claims: parts.claims,
-            created: Mutex::default(),
-            recorder: parts.recorder,
-            metrics: parts.metrics,
-        }
-    }
-
-    /// The event recorder, for the base's flush at shutdown.
-    pub(crate) fn recorder(&self) -> &EventRecorder {
-        &self.recorder
+        Self { parts }
     }
 
     /// Waits until every event recorded so far is written (for callers
     /// that sync pods themselves and read the events).
     pub async fn flush_events(&self) {
-        self.recorder.flush().await;
+        self.parts.recorder.flush().await;
     }
 
-    /// The pod lister.
-    pub(crate) fn pods(&self) -> &Store<Pod> {
-        &self.pods
-    }
-
-    /// The claim of `key`: from the lister, else from this controller's own
-    /// creates that the watch has not delivered yet.
+    /// The claim of `key`, as the claim store holds it.
     pub(crate) fn claim(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims
-            .get(&key.object_ref())
-            .or_else(|| self.created_claims().get(key).cloned())
-    }
-
-    /// Forgets a created claim once the watch has delivered it (or its
-    /// deletion): the lister is the truth from then on.
-    pub(crate) fn claim_seen(&self, key: &ObjectKey) {
-        self.created_claims().remove(key);
-    }
-
-    /// Forgets every created claim after a relist: the lister holds what
-    /// the server listed, and a created claim missing from it was deleted
-    /// meanwhile (a claim created after the list was taken is met as
-    /// `AlreadyExists` at worst, and retried).
-    pub(crate) fn relisted(&self) {
-        self.created_claims().clear();
+        self.parts.claims.get(key)
     }
 
     /// Whether `pod` has a claim to create or a foreign claim in its way.
@@ -137,16 +100,10 @@ impl EphemeralController {
         claims::needs_work(pod, |key| self.claim(key))
     }
 
-    fn created_claims(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<PersistentVolumeClaim>>> {
-        self.created.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Gives each ephemeral volume of the pod `key` its claim. Stops at the
     /// first volume that cannot have one, with a Warning on the pod.
     pub async fn sync_pod(&self, key: &ObjectKey) -> Result<Synced, SyncError> {
-        let Some(pod) = self.pods.get(&key.object_ref()) else {
+        let Some(pod) = self.parts.pods.get(key) else {
             tracing::debug!(pod = %key, "pod gone, nothing to do");
             return Ok(Synced::PodGone);
         };
@@ -159,7 +116,7 @@ impl EphemeralController {
             match self.handle_volume(&pod, key, volume).await {
                 Ok(made) => created += usize::from(made),
                 Err(reason) => {
-                    self.recorder.record(
+                    self.parts.recorder.record(
                         &reference_of(pod.as_ref()),
                         EventType::Warning,
                         FAILED_BINDING,
@@ -198,19 +155,36 @@ impl EphemeralController {
             return Err("no volumeClaimTemplate".to_string());
         };
         let claim = claims::claim_for(pod, volume.volume, template);
-        self.metrics.create_attempted();
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &key.namespace);
-        match api.create(&PostParams::default(), &claim).await {
-            Ok(stored) => {
+        self.parts.metrics.create_attempted();
+        match self.parts.writer.create(&claim).await {
+            Ok(_) => {
                 tracing::info!(pod = %pod_key, claim = %key, "created the claim of an ephemeral volume");
-                self.created_claims().insert(key, Arc::new(stored));
                 Ok(true)
             }
             Err(error) => {
-                self.metrics.create_failed();
+                self.parts.metrics.create_failed();
                 tracing::warn!(pod = %pod_key, claim = %key, %error, "could not create the claim of an ephemeral volume");
-                Err(format!("create PVC {}: {error}", key.name))
+                Err(format!("create PVC {}: {}", key.name, api_reason(&error)))
             }
         }
+    }
+}
+
+/// What the API server said of a failed write, as upstream's message has
+/// it (the client's error, without the door's description of the request).
+fn api_reason(error: &crate::runtime::write::WriteError) -> String {
+    match error {
+        crate::runtime::write::WriteError::Api { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+impl crate::runtime::runner::SyncFailure for SyncError {
+    fn metric_label(&self) -> &'static str {
+        "failed"
+    }
+
+    fn is_expected(&self) -> bool {
+        false
     }
 }

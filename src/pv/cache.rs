@@ -42,9 +42,11 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use crate::pv::index::{MatchError, VolumeIndex};
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::ObjectName;
 use crate::pv::packed::{Recent, Settled, Stored};
+use crate::runtime::informer::{Store, StoreError};
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -73,13 +75,13 @@ pub enum CacheError {
 #[derive(Debug, Default)]
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
-    claims: RwLock<BTreeMap<ClaimKey, Stored<PersistentVolumeClaim>>>,
+    claims: RwLock<BTreeMap<ObjectKey, Stored<PersistentVolumeClaim>>>,
     /// The volumes read or written last, unpacked; changed only under the
     /// `volumes` lock (a read lock is enough for what a read unpacked: no
     /// store can happen meanwhile).
     recent_volumes: Recent<String, PersistentVolume>,
     /// The claims read or written last, under the `claims` lock likewise.
-    recent_claims: Recent<ClaimKey, PersistentVolumeClaim>,
+    recent_claims: Recent<ObjectKey, PersistentVolumeClaim>,
     freed: FreedHook,
 }
 
@@ -108,7 +110,7 @@ impl fmt::Debug for FreedHook {
 pub struct Reservation {
     cache: Arc<ShadowCache>,
     volume: Arc<PersistentVolume>,
-    claim: ClaimKey,
+    claim: ObjectKey,
     /// Whether this reservation made the hold (and ends it when dropped),
     /// rather than finding the volume held for the claim already.
     owned: bool,
@@ -240,18 +242,18 @@ impl ShadowCache {
     }
 
     /// The stored volume of that name.
-    pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.recent_volume(&read(&self.volumes), name)
+    pub fn volume(&self, name: &VolumeName) -> Option<Arc<PersistentVolume>> {
+        self.recent_volume(&read(&self.volumes), name.as_str())
     }
 
     /// The stored volume of that name, if a watch has shown it: what a
     /// volume worker syncs.
-    pub fn listed_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+    pub fn listed_volume(&self, name: &VolumeName) -> Option<Arc<PersistentVolume>> {
         let index = read(&self.volumes);
-        if !index.is_listed(name) {
+        if !index.is_listed(name.as_str()) {
             return None;
         }
-        self.recent_volume(&index, name)
+        self.recent_volume(&index, name.as_str())
     }
 
     /// The volume of that name as kept unpacked, or unpacked now and kept.
@@ -266,10 +268,10 @@ impl ShadowCache {
     }
 
     /// Forgets a volume (it was deleted), returning what was stored.
-    pub fn remove_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+    pub fn remove_volume(&self, name: &VolumeName) -> Option<Arc<PersistentVolume>> {
         let mut index = write(&self.volumes);
-        self.recent_volumes.forget(name);
-        index.remove(name)
+        self.recent_volumes.forget(name.as_str());
+        index.remove(name.as_str())
     }
 
     /// Every stored volume, in name order, each unpacked (and the lock
@@ -279,8 +281,8 @@ impl ShadowCache {
         self.volume_names().into_iter().filter_map(|name| {
             let index = read(&self.volumes);
             self.recent_volumes
-                .get(name.0.as_str())
-                .or_else(|| index.get(&name.0))
+                .get(name.as_str())
+                .or_else(|| index.get(name.as_str()))
         })
     }
 
@@ -288,7 +290,7 @@ impl ShadowCache {
     pub fn volume_names(&self) -> Vec<VolumeName> {
         read(&self.volumes)
             .names()
-            .map(|name| VolumeName(name.to_owned()))
+            .map(VolumeName::new)
             .collect()
     }
 
@@ -318,7 +320,7 @@ impl ShadowCache {
         claim: &PersistentVolumeClaim,
         delay_binding: bool,
     ) -> Result<Option<Reservation>, MatchError> {
-        let key = ClaimKey::of(claim);
+        let key = ObjectKey::of(claim);
         let mut index = write(&self.volumes);
         let Some(volume) = index.find_best_match(claim, delay_binding)? else {
             return Ok(None);
@@ -341,8 +343,8 @@ impl ShadowCache {
     }
 
     /// Whether the volume of that name is held for a claim being bound.
-    pub fn is_reserved(&self, name: &str) -> bool {
-        read(&self.volumes).is_reserved(name)
+    pub fn is_reserved(&self, name: &VolumeName) -> bool {
+        read(&self.volumes).is_reserved(name.as_str())
     }
 
     /// Offers a claim known from the answer of a write: stores it unless
@@ -372,7 +374,7 @@ impl ShadowCache {
         listed: bool,
         shared: Option<&Arc<PersistentVolumeClaim>>,
     ) -> Result<bool, CacheError> {
-        let key = ClaimKey::of(claim);
+        let key = ObjectKey::of(claim);
         let mut claims = write(&self.claims);
         let mut was_listed = false;
         if let Some(stored) = claims.get_mut(&key) {
@@ -404,7 +406,7 @@ impl ShadowCache {
     }
 
     /// The stored claim with that key.
-    pub fn claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
+    pub fn claim(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
         let claims = read(&self.claims);
         if let Some(claim) = self.recent_claims.get(key) {
             return Some(claim);
@@ -416,12 +418,12 @@ impl ShadowCache {
 
     /// Whether the claim with that key is stored and a watch has shown it:
     /// what a claim worker syncs.
-    pub fn is_listed_claim(&self, key: &ClaimKey) -> bool {
+    pub fn is_listed_claim(&self, key: &ObjectKey) -> bool {
         read(&self.claims).get(key).is_some_and(Stored::listed)
     }
 
     /// Forgets a claim (it was deleted), returning what was stored.
-    pub fn remove_claim(&self, key: &ClaimKey) -> Option<Arc<PersistentVolumeClaim>> {
+    pub fn remove_claim(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
         let mut claims = write(&self.claims);
         self.recent_claims.forget(key);
         claims.remove(key)?.object()
@@ -437,7 +439,7 @@ impl ShadowCache {
     /// only as the iterator reaches it; keys no longer stored are passed by.
     pub fn claims_of(
         &self,
-        keys: Vec<ClaimKey>,
+        keys: Vec<ObjectKey>,
     ) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
         keys.into_iter().filter_map(|key| {
             let claims = read(&self.claims);
@@ -448,7 +450,7 @@ impl ShadowCache {
     }
 
     /// The keys of all stored claims, in order.
-    pub fn claim_keys(&self) -> Vec<ClaimKey> {
+    pub fn claim_keys(&self) -> Vec<ObjectKey> {
         read(&self.claims).keys().cloned().collect()
     }
 
@@ -464,7 +466,7 @@ impl ShadowCache {
         let Some(settled) = settled_with(ObjectName::of_volume(volume), &volume.metadata) else {
             return;
         };
-        if let Some(stored) = write(&self.claims).get_mut(&ClaimKey::of(claim)) {
+        if let Some(stored) = write(&self.claims).get_mut(&ObjectKey::of(claim)) {
             stored.settle(claim.metadata.resource_version.as_deref(), settled);
         }
     }
@@ -485,7 +487,7 @@ impl ShadowCache {
     /// the same two objects again and find nothing to do.
     ///
     /// The only place that holds both locks; it takes the claims' first.
-    pub fn unsettled(&self) -> (Vec<ClaimKey>, Vec<VolumeName>) {
+    pub fn unsettled(&self) -> (Vec<ObjectKey>, Vec<VolumeName>) {
         let claims = read(&self.claims);
         let index = read(&self.volumes);
         let unchanged = |settled: Option<&Settled>| {
@@ -493,7 +495,7 @@ impl ShadowCache {
                 return false;
             };
             let current = match &settled.partner {
-                ObjectName::Volume(name) => index.version(&name.0).flatten(),
+                ObjectName::Volume(name) => index.version(name.as_str()).flatten(),
                 ObjectName::Claim(key) => claims.get(key).and_then(Stored::version),
             };
             current == Some(&*settled.version)
@@ -506,9 +508,73 @@ impl ShadowCache {
         let volume_names = index
             .names()
             .filter(|name| !unchanged(index.settled(name)))
-            .map(|name| VolumeName(name.to_owned()))
+            .map(VolumeName::new)
             .collect();
         (claim_keys, volume_names)
+    }
+}
+
+/// The shadow cache is the process's one store of volumes: a watch's
+/// versions count as listed, a write's answer does not.
+impl Store<PersistentVolume> for ShadowCache {
+    fn watched(&self, volume: &Arc<PersistentVolume>) {
+        if let Err(error) = self.offer_listed_volume(volume.as_ref()) {
+            tracing::warn!(%error, "volume not cached");
+        }
+    }
+
+    fn written(&self, volume: Arc<PersistentVolume>) -> Result<(), StoreError> {
+        self.offer_volume(volume).map(drop).map_err(CacheError::into_store)
+    }
+
+    fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolume>> {
+        self.remove_volume(&VolumeName::new(key.name.clone()))
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<PersistentVolume>> {
+        self.volume(&VolumeName::new(key.name.clone()))
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.volume_names().iter().map(VolumeName::key).collect()
+    }
+}
+
+/// The shadow cache is the process's one store of claims, as of volumes.
+impl Store<PersistentVolumeClaim> for ShadowCache {
+    fn watched(&self, claim: &Arc<PersistentVolumeClaim>) {
+        if let Err(error) = self.offer_listed_claim(claim.as_ref()) {
+            tracing::warn!(%error, "claim not cached");
+        }
+    }
+
+    fn written(&self, claim: Arc<PersistentVolumeClaim>) -> Result<(), StoreError> {
+        self.offer_claim(claim).map(drop).map_err(CacheError::into_store)
+    }
+
+    fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
+        self.remove_claim(key)
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
+        self.claim(key)
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.claim_keys()
+    }
+}
+
+impl CacheError {
+    /// The error as the write door reports it.
+    fn into_store(self) -> StoreError {
+        let object = match &self {
+            Self::ResourceVersion { object, .. } | Self::Pack { object, .. } => object.to_string(),
+        };
+        StoreError {
+            object,
+            reason: self.to_string(),
+        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! The controller's error type: what went wrong while syncing one object,
 //! with enough context (object, operation) to act on a log line.
 
-use crate::pv::cache::CacheError;
 use crate::pv::index::MatchError;
+use crate::runtime::informer::StoreError;
+use crate::runtime::write::WriteError;
 
 /// Why a sync of a volume or claim did not finish. A failed sync is retried
 /// with per-key backoff; none of these stops the controller.
@@ -17,9 +18,10 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The shadow cache refused an object (unparsable resourceVersion).
+    /// The shadow cache refused the answer to a write (an unparsable
+    /// resourceVersion).
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Store(#[from] StoreError),
     /// A claim could not be matched against volumes (invalid request).
     #[error(transparent)]
     Match(#[from] MatchError),
@@ -70,7 +72,7 @@ impl Error {
                 kube::Error::Api(_) => "api",
                 _ => "transport",
             },
-            Error::Cache(_) => "cache",
+            Error::Store(_) => "cache",
             Error::Match(_) => "match",
             Error::StorageClass(_) => "storage_class",
             Error::Inconsistent(_) => "inconsistent",
@@ -98,6 +100,26 @@ impl Error {
     /// failure at all, retried with backoff and logged quietly.
     pub fn is_waiting(&self) -> bool {
         matches!(self, Error::Waiting { .. })
+    }
+}
+
+impl From<WriteError> for Error {
+    fn from(error: WriteError) -> Self {
+        match error {
+            WriteError::Api { action, source } => Self::Api { action, source },
+            WriteError::Stale { object, reason } => Self::Stale { object, reason },
+            WriteError::Store(error) => Self::Store(error),
+        }
+    }
+}
+
+impl crate::runtime::runner::SyncFailure for Error {
+    fn metric_label(&self) -> &'static str {
+        Error::metric_label(self)
+    }
+
+    fn is_expected(&self) -> bool {
+        self.is_conflict() || self.is_waiting()
     }
 }
 

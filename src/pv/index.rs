@@ -58,7 +58,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
-use crate::pv::keys::ClaimKey;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     AccessModes, ObjectError, VolumeMode, claim_access_modes, claim_class, claim_request,
     claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
@@ -76,7 +76,7 @@ pub enum MatchError {
     #[error("cannot match claim \"{claim}\": invalid label selector: {source}")]
     Selector {
         /// The claim with the bad selector.
-        claim: ClaimKey,
+        claim: ObjectKey,
         /// What is wrong with it.
         #[source]
         source: SelectorError,
@@ -123,9 +123,9 @@ pub struct VolumeIndex {
     /// with a selector checks it once per label set instead of once per
     /// volume.
     labelled: HashMap<Bucket, BTreeMap<Arc<Labels>, BySize>>,
-    claimed: HashMap<ClaimKey, BTreeSet<String>>,
+    claimed: HashMap<ObjectKey, BTreeSet<String>>,
     /// Volumes held for the claim whose binding is under way.
-    reserved: HashMap<String, ClaimKey>,
+    reserved: HashMap<String, ObjectKey>,
 }
 
 #[derive(Debug)]
@@ -154,7 +154,7 @@ enum Place {
     /// the bucket that has the same.
     Free(Bucket, Arc<Labels>),
     /// Has a claimRef: offered only to the claim it names.
-    Claimed(ClaimKey),
+    Claimed(ObjectKey),
     /// Unclaimed but Bound, Released, Failed or being deleted: offered to
     /// no one.
     Unavailable,
@@ -196,7 +196,7 @@ impl Traits {
         let claim_ref = spec.and_then(|s| s.claim_ref.as_ref());
         let offerable = offerable_phase(volume.status.as_ref().and_then(|s| s.phase.as_deref()));
         let place = match claim_ref {
-            Some(r) => Place::Claimed(ClaimKey::new(
+            Some(r) => Place::Claimed(ObjectKey::new(
                 r.namespace.clone().unwrap_or_default(),
                 r.name.clone().unwrap_or_default(),
             )),
@@ -392,7 +392,7 @@ impl VolumeIndex {
     /// [`VolumeIndex::release`], searches for other claims pass it by.
     /// Returns false (and reserves nothing) when it is held for another
     /// claim already.
-    pub fn reserve(&mut self, name: &str, claim: &ClaimKey) -> bool {
+    pub fn reserve(&mut self, name: &str, claim: &ObjectKey) -> bool {
         if let Some(holder) = self.reserved.get(name) {
             return holder == claim;
         }
@@ -403,7 +403,7 @@ impl VolumeIndex {
     /// Drops the reservation of the volume of that name for `claim`.
     /// Returns whether this made a free volume searchable for every claim
     /// again (the binding failed): news for the claims that found nothing.
-    pub fn release(&mut self, name: &str, claim: &ClaimKey) -> bool {
+    pub fn release(&mut self, name: &str, claim: &ObjectKey) -> bool {
         if self.reserved.get(name) != Some(claim) {
             return false;
         }
@@ -417,7 +417,7 @@ impl VolumeIndex {
     }
 
     /// The claim the volume of that name is held for, if any.
-    pub fn reserved_for(&self, name: &str) -> Option<&ClaimKey> {
+    pub fn reserved_for(&self, name: &str) -> Option<&ObjectKey> {
         self.reserved.get(name)
     }
 
@@ -439,7 +439,7 @@ impl VolumeIndex {
             .map(Selector::compile)
             .transpose()
             .map_err(|source| MatchError::Selector {
-                claim: ClaimKey::of(claim),
+                claim: ObjectKey::of(claim),
                 source,
             })?;
         let volume_mode = claim_volume_mode(claim);
@@ -451,7 +451,7 @@ impl VolumeIndex {
                 && t.vac.as_deref() == vac
                 && !t.deleting
         };
-        let key = ClaimKey::of(claim);
+        let key = ObjectKey::of(claim);
         let prebound: Vec<(AccessModes, Arc<PersistentVolume>)> = self
             .claimed
             .get(&key)
@@ -495,7 +495,7 @@ impl VolumeIndex {
         bucket: &Bucket,
         request: Amount,
         selector: Option<&Selector<'_>>,
-        key: &ClaimKey,
+        key: &ObjectKey,
     ) -> Option<&str> {
         let not_held = |(_, name): &&(Amount, String)| {
             self.reserved.get(name).is_none_or(|holder| holder == key)

@@ -16,7 +16,8 @@ use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts};
 
 use crate::pv::cache::ShadowCache;
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{VolumeMode, claim_vac, volume_mode};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
@@ -32,7 +33,7 @@ pub(crate) const NO_PLUGIN: &str = "N/A";
 /// The PersistentVolume controller's event-driven series. Cheap to clone:
 /// clones count into the same series.
 #[derive(Clone)]
-pub struct PvMetrics {
+pub(crate) struct PvMetrics {
     retroactive_total: IntCounter,
     retroactive_errors: IntCounter,
     operation_seconds: HistogramVec,
@@ -47,7 +48,7 @@ impl std::fmt::Debug for PvMetrics {
 
 impl PvMetrics {
     /// Creates the series and registers them into `metrics`' registry.
-    pub fn new(metrics: &Metrics) -> Result<Self, MetricsError> {
+    pub(crate) fn new(metrics: &Metrics) -> Result<Self, MetricsError> {
         let retroactive_total = IntCounter::new(
             "retroactive_storageclass_total",
             "Total number of retroactive StorageClass assignments to persistent volume claims",
@@ -85,7 +86,7 @@ impl PvMetrics {
 
     /// Counts one retroactive default-StorageClass assignment attempt
     /// (`retroactive_storageclass_total`), and its failure if it failed.
-    pub fn retroactive_storage_class(&self, failed: bool) {
+    pub(crate) fn retroactive_storage_class(&self, failed: bool) {
         self.retroactive_total.inc();
         if failed {
             self.retroactive_errors.inc();
@@ -95,14 +96,14 @@ impl PvMetrics {
     /// Records a finished volume operation (`provision`, `delete`, ...) and
     /// how long it took end to end (`volume_operation_total_seconds`). An
     /// empty plugin name is reported as `N/A`, as upstream.
-    pub fn volume_operation_completed(&self, plugin_name: &str, operation: &str, took: Duration) {
+    pub(crate) fn volume_operation_completed(&self, plugin_name: &str, operation: &str, took: Duration) {
         self.operation_seconds
             .with_label_values(&[plugin_label(plugin_name), operation])
             .observe(took.as_secs_f64());
     }
 
     /// Counts a failed volume operation (`volume_operation_total_errors`).
-    pub fn volume_operation_failed(&self, plugin_name: &str, operation: &str) {
+    pub(crate) fn volume_operation_failed(&self, plugin_name: &str, operation: &str) {
         self.operation_errors
             .with_label_values(&[plugin_label(plugin_name), operation])
             .inc();
@@ -145,7 +146,8 @@ pub(crate) fn plugin_name(volume: &PersistentVolume) -> String {
 pub(crate) struct StateCollector {
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
-    claim_queue: WorkQueue<ClaimKey>,
+    claim_queue: WorkQueue<ObjectKey>,
+    waiting_claims: Box<dyn Fn() -> usize + Send + Sync>,
     descs: Vec<Desc>,
 }
 
@@ -158,6 +160,7 @@ struct StateGauges {
     total_pv: GaugeVec,
     queue_depth: GaugeVec,
     cache_objects: GaugeVec,
+    waiting_claims: GaugeVec,
 }
 
 impl StateGauges {
@@ -213,10 +216,17 @@ impl StateGauges {
                 ),
                 &["kind"],
             )?,
+            waiting_claims: GaugeVec::new(
+                Opts::new(
+                    "pv_controller_waiting_claims",
+                    "Claims that found no volume and wait for one to be freed (each is tried again at once when one is)",
+                ),
+                &[],
+            )?,
         })
     }
 
-    fn all(&self) -> [&GaugeVec; 7] {
+    fn all(&self) -> [&GaugeVec; 8] {
         [
             &self.bound_pv,
             &self.unbound_pv,
@@ -225,6 +235,7 @@ impl StateGauges {
             &self.total_pv,
             &self.queue_depth,
             &self.cache_objects,
+            &self.waiting_claims,
         ]
     }
 }
@@ -234,7 +245,8 @@ impl StateCollector {
     pub(crate) fn new(
         cache: Arc<ShadowCache>,
         volume_queue: WorkQueue<VolumeName>,
-        claim_queue: WorkQueue<ClaimKey>,
+        claim_queue: WorkQueue<ObjectKey>,
+        waiting_claims: impl Fn() -> usize + Send + Sync + 'static,
     ) -> Result<Self, MetricsError> {
         let descs = StateGauges::new()?
             .all()
@@ -245,6 +257,7 @@ impl StateCollector {
             cache,
             volume_queue,
             claim_queue,
+            waiting_claims: Box::new(waiting_claims),
             descs,
         })
     }
@@ -291,6 +304,10 @@ impl StateCollector {
             .queue_depth
             .with_label_values(&["claim"])
             .set(self.claim_queue.len() as f64);
+        gauges
+            .waiting_claims
+            .with_label_values::<&str>(&[])
+            .set((self.waiting_claims)() as f64);
         gauges
             .cache_objects
             .with_label_values(&["persistentvolume"])
@@ -380,6 +397,7 @@ mod tests {
             Arc::new(ShadowCache::default()),
             WorkQueue::new(),
             WorkQueue::new(),
+            || 3,
         )
         .unwrap();
         metrics.register(Box::new(collector)).unwrap();
@@ -396,6 +414,7 @@ mod tests {
             "volume_operation_total_errors{operation_name=\"delete\",plugin_name=\"kubernetes.io/nfs\"} 1"
         ));
         assert!(text.contains("pv_controller_queue_depth{queue=\"volume\"} 0"));
+        assert!(text.contains("pv_controller_waiting_claims 3"), "{text}");
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! The PersistentVolume controller (kube-controller-manager's
-//! `persistentvolume-binder`): it binds claims to volumes, hands claims to
-//! provisioners and reclaims released volumes.
+//! `persistentvolume-binder-controller`): it binds claims to volumes, hands
+//! claims to provisioners and reclaims released volumes.
 //!
-//! Two halves, as upstream: [`controller_base`] is the wiring (watchers,
-//! shadow cache, queues, workers, resync, leadership) and [`controller`] the
-//! decisions (what to do with one volume or one claim). Between them sit
-//! plain data structures, the shadow [`cache`] with its volume [`index`],
-//! and the typed readings of the objects ([`objects`], [`keys`]). The
-//! volume [`plugins`] touch storage; the controller only decides when.
+//! Two halves, as upstream: `controller_base` is the wiring (what it asks
+//! of the process's informers, its handlers, queues, workers and resync)
+//! and `controller` the decisions (what to do with one volume or one
+//! claim). Between them sit plain data structures, the shadow `cache` with
+//! its volume `index`, and the typed readings of the objects (`objects`,
+//! `keys`). The volume plugins touch storage; the controller only decides
+//! when. [`VolumePlugin`] is the interface a storage back end implements.
 
 pub(crate) mod cache;
 pub(crate) mod constants;
@@ -21,3 +22,21 @@ pub(crate) mod migration;
 pub(crate) mod objects;
 pub(crate) mod packed;
 pub(crate) mod plugins;
+
+pub use cache::ShadowCache;
+pub use controller::{Controller, Next, RetryPolicy, Settings};
+pub use controller_base::{
+    Config, DEFAULT_CLAIM_WORKERS, DEFAULT_RESYNC_PERIOD, DEFAULT_VOLUME_WORKERS, NAME,
+};
+pub use error::Error;
+pub use index::VolumeIndex;
+pub use keys::VolumeName;
+pub use objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
+pub use plugins::recycler::{
+    ANN_CLAIM_UID as RECYCLER_ANN_CLAIM_UID, ANN_VOLUME_UID as RECYCLER_ANN_VOLUME_UID,
+    RecyclerPodConfig, TemplateError, default_template as default_recycler_template,
+};
+pub use plugins::{
+    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, RecyclerPods,
+    VolumePlugin, VolumePlugins,
+};

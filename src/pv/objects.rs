@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use quantity::{Amount, QuantityError};
 
 use crate::pv::constants::ANN_BETA_STORAGE_CLASS;
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 
 /// The resource name under which capacities and requests hold storage size.
 const STORAGE: &str = "storage";
@@ -25,7 +26,7 @@ pub enum ObjectName {
     /// A PersistentVolume.
     Volume(VolumeName),
     /// A PersistentVolumeClaim.
-    Claim(ClaimKey),
+    Claim(ObjectKey),
 }
 
 impl ObjectName {
@@ -36,14 +37,14 @@ impl ObjectName {
 
     /// The name of a claim object.
     pub fn of_claim(claim: &PersistentVolumeClaim) -> Self {
-        Self::Claim(ClaimKey::of(claim))
+        Self::Claim(ObjectKey::of(claim))
     }
 }
 
 impl fmt::Display for ObjectName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Volume(name) => write!(f, "volume {name:?}", name = name.0),
+            Self::Volume(name) => write!(f, "volume {:?}", name.as_str()),
             Self::Claim(key) => write!(f, "claim \"{key}\""),
         }
     }
@@ -574,9 +575,9 @@ pub(crate) fn reclaim_policy(volume: &PersistentVolume) -> ReclaimPolicy {
 }
 
 /// The namespace and name a volume's claimRef names, when it names one.
-pub(crate) fn claim_ref_key(volume: &PersistentVolume) -> Option<ClaimKey> {
+pub(crate) fn claim_ref_key(volume: &PersistentVolume) -> Option<ObjectKey> {
     let reference = volume.spec.as_ref()?.claim_ref.as_ref()?;
-    Some(ClaimKey::of_reference(reference))
+    Some(ObjectKey::of_reference(reference))
 }
 
 /// The UID a volume's claimRef names ("" when it names none).

@@ -2,21 +2,23 @@
 //! claim seen on the watch *or* returned by its own create, indexed by the
 //! pod that controls it.
 //!
-//! This is upstream's mutation cache over the claim informer with its
-//! claims-by-pod-owner index, in one structure. A claim the controller has
+//! This is upstream's claim informer store, its mutation cache and its
+//! claims-by-pod-owner index in one structure: the process's one store of
+//! ResourceClaims. A claim the controller has
 //! just created is visible to the next sync before its watch event
 //! arrives, so a pod whose status update failed after the create is
 //! retried without creating a second claim: the retry finds the claim by
 //! its owner and annotation. Versions are ordered by resourceVersion (an
 //! older watch event never replaces a newer created object).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use super::keys::ObjectKey;
 use super::objects::{is_allocated, owner_pod_uids};
+use crate::runtime::informer::{Store, StoreError};
+use crate::runtime::keys::ObjectKey;
 
 /// Claims by key, and the keys of the claims each pod controls.
 #[derive(Debug, Default)]
@@ -28,10 +30,10 @@ pub(crate) struct ClaimCache {
 struct Inner {
     claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
     by_owner: HashMap<String, BTreeSet<ObjectKey>>,
-    /// UIDs of claims this controller deleted whose deletion the watch has
-    /// not shown yet: their late events are not taken back in, so a claim
-    /// is not deleted twice.
-    deleted: HashSet<String>,
+    /// UIDs (and keys) of claims this controller deleted whose deletion the
+    /// watch has not shown yet: their late events are not taken back in, so
+    /// a claim is not deleted twice.
+    deleted: HashMap<String, ObjectKey>,
 }
 
 /// The resourceVersion as a number (0 when it is not one, so any parsable
@@ -63,7 +65,7 @@ impl ClaimCache {
             .metadata
             .uid
             .as_ref()
-            .is_some_and(|uid| inner.deleted.contains(uid))
+            .is_some_and(|uid| inner.deleted.contains_key(uid))
         {
             return false;
         }
@@ -85,13 +87,12 @@ impl ClaimCache {
         true
     }
 
-    /// Forgets a claim the watch shows deleted (`uid`: the deleted
-    /// object's); returns its last known version.
-    pub(crate) fn remove(&self, key: &ObjectKey, uid: Option<&str>) -> Option<Arc<ResourceClaim>> {
+    /// Forgets a claim the watch shows gone, and the deletions of this
+    /// controller under its key (the watch has shown them now); returns its
+    /// last known version.
+    pub(crate) fn remove(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
         let mut inner = self.lock();
-        if let Some(uid) = uid {
-            inner.deleted.remove(uid);
-        }
+        inner.deleted.retain(|_, deleted| deleted != key);
         inner.unindex(key);
         inner.claims.remove(key)
     }
@@ -104,20 +105,8 @@ impl ClaimCache {
         inner.unindex(&key);
         inner.claims.remove(&key);
         if let Some(uid) = &claim.metadata.uid {
-            inner.deleted.insert(uid.clone());
+            inner.deleted.insert(uid.clone(), key);
         }
-    }
-
-    /// After a relist: forgets the deletions the list confirms (claims of
-    /// those UIDs are not listed).
-    pub(crate) fn relisted(&self, listed: &[Arc<ResourceClaim>]) {
-        let uids: HashSet<&str> = listed
-            .iter()
-            .filter_map(|c| c.metadata.uid.as_deref())
-            .collect();
-        self.lock()
-            .deleted
-            .retain(|uid| uids.contains(uid.as_str()));
     }
 
     /// The newest known version of a claim.
@@ -147,6 +136,29 @@ impl ClaimCache {
         let inner = self.lock();
         let allocated = inner.claims.values().filter(|c| is_allocated(c)).count();
         (inner.claims.len(), allocated)
+    }
+}
+
+impl Store<ResourceClaim> for ClaimCache {
+    fn watched(&self, claim: &Arc<ResourceClaim>) {
+        self.offer(Arc::clone(claim));
+    }
+
+    fn written(&self, claim: Arc<ResourceClaim>) -> Result<(), StoreError> {
+        self.offer(claim);
+        Ok(())
+    }
+
+    fn forget(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
+        self.remove(key)
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
+        ClaimCache::get(self, key)
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        ClaimCache::keys(self)
     }
 }
 

@@ -13,6 +13,12 @@ pub enum SyncError {
         #[source]
         source: kube::Error,
     },
+    /// The claim changed since the sync read it; nothing was sent.
+    #[error("{0}")]
+    Stale(String),
+    /// The answer to a write could not be stored.
+    #[error(transparent)]
+    Store(#[from] crate::runtime::informer::StoreError),
     /// The template a pod's entry names does not exist (yet).
     #[error("resource claim template {0:?}: not found")]
     MissingTemplate(String),
@@ -28,8 +34,9 @@ impl SyncError {
     /// A short label for the sync-duration metric's `result`.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::Api { .. } if self.is_conflict() => "conflict",
-            Self::Api { .. } => "api_error",
+            Self::Api { .. } | Self::Stale(_) if self.is_conflict() => "conflict",
+            Self::Api { .. } | Self::Stale(_) => "api_error",
+            Self::Store(_) => "cache",
             Self::MissingTemplate(_) => "missing_template",
             Self::Unsupported(_) => "unsupported",
         }
@@ -38,7 +45,14 @@ impl SyncError {
     /// Whether the API server refused a write with 409 (a stale version, or
     /// a name taken): retried at once, without a warning.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, Self::Api { source: kube::Error::Api(status), .. } if status.code == 409)
+        match self {
+            Self::Api {
+                source: kube::Error::Api(status),
+                ..
+            } => status.is_conflict(),
+            Self::Stale(_) => true,
+            _ => false,
+        }
     }
 
     /// An API error with what the request was for.
@@ -47,6 +61,27 @@ impl SyncError {
             action: action.into(),
             source,
         }
+    }
+}
+
+impl From<crate::runtime::write::WriteError> for SyncError {
+    fn from(error: crate::runtime::write::WriteError) -> Self {
+        use crate::runtime::write::WriteError;
+        match error {
+            WriteError::Api { action, source } => Self::Api { action, source },
+            WriteError::Stale { object, reason } => Self::Stale(format!("{object}: {reason}")),
+            WriteError::Store(error) => Self::Store(error),
+        }
+    }
+}
+
+impl crate::runtime::runner::SyncFailure for SyncError {
+    fn metric_label(&self) -> &'static str {
+        SyncError::metric_label(self)
+    }
+
+    fn is_expected(&self) -> bool {
+        self.is_conflict()
     }
 }
 

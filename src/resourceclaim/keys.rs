@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-pub(crate) use crate::runtime::keys::ObjectKey;
+use crate::runtime::keys::ObjectKey;
 
 /// One unit of work: sync a pod (create its claims, record them, reserve)
 /// or a claim (clean `reservedFor`, deallocate, delete when done).

@@ -47,16 +47,6 @@ impl ClaimMetrics {
             self.create_failures.inc();
         }
     }
-
-    /// Creates attempted so far.
-    pub(crate) fn create_attempts(&self) -> u64 {
-        self.create_attempts.get()
-    }
-
-    /// Creates failed so far.
-    pub(crate) fn create_failures(&self) -> u64 {
-        self.create_failures.get()
-    }
 }
 
 /// `resourceclaim_controller_resource_claims` and

@@ -1,17 +1,15 @@
 //! The ResourceClaim controller (kube-controller-manager's
-//! `resourceclaim`, resource.k8s.io/v1): it turns each
+//! `resourceclaim-controller`, resource.k8s.io/v1): it turns each
 //! `pod.spec.resourceClaims[]` entry with a template into a claim owned by
 //! the pod, recorded in the pod's status; keeps the two in step when writes
 //! fail half-way; and cleans up after the pod (reservations of pods gone or
 //! done, the allocation nothing uses, the generated claim of a pod that is
 //! done).
 //!
-//! Laid out as every controller of the process: `controller_base` (wiring)
-//! and `controller` (decisions) over a claim cache (`claims.rs`) and pure
-//! object helpers (`objects.rs`).
-
-/// The controller's name in `--controllers`, as kube-controller-manager's.
-pub const NAME: &str = "resourceclaim";
+//! Laid out as every controller of the process: `controller_base` (its
+//! handlers and workload on the process's informers) and `controller`
+//! (decisions) over a claim cache (`claims.rs`, the process's one store of
+//! ResourceClaims) and pure object helpers (`objects.rs`).
 
 mod claims;
 mod constants;
@@ -23,9 +21,15 @@ mod keys;
 mod metrics;
 mod objects;
 
-pub use controller::ResourceClaimController;
-pub use controller_base::{
-    ClaimControllerBase, ClaimControllerConfig, ClaimControllerError, ClaimIdle,
-};
+pub use controller::Controller;
+pub use controller_base::{Config, DEFAULT_WORKERS};
 pub use error::SyncError;
 pub use keys::WorkKey;
+
+/// The controller's name in `--controllers` and in the metrics, as
+/// kube-controller-manager's.
+pub const NAME: &str = "resourceclaim-controller";
+
+/// The API the controller needs: on an API server that does not serve it
+/// (Kubernetes before 1.34), the process runs without this controller.
+pub(crate) const REQUIRED_API: (&str, &str) = ("resource.k8s.io/v1", "resourceclaims");

@@ -2,6 +2,7 @@
 //! a pod's entry names, who owns a claim, whether a pod is done, and the
 //! claim a template makes for a pod. Pure functions, no API access.
 
+use crate::runtime::kinds::is_pod_terminal;
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -117,16 +118,6 @@ pub(crate) fn is_for_pod(pod: &Pod, claim: &ResourceClaim) -> bool {
             .any(|reference| {
                 reference.controller == Some(true) && reference.uid == uid(&pod.metadata)
             })
-}
-
-/// Whether the pod ended (Succeeded or Failed): it never runs again.
-pub(crate) fn is_pod_terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status
-            .as_ref()
-            .and_then(|status| status.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
 }
 
 /// The node the pod is scheduled to ("" when it is not).

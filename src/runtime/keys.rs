@@ -1,15 +1,16 @@
-//! The key of a namespaced object (`namespace/name`), for queues and
-//! indexes of any controller.
+//! The key of an object (`namespace/name`; a cluster-scoped object has an
+//! empty namespace), for stores, queues and indexes of any controller.
 
 use std::fmt;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
-use kube::runtime::reflector::ObjectRef;
 
-/// A namespaced object's key.
+/// An object's key: its namespace (empty for a cluster-scoped object) and
+/// name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
-    /// The object's namespace.
+    /// The object's namespace; empty for a cluster-scoped object.
     pub namespace: String,
     /// The object's name.
     pub name: String,
@@ -24,6 +25,11 @@ impl ObjectKey {
         }
     }
 
+    /// The key of a cluster-scoped object named `name`.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        Self::new(String::new(), name)
+    }
+
     /// The key of `object` (empty parts when its metadata lacks them).
     pub fn of<K: Resource>(object: &K) -> Self {
         let meta = object.meta();
@@ -33,14 +39,33 @@ impl ObjectKey {
         )
     }
 
-    /// The reference a reflector store is looked up with.
-    pub fn object_ref<K: Resource<DynamicType = ()>>(&self) -> ObjectRef<K> {
-        ObjectRef::new(&self.name).within(&self.namespace)
+    /// The key of the object a reference (a volume's claimRef) names;
+    /// empty parts where the reference lacks them.
+    pub fn of_reference(reference: &ObjectReference) -> Self {
+        Self::new(
+            reference.namespace.clone().unwrap_or_default(),
+            reference.name.clone().unwrap_or_default(),
+        )
     }
 }
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ObjectKey;
+
+    #[test]
+    fn keys_read_as_kubectl_names_them() {
+        assert_eq!(ObjectKey::new("ns", "claim").to_string(), "ns/claim");
+        assert_eq!(ObjectKey::cluster("pv1").to_string(), "pv1");
     }
 }

@@ -49,24 +49,24 @@ impl Metrics {
         let sync_seconds = HistogramVec::new(
             HistogramOpts::new(
                 "pv_controller_sync_duration_seconds",
-                "Duration of one sync of a volume or claim, by kind and result",
+                "Duration of one sync of an object, by controller, kind and result",
             )
             .buckets(SYNC_BUCKETS.to_vec()),
-            &["kind", "result"],
+            &["controller", "kind", "result"],
         )?;
         let api_writes = IntCounterVec::new(
             Opts::new(
                 "pv_controller_api_writes_total",
-                "Writes to volumes and claims sent to the API server, by resource, verb, subresource and result",
+                "Writes sent to the API server, by controller, resource, verb, subresource and result",
             ),
-            &["resource", "verb", "subresource", "result"],
+            &["controller", "resource", "verb", "subresource", "result"],
         )?;
         let api_conflicts = IntCounterVec::new(
             Opts::new(
                 "pv_controller_api_conflicts_total",
-                "Writes refused with 409 Conflict (a stale resourceVersion), by resource and subresource",
+                "Writes refused with 409 Conflict (a stale resourceVersion), by controller, resource and subresource",
             ),
-            &["resource", "subresource"],
+            &["controller", "resource", "subresource"],
         )?;
         let events = IntCounterVec::new(
             Opts::new(
@@ -110,43 +110,72 @@ impl Metrics {
         Ok(String::from_utf8_lossy(&buffer).into_owned())
     }
 
-    /// Records one sync of a volume or claim (`kind` is `volume` or `claim`).
-    pub fn sync_finished(&self, kind: &str, result: &str, took: Duration) {
+    /// Records one sync of `controller`'s object of `kind` (`volume`,
+    /// `claim`, `pod`, ...).
+    pub(crate) fn sync_finished(&self, controller: &str, kind: &str, result: &str, took: Duration) {
         self.sync_seconds
-            .with_label_values(&[kind, result])
+            .with_label_values(&[controller, kind, result])
             .observe(took.as_secs_f64());
     }
 
-    /// Counts one write to `resource` (`subresource` "" for the object
-    /// itself): `ok`, `conflict` or `error`.
-    pub fn api_write(&self, resource: &str, verb: &str, subresource: &str, outcome: WriteOutcome) {
+    /// Counts one write of `controller` to `resource` (`subresource` ""
+    /// for the object itself): `ok`, `conflict` or `error`.
+    pub(crate) fn api_write(
+        &self,
+        controller: &str,
+        resource: &str,
+        verb: &str,
+        subresource: &str,
+        outcome: WriteOutcome,
+    ) {
         self.api_writes
-            .with_label_values(&[resource, verb, subresource, outcome.as_str()])
+            .with_label_values(&[controller, resource, verb, subresource, outcome.as_str()])
             .inc();
         if outcome == WriteOutcome::Conflict {
             self.api_conflicts
-                .with_label_values(&[resource, subresource])
+                .with_label_values(&[controller, resource, subresource])
                 .inc();
         }
     }
 
-    /// Writes counted so far to `resource`/`subresource` whatever their
-    /// verb and outcome; lets a test tell which of two controllers wrote.
+    /// Writes counted so far to `resource`/`subresource`, whatever their
+    /// controller, verb and outcome; lets a test tell which of two
+    /// processes wrote.
     pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
-        let outcomes = [
-            WriteOutcome::Ok,
-            WriteOutcome::Conflict,
-            WriteOutcome::Error,
-        ];
-        ["create", "update", "delete"]
+        self.count_writes(|label| label("resource") == resource && label("subresource") == subresource)
+    }
+
+    /// Writes counted so far by `controller` to `resource` with `verb`,
+    /// whatever their subresource and outcome.
+    pub fn api_writes_by(&self, controller: &str, resource: &str, verb: &str) -> u64 {
+        self.count_writes(|label| {
+            label("controller") == controller && label("resource") == resource && label("verb") == verb
+        })
+    }
+
+    /// The sum of the write counters whose labels `keep` keeps (it reads a
+    /// label's value by the label's name).
+    fn count_writes(&self, keep: impl Fn(&dyn Fn(&str) -> String) -> bool) -> u64 {
+        use prometheus::core::Collector;
+        let families = self.api_writes.collect();
+        let total: f64 = families
             .iter()
-            .flat_map(|verb| outcomes.iter().map(move |outcome| (verb, outcome)))
-            .map(|(verb, outcome)| {
-                self.api_writes
-                    .with_label_values(&[resource, verb, subresource, outcome.as_str()])
-                    .get()
+            .flat_map(|family| family.get_metric())
+            .filter(|metric| {
+                let label = |name: &str| {
+                    metric
+                        .get_label()
+                        .iter()
+                        .find(|pair| pair.name() == name)
+                        .map(|pair| pair.value().to_string())
+                        .unwrap_or_default()
+                };
+                keep(&label)
             })
-            .sum()
+            .map(|metric| metric.get_counter().get_value())
+            .sum();
+        // Counters hold whole numbers far below 2^53.
+        total as u64
     }
 
     /// Counts one recorded event by what became of it
@@ -169,7 +198,7 @@ impl Metrics {
 
 /// How one API write ended, for `pv_controller_api_writes_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteOutcome {
+pub(crate) enum WriteOutcome {
     /// Stored.
     Ok,
     /// Refused with 409 Conflict.
@@ -248,19 +277,25 @@ mod tests {
     #[test]
     fn writes_are_counted_by_outcome() {
         let metrics = Metrics::new().unwrap();
-        metrics.api_write("persistentvolumes", "update", "status", WriteOutcome::Ok);
+        let pv = "persistentvolume-binder-controller";
+        metrics.api_write(pv, "persistentvolumes", "update", "status", WriteOutcome::Ok);
         metrics.api_write(
+            pv,
             "persistentvolumes",
             "update",
             "status",
             WriteOutcome::Conflict,
         );
-        metrics.api_write("persistentvolumes", "delete", "", WriteOutcome::Error);
+        metrics.api_write(pv, "persistentvolumes", "delete", "", WriteOutcome::Error);
+        metrics.api_write("other", "pods", "create", "", WriteOutcome::Ok);
         assert_eq!(metrics.api_writes_to("persistentvolumes", "status"), 2);
         assert_eq!(metrics.api_writes_to("persistentvolumes", ""), 1);
+        assert_eq!(metrics.api_writes_by(pv, "persistentvolumes", "update"), 2);
+        assert_eq!(metrics.api_writes_by("other", "pods", "create"), 1);
+        assert_eq!(metrics.api_writes_by(pv, "pods", "create"), 0);
         let text = metrics.render().unwrap();
         assert!(text.contains(
-            "pv_controller_api_conflicts_total{resource=\"persistentvolumes\",subresource=\"status\"} 1"
+            "pv_controller_api_conflicts_total{controller=\"persistentvolume-binder-controller\",resource=\"persistentvolumes\",subresource=\"status\"} 1"
         ));
     }
 

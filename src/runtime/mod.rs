@@ -1,21 +1,26 @@
-//! What every controller of the binary shares: the API clients (with the
-//! write gate, request timeout and rate limit), leader election on the one
-//! Lease, the admin server, the metrics registry, the work queue, the
-//! operation tracker and event recording.
+//! What every controller of the process shares, and nothing
+//! controller-specific: the API clients (with the write gate, request
+//! timeout and rate limit), one informer per kind with its one store, the
+//! one write door, the one runner (stores synced, then the Lease, then the
+//! workers, then a clean stop), leader election on the one Lease, the admin
+//! server, the metrics registry, the work queue, the operation tracker and
+//! event recording.
 //!
-//! Nothing here knows a controller: the parts take keys, futures, objects
-//! and references, and a controller wires them to its decisions.
+//! Nothing here knows a controller: the parts take kinds, keys, futures,
+//! objects and references, and a controller wires them to its decisions.
 
 pub(crate) mod client;
 pub(crate) mod events;
+pub(crate) mod informer;
 pub(crate) mod keys;
+pub(crate) mod kinds;
 pub(crate) mod leader;
-pub(crate) mod leadership;
 pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod requests;
+pub(crate) mod runner;
 pub(crate) mod server;
 pub(crate) mod shared;
-pub(crate) mod watch;
+pub(crate) mod write;

@@ -71,6 +71,11 @@ enum Lane {
     Resync,
 }
 
+/// A key's place in the order keys left the queue: 0 for the first key a
+/// worker took, 1 for the next, and so on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Turn(pub(crate) u64);
+
 /// A point in the queue's history, from [`WorkQueue::mark`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Mark(u64);
@@ -88,6 +93,8 @@ struct State<K> {
     /// Keys handed to a worker and not yet `done`, with their sequence
     /// number.
     processing: HashMap<K, u64>,
+    /// How many keys were handed to workers so far (the next [`Turn`]).
+    handed: u64,
     /// The next sequence number, of a queued key or of a delayed one.
     next_seq: u64,
     /// Keys to add later, by due time; entries whose sequence number is no
@@ -119,6 +126,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                     waiting: HashMap::new(),
                     again: HashMap::new(),
                     processing: HashMap::new(),
+                    handed: 0,
                     next_seq: 0,
                     delayed: BinaryHeap::new(),
                     delayed_keys: HashMap::new(),
@@ -203,15 +211,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Returns `None` as soon as the queue is shut down, even when keys are
     /// still waiting: workers exit promptly, and a restarted controller
     /// re-lists every object anyway, so nothing is lost by dropping them.
+    #[cfg(test)]
     pub(crate) async fn get(&self) -> Option<K> {
-        self.get_with(|_| ()).await.map(|(key, ())| key)
+        self.get_in_turn().await.map(|(key, _)| key)
     }
 
-    /// Like [`get`](Self::get), and runs `on_take` on the key while no other
-    /// worker can take one: what `on_take` does happens in the order the
-    /// keys leave the queue, however many workers there are. It must be
-    /// quick and must not use this queue.
-    pub(crate) async fn get_with<T>(&self, mut on_take: impl FnMut(&K) -> T) -> Option<(K, T)> {
+    /// Like [`get`](Self::get), with the key's [`Turn`]: its place in the
+    /// order keys leave the queue, however many workers take them, so that
+    /// workers can do a step of their work in that order.
+    pub(crate) async fn get_in_turn(&self) -> Option<(K, Turn)> {
         loop {
             let mut changed = pin!(self.inner.changed.notified());
             // Register before looking at the state, so a change made between
@@ -224,8 +232,9 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                 }
                 state.promote_due(Instant::now());
                 if let Some(key) = state.take() {
-                    let taken = on_take(&key);
-                    return Some((key, taken));
+                    let turn = Turn(state.handed);
+                    state.handed += 1;
+                    return Some((key, turn));
                 }
                 state.next_due()
             };

@@ -21,14 +21,14 @@ use tower::{Layer, Service};
 
 /// Limits requests to `qps` per second on average, with bursts of `burst`.
 #[derive(Clone)]
-pub struct RateLimitLayer {
+pub(crate) struct RateLimitLayer {
     bucket: Arc<Mutex<Bucket>>,
 }
 
 impl RateLimitLayer {
     /// A limit of `qps` requests per second with bursts of `burst`; a
     /// non-positive `qps` means no limit.
-    pub fn new(qps: f64, burst: u32) -> Self {
+    pub(crate) fn new(qps: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
         Self {
             bucket: Arc::new(Mutex::new(Bucket {
@@ -117,7 +117,7 @@ fn retry_after<B>(response: &Response<B>) -> Option<Duration> {
 }
 
 /// The service made by [`RateLimitLayer`]: not ready until a token is free.
-pub struct RateLimited<S> {
+pub(crate) struct RateLimited<S> {
     inner: S,
     bucket: Arc<Mutex<Bucket>>,
     sleep: Option<Pin<Box<Sleep>>>,
@@ -164,7 +164,7 @@ where
 
 /// A request under way; a 429 answer pauses the client (see the module
 /// documentation).
-pub struct Throttled<F> {
+pub(crate) struct Throttled<F> {
     inner: Pin<Box<F>>,
     bucket: Arc<Mutex<Bucket>>,
 }

@@ -1,138 +1,118 @@
-//! The watch handlers on hand-fed events: what a relist (objects gone
-//! without a delete event) and a delete queue.
-
-use std::time::Duration;
+//! The handlers on hand-told changes: a pod is queued only when it needs
+//! work and the process leads, and a deleted claim (seen as such, or gone
+//! during a relist) queues the pods that use it.
 
 use k8s_openapi::api::core::v1::{
     EphemeralVolumeSource, PersistentVolumeClaimSpec, PersistentVolumeClaimTemplate, PodSpec,
-    Volume, VolumeResourceRequirements,
+    Volume,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::MemApi;
 
 use super::*;
-use crate::runtime::shared::Shared;
+use crate::runtime::events::EventRecorder;
+use crate::runtime::informer::{Store, StoreRef};
+use crate::runtime::metrics::Metrics;
+use crate::runtime::write::Door;
 
-fn pod() -> Pod {
-    let template = PersistentVolumeClaimTemplate {
-        metadata: None,
-        spec: PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".to_string()]),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some([("storage".to_string(), Quantity("1Gi".to_string()))].into()),
-                ..VolumeResourceRequirements::default()
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        },
-    };
-    Pod {
-        metadata: ObjectMeta {
-            name: Some("p".to_string()),
-            namespace: Some("ns".to_string()),
-            uid: Some("uid-p".to_string()),
-            ..ObjectMeta::default()
-        },
+fn pod(name: &str) -> Arc<Pod> {
+    let mut pod = Pod {
         spec: Some(PodSpec {
             volumes: Some(vec![Volume {
                 name: "v".to_string(),
                 ephemeral: Some(EphemeralVolumeSource {
-                    volume_claim_template: Some(template),
+                    volume_claim_template: Some(PersistentVolumeClaimTemplate {
+                        metadata: None,
+                        spec: PersistentVolumeClaimSpec::default(),
+                    }),
                 }),
                 ..Volume::default()
             }]),
             ..PodSpec::default()
         }),
-        status: None,
-    }
-}
-
-/// A leading base whose listers are fed by hand (no watcher runs), the
-/// pod listed.
-fn base(
-    api: &MemApi,
-) -> (
-    EphemeralBase,
-    reflector::store::Writer<PersistentVolumeClaim>,
-) {
-    let context = StartContext {
-        client: api.client(),
-        shared: Shared::new().unwrap(),
-        instance: "test".to_string(),
-        watch_failure_limit: Duration::from_secs(60),
+        ..Pod::default()
     };
-    let mut base = EphemeralBase::new(&context).unwrap();
-    let (mut pods, claims) = base.writers.take().unwrap();
-    for event in [Event::Init, Event::InitApply(pod()), Event::InitDone] {
-        pods.apply_watcher_event(&event);
-        base.handlers.on_pod_event(&event);
-    }
-    base.handlers.leading.store(true, Ordering::Release);
-    (base, claims)
+    pod.metadata.name = Some(name.to_string());
+    pod.metadata.namespace = Some("ns".to_string());
+    pod.metadata.uid = Some(format!("uid-{name}"));
+    Arc::new(pod)
 }
 
-fn relist(base: &EphemeralBase, writer: &mut reflector::store::Writer<PersistentVolumeClaim>) {
-    for event in [Event::Init, Event::InitDone] {
-        writer.apply_watcher_event(&event);
-        base.handlers.on_claim_event(&event);
+/// Handlers over fresh stores on `api`, with `pods` in the pod store.
+fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<PersistentVolumeClaim>>) {
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let pod_store = Arc::new(MemStore::default());
+    pod_store.add_index(PODS_BY_CLAIM, claims_of_pod);
+    for pod in pods {
+        pod_store.watched(pod);
     }
+    let claim_store = Arc::new(MemStore::default());
+    let claims = StoreRef::default();
+    claims.fix(Arc::clone(&claim_store) as Arc<dyn Store<PersistentVolumeClaim>>);
+    let controller = Arc::new(Controller::new(Parts {
+        pods: Arc::clone(&pod_store),
+        writer: Door::new(api.client(), Arc::clone(&metrics)).writer(NAME, claims.clone()),
+        claims,
+        recorder: EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
+            .expect("recorder"),
+        metrics: EphemeralMetrics::new(&metrics).expect("metrics"),
+    }));
+    let handlers = Handlers {
+        controller,
+        pods: pod_store,
+        queue: WorkQueue::new(),
+        leading: Leading::default(),
+    };
+    (handlers, claim_store)
 }
 
 #[tokio::test]
-async fn a_created_claim_gone_in_a_relist_queues_its_pod_again() {
+async fn a_pod_is_queued_only_while_leading_and_only_with_work() {
     let api = MemApi::new();
-    api.create(&pod()).unwrap();
-    let (base, mut claims) = base(&api);
-    let key = ObjectKey::new("ns", "p");
+    let a = pod("a");
+    let (handlers, _) = handlers(&api, &[Arc::clone(&a)]);
+    let applied = |object| Change::Applied {
+        object,
+        listing: false,
+    };
+    handlers.on_pod(&applied(&a));
+    assert_eq!(handlers.queue.len(), 0, "a follower queues nothing");
+    handlers.leading.set(true);
+    handlers.on_pod(&applied(&a));
+    assert_eq!(handlers.queue.len(), 1, "its claim is missing");
+    let mut plain = Pod::clone(&pod("c"));
+    plain.spec = None;
+    handlers.on_pod(&applied(&Arc::new(plain)));
+    assert_eq!(handlers.queue.len(), 1, "a pod without ephemeral volumes has no work");
+}
+
+#[tokio::test]
+async fn a_created_claim_counts_and_its_deletion_queues_the_pod_again() {
+    let api = MemApi::new();
+    let a = pod("a");
+    api.create(a.as_ref()).expect("seed pod");
+    let (handlers, claim_store) = handlers(&api, &[Arc::clone(&a), pod("b")]);
+    handlers.leading.set(true);
+    let key = ObjectKey::new("ns", "a");
     assert_eq!(
-        base.controller.sync_pod(&key).await.unwrap(),
-        super::super::controller::Synced::Done { created: 1 }
+        handlers.controller.sync_pod(&key).await.expect("sync"),
+        crate::ephemeral::Synced::Done { created: 1 }
     );
-    assert!(!base.controller.needs_work(&pod()), "its own create counts");
-    // The claim is deleted while the watch is down: the relist lists none.
-    assert!(api.remove::<PersistentVolumeClaim>(Some("ns"), "p-v"));
-    relist(&base, &mut claims);
-    assert_eq!(base.handlers.queue.len(), 1, "the pod is queued again");
-    assert!(base.controller.needs_work(&pod()));
-}
-
-#[tokio::test]
-async fn a_pod_gone_in_a_relist_leaves_the_index() {
-    let api = MemApi::new();
-    let (base, _claims) = base(&api);
-    assert_eq!(base.handlers.index.pods(), [ObjectKey::new("ns", "p")]);
-    let mut pods = reflector::store::Writer::<Pod>::default();
-    // A fresh writer stands for the relisted store: the pod is not in it.
-    for event in [Event::Init, Event::InitDone] {
-        pods.apply_watcher_event(&event);
-    }
-    let relisted = Handlers {
-        controller: Arc::new(EphemeralController::new(super::super::controller::Parts {
-            client: api.client(),
-            pods: pods.as_reader(),
-            claims: base.claims.clone(),
-            recorder: base.controller.recorder().clone(),
-            metrics: EphemeralMetrics::new(&crate::runtime::metrics::Metrics::new().unwrap())
-                .unwrap(),
-        })),
-        ..base.handlers.clone()
-    };
-    relisted.on_pod_event(&Event::InitDone);
-    assert!(base.handlers.index.pods().is_empty());
-}
-
-#[tokio::test]
-async fn a_deleted_claim_queues_the_pods_that_ask_for_it() {
-    let api = MemApi::new();
-    let (base, _claims) = base(&api);
-    let mut other = PersistentVolumeClaim::default();
-    other.metadata.name = Some("unrelated".to_string());
-    other.metadata.namespace = Some("ns".to_string());
-    base.handlers.on_claim_event(&Event::Delete(other));
-    assert_eq!(base.handlers.queue.len(), 0, "no pod asks for it");
-    let mut claim = PersistentVolumeClaim::default();
-    claim.metadata.name = Some("p-v".to_string());
-    claim.metadata.namespace = Some("ns".to_string());
-    base.handlers.on_claim_event(&Event::Delete(claim));
-    assert_eq!(base.handlers.queue.len(), 1);
+    assert!(
+        !handlers.controller.needs_work(&a),
+        "the create's answer is in the claim store at once"
+    );
+    // The claim is deleted (or gone during a relist): the store forgets it.
+    let claim = ObjectKey::new("ns", "a-v");
+    let last = claim_store.forget(&claim);
+    handlers.on_claim(&Change::Deleted {
+        key: &claim,
+        last: last.as_ref(),
+    });
+    assert_eq!(handlers.queue.len(), 1, "only pod a uses it");
+    assert!(handlers.controller.needs_work(&a));
+    handlers.on_claim(&Change::Deleted {
+        key: &ObjectKey::new("ns", "unrelated"),
+        last: None,
+    });
+    assert_eq!(handlers.queue.len(), 1, "no pod uses that one");
 }

@@ -10,7 +10,7 @@ use super::*;
 
 fn rv_of_volume(cache: &ShadowCache, name: &str) -> Option<String> {
     cache
-        .volume(name)
+        .volume(&VolumeName::new(name))
         .and_then(|v| v.metadata.resource_version.clone())
 }
 
@@ -53,13 +53,13 @@ fn equal_version_replaces_the_object() {
         .build();
     assert_eq!(cache.offer_volume(first), Ok(true));
     assert_eq!(cache.offer_volume(resync.clone()), Ok(true));
-    assert_eq!(cache.volume("v").as_deref(), Some(&resync));
+    assert_eq!(cache.volume(&VolumeName::new("v")).as_deref(), Some(&resync));
 }
 
 #[test]
 fn claim_versions_compare_numerically() {
     let cache = ShadowCache::default();
-    let key = ClaimKey::new("myns", "c");
+    let key = ObjectKey::new("myns", "c");
     assert_eq!(
         cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("10").arc()),
         Ok(true)
@@ -97,7 +97,7 @@ fn unparsable_versions_are_errors_naming_the_object() {
     assert_eq!(
         cache.offer_volume(volume("v", "1Gi").rv("5").arc()),
         Err(CacheError::ResourceVersion {
-            object: ObjectName::Volume(VolumeName("v".into())),
+            object: ObjectName::Volume(VolumeName::new("v")),
             version: "xxx".into()
         })
     );
@@ -110,7 +110,7 @@ fn unparsable_versions_are_errors_naming_the_object() {
     assert_eq!(
         cache.offer_claim(claim("c", "", "1Gi").namespace("myns").arc()),
         Err(CacheError::ResourceVersion {
-            object: ObjectName::Claim(ClaimKey::new("myns", "c")),
+            object: ObjectName::Claim(ObjectKey::new("myns", "c")),
             version: "".into()
         })
     );
@@ -135,13 +135,13 @@ fn objects_read_back_as_offered() {
     let c = claim("c", "", "1Gi").namespace("myns").rv("1").build();
     assert_eq!(cache.offer_volume(v.clone()), Ok(true));
     assert_eq!(cache.offer_claim(c.clone()), Ok(true));
-    assert_eq!(cache.volume("v").as_deref(), Some(&v));
+    assert_eq!(cache.volume(&VolumeName::new("v")).as_deref(), Some(&v));
     assert_eq!(
         cache.volumes().collect::<Vec<_>>(),
         vec![Arc::new(v.clone())]
     );
     assert_eq!(
-        cache.claim(&ClaimKey::new("myns", "c")).as_deref(),
+        cache.claim(&ObjectKey::new("myns", "c")).as_deref(),
         Some(&c)
     );
     assert_eq!(
@@ -150,13 +150,13 @@ fn objects_read_back_as_offered() {
     );
     let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
     assert_eq!(matched.ok().flatten().as_deref(), Some(&v));
-    assert_eq!(cache.remove_volume("v").as_deref(), Some(&v));
+    assert_eq!(cache.remove_volume(&VolumeName::new("v")).as_deref(), Some(&v));
 }
 
 #[test]
 fn only_what_a_watch_showed_is_listed() {
     let cache = ShadowCache::default();
-    let key = ClaimKey::new("myns", "c");
+    let key = ObjectKey::new("myns", "c");
     let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
 
     // Known from a write's answer alone: stored, not listed.
@@ -165,7 +165,7 @@ fn only_what_a_watch_showed_is_listed() {
         Ok(true)
     );
     assert_eq!(cache.offer_claim(c("2")), Ok(true));
-    assert!(cache.volume("v").is_some() && cache.listed_volume("v").is_none());
+    assert!(cache.volume(&VolumeName::new("v")).is_some() && cache.listed_volume(&VolumeName::new("v")).is_none());
     assert!(cache.claim(&key).is_some() && !cache.is_listed_claim(&key));
 
     // The watch shows an older version: the newer one is kept, now listed.
@@ -175,7 +175,7 @@ fn only_what_a_watch_showed_is_listed() {
     );
     assert_eq!(cache.offer_listed_claim(c("1")), Ok(false));
     assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("2"));
-    assert!(cache.listed_volume("v").is_some() && cache.is_listed_claim(&key));
+    assert!(cache.listed_volume(&VolumeName::new("v")).is_some() && cache.is_listed_claim(&key));
 
     // Newer answers of writes keep it listed.
     assert_eq!(
@@ -183,17 +183,17 @@ fn only_what_a_watch_showed_is_listed() {
         Ok(true)
     );
     assert_eq!(cache.offer_claim(c("3")), Ok(true));
-    assert!(cache.listed_volume("v").is_some() && cache.is_listed_claim(&key));
+    assert!(cache.listed_volume(&VolumeName::new("v")).is_some() && cache.is_listed_claim(&key));
 
     // Once forgotten (deleted), a late answer of a write does not list it.
-    cache.remove_volume("v");
+    cache.remove_volume(&VolumeName::new("v"));
     cache.remove_claim(&key);
     assert_eq!(
         cache.offer_volume(volume("v", "1Gi").rv("4").build()),
         Ok(true)
     );
     assert_eq!(cache.offer_claim(c("4")), Ok(true));
-    assert!(cache.listed_volume("v").is_none() && !cache.is_listed_claim(&key));
+    assert!(cache.listed_volume(&VolumeName::new("v")).is_none() && !cache.is_listed_claim(&key));
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn index_follows_cache_updates() {
     assert_eq!(cache.find_best_match(&other, false), Ok(None));
 
     // Once removed, the volume is neither stored nor matched.
-    assert!(cache.remove_volume("v1").is_some());
+    assert!(cache.remove_volume(&VolumeName::new("v1")).is_some());
     assert_eq!(
         cache.find_best_match(&claim("claim1", "", "1Gi").build(), false),
         Ok(None)
@@ -257,21 +257,21 @@ fn removal_names_and_order() {
     }
     assert_eq!(
         cache.volume_names(),
-        ["a", "b", "c"].map(|n| VolumeName(n.into()))
+        ["a", "b", "c"].map(VolumeName::new)
     );
     assert_eq!(
         cache.claim_keys(),
-        ["a", "b", "c"].map(|n| ClaimKey::new("myns", n))
+        ["a", "b", "c"].map(|n| ObjectKey::new("myns", n))
     );
 
-    let removed = cache.remove_volume("b");
+    let removed = cache.remove_volume(&VolumeName::new("b"));
     assert_eq!(
         removed.and_then(|v| v.metadata.name.clone()).as_deref(),
         Some("b")
     );
-    assert!(cache.remove_volume("b").is_none());
-    assert!(cache.volume("b").is_none());
-    let key = ClaimKey::new("myns", "a");
+    assert!(cache.remove_volume(&VolumeName::new("b")).is_none());
+    assert!(cache.volume(&VolumeName::new("b")).is_none());
+    let key = ObjectKey::new("myns", "a");
     assert!(cache.remove_claim(&key).is_some());
     assert!(cache.claim(&key).is_none());
     assert_eq!(cache.volumes_len(), 2);
@@ -352,7 +352,7 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
         .expect("match")
         .expect("v1 for a");
     assert_eq!(held.volume().metadata.name.as_deref(), Some("v1"));
-    assert!(cache.is_reserved("v1"));
+    assert!(cache.is_reserved(&VolumeName::new("v1")));
     assert!(
         cache
             .reserve_best_match(&b, false)
@@ -362,7 +362,7 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
     );
     drop(held);
     assert_eq!(count(), 2, "a's binding failed: v1 is free again");
-    assert!(!cache.is_reserved("v1"));
+    assert!(!cache.is_reserved(&VolumeName::new("v1")));
 
     let held = cache
         .reserve_best_match(&b, false)
@@ -390,7 +390,7 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
 #[test]
 fn reads_see_every_store_whether_kept_unpacked_or_not() {
     let cache = ShadowCache::default();
-    let key = ClaimKey::new("myns", "c");
+    let key = ObjectKey::new("myns", "c");
     let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
     let claim_rv = |cache: &ShadowCache| {
         cache
@@ -417,7 +417,7 @@ fn reads_see_every_store_whether_kept_unpacked_or_not() {
     assert_eq!(claim_rv(&cache).as_deref(), Some("2"));
     assert_eq!(
         cache
-            .listed_volume("v")
+            .listed_volume(&VolumeName::new("v"))
             .and_then(|v| v.metadata.resource_version.clone()),
         Some("2".to_owned())
     );
@@ -430,9 +430,9 @@ fn reads_see_every_store_whether_kept_unpacked_or_not() {
     assert_eq!(cache.offer_claim(c("3")), Ok(true));
     assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("3"));
     assert_eq!(claim_rv(&cache).as_deref(), Some("3"));
-    cache.remove_volume("v");
+    cache.remove_volume(&VolumeName::new("v"));
     cache.remove_claim(&key);
-    assert_eq!(cache.volume("v"), None);
+    assert_eq!(cache.volume(&VolumeName::new("v")), None);
     assert_eq!(cache.claim(&key), None);
     assert_eq!(cache.volumes().count() + cache.claims().count(), 0);
 }
@@ -442,7 +442,7 @@ fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
     let (claims, volumes) = cache.unsettled();
     (
         claims.iter().map(ToString::to_string).collect(),
-        volumes.into_iter().map(|name| name.0).collect(),
+        volumes.iter().map(|name| name.as_str().to_owned()).collect(),
     )
 }
 
@@ -510,7 +510,7 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
     assert_eq!(unsettled(&cache), all());
     settle_both("4", "5");
     assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
-    cache.remove_claim(&ClaimKey::new("default", "c"));
+    cache.remove_claim(&ObjectKey::new("default", "c"));
     assert_eq!(
         unsettled(&cache),
         (vec![], vec!["free".to_owned(), "v".to_owned()])

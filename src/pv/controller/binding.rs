@@ -15,7 +15,8 @@ use crate::pv::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_PRE_RESIZE_CAPACITY, ANN_VALUE_YES,
 };
 use crate::pv::error::{Error, Result};
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
 };
@@ -25,7 +26,7 @@ impl Controller {
     /// stops at the first failure (the next sync completes the rest). Each
     /// write re-checks on the newest copy that the binding still holds, so a
     /// volume taken by another claim meanwhile is never given to this one.
-    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume), claim = %ClaimKey::of(claim)))]
+    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume), claim = %ObjectKey::of(claim.as_ref())))]
     pub(super) async fn bind(
         &self,
         volume: &Arc<PersistentVolume>,
@@ -72,7 +73,7 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
         volume: &PersistentVolume,
     ) -> Result<Arc<PersistentVolumeClaim>> {
-        let volume_name = VolumeName::of(volume).0;
+        let volume_name = VolumeName::of(volume).as_str().to_owned();
         self.write_claim(claim, Part::Spec, |changed| {
             if changed.metadata.uid != claim.metadata.uid {
                 return Edit::Refused("the claim was re-created".to_string());
@@ -281,7 +282,7 @@ fn bound_claim_capacity(volume: &PersistentVolume) -> Result<Quantity> {
         .ok_or_else(|| {
             Error::Inconsistent(format!(
                 "PersistentVolume {:?} is without a storage capacity",
-                VolumeName::of(volume).0
+                VolumeName::of(volume).as_str().to_owned()
             ))
         })?;
     let pre_resize = volume

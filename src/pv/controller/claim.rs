@@ -12,7 +12,8 @@ use crate::pv::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons,
 };
 use crate::pv::error::{Error, Result};
-use crate::pv::keys::ClaimKey;
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
     has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
@@ -109,7 +110,7 @@ pub(super) fn classify_bound(
 /// from the shadow cache without all of them unpacked at once.
 pub(crate) fn binding_order(
     claims: impl IntoIterator<Item = Arc<PersistentVolumeClaim>>,
-) -> Vec<ClaimKey> {
+) -> Vec<ObjectKey> {
     let mut order: Vec<_> = claims
         .into_iter()
         .map(|claim| {
@@ -120,7 +121,7 @@ pub(crate) fn binding_order(
                 bound,
                 std::cmp::Reverse(request),
                 !selector,
-                ClaimKey::of(&claim),
+                ObjectKey::of(claim.as_ref()),
             )
         })
         .collect();
@@ -145,7 +146,7 @@ impl Controller {
     /// by several workers at once pick their volumes in the order they left
     /// the queue, exactly as one worker syncing them one by one would, and
     /// the sync's own search finds the volume held for it.
-    pub(crate) fn reserve_in_order(&self, key: &ClaimKey) -> Option<Reservation> {
+    pub(crate) fn reserve_in_order(&self, key: &ObjectKey) -> Option<Reservation> {
         let claim = self.cache.claim(key)?;
         let unbound = !has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
         if !unbound || requested_volume(&claim).is_some() {
@@ -162,7 +163,8 @@ impl Controller {
         &self,
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<Next> {
-        let requested = requested_volume(claim).and_then(|name| self.cache.volume(name));
+        let requested =
+            requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
         match classify_unbound(claim, requested) {
             UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(claim).await,
             UnboundClaimSituation::RequestedVolumeMissing => {
@@ -177,7 +179,7 @@ impl Controller {
                     Err(reason) => {
                         let message = format!(
                             "Cannot bind to requested volume {:?}: {reason}",
-                            crate::pv::keys::VolumeName::of(&volume).0
+                            crate::pv::keys::VolumeName::of(&volume).as_str().to_owned()
                         );
                         self.warn(claim.as_ref(), reasons::VOLUME_MISMATCH, message);
                         self.set_claim_status(claim, ClaimPhase::Pending, None)
@@ -191,7 +193,7 @@ impl Controller {
                 self.bind(&volume, claim).await.map(|()| Next::nothing())
             }
             UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume) => {
-                let name = crate::pv::keys::VolumeName::of(&volume).0;
+                let name = crate::pv::keys::VolumeName::of(&volume).as_str().to_owned();
                 let message = format!("volume {name:?} already bound to a different claim.");
                 self.warn(claim.as_ref(), reasons::FAILED_BINDING, message);
                 if has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
@@ -211,7 +213,7 @@ impl Controller {
                         .unwrap_or_default();
                     return Err(Error::Inconsistent(format!(
                         "invalid binding of claim {} to volume {name:?}: volume already claimed by {owner:?}",
-                        ClaimKey::of(claim)
+                        ObjectKey::of(claim.as_ref())
                     )));
                 }
                 self.set_claim_status(claim, ClaimPhase::Pending, None)
@@ -276,7 +278,8 @@ impl Controller {
         &self,
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<Next> {
-        let volume = requested_volume(claim).and_then(|name| self.cache.volume(name));
+        let volume =
+            requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
         match classify_bound(claim, volume) {
             BoundClaimSituation::NoVolumeName => {
                 self.set_claim_phase_with_event(
@@ -338,7 +341,7 @@ pub(super) fn check_volume_satisfies_claim(
     if is_being_deleted(&volume.metadata) {
         return Err(format!(
             "the volume is marked for deletion {:?}",
-            crate::pv::keys::VolumeName::of(volume).0
+            crate::pv::keys::VolumeName::of(volume).as_str().to_owned()
         ));
     }
     let request = claim_request(claim).map_err(|e| e.to_string())?;

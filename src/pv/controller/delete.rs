@@ -37,7 +37,7 @@ impl Controller {
     /// object. Runs on the operation tracker as `delete-<pv>[<uid>]`.
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(&scheduled), operation = "delete"))]
     pub(super) async fn delete_operation(&self, scheduled: Arc<PersistentVolume>) -> Result<()> {
-        let name = VolumeName::of(&scheduled).0;
+        let name = VolumeName::of(&scheduled);
         let Some(volume) = self.fresh_volume(&name).await? else {
             tracing::debug!("volume already deleted");
             return Ok(());
@@ -101,7 +101,7 @@ impl Controller {
         &self,
         volume: &PersistentVolume,
     ) -> std::result::Result<Deletion, PluginError> {
-        let name = VolumeName::of(volume).0;
+        let name = VolumeName::of(volume).as_str().to_owned();
         let plugin = match self.settings.plugins.deleter(volume) {
             Deleter::Plugin(plugin) => plugin,
             Deleter::External => return Ok(Deletion::External),

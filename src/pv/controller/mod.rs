@@ -103,19 +103,19 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Client;
-use kube::runtime::reflector::Store;
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::ANN_BIND_COMPLETED;
 use crate::pv::error::Result;
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
 use crate::pv::metrics::PvMetrics;
 use crate::pv::objects::has_annotation;
 use crate::pv::plugins::VolumePlugins;
 use crate::runtime::events::EventRecorder;
-use crate::runtime::metrics::Metrics;
+use crate::runtime::informer::{MemStore, StoreRef};
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::{OperationError, OperationName, OperationTracker};
-use writes::WriteLocks;
+use crate::runtime::write::Writer;
 
 pub(crate) use claim::binding_order;
 
@@ -162,15 +162,28 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Read-only views of the objects the controller consults but does not own.
+/// The stores of the objects the controller consults but does not own.
 #[derive(Clone)]
-pub struct Listers {
+pub(crate) struct Listers {
     /// StorageClasses, for binding mode, provisioner and default class.
-    pub classes: Store<StorageClass>,
-    /// Pods, to tell which claims wait for scheduling.
-    pub pods: Store<Pod>,
+    pub(crate) classes: Arc<MemStore<StorageClass>>,
+    /// Pods, filed by the claims they use, to tell which claims wait for
+    /// scheduling and which volumes are still in use.
+    pub(crate) pods: Arc<MemStore<Pod>>,
     /// Nodes, for provisioning on a selected node.
-    pub nodes: Store<Node>,
+    pub(crate) nodes: StoreRef<Node>,
+}
+
+/// The controller's writers, one per kind it writes, through the process's
+/// write door.
+#[derive(Clone)]
+pub(crate) struct Writers {
+    /// Volumes (bind, phases, provisioned volumes, deletes).
+    pub(crate) volumes: Writer<PersistentVolume>,
+    /// Claims (bind, phases, annotations, the default class).
+    pub(crate) claims: Writer<PersistentVolumeClaim>,
+    /// Recycler pods.
+    pub(crate) pods: Writer<Pod>,
 }
 
 /// What should happen after a decision, besides the writes it made: the
@@ -180,7 +193,7 @@ pub struct Listers {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Next {
     /// Claims to sync soon: a volume is bound to them on its side only.
-    pub sync_claims: Vec<ClaimKey>,
+    pub sync_claims: Vec<ObjectKey>,
     /// The claim synced found no volume: it waits for one to become free
     /// (and is tried again at once when one does).
     pub claim_waits: bool,
@@ -195,54 +208,61 @@ impl Next {
 
 /// What a controller is made of. The wiring builds the parts (a test may
 /// build them from a shadow cache and stores alone) and hands them in.
-pub struct Parts {
-    /// For the controller's reads and writes.
-    pub client: Client,
-    /// The newest objects the controller knows.
-    pub cache: Arc<ShadowCache>,
+pub(crate) struct Parts {
+    /// For the controller's reads.
+    pub(crate) client: Client,
+    /// The newest volumes and claims the controller knows.
+    pub(crate) cache: Arc<ShadowCache>,
     /// StorageClasses, pods and nodes.
-    pub listers: Listers,
+    pub(crate) listers: Listers,
+    /// Where writes go.
+    pub(crate) writers: Writers,
     /// Where events go.
-    pub recorder: EventRecorder,
+    pub(crate) recorder: EventRecorder,
     /// Runs the long operations, one per object at a time.
-    pub operations: OperationTracker,
+    pub(crate) operations: OperationTracker,
     /// What the controller decides.
-    pub settings: Settings,
-    /// The process's shared series (writes).
-    pub metrics: Arc<Metrics>,
+    pub(crate) settings: Settings,
     /// The controller's own series.
-    pub pv_metrics: PvMetrics,
+    pub(crate) pv_metrics: PvMetrics,
 }
 
-/// Everything a sync needs: the client, the shadow cache, listers, the event
-/// recorder and the operation tracker. Cloning is cheap and shares all of
-/// it; an operation runs on a clone.
+/// The decision half of the PersistentVolume controller: everything a sync
+/// needs (the client for reads, the shadow cache, the other kinds' stores,
+/// the writers, the event recorder and the operation tracker). Cloning is
+/// cheap and shares all of it; an operation runs on a clone.
 #[derive(Clone)]
 pub struct Controller {
     client: Client,
     cache: Arc<ShadowCache>,
     listers: Listers,
+    writers: Writers,
     recorder: EventRecorder,
     settings: Settings,
     operations: OperationTracker,
-    metrics: Arc<Metrics>,
     pv_metrics: PvMetrics,
-    write_locks: WriteLocks,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("recorder", &self.recorder)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Controller {
     /// A controller made of `parts`.
-    pub fn new(parts: Parts) -> Self {
+    pub(crate) fn new(parts: Parts) -> Self {
         Self {
             client: parts.client,
             cache: parts.cache,
             listers: parts.listers,
+            writers: parts.writers,
             recorder: parts.recorder,
             settings: parts.settings,
             operations: parts.operations,
-            metrics: parts.metrics,
             pv_metrics: parts.pv_metrics,
-            write_locks: WriteLocks::default(),
         }
     }
 
@@ -275,11 +295,6 @@ impl Controller {
         }
     }
 
-    /// The metrics the controller counts its writes and operations in.
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
     /// The shadow cache the controller decides from.
     pub fn cache(&self) -> &Arc<ShadowCache> {
         &self.cache
@@ -287,7 +302,7 @@ impl Controller {
 
     /// Syncs one claim: binds it, finishes a half-done binding, hands it to a
     /// provisioner, or marks it Pending or Lost; says what should follow.
-    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(claim)))]
+    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
     pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
         let claim = &self.anneal_claim(claim).await?;
         if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
@@ -306,45 +321,68 @@ impl Controller {
     }
 }
 
-/// A controller on an in-memory API server, with empty listers and an empty
+/// A controller on an in-memory API server, with empty stores and an empty
 /// shadow cache, for unit tests of the decisions and writes.
 #[cfg(test)]
 pub(crate) mod testing {
     use std::sync::Arc;
 
-    use kube::runtime::reflector;
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
     use memapi::MemApi;
 
-    use super::{Controller, Listers, Parts, Settings};
+    use super::{Controller, Listers, Parts, Settings, Writers};
+    use crate::pv::cache::ShadowCache;
     use crate::pv::constants::CONTROLLER_NAME;
     use crate::pv::metrics::PvMetrics;
     use crate::runtime::events::EventRecorder;
+    use crate::runtime::informer::{MemStore, Store, StoreRef};
     use crate::runtime::metrics::Metrics;
     use crate::runtime::operations::OperationTracker;
+    use crate::runtime::write::Door;
 
     /// The controller; the caller fills its shadow cache.
     pub(crate) fn controller(api: &MemApi) -> Controller {
         controller_with(api.client(), Settings::default())
     }
 
+    /// A store handle fixed to `store`.
+    fn fixed<K>(store: Arc<dyn Store<K>>) -> StoreRef<K> {
+        let handle = StoreRef::default();
+        handle.fix(store);
+        handle
+    }
+
     /// The controller on `client` with `settings`; the caller fills its
     /// shadow cache.
     pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
         let metrics = Arc::new(Metrics::new().expect("metrics"));
+        let cache = Arc::new(ShadowCache::default());
+        let door = Door::new(client.clone(), Arc::clone(&metrics));
+        let pods = Arc::new(MemStore::<Pod>::default());
         Controller::new(Parts {
             client: client.clone(),
-            cache: Arc::default(),
             listers: Listers {
-                classes: reflector::store().0,
-                pods: reflector::store().0,
-                nodes: reflector::store().0,
+                classes: Arc::default(),
+                pods: Arc::clone(&pods),
+                nodes: fixed(Arc::new(MemStore::default())),
             },
+            writers: Writers {
+                volumes: door.writer(
+                    "test",
+                    fixed(Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>),
+                ),
+                claims: door.writer(
+                    "test",
+                    fixed(Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>),
+                ),
+                pods: door.writer("test", fixed(pods)),
+            },
+            cache,
             recorder: EventRecorder::new(client, Arc::clone(&metrics), CONTROLLER_NAME, "test")
                 .expect("recorder"),
             operations: OperationTracker::new(),
             settings,
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
-            metrics,
         })
     }
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
 use super::writes::{Edit, Part};
@@ -14,15 +13,16 @@ use crate::pv::constants::{
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
 };
 use crate::pv::error::{Error, Result};
-use crate::pv::keys::ClaimKey;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::migration::csi_driver_of;
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
+use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
 use crate::runtime::operations::OperationName;
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.
     pub(super) fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
-        self.listers.classes.get(&ObjectRef::new(name))
+        self.listers.classes.get(&ObjectKey::cluster(name))
     }
 
     /// Whether binding of this claim waits for a pod to be scheduled
@@ -70,7 +70,7 @@ impl Controller {
     /// node yet, sorted.
     fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
         let mut names: Vec<String> = self
-            .active_pods_using(&ClaimKey::of(claim))
+            .active_pods_using(&ObjectKey::of(claim))
             .into_iter()
             .filter(|pod| {
                 pod.spec
@@ -85,14 +85,13 @@ impl Controller {
         names
     }
 
-    /// The pods that mount the claim and are not finished, from the lister.
-    pub(super) fn active_pods_using(&self, key: &ClaimKey) -> Vec<Arc<Pod>> {
+    /// The pods that mount the claim and are not finished, from the pod
+    /// store's index of pods by claim.
+    pub(super) fn active_pods_using(&self, key: &ObjectKey) -> Vec<Arc<Pod>> {
         self.listers
             .pods
-            .state()
+            .indexed(PODS_BY_CLAIM, key)
             .into_iter()
-            .filter(|pod| pod.metadata.namespace.as_deref() == Some(key.namespace.as_str()))
-            .filter(|pod| pod_uses_claim(pod, &key.name))
             .filter(|pod| !pod_is_terminated(pod))
             .collect()
     }
@@ -107,7 +106,7 @@ impl Controller {
         if claim_has_class(claim) {
             return Ok(false);
         }
-        let Some(class) = default_class(&self.listers.classes.state()) else {
+        let Some(class) = default_class(&self.listers.classes.list()) else {
             return Ok(false);
         };
         let class_name = class.metadata.name.clone().unwrap_or_default();
@@ -164,7 +163,7 @@ impl Controller {
             );
             return Ok(());
         }
-        let key = ClaimKey::of(claim);
+        let key = ObjectKey::of(claim.as_ref());
         let name = OperationName::provision(
             &key.namespace,
             &key.name,
@@ -191,7 +190,7 @@ impl Controller {
     /// storage-provisioner annotations (and `migrated-to` when the class's
     /// in-tree plugin migrated to that CSI driver), and says so in an event
     /// (every time it runs, as upstream: a claim waiting long shows it).
-    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision"))]
+    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref()), operation = "provision"))]
     async fn provision_external(
         &self,
         claim: Arc<PersistentVolumeClaim>,
@@ -276,33 +275,15 @@ pub(super) fn default_class(classes: &[Arc<StorageClass>]) -> Option<Arc<Storage
         .cloned()
 }
 
-/// Whether a pod mounts the claim, directly or as its generic ephemeral volume.
-fn pod_uses_claim(pod: &Pod, claim_name: &str) -> bool {
-    let pod_name = pod.metadata.name.as_deref().unwrap_or("");
-    pod.spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .any(|volume| {
-            let direct = volume
-                .persistent_volume_claim
-                .as_ref()
-                .is_some_and(|c| c.claim_name == claim_name);
-            let ephemeral =
-                volume.ephemeral.is_some() && format!("{pod_name}-{}", volume.name) == claim_name;
-            direct || ephemeral
-        })
-}
-
 /// Whether a pod will not run again: Succeeded or Failed, or being deleted
 /// with no container of any kind (init, regular, ephemeral) running, as
 /// upstream's `IsPodTerminated`. A container counts as running unless its
 /// state says terminated or waiting.
 pub(super) fn pod_is_terminated(pod: &Pod) -> bool {
-    let status = pod.status.as_ref();
-    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
-    if phase == "Succeeded" || phase == "Failed" {
+    if PodPhase::of(pod).is_some_and(PodPhase::is_terminal) {
         return true;
     }
+    let status = pod.status.as_ref();
     let not_running = |statuses: Option<&Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
         statuses.into_iter().flatten().all(|c| {
             c.state

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::runtime::reflector::ObjectRef;
 
 use super::Controller;
 use super::binding::set_annotation;
@@ -23,7 +22,8 @@ use crate::pv::constants::{
     FINALIZER_PV_CONTROLLER, reasons,
 };
 use crate::pv::error::{Error, Result, api};
-use crate::pv::keys::ClaimKey;
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     VolumePhase, annotation, claim_class, claim_reference, is_volume_bound_to_claim,
 };
@@ -37,7 +37,7 @@ pub(super) fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
 impl Controller {
     /// Provisions a volume for a claim with an in-process plugin. Runs on the
     /// operation tracker as `provision-<ns>/<claim>[<uid>]`.
-    #[tracing::instrument(skip_all, fields(claim = %ClaimKey::of(&claim), operation = "provision", plugin = plugin.name()))]
+    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref()), operation = "provision", plugin = plugin.name()))]
     pub(super) async fn provision_in_tree(
         &self,
         claim: Arc<PersistentVolumeClaim>,
@@ -56,8 +56,7 @@ impl Controller {
             .set_claim_provisioner(&claim, &class.provisioner, false)
             .await?;
         let pv_name = provisioned_volume_name(&claim);
-        let existing = self
-            .volumes_api()
+        let existing = kube::Api::<PersistentVolume>::all(self.client.clone())
             .get_opt(&pv_name)
             .await
             .map_err(api(|| format!("getting volume {pv_name:?}")))?;
@@ -101,7 +100,7 @@ impl Controller {
     /// make that volume a second time; the cache is never older than the
     /// decision that released it.
     fn still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> bool {
-        self.cache.claim(&ClaimKey::of(claim)).is_some_and(|now| {
+        self.cache.claim(&ObjectKey::of(claim)).is_some_and(|now| {
             now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
         })
     }
@@ -127,7 +126,7 @@ impl Controller {
         }
         let selected_node = match annotation(&claim.metadata, ANN_SELECTED_NODE) {
             None => None,
-            Some(node) => match self.listers.nodes.get(&ObjectRef::new(node)) {
+            Some(node) => match self.listers.nodes.get(&ObjectKey::cluster(node)) {
                 Some(node) => Some(node),
                 None => {
                     return Err(format!(
@@ -158,7 +157,7 @@ impl Controller {
         volume: &PersistentVolume,
         plugin: &str,
     ) {
-        let pv_name = crate::pv::keys::VolumeName::of(volume);
+        let pv_name = VolumeName::of(volume);
         match self.create_provisioned_volume(volume).await {
             Ok(()) => {
                 let message = format!("Successfully provisioned volume {pv_name} using {plugin}");
@@ -171,7 +170,7 @@ impl Controller {
                 tracing::warn!(volume = %pv_name, %error, "lease lost while creating the volume object, its storage is kept");
             }
             Err(error) => {
-                match self.stored_after_all(claim, &pv_name.0, &error).await {
+                match self.stored_after_all(claim, &pv_name, &error).await {
                     Stored::Yes => {
                         let message =
                             format!("Successfully provisioned volume {pv_name} using {plugin}");
@@ -181,7 +180,7 @@ impl Controller {
                     Stored::Unknown(read) => {
                         let message = format!(
                             "Error creating provisioned PV object for claim {}: {error}. Keeping the volume: cannot tell whether its object was stored ({read}).",
-                            ClaimKey::of(claim)
+                            ObjectKey::of(claim.as_ref())
                         );
                         self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
                         return;
@@ -190,7 +189,7 @@ impl Controller {
                 }
                 let message = format!(
                     "Error creating provisioned PV object for claim {}: {error}. Deleting the volume.",
-                    ClaimKey::of(claim)
+                    ObjectKey::of(claim.as_ref())
                 );
                 tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
                 self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
@@ -208,7 +207,7 @@ impl Controller {
     async fn stored_after_all(
         &self,
         claim: &PersistentVolumeClaim,
-        pv_name: &str,
+        pv_name: &VolumeName,
         error: &Error,
     ) -> Stored {
         match self.fresh_volume(pv_name).await {
@@ -238,7 +237,7 @@ impl Controller {
             message.clone(),
         );
         Err(Error::Plugin {
-            action: format!("provisioning a volume for claim {}", ClaimKey::of(claim)),
+            action: format!("provisioning a volume for claim {}", ObjectKey::of(claim.as_ref())),
             source: PluginError::Failed(message),
         })
     }
@@ -337,7 +336,7 @@ impl Controller {
         };
         let message = format!(
             "Error cleaning provisioned volume for claim {}: {failure}. Please delete manually.",
-            ClaimKey::of(claim)
+            ObjectKey::of(claim.as_ref())
         );
         tracing::error!(%message, "provisioned storage leaked");
         self.warn(

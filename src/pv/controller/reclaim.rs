@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use super::Controller;
 use super::claim::requested_volume;
 use crate::pv::constants::reasons;
-use crate::pv::error::{Result, api};
+use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::migration::is_migrated;
 use crate::pv::objects::{
@@ -58,7 +58,7 @@ impl Controller {
     /// Runs a released volume's reclaim policy: Recycle and Delete start
     /// their operation (at most one per volume at a time).
     pub(super) async fn reclaim_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let name = VolumeName::of(volume).0;
+        let name = VolumeName::of(volume).as_str().to_owned();
         let uid = volume.metadata.uid.clone().unwrap_or_default();
         match reclaim_action(volume, &self.settings.plugins) {
             ReclaimAction::LeaveToExternal => {
@@ -117,23 +117,17 @@ impl Controller {
         }
         match requested_volume(&claim) {
             None => false,
-            Some(name) => name != VolumeName::of(volume).0,
+            Some(name) => name != VolumeName::of(volume).as_str(),
         }
     }
 
-    /// The volume as the API server has it now, stored in the shadow cache;
-    /// `None` when it is gone.
-    pub(super) async fn fresh_volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>> {
-        let fresh = self
-            .volumes_api()
-            .get_opt(name)
-            .await
-            .map_err(api(|| format!("getting volume {name:?}")))?;
-        let Some(fresh) = fresh else {
-            return Ok(None);
-        };
-        let fresh = Arc::new(fresh);
-        self.cache.offer_volume(Arc::clone(&fresh))?;
-        Ok(Some(self.cache.volume(name).unwrap_or(fresh)))
+    /// The volume as the API server has it now (or as a write of this
+    /// process made it since), stored in the shadow cache; `None` when it is
+    /// gone.
+    pub(super) async fn fresh_volume(
+        &self,
+        name: &VolumeName,
+    ) -> Result<Option<Arc<PersistentVolume>>> {
+        Ok(self.writers.volumes.refresh(&name.key()).await?)
     }
 }

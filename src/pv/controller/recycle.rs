@@ -12,7 +12,7 @@ use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{VolumePhase, claim_ref_key};
-use crate::pv::plugins::{EventRelay, RecycleContext};
+use crate::pv::plugins::{EventRelay, RecycleContext, RecyclerPods};
 use crate::runtime::events::{EventType, reference_of};
 
 impl Controller {
@@ -22,7 +22,7 @@ impl Controller {
     /// waits out the tracker's backoff.
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(&scheduled), operation = "recycle"))]
     pub(super) async fn recycle_operation(&self, scheduled: Arc<PersistentVolume>) -> Result<()> {
-        let name = VolumeName::of(&scheduled).0;
+        let name = VolumeName::of(&scheduled);
         let Some(volume) = self.fresh_volume(&name).await? else {
             tracing::debug!("volume deleted, nothing to recycle");
             return Ok(());
@@ -55,6 +55,7 @@ impl Controller {
         };
         let context = RecycleContext {
             client: self.client.clone(),
+            pods: RecyclerPods(self.writers.pods.clone()),
             relay: EventRelay::new(self.recorder.clone(), reference_of(volume.as_ref())),
         };
         tracing::info!(plugin = plugin.name(), "recycling volume");

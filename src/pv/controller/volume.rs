@@ -9,7 +9,8 @@ use super::claim::requested_volume;
 use super::{Controller, Next};
 use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
 use crate::pv::error::{Error, Result, api};
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
@@ -51,7 +52,7 @@ pub(super) fn classify_volume(
     };
     match requested_volume(&claim) {
         None => VolumeSituation::ClaimNotBoundYet(claim),
-        Some(name) if name == VolumeName::of(volume).0 => VolumeSituation::ClaimBoundHere(claim),
+        Some(name) if name == VolumeName::of(volume).as_str() => VolumeSituation::ClaimBoundHere(claim),
         Some(_) => VolumeSituation::ClaimBoundElsewhere,
     }
 }
@@ -72,7 +73,7 @@ impl Controller {
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
             VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
-                if self.cache.is_reserved(&VolumeName::of(volume).0) {
+                if self.cache.is_reserved(&VolumeName::of(volume)) {
                     // A claim's binding is under way: the volume becomes
                     // Bound, or free again when the binding fails (then the
                     // next resync makes it Available).
@@ -98,16 +99,16 @@ impl Controller {
                     self.warn(volume.as_ref(), reasons::VOLUME_MISMATCH, volume_message);
                     let claim_message = format!(
                         "Cannot bind PersistentVolume {:?} to requested PersistentVolumeClaim due to incompatible volumeMode.",
-                        VolumeName::of(volume).0
+                        VolumeName::of(volume).as_str().to_owned()
                     );
                     self.warn(claim.as_ref(), reasons::VOLUME_MISMATCH, claim_message);
                     return Ok(Next::nothing());
                 }
                 // Bound on the volume side only: a provisioner or a crash
                 // mid-bind left it so. The claim sync finishes the binding.
-                tracing::debug!(claim = %ClaimKey::of(&claim), "volume waits for its claim to be bound");
+                tracing::debug!(claim = %ObjectKey::of(claim.as_ref()), "volume waits for its claim to be bound");
                 Ok(Next {
-                    sync_claims: vec![ClaimKey::of(&claim)],
+                    sync_claims: vec![ObjectKey::of(claim.as_ref())],
                     ..Next::default()
                 })
             }
@@ -165,8 +166,7 @@ impl Controller {
         if cached.is_none() && reclaiming {
             return Ok(None);
         }
-        let live = self
-            .claims_api(&key.namespace)
+        let live = kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &key.namespace)
             .get_opt(&key.name)
             .await
             .map_err(api(|| format!("getting claim {key}")))?;

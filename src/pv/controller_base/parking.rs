@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use crate::pv::keys::{ClaimKey, VolumeName};
+use crate::pv::keys::VolumeName;
+use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::is_new_volume;
 use crate::runtime::queue::{Mark, WorkQueue};
 
@@ -39,13 +40,13 @@ struct State {
 #[derive(Clone)]
 pub(super) struct Parking {
     state: Arc<Mutex<State>>,
-    claim_queue: WorkQueue<ClaimKey>,
+    claim_queue: WorkQueue<ObjectKey>,
     volume_queue: WorkQueue<VolumeName>,
 }
 
 impl Parking {
     pub(super) fn new(
-        claim_queue: WorkQueue<ClaimKey>,
+        claim_queue: WorkQueue<ObjectKey>,
         volume_queue: WorkQueue<VolumeName>,
     ) -> Self {
         Self {
@@ -133,7 +134,7 @@ mod tests {
     use super::*;
 
     fn name(text: &str) -> VolumeName {
-        VolumeName(text.to_string())
+        VolumeName::new(text)
     }
 
     #[tokio::test]
@@ -147,8 +148,8 @@ mod tests {
             "no claim ahead: synced at once"
         );
 
-        claims.add(ClaimKey::new("ns", "a"));
-        claims.add(ClaimKey::new("ns", "b"));
+        claims.add(ObjectKey::new("ns", "a"));
+        claims.add(ObjectKey::new("ns", "b"));
         assert!(parking.hold(&name("v1"), &new));
         assert!(parking.hold(&name("v1"), &new), "parked once");
         assert_eq!(parking.parked(), 1);
@@ -167,7 +168,7 @@ mod tests {
         claims.done(&first);
         parking.release_passed();
         assert!(volumes.is_empty(), "b has not had its turn");
-        claims.add(ClaimKey::new("ns", "c"));
+        claims.add(ObjectKey::new("ns", "c"));
         let second = claims.get().await.expect("b");
         claims.done(&second);
         parking.release_passed();
@@ -184,7 +185,7 @@ mod tests {
     async fn a_resync_passes_parked_volumes_by() {
         let claims = WorkQueue::new();
         let parking = Parking::new(claims.clone(), WorkQueue::new());
-        claims.add(ClaimKey::new("ns", "a"));
+        claims.add(ObjectKey::new("ns", "a"));
         assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
         let names = vec![name("v0"), name("v1"), name("v2")];
         assert_eq!(parking.not_parked(names), [name("v0"), name("v2")]);
@@ -194,7 +195,7 @@ mod tests {
     async fn a_deleted_volume_is_forgotten() {
         let claims = WorkQueue::new();
         let parking = Parking::new(claims.clone(), WorkQueue::new());
-        claims.add(ClaimKey::new("ns", "a"));
+        claims.add(ObjectKey::new("ns", "a"));
         assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
         parking.forget(&name("v1"));
         assert_eq!(parking.parked(), 0);

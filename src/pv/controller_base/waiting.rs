@@ -13,13 +13,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::controller::{Next, binding_order};
-use crate::pv::keys::ClaimKey;
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::WorkQueue;
 
 /// The waiting claims and the epoch of volumes becoming free.
 #[derive(Debug, Default)]
 struct State {
-    claims: HashSet<ClaimKey>,
+    claims: HashSet<ObjectKey>,
     epoch: u64,
 }
 
@@ -27,12 +27,12 @@ struct State {
 #[derive(Clone)]
 pub(super) struct FollowUp {
     state: Arc<Mutex<State>>,
-    claim_queue: WorkQueue<ClaimKey>,
+    claim_queue: WorkQueue<ObjectKey>,
     cache: Arc<ShadowCache>,
 }
 
 impl FollowUp {
-    pub(super) fn new(claim_queue: WorkQueue<ClaimKey>, cache: Arc<ShadowCache>) -> Self {
+    pub(super) fn new(claim_queue: WorkQueue<ObjectKey>, cache: Arc<ShadowCache>) -> Self {
         Self {
             state: Arc::default(),
             claim_queue,
@@ -80,7 +80,7 @@ impl FollowUp {
     /// After the sync of `key` that began at `began`: a claim that waits
     /// joins the waiting set, or is queued again at once when a volume
     /// became free meanwhile; a claim that does not wait leaves it.
-    pub(super) fn claim_synced(&self, key: &ClaimKey, waits: bool, began: u64) {
+    pub(super) fn claim_synced(&self, key: &ObjectKey, waits: bool, began: u64) {
         let requeue = {
             let mut state = self.lock();
             if !waits {
@@ -99,7 +99,7 @@ impl FollowUp {
     }
 
     /// A claim was deleted: it waits no more.
-    pub(super) fn forget(&self, key: &ClaimKey) {
+    pub(super) fn forget(&self, key: &ObjectKey) {
         self.lock().claims.remove(key);
     }
 
@@ -113,8 +113,8 @@ impl FollowUp {
 mod tests {
     use super::*;
 
-    fn key(name: &str) -> ClaimKey {
-        ClaimKey::new("ns", name)
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("ns", name)
     }
 
     /// A cache holding 1Gi claims of these names in "ns".
@@ -127,7 +127,7 @@ mod tests {
         cache
     }
 
-    async fn drain(queue: &WorkQueue<ClaimKey>) -> Vec<ClaimKey> {
+    async fn drain(queue: &WorkQueue<ObjectKey>) -> Vec<ObjectKey> {
         let mut keys = vec![];
         while !queue.is_empty() {
             if let Some(key) = queue.get().await {

@@ -571,7 +571,7 @@ fn label_selector_expressions() {
 #[test]
 fn bad_claims_are_errors_naming_the_claim() {
     let index = index_of(vec![available("v", "1Gi").build()]);
-    let key = ClaimKey::new("myns", "bad");
+    let key = ObjectKey::new("myns", "bad");
     let bad = |size: &str| claim("bad", "", size).namespace("myns");
     let cases: Vec<(PersistentVolumeClaim, MatchError)> = vec![
         (
@@ -703,7 +703,7 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
     ]);
     let a = claim("a", "uid-a", "1Gi").build();
     let b = claim("b", "uid-b", "1Gi").build();
-    let (key_a, key_b) = (ClaimKey::of(&a), ClaimKey::of(&b));
+    let (key_a, key_b) = (ObjectKey::of(&a), ObjectKey::of(&b));
     assert!(index.reserve("v1", &key_a));
     assert!(index.reserve("v1", &key_a), "again for the same claim");
     assert!(!index.reserve("v1", &key_b), "never for a second claim");
@@ -758,7 +758,7 @@ fn insert_tells_when_a_volume_becomes_free() {
     assert!(put(&mut index, volume("v", "1Gi").phase("Available").arc()));
     assert!(!put(&mut index, volume("v", "1Gi").phase("Released").arc()));
     assert!(!put(&mut index, volume("w", "1Gi").phase("Released").arc()));
-    let key = ClaimKey::new("default", "c");
+    let key = ObjectKey::new("default", "c");
     index.remove("v");
     assert!(index.reserve("v", &key));
     assert!(
@@ -840,7 +840,7 @@ fn selector_claims_get_the_smallest_match_across_label_sets() {
             Some("c-gold-2"),
             "{extra_groups}"
         );
-        let other = ClaimKey::new("default", "other");
+        let other = ObjectKey::new("default", "other");
         assert!(index.reserve("c-gold-2", &other));
         assert_eq!(
             best(&index, &gold, false).as_deref(),

@@ -73,7 +73,7 @@ fn sizes_are_parsed_or_named_errors() {
     assert!(matches!(
         &err,
         Some(ObjectError::Quantity { object: ObjectName::Volume(name), field: "spec.capacity[storage]", source })
-            if name.0 == "v9" && source.input == "lots"
+            if name.as_str() == "v9" && source.input == "lots"
     ));
     let err = claim_request(&claim("c9", "", "1X").namespace("myns").build()).err();
     let message = err.map(|e| e.to_string()).unwrap_or_default();
@@ -164,14 +164,14 @@ fn unknown_access_modes_are_named_errors() {
     assert_eq!(
         volume_access_modes(&volume("v", "1").modes(&["ReadWriteSometimes"]).build()),
         Err(ObjectError::UnknownAccessMode {
-            object: ObjectName::Volume(VolumeName("v".into())),
+            object: ObjectName::Volume(VolumeName::new("v")),
             mode: "ReadWriteSometimes".into()
         })
     );
     assert_eq!(
         claim_access_modes(&claim("c", "", "1").namespace("myns").modes(&["X"]).build()),
         Err(ObjectError::UnknownAccessMode {
-            object: ObjectName::Claim(ClaimKey::new("myns", "c")),
+            object: ObjectName::Claim(ObjectKey::new("myns", "c")),
             mode: "X".into()
         })
     );

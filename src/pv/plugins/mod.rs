@@ -18,12 +18,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{
+    Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+};
 use kube::Client;
 
 use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::pv::objects::annotation;
 use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::write::{WriteError, Writer};
 use recycler::RecyclerPodConfig;
 
 /// Why a plugin could not do what it was asked. The controller words its
@@ -87,14 +91,35 @@ impl EventRelay {
     }
 }
 
-/// What a recycler needs besides the volume: a client to run its pod with,
-/// and the relay for the pod's events.
+/// What a recycler needs besides the volume: a client to watch its pod and
+/// the pod's events with, the writer its pod is created and deleted
+/// through, and the relay for the pod's events.
 #[derive(Clone)]
 pub struct RecycleContext {
-    /// Client for the recycler pod and its events.
+    /// Client for reading the recycler pod and its events.
     pub client: Client,
+    /// Creates and deletes the recycler pod.
+    pub pods: RecyclerPods,
     /// Where the pod's events go.
     pub relay: EventRelay,
+}
+
+/// Creates and deletes recycler pods through the process's write door, so
+/// they are counted with the controller's writes and seen at once by the
+/// process's pod store.
+#[derive(Clone, Debug)]
+pub struct RecyclerPods(pub(crate) Writer<Pod>);
+
+impl RecyclerPods {
+    /// Creates `pod`.
+    pub async fn create(&self, pod: &Pod) -> Result<(), WriteError> {
+        self.0.create(pod).await.map(drop)
+    }
+
+    /// Deletes the pod `namespace/name` (already gone counts as deleted).
+    pub async fn delete(&self, namespace: &str, name: &str) -> Result<(), WriteError> {
+        self.0.delete(&ObjectKey::new(namespace, name), None).await
+    }
 }
 
 /// A volume plugin. Every capability is optional; the `can_*` methods say

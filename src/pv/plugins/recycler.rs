@@ -24,13 +24,14 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client};
+use kube::Api;
 use quantity::Amount;
 
-use super::{EventRelay, PluginError, RecycleContext};
+use super::{EventRelay, PluginError, RecycleContext, RecyclerPods};
+use crate::runtime::kinds::PodPhase;
+use crate::runtime::write::WriteError;
 use crate::runtime::events::EventType;
 
 /// Namespace of the recycler pod when the template names none.
@@ -278,7 +279,7 @@ pub(crate) async fn recycle(
     context: &RecycleContext,
 ) -> Result<(), PluginError> {
     let pod = build_pod(config, volume, source);
-    run(&context.client, pod, released_at(volume), &context.relay)
+    run(context, pod, released_at(volume))
         .await
         .map_err(|e| PluginError::Failed(e.to_string()))
 }
@@ -287,7 +288,7 @@ pub(crate) async fn recycle(
 /// transition time of a Released volume; servers before 1.28 record none).
 pub(crate) fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
     let status = volume.status.as_ref()?;
-    (status.phase.as_deref() == Some("Released"))
+    (crate::pv::objects::volume_phase(volume) == Some(crate::pv::objects::VolumePhase::Released))
         .then(|| status.last_phase_transition_time.as_ref().map(|t| t.0))
         .flatten()
 }
@@ -297,11 +298,11 @@ pub(crate) fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
 /// disappears, relaying its events to the volume; deletes it unless it
 /// succeeded.
 pub(crate) async fn run(
-    client: &Client,
+    context: &RecycleContext,
     pod: Pod,
     released_at: Option<Timestamp>,
-    relay: &EventRelay,
 ) -> Result<(), RecyclerError> {
+    let (client, relay) = (&context.client, &context.relay);
     let namespace = pod
         .metadata
         .namespace
@@ -309,7 +310,7 @@ pub(crate) async fn run(
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let adopted = create_or_adopt(&pods, &pod, released_at).await?;
+    let adopted = create_or_adopt(&context.pods, &pods, &pod, released_at).await?;
     let deadline = pod
         .spec
         .as_ref()
@@ -330,7 +331,7 @@ pub(crate) async fn run(
         Ok(PodEnd::Deleted) => RecyclerError::PodDeleted,
         Err(_) => RecyclerError::Timeout(deadline),
     };
-    if let Err(message) = delete_pod(&pods, &name).await {
+    if let Err(message) = delete_pod(&context.pods, &namespace, &name).await {
         tracing::warn!(pod = %name, %message, "deleting the failed recycler pod failed");
     }
     Err(error)
@@ -352,8 +353,7 @@ pub(crate) async fn finish(
         .clone()
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
-    delete_pod(&pods, &name)
+    delete_pod(&context.pods, &namespace, &name)
         .await
         .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
 }
@@ -362,17 +362,22 @@ pub(crate) async fn finish(
 /// was adopted instead. Any other pod of that name is deleted and the
 /// recycle fails, to be tried again once it is gone.
 async fn create_or_adopt(
+    writer: &RecyclerPods,
     pods: &Api<Pod>,
     pod: &Pod,
     released_at: Option<Timestamp>,
 ) -> Result<bool, RecyclerError> {
     let name = pod.metadata.name.clone().unwrap_or_default();
-    match pods.create(&PostParams::default(), pod).await {
-        Ok(_) => {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    match writer.create(pod).await {
+        Ok(()) => {
             tracing::info!(pod = %name, "recycler pod created");
             Ok(false)
         }
-        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+        Err(WriteError::Api {
+            source: kube::Error::Api(status),
+            ..
+        }) if status.is_already_exists() => {
             let existing = pods
                 .get_opt(&name)
                 .await
@@ -385,7 +390,7 @@ async fn create_or_adopt(
                 return Ok(true);
             }
             tracing::info!(pod = %name, "old recycler pod found, deleting it");
-            delete_pod(pods, &name).await.map_err(|message| {
+            delete_pod(writer, &namespace, &name).await.map_err(|message| {
                 RecyclerError::Create(format!(
                     "failed to delete old recycler pod {name}: {message}"
                 ))
@@ -478,9 +483,9 @@ async fn watch_pod(
 /// Whether a pod has ended, and how.
 fn pod_end(pod: &Pod) -> Option<PodEnd> {
     let status = pod.status.as_ref()?;
-    match status.phase.as_deref() {
-        Some("Succeeded") => Some(PodEnd::Succeeded),
-        Some("Failed") => Some(PodEnd::Failed(
+    match PodPhase::of(pod)? {
+        PodPhase::Succeeded => Some(PodEnd::Succeeded),
+        PodPhase::Failed => Some(PodEnd::Failed(
             status
                 .message
                 .clone()
@@ -492,12 +497,10 @@ fn pod_end(pod: &Pod) -> Option<PodEnd> {
 }
 
 /// Deletes the pod; a pod already gone is fine.
-async fn delete_pod(pods: &Api<Pod>, name: &str) -> Result<(), String> {
-    match pods.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-        Err(error) => Err(error.to_string()),
-    }
+async fn delete_pod(pods: &RecyclerPods, namespace: &str, name: &str) -> Result<(), String> {
+    pods.delete(namespace, name)
+        .await
+        .map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

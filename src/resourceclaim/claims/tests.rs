@@ -4,7 +4,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
 use super::ClaimCache;
-use crate::resourceclaim::keys::ObjectKey;
+use crate::runtime::keys::ObjectKey;
 
 fn claim(name: &str, rv: &str, owner_uid: Option<&str>) -> Arc<ResourceClaim> {
     let owners = owner_uid.map(|uid| {
@@ -43,7 +43,7 @@ fn the_owner_index_follows_updates_and_removals() {
     cache.offer(claim("a", "3", Some("p2")));
     assert_eq!(cache.owned_by("p1").len(), 1);
     assert_eq!(cache.owned_by("p2").len(), 1);
-    cache.remove(&ObjectKey::new("ns", "b"), None);
+    cache.remove(&ObjectKey::new("ns", "b"));
     assert!(cache.owned_by("p1").is_empty());
     assert_eq!(cache.keys(), vec![ObjectKey::new("ns", "a")]);
 }
@@ -63,7 +63,7 @@ fn a_deleted_claims_late_events_do_not_bring_it_back() {
     cache.deleted(&claim("a", "2", Some("p1")));
     assert!(!cache.offer(claim("a", "2", Some("p1"))), "a late update");
     assert!(cache.get(&ObjectKey::new("ns", "a")).is_none());
-    cache.remove(&ObjectKey::new("ns", "a"), Some("c1"));
+    cache.remove(&ObjectKey::new("ns", "a"));
     assert!(
         cache.offer(claim("a", "5", Some("p1"))),
         "seen deleted: a claim of that UID may come again only after a relist"

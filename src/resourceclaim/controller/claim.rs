@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
-use super::ResourceClaimController;
+use super::Controller;
 use crate::resourceclaim::constants::FINALIZER;
 use crate::resourceclaim::error::Result;
-use crate::resourceclaim::keys::ObjectKey;
+use crate::runtime::keys::ObjectKey;
 use crate::resourceclaim::objects::{is_allocated, is_pod_done, owning_pod, uid};
 
 /// Whether a consumer is a pod (the only kind of consumer the controller
@@ -35,7 +35,7 @@ fn without_finalizer(claim: &ResourceClaim) -> ResourceClaim {
     claim
 }
 
-impl ResourceClaimController {
+impl Controller {
     /// Syncs the claim of `key`; see the module documentation.
     pub(super) async fn sync_claim(&self, key: &ObjectKey) -> Result<()> {
         let Some(claim) = self.parts.claims.get(key) else {
@@ -102,21 +102,21 @@ impl ResourceClaimController {
     /// allocated again, and the finalizer is then removed.
     async fn release(
         &self,
-        claim: &ResourceClaim,
+        claim: &Arc<ResourceClaim>,
         valid: Vec<ResourceClaimConsumerReference>,
     ) -> Result<()> {
-        let mut updated = claim.clone();
+        let mut updated = claim.as_ref().clone();
         let deallocate = valid.is_empty() && has_finalizer(claim);
         let status = updated.status.get_or_insert_with(Default::default);
         status.reserved_for = (!valid.is_empty()).then_some(valid);
         if deallocate {
             status.allocation = None;
         }
-        let written = self.parts.writer.write_status(&updated).await?;
+        let written = self.parts.writer.write_status(claim, updated).await?;
         if has_finalizer(&written) && !is_allocated(&written) {
             self.parts
                 .writer
-                .write_claim(&without_finalizer(&written))
+                .write_claim(&written, without_finalizer(&written))
                 .await?;
         }
         Ok(())
@@ -132,11 +132,11 @@ impl ResourceClaimController {
             if let Some(status) = cleared.status.as_mut() {
                 status.allocation = None;
             }
-            current = self.parts.writer.write_status(&cleared).await?;
+            current = self.parts.writer.write_status(&current, cleared).await?;
         }
         self.parts
             .writer
-            .write_claim(&without_finalizer(&current))
+            .write_claim(&current, without_finalizer(&current))
             .await?;
         Ok(())
     }

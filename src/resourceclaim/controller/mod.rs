@@ -1,7 +1,7 @@
 //! The decisions of the ResourceClaim controller: what one pod or one claim
-//! needs, done through [`writes`]. The wiring (watchers, queue, workers,
-//! leadership) is in [`crate::resourceclaim::controller_base`] and calls
-//! [`ResourceClaimController::sync`] with one key at a time.
+//! needs, done through [`writes`]. The wiring (handlers, queue, workers)
+//! is in [`crate::resourceclaim::controller_base`] and calls
+//! [`Controller::sync`] with one key at a time.
 //!
 //! A pod's sync makes sure every `spec.resourceClaims[]` entry has its
 //! claim: a `resourceClaimName` is used as it is; a
@@ -31,38 +31,47 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
-use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::claims::ClaimCache;
 use super::deleted::DeletedPods;
 use super::error::Result;
-use super::keys::{ObjectKey, WorkKey};
+use super::keys::WorkKey;
 use crate::runtime::events::EventRecorder;
-use writes::Writer;
+use crate::runtime::informer::{MemStore, StoreRef};
+use crate::runtime::keys::ObjectKey;
+use writes::Writes;
 
-/// What the decisions read and write through, built by the base.
+/// What the decisions read and write through, built by the wiring.
 pub(crate) struct Parts {
-    /// Pods as the watch shows them.
-    pub(crate) pods: Store<Pod>,
-    /// Templates as the watch shows them.
-    pub(crate) templates: Store<ResourceClaimTemplate>,
+    /// Pods, filed by the ResourceClaims they name.
+    pub(crate) pods: Arc<MemStore<Pod>>,
+    /// Templates.
+    pub(crate) templates: StoreRef<ResourceClaimTemplate>,
     /// Claims, with the controller's own creates ahead of the watch.
     pub(crate) claims: Arc<ClaimCache>,
     /// Pods seen deleted.
     pub(crate) deleted: Arc<DeletedPods>,
     /// Events on pods.
     pub(crate) recorder: EventRecorder,
-    /// The door for requests.
-    pub(crate) writer: Writer,
+    /// The controller's requests.
+    pub(crate) writer: Writes,
 }
 
 /// The decision half of the ResourceClaim controller.
-pub struct ResourceClaimController {
+pub struct Controller {
     parts: Parts,
 }
 
-impl ResourceClaimController {
-    /// The controller over the parts the base built.
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("recorder", &self.parts.recorder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// The controller over the parts the wiring built.
     pub(crate) fn new(parts: Parts) -> Self {
         Self { parts }
     }
@@ -73,11 +82,6 @@ impl ResourceClaimController {
             WorkKey::Pod(pod) => self.sync_pod(pod).await,
             WorkKey::Claim(claim) => self.sync_claim(claim).await,
         }
-    }
-
-    /// The event recorder, to flush it at shutdown.
-    pub(crate) fn recorder(&self) -> &EventRecorder {
-        &self.parts.recorder
     }
 
     /// Waits until every event recorded so far has been written (or given
@@ -94,8 +98,6 @@ impl ResourceClaimController {
     }
 
     fn pod(&self, key: &ObjectKey) -> Option<Arc<Pod>> {
-        self.parts
-            .pods
-            .get(&ObjectRef::new(&key.name).within(&key.namespace))
+        self.parts.pods.get(key)
     }
 }

@@ -7,19 +7,18 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
-use kube::runtime::reflector::ObjectRef;
 
-use super::ResourceClaimController;
+use super::Controller;
 use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, REASON_FAILED_CREATION};
 use crate::resourceclaim::error::{Result, SyncError};
-use crate::resourceclaim::keys::ObjectKey;
+use crate::runtime::keys::ObjectKey;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
     is_pod_done, is_reserved_for_pod, node_name, pod_claims, uid,
 };
 use crate::runtime::events::{EventType, reference_of};
 
-impl ResourceClaimController {
+impl Controller {
     /// Syncs the pod of `key`; a pod gone or being deleted needs nothing.
     pub(super) async fn sync_pod(&self, key: &ObjectKey) -> Result<()> {
         let Some(pod) = self.pod(key) else {
@@ -139,7 +138,7 @@ impl ResourceClaimController {
         let template = self
             .parts
             .templates
-            .get(&ObjectRef::new(&template_name).within(&key.namespace))
+            .get(&ObjectKey::new(&key.namespace, &template_name))
             .ok_or_else(|| SyncError::MissingTemplate(template_name.clone()))?;
         let claim = claim_from_template(pod, pod_claim, &template);
         self.parts.writer.create_claim(&key, &claim).await
@@ -167,6 +166,7 @@ impl ResourceClaimController {
             if is_allocated(&claim) && !is_reserved_for_pod(pod, &claim) && can_be_reserved(&claim)
             {
                 let mut reserved = claim.as_ref().clone();
+                let basis = Arc::clone(&claim);
                 reserved
                     .status
                     .get_or_insert_with(Default::default)
@@ -179,7 +179,7 @@ impl ResourceClaimController {
                         uid: uid(&pod.metadata).to_string(),
                     });
                 tracing::info!(pod = %key, claim = claim_name, "reserving claim for pod");
-                self.parts.writer.write_status(&reserved).await?;
+                self.parts.writer.write_status(&basis, reserved).await?;
             }
         }
         Ok(())

@@ -1,76 +1,51 @@
-//! The one door for the controller's API requests: creating claims (kept
-//! in the claim cache at once, counted in upstream's create metrics),
-//! recording claims in a pod's status, writing a claim's status or
-//! finalizers, deleting a claim, and reading a pod the watch has not shown.
-//! Every write is counted in `pv_controller_api_writes_total`.
+//! The controller's requests, through the process's one write door:
+//! creating claims (kept in the claim cache at once, counted in upstream's
+//! create metrics), recording claims in a pod's status, writing a claim's
+//! status or finalizers, deleting a claim, and reading a pod the watch has
+//! not shown.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaimStatus};
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Api, Client};
+use kube::Client;
 use serde_json::json;
 
 use crate::resourceclaim::claims::ClaimCache;
 use crate::resourceclaim::error::{Result, SyncError};
-use crate::resourceclaim::keys::ObjectKey;
 use crate::resourceclaim::metrics::ClaimMetrics;
-use crate::runtime::metrics::{Metrics, WriteOutcome};
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::write::{Edit, Part, Writer};
 
 /// Sends the controller's requests and keeps the claim cache up to date
 /// with their answers.
 #[derive(Clone)]
-pub(crate) struct Writer {
+pub(crate) struct Writes {
+    /// For reads of pods the watch has not shown.
     pub(crate) client: Client,
-    pub(crate) claims: Arc<ClaimCache>,
-    pub(crate) metrics: Arc<Metrics>,
+    /// Claims, through the door.
+    pub(crate) claims: Writer<ResourceClaim>,
+    /// Pod statuses, through the door.
+    pub(crate) pods: Writer<Pod>,
+    /// The claim cache (which the door stores answers into), for deletes.
+    pub(crate) cache: Arc<ClaimCache>,
+    /// Upstream's create counters.
     pub(crate) claim_metrics: ClaimMetrics,
 }
 
-fn outcome<T>(result: &std::result::Result<T, kube::Error>) -> WriteOutcome {
-    match result {
-        Ok(_) => WriteOutcome::Ok,
-        Err(kube::Error::Api(status)) if status.code == 409 => WriteOutcome::Conflict,
-        Err(_) => WriteOutcome::Error,
-    }
-}
-
-impl Writer {
-    fn claims_api(&self, namespace: &str) -> Api<ResourceClaim> {
-        Api::namespaced(self.client.clone(), namespace)
-    }
-
-    fn count<T>(
-        &self,
-        resource: &str,
-        verb: &str,
-        sub: &str,
-        r: &std::result::Result<T, kube::Error>,
-    ) {
-        self.metrics.api_write(resource, verb, sub, outcome(r));
-    }
-
-    /// Creates `claim` for `pod` and puts the answer into the claim cache,
-    /// so the next sync sees it even before its watch event.
+impl Writes {
+    /// Creates `claim` for `pod`; the answer goes into the claim cache, so
+    /// the next sync sees it even before its watch event.
     pub(crate) async fn create_claim(
         &self,
         pod: &ObjectKey,
         claim: &ResourceClaim,
     ) -> Result<Arc<ResourceClaim>> {
-        let result = self
-            .claims_api(&pod.namespace)
-            .create(&PostParams::default(), claim)
-            .await;
-        self.count("resourceclaims", "create", "", &result);
+        let result = self.claims.create(claim).await;
         self.claim_metrics.create_attempted(result.is_err());
-        let created = Arc::new(result.map_err(|source| {
-            let prefix = claim.metadata.generate_name.as_deref().unwrap_or_default();
-            SyncError::api(format!("create ResourceClaim {prefix}"), source)
-        })?);
+        let created = result?;
         tracing::info!(pod = %pod, claim = ?created.metadata.name, "created ResourceClaim");
-        self.claims.offer(Arc::clone(&created));
         Ok(created)
     }
 
@@ -99,46 +74,50 @@ impl Writer {
             resource_claim_name: Some(claim.clone()),
         }));
         let patch = json!({ "status": { "resourceClaimStatuses": entries } });
-        let result = Api::<Pod>::namespaced(self.client.clone(), &key.namespace)
-            .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await;
-        self.count("pods", "patch", "status", &result);
-        result.map_err(|source| {
-            SyncError::api(format!("update pod {key} ResourceClaimStatuses"), source)
-        })?;
+        self.pods.patch_status(&key, &patch).await?;
         Ok(())
     }
 
-    /// Writes the claim's status (carrying its resourceVersion, so a claim
-    /// changed meanwhile is a 409 and the sync is retried from fresh data).
-    pub(crate) async fn write_status(&self, claim: &ResourceClaim) -> Result<Arc<ResourceClaim>> {
-        let key = ObjectKey::of(claim);
-        let result = self
-            .claims_api(&key.namespace)
-            .replace_status(&key.name, &PostParams::default(), claim)
-            .await;
-        self.count("resourceclaims", "update", "status", &result);
-        let written = Arc::new(result.map_err(|source| {
-            SyncError::api(format!("update status of ResourceClaim {key}"), source)
-        })?);
-        self.claims.offer(Arc::clone(&written));
+    /// Writes `part` of `changed`, a changed copy of the claim `basis`,
+    /// unless the claim changed since the sync read it (then the sync is
+    /// retried from fresh data, as a 409 would make it).
+    async fn replace(
+        &self,
+        basis: &Arc<ResourceClaim>,
+        part: Part,
+        changed: ResourceClaim,
+    ) -> Result<Arc<ResourceClaim>> {
+        let read = basis.metadata.resource_version.clone();
+        let written = self
+            .claims
+            .update(basis, part, move |newest| {
+                if newest.metadata.resource_version != read {
+                    return Edit::Refused("changed since the sync read it".to_string());
+                }
+                *newest = changed;
+                Edit::Changed
+            })
+            .await?;
         Ok(written)
     }
 
-    /// Writes the claim itself (its finalizers), as [`Writer::write_status`].
-    pub(crate) async fn write_claim(&self, claim: &ResourceClaim) -> Result<Arc<ResourceClaim>> {
-        let key = ObjectKey::of(claim);
-        let result = self
-            .claims_api(&key.namespace)
-            .replace(&key.name, &PostParams::default(), claim)
-            .await;
-        self.count("resourceclaims", "update", "", &result);
-        let written = Arc::new(
-            result
-                .map_err(|source| SyncError::api(format!("update ResourceClaim {key}"), source))?,
-        );
-        self.claims.offer(Arc::clone(&written));
-        Ok(written)
+    /// Writes the claim's status from `changed`, a copy of `basis`.
+    pub(crate) async fn write_status(
+        &self,
+        basis: &Arc<ResourceClaim>,
+        changed: ResourceClaim,
+    ) -> Result<Arc<ResourceClaim>> {
+        self.replace(basis, Part::Status, changed).await
+    }
+
+    /// Writes the claim itself (its finalizers) from `changed`, a copy of
+    /// `basis`.
+    pub(crate) async fn write_claim(
+        &self,
+        basis: &Arc<ResourceClaim>,
+        changed: ResourceClaim,
+    ) -> Result<Arc<ResourceClaim>> {
+        self.replace(basis, Part::Spec, changed).await
     }
 
     /// Deletes the claim with its UID as precondition, so a claim
@@ -146,38 +125,17 @@ impl Writer {
     /// claim already gone is no error.
     pub(crate) async fn delete_claim(&self, claim: &ResourceClaim) -> Result<()> {
         let key = ObjectKey::of(claim);
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: claim.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        let result = self
-            .claims_api(&key.namespace)
-            .delete(&key.name, &params)
-            .await;
-        self.count("resourceclaims", "delete", "", &result);
-        match result {
-            Ok(_) => {
-                tracing::info!(claim = %key, "deleted unused generated ResourceClaim");
-                self.claims.deleted(claim);
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                self.claims.deleted(claim);
-                Ok(())
-            }
-            Err(source) => Err(SyncError::api(
-                format!("delete ResourceClaim {key}"),
-                source,
-            )),
-        }
+        self.claims
+            .delete(&key, claim.metadata.uid.as_deref())
+            .await?;
+        tracing::info!(claim = %key, "deleted unused generated ResourceClaim");
+        self.cache.deleted(claim);
+        Ok(())
     }
 
     /// Reads a pod from the API server; `None` when it does not exist.
     pub(crate) async fn get_pod(&self, key: &ObjectKey) -> Result<Option<Pod>> {
-        Api::<Pod>::namespaced(self.client.clone(), &key.namespace)
+        kube::Api::<Pod>::namespaced(self.client.clone(), &key.namespace)
             .get_opt(&key.name)
             .await
             .map_err(|source| SyncError::api(format!("get pod {key}"), source))

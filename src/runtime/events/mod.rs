@@ -146,6 +146,16 @@ impl EventRecorder {
         })
     }
 
+    /// A handle on the same queue, correlation memory and sender task that
+    /// reports as `component`: the process's controllers each report under
+    /// their own name and share one sender.
+    pub(crate) fn for_component(&self, component: &'static str) -> Self {
+        Self {
+            component,
+            ..self.clone()
+        }
+    }
+
     /// Records that `reason` happened to `regarding`, with `message` for
     /// people to read. Returns at once: the event is queued and written in
     /// the background, so a sync never waits on the API server for an

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{claims_to_release, pod_needs_work};
 use crate::resourceclaim::claims::ClaimCache;
-use crate::resourceclaim::keys::ObjectKey;
+use crate::runtime::keys::ObjectKey;
 
 fn pod(status: &Value, node: Option<&str>) -> Pod {
     serde_json::from_value(json!({

@@ -1,5 +1,5 @@
-//! Watching a kind for a controller: a watcher with backoff, and the pump
-//! that drives it into the controller's handlers while supervising it.
+//! Watching a kind: a watcher with backoff, and the pump that drives it
+//! into the kind's informer while supervising it.
 //!
 //! A watch that fails is retried with backoff; one that keeps failing for
 //! the configured time ends its pump with an error, which stops the process
@@ -31,17 +31,20 @@ pub enum WatchFailure {
     /// The watch stream ended, which it never should.
     #[error("the {0} watch stopped unexpectedly")]
     Ended(&'static str),
+    /// The task driving a watch panicked or was cancelled.
+    #[error("a watch task stopped: {0}")]
+    TaskFailed(String),
 }
 
 /// Objects per page of a list. A page is decoded whole, managedFields and
-/// all, before anything can be trimmed, and the volume and claim watchers
-/// list at the same time: pages of 100 instead of the client's 500 keep that
+/// all, before anything can be trimmed, and every kind lists at the same
+/// time: pages of 100 instead of the client's 500 keep that
 /// start-up peak small, for a few more list requests.
 const LIST_PAGE_SIZE: u32 = 100;
 
 /// A watcher of every `K` with the default backoff, so a broken watch is
 /// retried; its lists come in pages of [`LIST_PAGE_SIZE`].
-pub(crate) fn watch<K>(
+pub(super) fn watch<K>(
     client: &Client,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
 where
@@ -51,12 +54,11 @@ where
     watcher(Api::<K>::all(client.clone()), config).default_backoff()
 }
 
-/// Drives a (reflected) watch stream of `kind`, handing each event to
-/// `on_event`. Fails when the watch has failed without a single success (a
+/// Drives a watch stream of `kind`, handing each event to `on_event`. Fails when the watch has failed without a single success (a
 /// complete list, or a change) for `failure_limit`, or when the stream
 /// ends. The start of a relist is no success: the watcher announces one
 /// before every attempt, failing or not.
-pub(crate) async fn pump<K, S, F>(
+pub(super) async fn pump<K, S, F>(
     kind: &'static str,
     stream: S,
     failure_limit: Duration,
@@ -64,7 +66,7 @@ pub(crate) async fn pump<K, S, F>(
 ) -> Result<(), WatchFailure>
 where
     S: Stream<Item = Result<Event<K>, watcher::Error>>,
-    F: FnMut(&Event<K>),
+    F: FnMut(Event<K>),
 {
     let mut stream = std::pin::pin!(stream);
     let mut failing_since: Option<Instant> = None;
@@ -74,7 +76,7 @@ where
                 if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
                     failing_since = None;
                 }
-                on_event(&event);
+                on_event(event);
             }
             Err(error) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);

@@ -1,0 +1,134 @@
+//! Claims reserve their volumes in the order they left the queue, however
+//! many workers sync them.
+//!
+//! Each claim worker holds a [`Turn`] from the queue; before its claim's
+//! search it waits until every earlier turn has reserved (or passed), then
+//! reserves and passes the turn on. So two claims that fit one volume get
+//! it oldest first, exactly as one worker syncing them one by one would,
+//! while the searches never run inside the queue's lock. A turn whose
+//! worker stops (its future dropped) counts as passed.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use crate::runtime::queue::Turn;
+
+#[derive(Debug, Default)]
+struct State {
+    /// The turn whose holder may go now.
+    next: u64,
+    /// Later turns already passed, out of order.
+    passed: BTreeSet<u64>,
+}
+
+/// The turnstile of one queue's workers.
+#[derive(Debug, Default)]
+pub(super) struct InOrder {
+    state: Mutex<State>,
+    moved: Notify,
+}
+
+/// A turn that may go now; passed on when dropped.
+pub(super) struct Going<'a> {
+    in_order: &'a InOrder,
+    turn: u64,
+}
+
+impl Drop for Going<'_> {
+    fn drop(&mut self) {
+        self.in_order.pass(self.turn);
+    }
+}
+
+impl InOrder {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every change leaves the state whole, so a poisoned lock is used
+        // as it is.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until every turn before `turn` has passed; the turn passes
+    /// when the returned guard is dropped.
+    pub(super) async fn wait(&self, turn: Turn) -> Going<'_> {
+        // Made first, so that a wait given up (the worker stopped) passes
+        // the turn as well.
+        let going = Going {
+            in_order: self,
+            turn: turn.0,
+        };
+        loop {
+            let moved = self.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            if self.lock().next >= turn.0 {
+                return going;
+            }
+            moved.await;
+        }
+    }
+
+    fn pass(&self, turn: u64) {
+        let mut state = self.lock();
+        if turn < state.next {
+            return;
+        }
+        state.passed.insert(turn);
+        loop {
+            let next = state.next;
+            if !state.passed.remove(&next) {
+                break;
+            }
+            state.next = next + 1;
+        }
+        drop(state);
+        self.moved.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn turns_go_in_order_whatever_order_they_arrive_in() {
+        let in_order = Arc::new(InOrder::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for turn in [3, 1, 2, 0] {
+            let (in_order, order) = (Arc::clone(&in_order), Arc::clone(&order));
+            tasks.push(tokio::spawn(async move {
+                let _going = in_order.wait(Turn(turn)).await;
+                order.lock().expect("order").push(turn);
+            }));
+            tokio::task::yield_now().await;
+        }
+        for task in tasks {
+            task.await.expect("task");
+        }
+        assert_eq!(*order.lock().expect("order"), [0, 1, 2, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_turn_counts_as_passed() {
+        let in_order = InOrder::default();
+        drop(in_order.wait(Turn(0)).await);
+        {
+            // Turn 2 waits for 1, then gives up.
+            let waiting = in_order.wait(Turn(2));
+            tokio::pin!(waiting);
+            assert!(
+                tokio::time::timeout(std::time::Duration::from_millis(10), &mut waiting)
+                    .await
+                    .is_err()
+            );
+        }
+        drop(in_order.wait(Turn(1)).await);
+        let third = tokio::time::timeout(std::time::Duration::from_secs(1), in_order.wait(Turn(3)))
+            .await;
+        assert!(third.is_ok(), "turn 2 was dropped while waiting: passed");
+    }
+}

@@ -1,0 +1,360 @@
+//! One LIST+WATCH per kind for the whole process, however many controllers
+//! read the kind: each controller asks, while it is built, for the kinds it
+//! reads ([`Informers::store`], [`Informers::mem_store`]), may bring the
+//! kind's store ([`Informers::provide`]), subscribes to changes
+//! ([`Informers::on`]) and adds the indexes it wants
+//! ([`Informers::index`]). Once every controller is built,
+//! [`Informers::start`] starts one watch per kind that anyone asked for.
+//!
+//! Each event of a watch is trimmed ([`Kind::trim`]), put into the kind's
+//! one store, then told to every handler that asked, in the order they
+//! asked. A relist (after a watch could not resume) ends by telling an
+//! object the store holds but the list did not show as deleted: it vanished
+//! while the watch was down, and no delete event will ever say so.
+//!
+//! kube's `watcher` is the primitive underneath: it lists in pages,
+//! watches, resumes and relists; everything above it is here.
+
+pub(crate) mod store;
+mod watch;
+
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::task::JoinSet;
+use kube::Client;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::Event;
+
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::Kind;
+pub use store::StoreError;
+pub(crate) use store::{IndexFn, MemStore, Store, StoreRef};
+pub use watch::WatchFailure;
+
+/// What an informer tells the handlers of a kind.
+#[derive(Debug)]
+pub(crate) enum Change<'a, K> {
+    /// A version the watch showed, already in the store; `listing` while a
+    /// (re)list is under way (its objects come one by one, then
+    /// [`Change::Listed`]).
+    Applied {
+        /// The object as the store took it in.
+        object: &'a Arc<K>,
+        /// Whether it came in a list rather than as a change.
+        listing: bool,
+    },
+    /// The object is gone, deleted or missing from a relist; the store has
+    /// forgotten it. `last` is its last known version.
+    Deleted {
+        /// The object's key.
+        key: &'a ObjectKey,
+        /// Its last known version.
+        last: Option<&'a Arc<K>>,
+    },
+    /// A (re)list is complete: every listed object was applied, every
+    /// vanished one deleted.
+    Listed,
+}
+
+/// A subscriber to one kind's changes.
+pub(crate) type Handler<K> = Box<dyn Fn(&Change<'_, K>) + Send + Sync>;
+
+/// Turns true, for good, once a kind's first complete list is in its
+/// store. Cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct Synced(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Synced {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Synced {
+    fn set(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Waits until the first complete list is in.
+    pub(crate) async fn wait(&self) {
+        // The sender lives as long as `self`, so the wait cannot fail.
+        let _ = self.0.subscribe().wait_for(|synced| *synced).await;
+    }
+}
+
+/// What the process has been asked to watch of one kind.
+struct Slot<K> {
+    store: StoreRef<K>,
+    provided: Option<Arc<dyn Store<K>>>,
+    mem: Option<Arc<MemStore<K>>>,
+    handlers: Vec<Handler<K>>,
+}
+
+impl<K: Kind> Slot<K> {
+    /// The kind's one store: the one a controller brought, else a
+    /// [`MemStore`].
+    fn fix_store(&mut self) -> Arc<dyn Store<K>> {
+        let store: Arc<dyn Store<K>> = match (&self.provided, &self.mem) {
+            (Some(provided), _) => Arc::clone(provided),
+            (None, Some(mem)) => Arc::clone(mem) as Arc<dyn Store<K>>,
+            (None, None) => Arc::new(MemStore::<K>::default()),
+        };
+        self.store.fix(Arc::clone(&store));
+        store
+    }
+}
+
+/// A slot of any kind, as [`Informers`] holds it until it starts.
+trait Pending: Send {
+    fn slot(&mut self) -> &mut dyn Any;
+    fn name(&self) -> &'static str;
+    fn start(
+        self: Box<Self>,
+        client: &Client,
+        failure_limit: Duration,
+        synced: Synced,
+    ) -> BoxFuture<'static, Result<(), WatchFailure>>;
+}
+
+impl<K: Kind> Pending for Slot<K> {
+    fn slot(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
+
+    fn start(
+        mut self: Box<Self>,
+        client: &Client,
+        failure_limit: Duration,
+        synced: Synced,
+    ) -> BoxFuture<'static, Result<(), WatchFailure>> {
+        let mut informer = Informer {
+            store: self.fix_store(),
+            handlers: std::mem::take(&mut self.handlers),
+            listing: None,
+            synced,
+        };
+        let stream = watch::watch::<K>(client).modify(K::trim);
+        Box::pin(watch::pump(K::NAME, stream, failure_limit, move |event| {
+            informer.on_event(event);
+        }))
+    }
+}
+
+/// A running informer: the kind's store, its handlers, and the keys a list
+/// under way has shown so far.
+struct Informer<K> {
+    store: Arc<dyn Store<K>>,
+    handlers: Vec<Handler<K>>,
+    listing: Option<HashSet<ObjectKey>>,
+    synced: Synced,
+}
+
+impl<K: Kind> Informer<K> {
+    fn tell(&self, change: &Change<'_, K>) {
+        for handler in &self.handlers {
+            handler(change);
+        }
+    }
+
+    fn on_event(&mut self, event: Event<K>) {
+        match event {
+            Event::Apply(object) => {
+                let object = Arc::new(object);
+                self.store.watched(&object);
+                self.tell(&Change::Applied {
+                    object: &object,
+                    listing: false,
+                });
+            }
+            Event::Delete(object) => {
+                let key = ObjectKey::of(&object);
+                self.store.forget(&key);
+                self.tell(&Change::Deleted {
+                    key: &key,
+                    last: Some(&Arc::new(object)),
+                });
+            }
+            Event::Init => self.listing = Some(HashSet::new()),
+            Event::InitApply(object) => {
+                let object = Arc::new(object);
+                self.listing
+                    .get_or_insert_default()
+                    .insert(ObjectKey::of(object.as_ref()));
+                self.store.watched(&object);
+                self.tell(&Change::Applied {
+                    object: &object,
+                    listing: true,
+                });
+            }
+            Event::InitDone => {
+                let listed = self.listing.take().unwrap_or_default();
+                for key in self.store.keys() {
+                    if !listed.contains(&key) {
+                        let last = self.store.forget(&key);
+                        tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
+                        self.tell(&Change::Deleted {
+                            key: &key,
+                            last: last.as_ref(),
+                        });
+                    }
+                }
+                self.tell(&Change::Listed);
+                self.synced.set();
+            }
+        }
+    }
+}
+
+/// Why a controller could not be wired to the informers.
+#[derive(Debug, thiserror::Error)]
+pub enum WiringError {
+    /// Two controllers brought a store for the same kind, or one was
+    /// brought after another controller took the kind's default store.
+    #[error("the {0} store is provided twice")]
+    StoreProvidedTwice(&'static str),
+}
+
+/// The kinds the process watches, while its controllers are being built;
+/// see the module documentation.
+#[derive(Default)]
+pub(crate) struct Informers {
+    slots: Vec<Box<dyn Pending>>,
+    by_type: HashMap<TypeId, usize>,
+}
+
+impl std::fmt::Debug for Informers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<&str> = self.slots.iter().map(|slot| slot.name()).collect();
+        f.debug_struct("Informers").field("kinds", &kinds).finish()
+    }
+}
+
+impl Informers {
+    fn slot<K: Kind>(&mut self) -> &mut Slot<K> {
+        let index = *self.by_type.entry(TypeId::of::<K>()).or_insert_with(|| {
+            self.slots.push(Box::new(Slot::<K> {
+                store: StoreRef::default(),
+                provided: None,
+                mem: None,
+                handlers: Vec::new(),
+            }));
+            self.slots.len() - 1
+        });
+        self.slots[index]
+            .slot()
+            .downcast_mut::<Slot<K>>()
+            .unwrap_or_else(|| unreachable!("slots are filed by their type"))
+    }
+
+    /// Asks for the kind `K` and returns its store, readable once the
+    /// informers start.
+    pub(crate) fn store<K: Kind>(&mut self) -> StoreRef<K> {
+        self.slot::<K>().store.clone()
+    }
+
+    /// Asks for the kind `K`, kept in a [`MemStore`] (for its indexes and
+    /// lists); fails when a controller brought another store for it.
+    pub(crate) fn mem_store<K: Kind>(&mut self) -> Result<Arc<MemStore<K>>, WiringError> {
+        let slot = self.slot::<K>();
+        if slot.provided.is_some() {
+            return Err(WiringError::StoreProvidedTwice(K::NAME));
+        }
+        Ok(Arc::clone(slot.mem.get_or_insert_default()))
+    }
+
+    /// Brings the store the kind `K` is kept in; fails when the kind has
+    /// one already.
+    pub(crate) fn provide<K: Kind>(&mut self, store: Arc<dyn Store<K>>) -> Result<(), WiringError> {
+        let slot = self.slot::<K>();
+        if slot.provided.is_some() || slot.mem.is_some() {
+            return Err(WiringError::StoreProvidedTwice(K::NAME));
+        }
+        slot.provided = Some(store);
+        Ok(())
+    }
+
+    /// Adds an index to the kind's [`MemStore`] (once per name) and returns
+    /// the store.
+    pub(crate) fn index<K: Kind>(
+        &mut self,
+        name: &'static str,
+        values: IndexFn<K>,
+    ) -> Result<Arc<MemStore<K>>, WiringError> {
+        let store = self.mem_store::<K>()?;
+        store.add_index(name, values);
+        Ok(store)
+    }
+
+    /// Subscribes `handler` to every change of the kind `K`.
+    pub(crate) fn on<K: Kind>(&mut self, handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static) {
+        self.slot::<K>().handlers.push(Box::new(handler));
+    }
+
+    /// The kinds asked for so far, in the order they were first asked for.
+    pub(crate) fn kinds(&self) -> Vec<&'static str> {
+        self.slots.iter().map(|slot| slot.name()).collect()
+    }
+
+    /// Starts one watch per kind asked for, on `client`. Each watch runs
+    /// until its task is dropped; one that fails without a single success
+    /// for `failure_limit` (or ends) ends its task with the failure.
+    pub(crate) fn start(self, client: &Client, failure_limit: Duration) -> Watches {
+        let mut watches = Watches::default();
+        for slot in self.slots {
+            let synced = Synced::default();
+            watches.synced.push((slot.name(), synced.clone()));
+            watches
+                .tasks
+                .spawn(slot.start(client, failure_limit, synced));
+        }
+        watches
+    }
+}
+
+/// The running watches of the process.
+#[derive(Default)]
+pub(crate) struct Watches {
+    /// One task per kind.
+    pub(crate) tasks: JoinSet<Result<(), WatchFailure>>,
+    /// Each kind's first list.
+    pub(crate) synced: Vec<(&'static str, Synced)>,
+}
+
+impl Watches {
+    /// Waits until every kind's first list of `synced` is in its store.
+    pub(crate) async fn wait(synced: &[(&'static str, Synced)]) {
+        for (_, synced) in synced {
+            synced.wait().await;
+        }
+    }
+
+    /// The first watch of `tasks` to end: each should run as long as the
+    /// process, so any end is a failure. Never resolves while all of them
+    /// run, or when there are none.
+    pub(crate) async fn failure_of(
+        tasks: &mut JoinSet<Result<(), WatchFailure>>,
+    ) -> WatchFailure {
+        match tasks.join_next().await {
+            None => std::future::pending().await,
+            Some(Ok(Err(failure))) => failure,
+            Some(Ok(Ok(()))) => WatchFailure::TaskFailed("it returned".to_string()),
+            Some(Err(error)) => WatchFailure::TaskFailed(error.to_string()),
+        }
+    }
+
+    /// Stops every watch.
+    pub(crate) async fn stop(&mut self) {
+        self.tasks.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

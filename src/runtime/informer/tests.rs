@@ -1,0 +1,116 @@
+//! The informers on hand-fed watch events: what each handler is told,
+//! what the store keeps, and an object gone during a relist told as
+//! deleted.
+
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use kube::runtime::watcher::Event;
+
+use super::*;
+
+fn pod(name: &str, version: &str) -> Pod {
+    let mut pod = Pod::default();
+    pod.metadata.namespace = Some("ns".into());
+    pod.metadata.name = Some(name.into());
+    pod.metadata.uid = Some(format!("uid-{name}"));
+    pod.metadata.resource_version = Some(version.into());
+    pod
+}
+
+/// What a handler was told, as text.
+fn told(change: &Change<'_, Pod>) -> String {
+    match change {
+        Change::Applied { object, listing } => format!(
+            "applied {} listing={listing}",
+            ObjectKey::of(object.as_ref())
+        ),
+        Change::Deleted { key, last } => {
+            format!("deleted {key} last={}", last.is_some())
+        }
+        Change::Listed => "listed".to_string(),
+    }
+}
+
+/// An informer of pods into a [`MemStore`], with one recording handler.
+fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Arc<Mutex<Vec<String>>>) {
+    let store = Arc::new(MemStore::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&seen);
+    let informer = Informer {
+        store: Arc::clone(&store) as Arc<dyn Store<Pod>>,
+        handlers: vec![Box::new(move |change: &Change<'_, Pod>| {
+            recorded.lock().expect("seen").push(told(change));
+        })],
+        listing: None,
+        synced: Synced::default(),
+    };
+    (informer, store, seen)
+}
+
+fn take(seen: &Mutex<Vec<String>>) -> Vec<String> {
+    std::mem::take(&mut *seen.lock().expect("seen"))
+}
+
+#[tokio::test]
+async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
+    let (mut informer, store, seen) = informer();
+    for event in [
+        Event::Init,
+        Event::InitApply(pod("a", "1")),
+        Event::InitApply(pod("b", "1")),
+        Event::InitDone,
+    ] {
+        informer.on_event(event);
+    }
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "applied ns/b listing=true",
+            "listed"
+        ]
+    );
+    informer.synced.wait().await;
+    informer.on_event(Event::Apply(pod("a", "2")));
+    informer.on_event(Event::Delete(pod("c", "3")));
+    assert_eq!(
+        take(&seen),
+        ["applied ns/a listing=false", "deleted ns/c last=true"]
+    );
+    // The watch could not resume: "b" was deleted while it was down.
+    for event in [Event::Init, Event::InitApply(pod("a", "2")), Event::InitDone] {
+        informer.on_event(event);
+    }
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "deleted ns/b last=true",
+            "listed"
+        ]
+    );
+    assert_eq!(store.keys(), [ObjectKey::new("ns", "a")]);
+}
+
+#[test]
+fn each_kind_has_one_store_and_one_slot() {
+    let mut informers = Informers::default();
+    let first = informers.store::<Pod>();
+    let mem = informers.mem_store::<Pod>().expect("the default store");
+    informers.index::<Pod>("by-name", |pod| vec![ObjectKey::of(pod)])
+        .expect("an index on it");
+    let _ = informers.store::<PersistentVolume>();
+    assert_eq!(informers.kinds(), ["pod", "persistentvolume"]);
+    assert!(matches!(
+        informers.provide::<Pod>(mem),
+        Err(WiringError::StoreProvidedTwice("pod"))
+    ));
+    let provided: Arc<dyn Store<PersistentVolume>> = Arc::new(MemStore::default());
+    informers
+        .provide::<PersistentVolume>(Arc::clone(&provided))
+        .expect("the first store brought for the kind");
+    assert!(informers.provide::<PersistentVolume>(provided).is_err());
+    assert!(informers.mem_store::<PersistentVolume>().is_err());
+    assert!(first.store().is_none(), "fixed only when the watches start");
+}

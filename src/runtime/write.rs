@@ -1,0 +1,427 @@
+//! The one door for every API write of every controller of the process:
+//! updates, status writes, patches, creates and deletes of volumes, claims,
+//! pods and ResourceClaims (events and the Lease have their own paths).
+//!
+//! A decision is made from one copy of an object (its basis); by the time
+//! the write goes out, another task of this process (another worker, a
+//! long operation, another controller) may have written the same object.
+//! Writing the basis would then meet a 409, or worse, overwrite what the
+//! other task decided. So every write:
+//!
+//! 1. takes the object's write lock (one per object for the whole
+//!    process), so two tasks of this process never write one object at
+//!    once;
+//! 2. for an update, edits the newest copy the kind's store holds (never
+//!    older than the basis), with an edit that re-checks on that copy what
+//!    the decision assumed and refuses when the object moved on
+//!    ([`Edit::Refused`]), and sends nothing when the edit changed nothing;
+//! 3. sends the request, classifies its failure (a 409 and a refused edit
+//!    alike are conflicts: retried at once from fresh data), and counts it
+//!    once in `pv_controller_api_writes_total`, by controller, resource,
+//!    verb, subresource and result;
+//! 4. puts the server's answer, trimmed as the kind's watch trims it, into
+//!    the kind's store before the lock is released, so the next sync of any
+//!    controller, and the next writer, sees it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Client, Resource};
+use tokio::sync::OwnedMutexGuard;
+
+use crate::runtime::informer::{StoreError, StoreRef};
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::{Kind, Whole};
+use crate::runtime::metrics::{Metrics, WriteOutcome};
+
+/// What an edit made of the newest copy of an object.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Edit {
+    /// The copy was changed: write it.
+    Changed,
+    /// The copy already is as wanted: nothing to write.
+    Unchanged,
+    /// The object moved on since the decision: the write would act on a
+    /// view that no longer holds. The sync is retried from fresh data.
+    Refused(String),
+}
+
+/// The part of an object an update replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Spec and metadata (the main resource).
+    Spec,
+    /// The status subresource.
+    Status,
+}
+
+impl Part {
+    /// The subresource label of the write metric ("" for the main resource).
+    fn subresource(self) -> &'static str {
+        match self {
+            Part::Spec => "",
+            Part::Status => "status",
+        }
+    }
+}
+
+/// Why a write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The API server refused the request or could not be reached;
+    /// `action` says which request it was.
+    #[error("{action}: {source}")]
+    Api {
+        /// What the request was for, e.g. `update status of PersistentVolume pv1`.
+        action: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object changed since the decision (another task of this process
+    /// wrote it first); nothing was sent.
+    #[error("{object} changed since the decision: {reason}")]
+    Stale {
+        /// The object, e.g. `PersistentVolume pv1`.
+        object: String,
+        /// What changed.
+        reason: String,
+    },
+    /// The server's answer could not be stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl WriteError {
+    /// Whether the write met a 409 or was refused because the object moved
+    /// on: expected now and then, retried at once from fresh data.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            Self::Api {
+                source: kube::Error::Api(status),
+                ..
+            } => status.is_conflict(),
+            Self::Stale { .. } => true,
+            Self::Api { .. } | Self::Store(_) => false,
+        }
+    }
+}
+
+/// How a write that returned `result` ended, for the write metric.
+fn outcome<T>(result: &Result<T, kube::Error>) -> WriteOutcome {
+    match result {
+        Ok(_) => WriteOutcome::Ok,
+        Err(kube::Error::Api(status)) if status.is_conflict() => WriteOutcome::Conflict,
+        Err(_) => WriteOutcome::Error,
+    }
+}
+
+/// One lock per object being written, created on demand and dropped when
+/// nobody holds or waits for it, so the map stays as small as the number
+/// of writes in flight.
+#[derive(Clone, Default)]
+struct WriteLocks {
+    locks: Arc<Mutex<HashMap<(&'static str, ObjectKey), Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+/// A held write lock; dropping it releases the lock and forgets it when no
+/// other task waits for it.
+struct WriteGuard {
+    locks: WriteLocks,
+    key: (&'static str, ObjectKey),
+    _held: OwnedMutexGuard<()>,
+}
+
+impl Drop for WriteGuard {
+    fn drop(&mut self) {
+        let mut locks = self
+            .locks
+            .locks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // The map and this guard hold one reference each; more means waiters.
+        if locks
+            .get(&self.key)
+            .is_some_and(|lock| Arc::strong_count(lock) <= 2)
+        {
+            locks.remove(&self.key);
+        }
+    }
+}
+
+impl WriteLocks {
+    async fn lock(&self, kind: &'static str, key: ObjectKey) -> WriteGuard {
+        let key = (kind, key);
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(locks.entry(key.clone()).or_default())
+        };
+        let held = lock.lock_owned().await;
+        WriteGuard {
+            locks: self.clone(),
+            key,
+            _held: held,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.locks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// The process's write door; [`Door::writer`] hands each controller its
+/// writer of a kind. Cheap to clone; clones share the locks.
+#[derive(Clone)]
+pub(crate) struct Door {
+    client: Client,
+    metrics: Arc<Metrics>,
+    locks: WriteLocks,
+}
+
+impl fmt::Debug for Door {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Door")
+            .field("locks", &self.locks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Door {
+    /// The door of the process: writes through `client`, counted in
+    /// `metrics`.
+    pub(crate) fn new(client: Client, metrics: Arc<Metrics>) -> Self {
+        Self {
+            client,
+            metrics,
+            locks: WriteLocks::default(),
+        }
+    }
+
+    /// The writer of `controller` for the kind `K`, storing answers into
+    /// `store` (the kind's one store).
+    pub(crate) fn writer<K: Kind>(&self, controller: &'static str, store: StoreRef<K>) -> Writer<K> {
+        Writer {
+            door: self.clone(),
+            controller,
+            store,
+        }
+    }
+
+    /// How many objects have a write lock right now (held or waited for).
+    #[cfg(test)]
+    pub(crate) fn locks_in_use(&self) -> usize {
+        self.locks.len()
+    }
+}
+
+/// One controller's writes of one kind. Cheap to clone.
+pub(crate) struct Writer<K> {
+    door: Door,
+    controller: &'static str,
+    store: StoreRef<K>,
+}
+
+impl<K> Clone for Writer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            door: self.door.clone(),
+            controller: self.controller,
+            store: self.store.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Writer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("controller", &self.controller)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The newer of the basis and the stored copy, by resourceVersion; the
+/// basis when either version does not parse.
+fn newer<K: Resource>(basis: &Arc<K>, stored: Option<Arc<K>>) -> Arc<K> {
+    let version = |object: &K| {
+        object
+            .meta()
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    match stored {
+        Some(stored) if version(basis).is_some() && version(&stored) >= version(basis) => stored,
+        _ => Arc::clone(basis),
+    }
+}
+
+/// `Kind name` of an object, for errors and logs.
+fn describe<K: Kind>(key: &ObjectKey) -> String {
+    format!("{} {key}", K::kind(&()))
+}
+
+impl<K: Kind> Writer<K> {
+    fn count(&self, verb: &str, subresource: &str, outcome: WriteOutcome) {
+        self.door.metrics.api_write(
+            self.controller,
+            &K::plural(&()),
+            verb,
+            subresource,
+            outcome,
+        );
+    }
+
+    /// Trims the server's answer as the watch would and stores it.
+    fn store(&self, mut answer: K) -> Result<Arc<K>, WriteError> {
+        answer.trim();
+        let answer = Arc::new(answer);
+        if let Some(store) = self.store.store() {
+            store.written(Arc::clone(&answer))?;
+        }
+        Ok(answer)
+    }
+
+    /// Creates `object` and stores the answer.
+    pub(crate) async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
+        let key = ObjectKey::of(object);
+        let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
+        let result = K::api(&self.door.client, &key.namespace)
+            .create(&PostParams::default(), object)
+            .await;
+        self.count("create", "", outcome(&result));
+        let created = result.map_err(|source| {
+            // A generated name is shown by its prefix.
+            let name = match &key.name {
+                name if name.is_empty() => object.meta().generate_name.as_deref().unwrap_or_default(),
+                name => name,
+            };
+            WriteError::Api {
+                action: format!("create {} {name}", K::kind(&())),
+                source,
+            }
+        })?;
+        self.store(created)
+    }
+
+    /// Deletes the object `key`, and only the incarnation `uid` names when
+    /// given (the request carries it as a precondition, so an object
+    /// re-created under the same name since is never deleted in its
+    /// place). An object already gone counts as deleted. Nothing is stored:
+    /// the watch tells when the object is gone.
+    pub(crate) async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<(), WriteError> {
+        let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
+        let params = DeleteParams {
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let result = match K::api(&self.door.client, &key.namespace)
+            .delete(&key.name, &params)
+            .await
+        {
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+            other => other.map(drop),
+        };
+        self.count("delete", "", outcome(&result));
+        result.map_err(|source| WriteError::Api {
+            action: format!("delete {}", describe::<K>(key)),
+            source,
+        })
+    }
+
+    /// Reads the object `key` from the API server, under its write lock, and
+    /// stores the answer; `None` when it does not exist. For an operation
+    /// that must act on the object as it is now, not as a sync saw it. A
+    /// read, not counted as a write.
+    pub(crate) async fn refresh(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, WriteError> {
+        let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
+        let found = K::api(&self.door.client, &key.namespace)
+            .get_opt(&key.name)
+            .await
+            .map_err(|source| WriteError::Api {
+                action: format!("get {}", describe::<K>(key)),
+                source,
+            })?;
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let stored = self.store(found)?;
+        // The store keeps whichever is newer: a write of this process may
+        // have overtaken the read.
+        let held = self.store.get(key);
+        Ok(Some(newer(&stored, held)))
+    }
+
+    /// Merge-patches the status of the object `key` with `patch` and stores
+    /// the answer. The only write of a kind whose store keeps a trimmed
+    /// copy: a patch changes what it names and nothing else.
+    pub(crate) async fn patch_status(
+        &self,
+        key: &ObjectKey,
+        patch: &serde_json::Value,
+    ) -> Result<Arc<K>, WriteError> {
+        let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
+        let result = K::api(&self.door.client, &key.namespace)
+            .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+            .await;
+        self.count("patch", "status", outcome(&result));
+        let patched = result.map_err(|source| WriteError::Api {
+            action: format!("patch status of {}", describe::<K>(key)),
+            source,
+        })?;
+        self.store(patched)
+    }
+}
+
+impl<K: Whole> Writer<K> {
+    /// Edits the newest copy of `basis` with `edit` and writes `part` of it
+    /// when the edit changed it (carrying the copy's resourceVersion, so a
+    /// change by anyone else since is a 409); returns the object as it now
+    /// is.
+    pub(crate) async fn update(
+        &self,
+        basis: &Arc<K>,
+        part: Part,
+        edit: impl FnOnce(&mut K) -> Edit,
+    ) -> Result<Arc<K>, WriteError> {
+        let key = ObjectKey::of(basis.as_ref());
+        let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
+        let newest = newer(basis, self.store.get(&key));
+        let mut changed = K::clone(&newest);
+        match edit(&mut changed) {
+            Edit::Unchanged => return Ok(newest),
+            Edit::Refused(reason) => {
+                return Err(WriteError::Stale {
+                    object: describe::<K>(&key),
+                    reason,
+                });
+            }
+            Edit::Changed => {}
+        }
+        let api = K::api(&self.door.client, &key.namespace);
+        let params = PostParams::default();
+        let result = match part {
+            Part::Spec => api.replace(&key.name, &params, &changed).await,
+            Part::Status => api.replace_status(&key.name, &params, &changed).await,
+        };
+        self.count("update", part.subresource(), outcome(&result));
+        let written = result.map_err(|source| WriteError::Api {
+            action: match part {
+                Part::Spec => format!("update {}", describe::<K>(&key)),
+                Part::Status => format!("update status of {}", describe::<K>(&key)),
+            },
+            source,
+        })?;
+        self.store(written)
+    }
+}
+
+#[cfg(test)]
+mod tests;

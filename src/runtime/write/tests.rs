@@ -1,0 +1,150 @@
+//! The door's promises: a write edits the newest copy, refuses when the
+//! object moved on, skips what is already so, stores the trimmed answer,
+//! counts every request once by controller, and two writers of one object
+//! never meet in a conflict.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use memapi::{MemApi, Verb};
+
+use super::*;
+use crate::runtime::informer::{MemStore, Store};
+
+fn volume(name: &str) -> PersistentVolume {
+    let mut volume = PersistentVolume::default();
+    volume.metadata.name = Some(name.into());
+    volume
+}
+
+/// A writer of volumes for controller "test" over a fresh store, and the
+/// door's registry.
+fn writer(api: &MemApi) -> (Writer<PersistentVolume>, Arc<MemStore<PersistentVolume>>, Arc<Metrics>) {
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let door = Door::new(api.client(), Arc::clone(&metrics));
+    let store = Arc::new(MemStore::default());
+    let handle = StoreRef::default();
+    handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
+    (door.writer("test", handle), store, metrics)
+}
+
+fn label(edit_to: &'static str) -> impl FnOnce(&mut PersistentVolume) -> Edit {
+    move |volume| {
+        let labels = volume.metadata.labels.get_or_insert_with(Default::default);
+        if labels.get("touched").map(String::as_str) == Some(edit_to) {
+            return Edit::Unchanged;
+        }
+        labels.insert("touched".into(), edit_to.into());
+        Edit::Changed
+    }
+}
+
+#[tokio::test]
+async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
+    let api = MemApi::new();
+    let (writer, store, metrics) = writer(&api);
+    let mut sent = volume("v1");
+    sent.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+    let basis = writer.create(&sent).await.expect("create");
+    assert_eq!(basis.metadata.managed_fields, None, "answers are trimmed");
+    assert!(store.get(&ObjectKey::cluster("v1")).is_some(), "and stored");
+    let first = writer
+        .update(&basis, Part::Spec, label("yes"))
+        .await
+        .expect("first write");
+    api.reset_requests();
+    // The same decision from the old copy: the store's copy is newer and
+    // already as wanted, so nothing is sent.
+    let second = writer
+        .update(&basis, Part::Spec, label("yes"))
+        .await
+        .expect("second write");
+    assert_eq!(second.metadata.resource_version, first.metadata.resource_version);
+    assert_eq!(api.requests().count(Verb::Update, "persistentvolumes", None), 0);
+    let refused = writer
+        .update(&basis, Part::Spec, |_| Edit::Refused("moved on".into()))
+        .await;
+    assert!(
+        matches!(&refused, Err(error @ WriteError::Stale { .. }) if error.is_conflict()),
+        "{refused:?}"
+    );
+    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "create"), 1);
+    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "update"), 1);
+}
+
+#[tokio::test]
+async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() {
+    let api = MemApi::new();
+    let (writer, _, metrics) = writer(&api);
+    let created = writer.create(&volume("v1")).await.expect("create");
+    writer
+        .delete(&ObjectKey::cluster("v1"), Some("another-uid"))
+        .await
+        .expect_err("another incarnation is never deleted");
+    writer
+        .delete(&ObjectKey::cluster("v1"), created.metadata.uid.as_deref())
+        .await
+        .expect("deleted");
+    writer
+        .delete(&ObjectKey::cluster("v1"), None)
+        .await
+        .expect("gone already counts as deleted");
+    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "delete"), 3);
+
+    let pods = Door::new(api.client(), Arc::clone(&metrics));
+    let pod_store = Arc::new(MemStore::<Pod>::default());
+    let handle = StoreRef::default();
+    handle.fix(Arc::clone(&pod_store) as Arc<dyn Store<Pod>>);
+    let pods = pods.writer("other", handle);
+    let mut pod = Pod::default();
+    pod.metadata.namespace = Some("ns".into());
+    pod.metadata.name = Some("p".into());
+    api.create(&pod).expect("seed pod");
+    let patched = pods
+        .patch_status(
+            &ObjectKey::new("ns", "p"),
+            &serde_json::json!({"status": {"phase": "Running"}}),
+        )
+        .await
+        .expect("patched");
+    assert_eq!(
+        patched.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running")
+    );
+    assert!(pod_store.get(&ObjectKey::new("ns", "p")).is_some());
+    assert_eq!(metrics.api_writes_by("other", "pods", "patch"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_writers_of_one_object_never_conflict() {
+    let api = MemApi::new();
+    let (writer, _, _) = writer(&api);
+    for round in 0..20 {
+        let basis = writer
+            .create(&volume(&format!("v{round}")))
+            .await
+            .expect("create");
+        let (a, b) = (writer.clone(), writer.clone());
+        let (basis_a, basis_b) = (Arc::clone(&basis), Arc::clone(&basis));
+        let one = tokio::spawn(async move { a.update(&basis_a, Part::Spec, label("one")).await });
+        let two = tokio::spawn(async move {
+            b.update(&basis_b, Part::Status, |volume| {
+                volume.status.get_or_insert_with(Default::default).phase =
+                    Some("Available".into());
+                Edit::Changed
+            })
+            .await
+        });
+        one.await.expect("join").expect("label write");
+        two.await.expect("join").expect("phase write");
+    }
+    let stats = api.requests();
+    assert_eq!(
+        stats.count_code(Verb::Update, "persistentvolumes", None, 409)
+            + stats.count_code(Verb::Update, "persistentvolumes", Some("status"), 409),
+        0,
+        "the door serialises writers of one object"
+    );
+    assert_eq!(writer.door.locks_in_use(), 0, "locks are forgotten after use");
+}
