@@ -8,9 +8,10 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::client::ClientBuilder;
 use memapi::{MemApi, Verb};
-use pv_controller::VolumeIndex;
-use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::pv::{self, VolumeIndex};
+use pv_controller::{App, AppConfig, ClientOptions, Clients, ControllerSelection};
 use testkit::{ClaimBuilder, RWO, VolumeBuilder, claim, volume};
 
 /// The size of volume and claim `i`: 1 to 10 Gi, so that the index holds
@@ -50,10 +51,21 @@ async fn bind(n: usize) {
         api.create(&claim_of(i).build()).expect("seed claim");
     }
     api.reset_requests();
-    let base = ControllerBase::new(api.client(), BaseConfig::default()).expect("controller");
+    let clients = Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    );
+    let config = AppConfig {
+        controllers: ControllerSelection::new([pv::NAME]),
+        ..AppConfig::default()
+    };
+    let app = App::start(clients, config)
+        .await
+        .expect("the process starts");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let start = Instant::now();
-    let running = tokio::spawn(base.run(async move {
+    let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     let deadline = start + Duration::from_secs(600);

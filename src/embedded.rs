@@ -155,13 +155,12 @@ pub async fn stand_in_kubelet(client: Client) {
             .as_ref()
             .and_then(|spec| spec.restart_policy.as_deref())
             .is_some_and(|policy| policy == "Never" || policy == "OnFailure");
-        if !runs_to_completion || ended || pod.metadata.deletion_timestamp.is_some()
-        {
+        if !runs_to_completion || ended || pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
         let namespace = pod.namespace().unwrap_or_default();
         let name = pod.name_any();
-        let finished = serde_json::json!({"status": {"phase": PodPhase::Succeeded.as_str()}});
+        let finished = serde_json::json!({"status": {"phase": PodPhase::Succeeded.to_string()}});
         let result = Api::<Pod>::namespaced(client.clone(), &namespace)
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&finished))
             .await;

@@ -1,6 +1,6 @@
 //! What only tests and benchmarks need, beyond the library's own surface:
 //! the event recorder and its outcomes, the leader elector on its own, the
-//! admin server's routes and health handles, and (with the embedded
+//! admin server's routes, and (with the embedded
 //! cluster) the settle loop, the stand-in kubelet and the tables of the
 //! embedded mode.
 
@@ -8,7 +8,9 @@
 pub use crate::embedded::{
     render_events, render_resource_claims, render_table, stand_in_kubelet, wait_settled,
 };
-pub use crate::runtime::events::{EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of};
+pub use crate::runtime::events::{
+    EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of,
+};
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
-pub use crate::runtime::server::{Health, Liveness, Readiness, router};
+pub use crate::runtime::server::router;

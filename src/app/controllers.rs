@@ -128,8 +128,8 @@ pub(super) async fn build(
             );
             continue;
         }
-        let workload = (entry.build)(shared, config, &mut built)
-            .map_err(|source| AppError::Build {
+        let workload =
+            (entry.build)(shared, config, &mut built).map_err(|source| AppError::Build {
                 controller: name,
                 source,
             })?;
@@ -168,7 +168,16 @@ mod tests {
     use crate::runtime::client::{ClientOptions, Clients};
 
     /// An API server that serves nothing: every request is a 404.
-    fn empty_server() -> ClientBuilder<impl tower::Service<Request<kube::client::Body>, Response = Response<kube::client::Body>, Error = Infallible, Future = impl Send> + Clone + Send + 'static> {
+    fn empty_server() -> ClientBuilder<
+        impl tower::Service<
+            Request<kube::client::Body>,
+            Response = Response<kube::client::Body>,
+            Error = Infallible,
+            Future = impl Send,
+        > + Clone
+        + Send
+        + 'static,
+    > {
         let service = tower::service_fn(|_request: Request<kube::client::Body>| async {
             let status = serde_json::json!({
                 "kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -193,12 +202,12 @@ mod tests {
             controllers: ControllerSelection::new(["resourceclaim-controller"]),
             ..AppConfig::default()
         };
-        let app = App::start(clients, config).await.expect("the process starts");
+        let app = App::start(clients, config)
+            .await
+            .expect("the process starts");
         assert!(app.controllers().resourceclaim.is_none());
         let idle = app.idle_probe();
-        let result = app
-            .run(tokio::time::sleep(Duration::from_secs(600)))
-            .await;
+        let result = app.run(tokio::time::sleep(Duration::from_secs(600))).await;
         assert!(result.is_ok(), "no failing watch stops it: {result:?}");
         assert!(idle.is_idle());
     }

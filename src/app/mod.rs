@@ -111,7 +111,7 @@ pub struct App {
     clients: Clients,
     election: Option<LeaseConfig>,
     metrics_address: SocketAddr,
-    liveness: Liveness,
+    health: Health,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -131,8 +131,8 @@ impl App {
     /// is left out, with a warning. Fails on a `--controllers` entry that
     /// names no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
-        let mut shared = Shared::new(clients.controller.clone(), &config.instance)
-            .map_err(AppError::Shared)?;
+        let mut shared =
+            Shared::new(clients.controller.clone(), &config.instance).map_err(AppError::Shared)?;
         let (controllers, workloads) = controllers::build(&mut shared, &config).await?;
         shared
             .metrics
@@ -142,9 +142,7 @@ impl App {
             liveness: Liveness::default(),
         };
         let listener = server::bind(config.metrics_address).await?;
-        let metrics_address = listener
-            .local_addr()
-            .unwrap_or(config.metrics_address);
+        let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
         let server = tokio::spawn(server::serve(
             listener,
             Arc::clone(&shared.metrics),
@@ -160,7 +158,7 @@ impl App {
             leading: shared.leading,
             recorder: shared.recorder,
             metrics: Arc::clone(&metrics),
-            readiness: health.readiness,
+            readiness: health.readiness.clone(),
             liveness: health.liveness.clone(),
         });
         Ok(Self {
@@ -171,7 +169,7 @@ impl App {
             clients,
             election: config.election,
             metrics_address,
-            liveness: health.liveness,
+            health,
             server,
         })
     }
@@ -203,9 +201,10 @@ impl App {
         self.idle.clone()
     }
 
-    /// Why the process is unhealthy (what `/livez` reports), if it is.
-    pub fn failure(&self) -> Option<String> {
-        self.liveness.failure()
+    /// What `/readyz` and `/livez` report, as handles that stay valid
+    /// while the process runs.
+    pub fn health(&self) -> Health {
+        self.health.clone()
     }
 
     /// Runs the controllers (elected when configured, on the lease's own

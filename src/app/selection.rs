@@ -84,7 +84,10 @@ impl ControllerSelection {
             if names.named_by(entry) {
                 return true;
             }
-            if entry.strip_prefix('-').is_some_and(|name| names.named_by(name)) {
+            if entry
+                .strip_prefix('-')
+                .is_some_and(|name| names.named_by(name))
+            {
                 return false;
             }
             star |= entry == "*";
@@ -128,7 +131,10 @@ mod tests {
             ("*", &all),
             ("", &[]),
             ("ephemeral-volume", &["ephemeral-volume-controller"]),
-            ("ephemeral-volume-controller", &["ephemeral-volume-controller"]),
+            (
+                "ephemeral-volume-controller",
+                &["ephemeral-volume-controller"],
+            ),
             (
                 "*,-persistentvolume-binder",
                 &["ephemeral-volume-controller", "resourceclaim-controller"],
@@ -139,7 +145,10 @@ mod tests {
             ),
             (
                 "-resource-claim-controller,*",
-                &["persistentvolume-binder-controller", "ephemeral-volume-controller"],
+                &[
+                    "persistentvolume-binder-controller",
+                    "ephemeral-volume-controller",
+                ],
             ),
             (
                 "resourceclaim-controller,-resource-claim-controller",
@@ -148,7 +157,10 @@ mod tests {
             ("-resourceclaim-controller,resourceclaim-controller", &[]),
             (
                 " persistentvolume-binder , resourceclaim-controller",
-                &["persistentvolume-binder-controller", "resourceclaim-controller"],
+                &[
+                    "persistentvolume-binder-controller",
+                    "resourceclaim-controller",
+                ],
             ),
             (
                 "*,-persistentvolume-binder,-ephemeral-volume",
@@ -168,15 +180,20 @@ mod tests {
 
     #[test]
     fn unknown_names_are_refused_with_or_without_a_minus() {
-        for flag in ["volume-binder", "*,-nope", "resourceclaim", "-ephemeralvolume"] {
+        for flag in [
+            "volume-binder",
+            "*,-nope",
+            "resourceclaim",
+            "-ephemeralvolume",
+        ] {
             let error = ControllerSelection::new(flag.split(','))
                 .validate(&KNOWN)
                 .expect_err(flag);
             assert!(
                 error.to_string().contains("not a known controller")
-                    && error
-                        .to_string()
-                        .contains("persistentvolume-binder-controller (alias persistentvolume-binder)"),
+                    && error.to_string().contains(
+                        "persistentvolume-binder-controller (alias persistentvolume-binder)"
+                    ),
                 "{error}"
             );
         }

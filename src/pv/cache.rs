@@ -43,10 +43,10 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use crate::pv::index::{MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::ObjectName;
 use crate::pv::packed::{Recent, Settled, Stored};
 use crate::runtime::informer::{Store, StoreError};
+use crate::runtime::keys::ObjectKey;
 
 /// An offered or stored object whose resourceVersion is not an integer, so
 /// the two versions cannot be ordered.
@@ -288,10 +288,7 @@ impl ShadowCache {
 
     /// The names of all stored volumes, in order.
     pub fn volume_names(&self) -> Vec<VolumeName> {
-        read(&self.volumes)
-            .names()
-            .map(VolumeName::new)
-            .collect()
+        read(&self.volumes).names().map(VolumeName::new).collect()
     }
 
     /// How many volumes are stored.
@@ -524,7 +521,9 @@ impl Store<PersistentVolume> for ShadowCache {
     }
 
     fn written(&self, volume: Arc<PersistentVolume>) -> Result<(), StoreError> {
-        self.offer_volume(volume).map(drop).map_err(CacheError::into_store)
+        self.offer_volume(volume)
+            .map(drop)
+            .map_err(CacheError::into_store)
     }
 
     fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolume>> {
@@ -549,7 +548,9 @@ impl Store<PersistentVolumeClaim> for ShadowCache {
     }
 
     fn written(&self, claim: Arc<PersistentVolumeClaim>) -> Result<(), StoreError> {
-        self.offer_claim(claim).map(drop).map_err(CacheError::into_store)
+        self.offer_claim(claim)
+            .map(drop)
+            .map_err(CacheError::into_store)
     }
 
     fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {

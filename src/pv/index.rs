@@ -58,13 +58,13 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     AccessModes, ObjectError, VolumeMode, claim_access_modes, claim_class, claim_request,
     claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::pv::packed::{Settled, Stored};
+use crate::runtime::keys::ObjectKey;
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,8 +17,8 @@ use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVe
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{VolumeMode, claim_vac, volume_mode};
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
 
@@ -96,7 +96,12 @@ impl PvMetrics {
     /// Records a finished volume operation (`provision`, `delete`, ...) and
     /// how long it took end to end (`volume_operation_total_seconds`). An
     /// empty plugin name is reported as `N/A`, as upstream.
-    pub(crate) fn volume_operation_completed(&self, plugin_name: &str, operation: &str, took: Duration) {
+    pub(crate) fn volume_operation_completed(
+        &self,
+        plugin_name: &str,
+        operation: &str,
+        took: Duration,
+    ) {
         self.operation_seconds
             .with_label_values(&[plugin_label(plugin_name), operation])
             .observe(took.as_secs_f64());

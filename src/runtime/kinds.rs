@@ -221,6 +221,12 @@ impl PodPhase {
     }
 }
 
+impl std::fmt::Display for PodPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Whether `pod` ended (Succeeded or Failed): it never runs again.
 pub(crate) fn is_pod_terminal(pod: &Pod) -> bool {
     PodPhase::of(pod).is_some_and(PodPhase::is_terminal)

@@ -142,14 +142,18 @@ impl Metrics {
     /// controller, verb and outcome; lets a test tell which of two
     /// processes wrote.
     pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
-        self.count_writes(|label| label("resource") == resource && label("subresource") == subresource)
+        self.count_writes(|label| {
+            label("resource") == resource && label("subresource") == subresource
+        })
     }
 
     /// Writes counted so far by `controller` to `resource` with `verb`,
     /// whatever their subresource and outcome.
     pub fn api_writes_by(&self, controller: &str, resource: &str, verb: &str) -> u64 {
         self.count_writes(|label| {
-            label("controller") == controller && label("resource") == resource && label("verb") == verb
+            label("controller") == controller
+                && label("resource") == resource
+                && label("verb") == verb
         })
     }
 
@@ -160,7 +164,7 @@ impl Metrics {
         let families = self.api_writes.collect();
         let total: f64 = families
             .iter()
-            .flat_map(|family| family.get_metric())
+            .flat_map(prometheus::proto::MetricFamily::get_metric)
             .filter(|metric| {
                 let label = |name: &str| {
                     metric
@@ -278,7 +282,13 @@ mod tests {
     fn writes_are_counted_by_outcome() {
         let metrics = Metrics::new().unwrap();
         let pv = "persistentvolume-binder-controller";
-        metrics.api_write(pv, "persistentvolumes", "update", "status", WriteOutcome::Ok);
+        metrics.api_write(
+            pv,
+            "persistentvolumes",
+            "update",
+            "status",
+            WriteOutcome::Ok,
+        );
         metrics.api_write(
             pv,
             "persistentvolumes",

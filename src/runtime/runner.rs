@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kube::Client;
 use tokio::sync::watch;
-use tokio::task::{JoinSet, Id};
+use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventRecorder;
@@ -497,7 +497,9 @@ impl Runner {
         };
         self.metrics.set_leader(false);
         let lost = *role.borrow() == Role::Lost;
-        if let Some(elector) = election.as_mut().filter(|elector| elector.is_leader() && !lost)
+        if let Some(elector) = election
+            .as_mut()
+            .filter(|elector| elector.is_leader() && !lost)
             && let Err(error) = elector.release().await
         {
             tracing::warn!(%error, "could not release the leader lease; followers wait for it to expire");
@@ -624,7 +626,11 @@ impl Runner {
 
 /// Leads at once without an election; with one, acquires the Lease, holds
 /// it, and reports its loss. Never returns.
-async fn compete(election: Option<&mut LeaderElector>, role: &watch::Sender<Role>, metrics: &Metrics) {
+async fn compete(
+    election: Option<&mut LeaderElector>,
+    role: &watch::Sender<Role>,
+    metrics: &Metrics,
+) {
     if let Some(elector) = election {
         metrics.set_leader(false);
         tracing::info!(identity = %elector.identity(), "waiting for the leader lease");

@@ -118,19 +118,22 @@ fn outcome<T>(result: &Result<T, kube::Error>) -> WriteOutcome {
     }
 }
 
+/// An object's write lock is filed under its kind and key.
+type LockKey = (&'static str, ObjectKey);
+
 /// One lock per object being written, created on demand and dropped when
 /// nobody holds or waits for it, so the map stays as small as the number
 /// of writes in flight.
 #[derive(Clone, Default)]
 struct WriteLocks {
-    locks: Arc<Mutex<HashMap<(&'static str, ObjectKey), Arc<tokio::sync::Mutex<()>>>>>,
+    locks: Arc<Mutex<HashMap<LockKey, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 /// A held write lock; dropping it releases the lock and forgets it when no
 /// other task waits for it.
 struct WriteGuard {
     locks: WriteLocks,
-    key: (&'static str, ObjectKey),
+    key: LockKey,
     _held: OwnedMutexGuard<()>,
 }
 
@@ -204,7 +207,11 @@ impl Door {
 
     /// The writer of `controller` for the kind `K`, storing answers into
     /// `store` (the kind's one store).
-    pub(crate) fn writer<K: Kind>(&self, controller: &'static str, store: StoreRef<K>) -> Writer<K> {
+    pub(crate) fn writer<K: Kind>(
+        &self,
+        controller: &'static str,
+        store: StoreRef<K>,
+    ) -> Writer<K> {
         Writer {
             door: self.clone(),
             controller,
@@ -267,13 +274,9 @@ fn describe<K: Kind>(key: &ObjectKey) -> String {
 
 impl<K: Kind> Writer<K> {
     fn count(&self, verb: &str, subresource: &str, outcome: WriteOutcome) {
-        self.door.metrics.api_write(
-            self.controller,
-            &K::plural(&()),
-            verb,
-            subresource,
-            outcome,
-        );
+        self.door
+            .metrics
+            .api_write(self.controller, &K::plural(&()), verb, subresource, outcome);
     }
 
     /// Trims the server's answer as the watch would and stores it.
@@ -297,7 +300,9 @@ impl<K: Kind> Writer<K> {
         let created = result.map_err(|source| {
             // A generated name is shown by its prefix.
             let name = match &key.name {
-                name if name.is_empty() => object.meta().generate_name.as_deref().unwrap_or_default(),
+                name if name.is_empty() => {
+                    object.meta().generate_name.as_deref().unwrap_or_default()
+                }
                 name => name,
             };
             WriteError::Api {
@@ -313,7 +318,11 @@ impl<K: Kind> Writer<K> {
     /// re-created under the same name since is never deleted in its
     /// place). An object already gone counts as deleted. Nothing is stored:
     /// the watch tells when the object is gone.
-    pub(crate) async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<(), WriteError> {
+    pub(crate) async fn delete(
+        &self,
+        key: &ObjectKey,
+        uid: Option<&str>,
+    ) -> Result<(), WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {

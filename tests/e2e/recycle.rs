@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use k8s_openapi::api::core::v1::Pod;
-use pv_controller::{RECYCLER_ANN_CLAIM_UID, RECYCLER_ANN_VOLUME_UID};
+use pv_controller::pv::RECYCLER_ANN_CLAIM_UID;
+use pv_controller::pv::RECYCLER_ANN_VOLUME_UID;
 use testkit::claim;
 
 use crate::support::case::{annotation, volume_phase};

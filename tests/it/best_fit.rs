@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::harness::{Running, check_invariants, recorded_events};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::BaseConfig;
+use pv_controller::pv;
 use testkit::*;
 
 /// Runs the controller with `claim_workers` and `volume_workers` on `api`
@@ -16,12 +16,13 @@ use testkit::*;
 async fn settle_with_workers(api: &MemApi, claim_workers: usize, volume_workers: usize) {
     let running = Running::start_with(
         api,
-        BaseConfig {
+        pv::Config {
             claim_workers,
             volume_workers,
-            ..BaseConfig::default()
+            ..pv::Config::default()
         },
-    );
+    )
+    .await;
     running.settle().await;
     running.stop().await;
 }

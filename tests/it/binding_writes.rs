@@ -9,7 +9,7 @@ use testkit::*;
 
 /// Runs the controller on `api` until it settles, then stops it.
 async fn run_until_settled(api: &MemApi) {
-    let running = Running::start(api);
+    let running = Running::start(api).await;
     running.settle().await;
     running.stop().await;
 }
@@ -318,18 +318,20 @@ async fn managed_fields_are_not_cached_and_not_wiped() {
         "the server keeps managedFields"
     );
 
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle().await;
     let cache = running.controller().cache();
     for name in ["volume-bound", "volume-spare"] {
-        let cached = cache.volume(name).expect("cached volume");
+        let cached = cache
+            .volume(&pv_controller::pv::VolumeName::new(name))
+            .expect("cached volume");
         assert_eq!(
             cached.metadata.managed_fields, None,
             "{name} cached without them"
         );
     }
     let cached = cache
-        .claim(&pv_controller::ClaimKey::new("default", "claim"))
+        .claim(&pv_controller::ObjectKey::new("default", "claim"))
         .expect("cached claim");
     assert_eq!(cached.metadata.managed_fields, None);
     running.stop().await;

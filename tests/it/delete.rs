@@ -6,13 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::harness::{Call, row, run_table, settle};
+use crate::harness::{Call, Running, direct_binder, row, run_table};
 use crate::mock_plugin::{MockConfig, MockPlugin};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
-use pv_controller::Settings;
-use pv_controller::VolumePlugins;
-use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::pv;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumeName;
+use pv_controller::pv::VolumePlugins;
 use testkit::*;
 
 const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
@@ -256,7 +257,7 @@ async fn set_9_delete_retried_after_error() {
 }
 
 /// A server with one released Delete volume, and a controller using `mock`.
-fn server_and_controller(mock: Arc<MockPlugin>, resync: Duration) -> (MemApi, ControllerBase) {
+fn server_and_controller(mock: Arc<MockPlugin>, resync: Duration) -> (MemApi, pv::Config) {
     let api = MemApi::new();
     api.create(
         &released("volume-x", "uid-x", "claim-x")
@@ -264,16 +265,15 @@ fn server_and_controller(mock: Arc<MockPlugin>, resync: Duration) -> (MemApi, Co
             .build(),
     )
     .expect("seed");
-    let config = BaseConfig {
+    let config = pv::Config {
         resync_period: resync,
         settings: Settings {
             plugins: VolumePlugins::default().with(mock),
             ..Settings::default()
         },
-        ..BaseConfig::default()
+        ..pv::Config::default()
     };
-    let base = ControllerBase::new(api.client(), config).expect("controller");
-    (api, base)
+    (api, config)
 }
 
 #[tokio::test(start_paused = true)]
@@ -283,10 +283,12 @@ async fn concurrent_syncs_of_one_volume_start_one_delete() {
             .deletes(&[None])
             .delete_delay(Duration::from_secs(3)),
     ));
-    let (api, mut base) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
-    base.start_informers().await.expect("informers");
-    let controller = Arc::clone(base.controller());
-    let volume = controller.cache().volume("volume-x").expect("cached");
+    let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
+    let (_app, controller) = direct_binder(&api, config).await.expect("controller");
+    let volume = controller
+        .cache()
+        .volume(&VolumeName::new("volume-x"))
+        .expect("cached");
     let (a, b, c) = tokio::join!(
         controller.sync_volume(&volume),
         controller.sync_volume(&volume),
@@ -318,15 +320,10 @@ async fn failing_deleter_is_retried_with_growing_intervals() {
         None,
     ])));
     // A fast resync, so the retries are paced by the backoff, not by it.
-    let (api, base) = server_and_controller(Arc::clone(&mock), Duration::from_millis(100));
-    let idle = base.idle_probe();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run(async move {
-        let _ = stopped.await;
-    }));
-    settle(&api, &idle).await;
-    let _ = stop.send(());
-    running.await.expect("join").expect("controller");
+    let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_millis(100));
+    let running = Running::start_with(&api, config).await;
+    running.settle().await;
+    running.stop().await;
     let calls = mock.calls.lock().unwrap().deletes.clone();
     assert_eq!(calls.len(), 5, "four failures, then success");
     let gaps: Vec<Duration> = calls.windows(2).map(|w| w[1] - w[0]).collect();
@@ -350,10 +347,12 @@ async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
             .deletes(&[None])
             .delete_delay(Duration::from_secs(3)),
     ));
-    let (api, mut base) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
-    base.start_informers().await.expect("informers");
-    let controller = Arc::clone(base.controller());
-    let released = controller.cache().volume("volume-x").expect("cached");
+    let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
+    let (_app, controller) = direct_binder(&api, config).await.expect("controller");
+    let released = controller
+        .cache()
+        .volume(&VolumeName::new("volume-x"))
+        .expect("cached");
     controller.sync_volume(&released).await.expect("sync");
     // While the storage is being deleted, an administrator deletes the
     // volume object and creates a new one under the same name.

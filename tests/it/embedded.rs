@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use pv_controller::AppConfig;
-use pv_controller::BaseConfig;
 use pv_controller::ClientOptions;
-use pv_controller::ControllerSelection;
+use pv_controller::EmbeddedConfig;
 use pv_controller::Options;
-use pv_controller::Settings;
-use pv_controller::VolumePlugins;
-use pv_controller::{EmbeddedConfig, run_embedded as run};
+use pv_controller::pv;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumePlugins;
+use pv_controller::run_embedded as run;
 
 /// The table row that starts with `name`, split into cells.
 fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
@@ -34,17 +34,15 @@ async fn demo_settles_and_shows_each_case() {
         exit_when_settled: true,
         quiet_period: Duration::from_secs(3),
         app: AppConfig {
-            base: BaseConfig {
+            persistentvolume: pv::Config {
                 resync_period: Duration::from_secs(1),
                 settings: Settings {
                     plugins: VolumePlugins::from_config(&plugins),
                     ..Settings::default()
                 },
-                ..BaseConfig::default()
+                ..pv::Config::default()
             },
-            controllers: ControllerSelection::default(),
-            metrics_address: ([127, 0, 0, 1], 0).into(),
-            election: None,
+            ..AppConfig::default()
         },
         client: options.client_options(),
     };
@@ -125,12 +123,7 @@ async fn a_missing_file_is_an_error() {
         file: PathBuf::from("/nonexistent/cluster.yaml"),
         exit_when_settled: true,
         quiet_period: Duration::from_secs(1),
-        app: AppConfig {
-            base: BaseConfig::default(),
-            controllers: ControllerSelection::default(),
-            metrics_address: ([127, 0, 0, 1], 0).into(),
-            election: None,
-        },
+        app: AppConfig::default(),
         client: ClientOptions::default(),
     };
     let error = run(config, std::future::pending()).await.unwrap_err();

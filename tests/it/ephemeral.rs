@@ -16,9 +16,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::ResourceExt;
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::{EPHEMERAL_VOLUME, EphemeralBase, LeaseConfig, ObjectKey, Synced};
+use pv_controller::LeaseConfig;
+use pv_controller::ObjectKey;
+use pv_controller::ephemeral::{self, Synced};
 
-use crate::pod_harness::{Running, events_of, run_settled, start_context, value};
+use crate::pod_harness::{Running, direct, events_of, run_settled, value};
 
 const NAMESPACE: &str = "my-namespace";
 const POD: &str = "test-pod";
@@ -360,13 +362,11 @@ fn labelled_claim() -> PersistentVolumeClaim {
 /// Runs a direct sync of the test pod; returns what differs.
 async fn run_direct(row: &Row) -> Vec<String> {
     let api = row.seeded();
-    let context = start_context(&api);
-    let mut base = EphemeralBase::new(&context).expect("controller");
-    base.start_informers().await.expect("caches");
+    let app = direct(&api, ephemeral::NAME).await;
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
-    let controller = Arc::clone(base.controller());
+    let controller = app.controllers().ephemeral.clone().expect("built");
     let result = controller.sync_pod(&ObjectKey::new(NAMESPACE, POD)).await;
     controller.flush_events().await;
     api.clear_reactors();
@@ -393,7 +393,7 @@ async fn run_direct(row: &Row) -> Vec<String> {
     {
         problems.push(format!("events: expected {:?}, got {events:?}", row.events));
     }
-    let metrics = &context.shared.metrics;
+    let metrics = &app.metrics();
     let creates = (
         value(metrics, CREATES) as u64,
         value(metrics, FAILURES) as u64,
@@ -413,7 +413,7 @@ async fn run_row_settled(row: &Row) -> Vec<String> {
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
-    run_settled(&api, EPHEMERAL_VOLUME).await;
+    run_settled(&api, ephemeral::NAME).await;
     api.clear_reactors();
     let expected = row.settled_claims.as_ref().unwrap_or(&row.claims_after);
     let claims = api.list::<PersistentVolumeClaim>();
@@ -464,10 +464,8 @@ async fn rows_settled() {
 async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let context = start_context(&api);
-    let mut base = EphemeralBase::new(&context).expect("controller");
-    base.start_informers().await.expect("caches");
-    let controller = Arc::clone(base.controller());
+    let app = direct(&api, ephemeral::NAME).await;
+    let controller = app.controllers().ephemeral.clone().expect("built");
     let key = ObjectKey::new(NAMESPACE, POD);
     // Back to back, without yielding to the claim watch in between.
     assert_eq!(
@@ -484,7 +482,7 @@ async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
             .count(Verb::Create, "persistentvolumeclaims", None),
         1
     );
-    assert_eq!(value(&context.shared.metrics, CREATES), 1.0);
+    assert_eq!(value(&app.metrics(), CREATES), 1.0);
     assert_eq!(events_of(&api, "ephemeral_volume"), Vec::<String>::new());
 }
 
@@ -492,7 +490,7 @@ async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
 async fn a_deleted_claim_is_made_again_while_its_pod_lives() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let running = Running::start(&api, EPHEMERAL_VOLUME, None).await.unwrap();
+    let running = Running::start(&api, ephemeral::NAME, None).await.unwrap();
     running.settle().await;
     let first = api
         .get::<PersistentVolumeClaim>(Some(NAMESPACE), CLAIM)
@@ -516,7 +514,7 @@ async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
     api.create(&pod(POD, POD_UID, &names)).unwrap();
     // Status updates of the pod (a kubelet's) queue nothing new.
     let metrics = {
-        let running = Running::start(&api, EPHEMERAL_VOLUME, None).await.unwrap();
+        let running = Running::start(&api, ephemeral::NAME, None).await.unwrap();
         running.settle().await;
         let pods: kube::Api<Pod> = kube::Api::namespaced(api.client(), NAMESPACE);
         let status = serde_json::json!({"status": {"phase": "Running"}});

@@ -6,13 +6,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::harness::recorded_events;
+use crate::harness::{direct_binder, recorded_events};
 use k8s_openapi::api::core::v1::{Event, ObjectReference, PersistentVolume};
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::ClaimKey;
-use pv_controller::{BaseConfig, ControllerBase};
-use pv_controller::{EventOutcome, Metrics};
-use pv_controller::{EventRecorder, EventType, QUEUE_CAPACITY, reference_of};
+use pv_controller::Metrics;
+use pv_controller::ObjectKey;
+use pv_controller::pv;
+use pv_controller::testing::EventOutcome;
+use pv_controller::testing::EventRecorder;
+use pv_controller::testing::EventType;
+use pv_controller::testing::QUEUE_CAPACITY;
+use pv_controller::testing::reference_of;
 use testkit::{claim, volume};
 use tokio::time::Instant;
 
@@ -399,9 +403,9 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
     let api = MemApi::new();
     let pending = claim("claim1", "uid1", "1Gi").class("").build();
     api.create(&pending).expect("seed claim");
-    let mut base = ControllerBase::new(api.client(), BaseConfig::default()).expect("controller");
-    base.start_informers().await.expect("informers");
-    let controller = Arc::clone(base.controller());
+    let (_app, controller) = direct_binder(&api, pv::Config::default())
+        .await
+        .expect("controller");
     api.add_reactor(
         Reactor::on(Verb::Create, "events")
             .delay(Duration::from_secs(30))
@@ -409,7 +413,7 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
     );
     let cached = controller
         .cache()
-        .claim(&ClaimKey::of(&pending))
+        .claim(&ObjectKey::of(&pending))
         .expect("cached claim");
 
     let started = Instant::now();

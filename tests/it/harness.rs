@@ -7,12 +7,18 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
+use kube::client::ClientBuilder;
 use memapi::{MemApi, Reactor};
-use pv_controller::VolumePlugins;
-use pv_controller::{BaseConfig, ControllerBase};
-use pv_controller::{ClaimKey, VolumeName};
-use pv_controller::{Controller, RetryPolicy, Settings};
-use pv_controller::{EventRecorder, IdleProbe, wait_settled};
+use pv_controller::App;
+use pv_controller::AppConfig;
+use pv_controller::AppError;
+use pv_controller::ClientOptions;
+use pv_controller::Clients;
+use pv_controller::ControllerSelection;
+use pv_controller::IdleProbe;
+use pv_controller::ObjectKey;
+use pv_controller::pv::{self, Controller, RetryPolicy, Settings, VolumeName, VolumePlugins};
+use pv_controller::testing::{EventRecorder, wait_settled};
 use serde_json::Value;
 use testkit::{ClaimBuilder, VolumeBuilder};
 
@@ -314,25 +320,23 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
 /// Runs one direct sync and returns what differs from the row's expectation.
 pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
-    let config = BaseConfig {
+    let config = pv::Config {
         settings: s.settings(),
-        ..BaseConfig::default()
+        ..pv::Config::default()
     };
-    let mut base = ControllerBase::new(api.client(), config).expect("controller");
-    base.start_informers()
+    let (_app, controller) = direct_binder(&api, config)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
-    let controller = Arc::clone(base.controller());
     for volume in s.volumes.iter().filter(|v| has_skip_marker(&v.metadata)) {
-        controller.cache().remove_volume(&VolumeName::of(volume).0);
+        controller.cache().remove_volume(&VolumeName::of(volume));
     }
     for claim in s.claims.iter().filter(|c| has_skip_marker(&c.metadata)) {
-        controller.cache().remove_claim(&ClaimKey::of(claim));
+        controller.cache().remove_claim(&ObjectKey::of(claim));
     }
     for stale in &s.stale_cached_claims {
         let mut stale = stale.clone();
         stale.metadata.resource_version = Some(i64::MAX.to_string());
-        controller.cache().remove_claim(&ClaimKey::of(&stale));
+        controller.cache().remove_claim(&ObjectKey::of(&stale));
         controller
             .cache()
             .offer_claim(Arc::new(stale))
@@ -344,7 +348,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let mut problems = vec![];
     let result = match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
-            let key = ClaimKey::of(&s.claims[0]);
+            let key = ObjectKey::of(&s.claims[0]);
             let claim = controller
                 .cache()
                 .claim(&key)
@@ -355,7 +359,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
             let name = VolumeName::of(&s.volumes[0]);
             let volume = controller
                 .cache()
-                .volume(&name.0)
+                .volume(&name)
                 .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name));
             controller.sync_volume(&volume).await
         }
@@ -403,12 +407,12 @@ pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
     for reactor in &s.errors {
         api.add_reactor(reactor.clone());
     }
-    let config = BaseConfig {
+    let config = pv::Config {
         resync_period: Duration::from_secs(5),
         settings: s.settings(),
-        ..BaseConfig::default()
+        ..pv::Config::default()
     };
-    let running = Running::start_with(&api, config);
+    let running = Running::start_with(&api, config).await;
     running.settle().await;
     running.stop().await;
     api.clear_reactors();
@@ -468,7 +472,7 @@ pub(crate) fn check_invariants(api: &MemApi) -> Vec<String> {
             .as_ref()
             .and_then(|s| s.volume_name.clone())
             .unwrap_or_default();
-        let key = ClaimKey::of(claim);
+        let key = ObjectKey::of(claim);
         match volumes
             .iter()
             .find(|v| v.metadata.name.as_deref() == Some(name.as_str()))
@@ -646,31 +650,85 @@ pub(crate) async fn run_table(rows: Vec<Scenario>) {
     );
 }
 
+/// The clients of a process on `api`: straight on the server, with no
+/// rate limit (the write gate opens when the process runs unelected).
+pub(crate) fn clients(api: &MemApi) -> Clients {
+    Clients::build(
+        ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    )
+}
+
+/// The clients of a process whose syncs a test calls directly, without
+/// running it: the write gate open from the start.
+pub(crate) fn direct_clients(api: &MemApi) -> Clients {
+    let clients = clients(api);
+    clients.gate.open();
+    clients
+}
+
+/// The process configuration that runs the PersistentVolume controller
+/// alone, with `config`.
+pub(crate) fn binder_only(config: pv::Config) -> AppConfig {
+    AppConfig {
+        controllers: ControllerSelection::new([pv::NAME]),
+        persistentvolume: config,
+        ..AppConfig::default()
+    }
+}
+
+/// The PersistentVolume controller alone on `api`, built with `config`, its
+/// stores filled and nothing running: for syncs called directly. The
+/// process must be kept while the controller is used.
+pub(crate) async fn direct_binder(
+    api: &MemApi,
+    config: pv::Config,
+) -> Result<(App, Arc<Controller>), AppError> {
+    let mut app = App::start(direct_clients(api), binder_only(config)).await?;
+    app.start_informers().await?;
+    let controller = app
+        .controllers()
+        .persistentvolume
+        .clone()
+        .expect("the PersistentVolume controller is built");
+    Ok((app, controller))
+}
+
 /// A controller running in the background on a memapi, for tests that
 /// change the cluster while it runs.
 pub(crate) struct Running {
     api: MemApi,
-    controller: std::sync::Arc<pv_controller::Controller>,
+    controller: Arc<Controller>,
     idle: IdleProbe,
     events: EventRecorder,
+    /// The process's registry.
+    pub(crate) metrics: Arc<pv_controller::Metrics>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), pv_controller::BaseError>>,
+    task: tokio::task::JoinHandle<Result<(), AppError>>,
 }
 
 impl Running {
     /// Starts the whole controller on `api` with the default 15 s resync.
-    pub(crate) fn start(api: &MemApi) -> Self {
-        Self::start_with(api, BaseConfig::default())
+    pub(crate) async fn start(api: &MemApi) -> Self {
+        Self::start_with(api, pv::Config::default()).await
     }
 
     /// Starts the whole controller on `api` with the given configuration.
-    pub(crate) fn start_with(api: &MemApi, config: BaseConfig) -> Self {
-        let base = ControllerBase::new(api.client(), config).expect("controller");
-        let idle = base.idle_probe();
-        let events = base.controller().recorder().clone();
-        let controller = std::sync::Arc::clone(base.controller());
+    pub(crate) async fn start_with(api: &MemApi, config: pv::Config) -> Self {
+        let app = App::start(clients(api), binder_only(config))
+            .await
+            .expect("the process starts");
+        let idle = app.idle_probe();
+        let metrics = app.metrics();
+        let controller = app
+            .controllers()
+            .persistentvolume
+            .clone()
+            .expect("the PersistentVolume controller is built");
+        let events = controller.recorder().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(base.run(async move {
+        let task = tokio::spawn(app.run(async move {
             let _ = stopped.await;
         }));
         Self {
@@ -678,6 +736,7 @@ impl Running {
             controller,
             idle,
             events,
+            metrics,
             stop: Some(stop),
             task,
         }
@@ -685,7 +744,7 @@ impl Running {
 
     /// The running controller's decisions and their state (its shadow
     /// cache).
-    pub(crate) fn controller(&self) -> &pv_controller::Controller {
+    pub(crate) fn controller(&self) -> &pv_controller::pv::Controller {
         &self.controller
     }
 

@@ -5,16 +5,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::harness::{check_invariants, settle};
+use crate::harness::{binder_only, check_invariants, settle};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
 use memapi::{MemApi, Reactor, Verb};
+use pv_controller::ClientOptions;
+use pv_controller::Clients;
+use pv_controller::IdleProbe;
+use pv_controller::LeaseConfig;
 use pv_controller::Metrics;
 use pv_controller::Readiness;
-use pv_controller::{BaseConfig, ControllerBase, IdleProbe};
-use pv_controller::{ClientOptions, Clients, WriteGate};
-use pv_controller::{LeaderElector, LeaseConfig};
+use pv_controller::WriteGate;
+use pv_controller::pv;
+use pv_controller::{App, AppConfig, AppError, RequestCounts, RunError};
 use testkit::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -39,30 +43,32 @@ fn clients(api: &MemApi, options: ClientOptions) -> Clients {
     )
 }
 
-fn start(api: &MemApi, identity: &str) -> Candidate {
+/// The PersistentVolume controller alone, elected on the test Lease as
+/// `identity`.
+fn elected(identity: &str, resync_period: Duration) -> AppConfig {
+    AppConfig {
+        instance: identity.to_string(),
+        election: Some(LeaseConfig::new("kube-system", "pv-controller", identity)),
+        ..binder_only(pv::Config {
+            resync_period,
+            ..pv::Config::default()
+        })
+    }
+}
+
+async fn start(api: &MemApi, identity: &str) -> Candidate {
     let clients = clients(api, ClientOptions::default());
-    let base = ControllerBase::new(
-        clients.controller,
-        BaseConfig {
-            resync_period: Duration::from_secs(5),
-            instance: identity.to_string(),
-            ..BaseConfig::default()
-        },
-    )
-    .unwrap();
-    let elector = LeaderElector::new(
-        clients.lease,
-        LeaseConfig::new("kube-system", "pv-controller", identity),
-        clients.gate,
-    );
+    let app = App::start(clients, elected(identity, Duration::from_secs(5)))
+        .await
+        .unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     Candidate {
-        metrics: base.metrics(),
-        idle: base.idle_probe(),
-        readiness: base.readiness(),
+        metrics: app.metrics(),
+        idle: app.idle_probe(),
+        readiness: app.health().readiness,
         stop: Some(stop),
         task: tokio::spawn(async move {
-            base.run_elected(elector, async move {
+            app.run(async move {
                 let _ = stopped.await;
             })
             .await
@@ -130,9 +136,9 @@ async fn only_the_leader_writes_and_a_clean_stop_hands_over_at_once() {
     for i in 0..3 {
         seed_pair(&api, i);
     }
-    let mut a = start(&api, "a");
+    let mut a = start(&api, "a").await;
     until_holder(&api, "a").await;
-    let b = start(&api, "b");
+    let b = start(&api, "b").await;
     settle(&api, &a.idle).await;
 
     assert_eq!(bound_claims(&api), 3);
@@ -171,9 +177,9 @@ async fn only_the_leader_writes_and_a_clean_stop_hands_over_at_once() {
 async fn a_crashed_leader_is_replaced_after_the_lease_expires() {
     let api = MemApi::new();
     seed_pair(&api, 0);
-    let mut a = start(&api, "a");
+    let mut a = start(&api, "a").await;
     until_holder(&api, "a").await;
-    let b = start(&api, "b");
+    let b = start(&api, "b").await;
     settle(&api, &a.idle).await;
     assert_eq!(writes(&b), 0);
 
@@ -197,29 +203,28 @@ async fn a_crashed_leader_is_replaced_after_the_lease_expires() {
 
 /// A leader started on `clients`, with the handle of its run.
 struct Leader {
-    controller: Arc<pv_controller::Controller>,
-    task: JoinHandle<Result<(), pv_controller::BaseError>>,
+    controller: Arc<pv_controller::pv::Controller>,
+    task: JoinHandle<Result<(), AppError>>,
     _stop: oneshot::Sender<()>,
 }
 
-fn lead(controller_client: kube::Client, lease_client: kube::Client, gate: WriteGate) -> Leader {
-    let base = ControllerBase::new(
-        controller_client,
-        BaseConfig {
-            resync_period: Duration::from_secs(15),
-            instance: "a".to_string(),
-            ..BaseConfig::default()
-        },
-    )
-    .unwrap();
-    let controller = Arc::clone(base.controller());
-    let elector = LeaderElector::new(
-        lease_client,
-        LeaseConfig::new("kube-system", "pv-controller", "a"),
+async fn lead(
+    controller_client: kube::Client,
+    lease_client: kube::Client,
+    gate: WriteGate,
+) -> Leader {
+    let clients = Clients {
+        controller: controller_client,
+        lease: lease_client,
         gate,
-    );
+        requests: RequestCounts::default(),
+    };
+    let app = App::start(clients, elected("a", Duration::from_secs(15)))
+        .await
+        .unwrap();
+    let controller = app.controllers().persistentvolume.clone().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(base.run_elected(elector, async move {
+    let task = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     Leader {
@@ -269,7 +274,7 @@ async fn losing_the_lease_stops_every_write_at_once() {
     let api = MemApi::new();
     let clients = clients(&api, ClientOptions::default());
     let gate = clients.gate.clone();
-    let leader = lead(clients.controller, clients.lease, clients.gate);
+    let leader = lead(clients.controller, clients.lease, clients.gate).await;
     until_holder(&api, "a").await;
 
     api.add_reactor(
@@ -292,7 +297,7 @@ async fn losing_the_lease_stops_every_write_at_once() {
     let last_allowed = last_controller_write(&api);
     let result = leader.task.await.unwrap();
     assert!(
-        matches!(result, Err(pv_controller::BaseError::LeadershipLost)),
+        matches!(result, Err(AppError::Run(RunError::LeadershipLost))),
         "{result:?}"
     );
     assert!(
@@ -337,7 +342,7 @@ async fn a_queue_of_controller_traffic_never_costs_the_lease() {
         ..ClientOptions::default()
     };
     let clients = clients(&api, options);
-    let leader = lead(clients.controller, clients.lease, clients.gate);
+    let leader = lead(clients.controller, clients.lease, clients.gate).await;
     until_holder(&api, "a").await;
     api.reset_requests();
     tokio::time::sleep(Duration::from_secs(120)).await;

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::harness::settle;
+use crate::harness::{binder_only, clients, settle};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Verb};
-use pv_controller::{BaseConfig, ControllerBase};
+use pv_controller::App;
+use pv_controller::pv;
 use testkit::*;
 use tower::ServiceExt;
 
@@ -210,31 +211,28 @@ async fn metrics_parse_and_count_the_objects() {
     unclassed.spec.as_mut().unwrap().storage_class_name = None;
     api.create(&unclassed).unwrap();
 
-    let base = ControllerBase::new(
-        api.client(),
-        BaseConfig {
+    let app = App::start(
+        clients(&api),
+        binder_only(pv::Config {
             resync_period: Duration::from_secs(5),
-            ..BaseConfig::default()
-        },
+            ..pv::Config::default()
+        }),
     )
+    .await
     .unwrap();
-    let idle = base.idle_probe();
-    let metrics = base.metrics();
-    let readiness = base.readiness();
-    let events = base.controller().recorder().clone();
+    let idle = app.idle_probe();
+    let metrics = app.metrics();
+    let health = app.health();
+    let controller = app.controllers().persistentvolume.clone().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = tokio::spawn(base.run(async move {
+    let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
-    events.flush().await;
-    assert!(readiness.is_ready());
+    controller.recorder().flush().await;
+    assert!(health.readiness.is_ready());
 
-    let health = pv_controller::Health {
-        readiness,
-        liveness: Default::default(),
-    };
-    let router = pv_controller::router(metrics, health);
+    let router = pv_controller::testing::router(metrics, health);
     let request = http::Request::get("/metrics")
         .body(axum::body::Body::empty())
         .unwrap();
@@ -437,17 +435,9 @@ async fn the_process_exports_the_answers_to_every_request_by_code() {
         kube::client::ClientBuilder::new(api.service(), "default"),
         pv_controller::ClientOptions::default(),
     );
-    let app = pv_controller::App::start(
-        clients,
-        pv_controller::AppConfig {
-            base: BaseConfig::default(),
-            controllers: pv_controller::ControllerSelection::default(),
-            metrics_address: ([127, 0, 0, 1], 0).into(),
-            election: None,
-        },
-    )
-    .await
-    .unwrap();
+    let app = pv_controller::App::start(clients, pv_controller::AppConfig::default())
+        .await
+        .unwrap();
     let address = app.metrics_address();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(app.run(async move {

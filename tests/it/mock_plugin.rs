@@ -11,7 +11,10 @@ use k8s_openapi::api::core::v1::{
     GCEPersistentDiskVolumeSource, PersistentVolume, PersistentVolumeSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_controller::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
+use pv_controller::pv::PluginError;
+use pv_controller::pv::ProvisionRequest;
+use pv_controller::pv::RecycleContext;
+use pv_controller::pv::VolumePlugin;
 use tokio::time::Instant;
 
 use testkit::MOCK_PLUGIN;

@@ -1,44 +1,57 @@
 //! Support for pod-centred rows (the ephemeral volume and ResourceClaim
 //! controllers): the process's [`App`] run on memapi with some of its
-//! controllers until settled, the start context of a controller built by
-//! hand for a direct sync, the events a controller wrote, and its counters.
+//! controllers until settled, or built with them for a direct sync; the
+//! events a controller wrote, and its counters.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
-use kube::client::ClientBuilder;
 use memapi::MemApi;
+use pv_controller::testing::wait_settled;
 use pv_controller::{
-    AllIdle, App, AppConfig, AppError, BaseConfig, ClientOptions, Clients, ControllerSelection,
-    Idle, LeaseConfig, Metrics, Shared, StartContext, wait_settled,
+    App, AppConfig, AppError, ControllerSelection, IdleProbe, LeaseConfig, Metrics, pv,
 };
 
-use crate::harness::{SETTLE_LIMIT, SETTLE_QUIET};
+use crate::harness::{SETTLE_LIMIT, SETTLE_QUIET, clients, direct_clients};
 
-/// What a controller built by hand on `api` needs: the client straight on
-/// the server (no write gate, no rate limit) and a fresh registry.
-pub(crate) fn start_context(api: &MemApi) -> StartContext {
-    StartContext {
-        client: api.client(),
-        shared: Shared::new().expect("metrics"),
-        instance: "test".to_string(),
-        watch_failure_limit: Duration::from_secs(180),
-    }
+/// The process with the controllers of `controllers` (the `--controllers`
+/// syntax) on `api`, its stores filled and nothing running: for syncs
+/// called directly.
+pub(crate) async fn direct(api: &MemApi, controllers: &str) -> App {
+    let mut app = App::start(direct_clients(api), config(controllers, None))
+        .await
+        .expect("the process starts");
+    app.start_informers().await.expect("the stores fill");
+    app
 }
 
 /// Waits (in paused time) until the controllers behind `idle` settled:
 /// the embedded mode's [`wait_settled`], for at most [`SETTLE_LIMIT`] (a
 /// row whose sync fails on every retry never settles; its expectations
 /// are checked after the limit).
-pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
+pub(crate) async fn settle(api: &MemApi, idle: &IdleProbe) {
     let _ = tokio::time::timeout(SETTLE_LIMIT, wait_settled(api, idle, SETTLE_QUIET)).await;
+}
+
+/// The process configuration with the controllers of `controllers`, a
+/// 5 s resync, elected on `election` when given.
+fn config(controllers: &str, election: Option<LeaseConfig>) -> AppConfig {
+    AppConfig {
+        controllers: ControllerSelection::new(controllers.split(',')),
+        election,
+        persistentvolume: pv::Config {
+            resync_period: Duration::from_secs(5),
+            ..pv::Config::default()
+        },
+        ..AppConfig::default()
+    }
 }
 
 /// The process running on memapi with some of its controllers.
 pub(crate) struct Running {
     api: MemApi,
-    idle: AllIdle,
+    idle: IdleProbe,
     /// The process's registry.
     pub(crate) metrics: Arc<Metrics>,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -54,21 +67,7 @@ impl Running {
         controllers: &str,
         election: Option<LeaseConfig>,
     ) -> Result<Self, AppError> {
-        let clients = Clients::build(
-            ClientBuilder::new(api.service(), "default"),
-            ClientBuilder::new(api.service(), "default"),
-            ClientOptions::default(),
-        );
-        let config = AppConfig {
-            base: BaseConfig {
-                resync_period: Duration::from_secs(5),
-                ..BaseConfig::default()
-            },
-            controllers: ControllerSelection::new(controllers.split(',')),
-            metrics_address: ([127, 0, 0, 1], 0).into(),
-            election,
-        };
-        let app = App::start(clients, config).await?;
+        let app = App::start(clients(api), config(controllers, election)).await?;
         let (idle, metrics) = (app.idle_probe(), app.metrics());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(app.run(async move {

@@ -16,7 +16,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::{BaseConfig, RetryPolicy, Settings, VolumePlugins};
+use pv_controller::pv;
+use pv_controller::pv::RetryPolicy;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumePlugins;
 use testkit::*;
 
 const FINALIZER: &str = "kubernetes.io/pv-controller";
@@ -566,7 +569,7 @@ async fn storage_of_a_volume_object_stored_unanswered_is_never_deleted() {
     api.add_reactor(create().delay(Duration::from_secs(1)));
     api.add_reactor(create().error(500).after_commit());
     let (config, calls) = one_provision_and_delete(RetryPolicy::default());
-    let running = Running::start_with(&api, config);
+    let running = Running::start_with(&api, config).await;
     while api
         .requests()
         .count(Verb::Create, "persistentvolumes", None)
@@ -659,7 +662,7 @@ async fn while_a_volume_create_is_retried(
         attempts: 5,
         interval: Duration::from_secs(60),
     });
-    let running = Running::start_with(&api, config);
+    let running = Running::start_with(&api, config).await;
     while api.get::<PersistentVolume>(None, "pvc-uid-x").is_none() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -693,7 +696,7 @@ fn server_with_claim(claim: ClaimBuilder) -> MemApi {
 fn one_provision_and_delete(
     retry: RetryPolicy,
 ) -> (
-    BaseConfig,
+    pv::Config,
     Arc<std::sync::Mutex<crate::mock_plugin::MockCalls>>,
 ) {
     let plugin = Arc::new(MockPlugin::new(
@@ -702,13 +705,13 @@ fn one_provision_and_delete(
             .deletes(&[None]),
     ));
     let calls = Arc::clone(&plugin.calls);
-    let config = BaseConfig {
+    let config = pv::Config {
         settings: Settings {
             plugins: VolumePlugins::default().with(plugin),
             provision_retry: retry,
             ..Settings::default()
         },
-        ..BaseConfig::default()
+        ..pv::Config::default()
     };
     (config, calls)
 }

@@ -12,12 +12,16 @@ use crate::pod_harness::settle;
 use clap::Parser;
 use k8s_openapi::api::core::v1::HostPathVolumeSource;
 use memapi::MemApi;
+use pv_controller::App;
+use pv_controller::AppConfig;
+use pv_controller::ClientOptions;
+use pv_controller::Clients;
+use pv_controller::LeaseConfig;
 use pv_controller::Options;
-use pv_controller::Settings;
-use pv_controller::VolumePlugins;
-use pv_controller::stand_in_kubelet;
-use pv_controller::{App, AppConfig, BaseConfig, ControllerSelection};
-use pv_controller::{ClientOptions, Clients, LeaseConfig};
+use pv_controller::pv;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumePlugins;
+use pv_controller::testing::stand_in_kubelet;
 use serde::Deserialize;
 use serde_json::Value;
 use testkit::*;
@@ -170,17 +174,16 @@ async fn exercised() -> BTreeSet<Permission> {
         ClientOptions::default(),
     );
     let config = AppConfig {
-        base: BaseConfig {
+        persistentvolume: pv::Config {
             resync_period: Duration::from_secs(2),
             settings: Settings {
                 plugins: VolumePlugins::from_config(&plugins),
                 ..Settings::default()
             },
-            ..BaseConfig::default()
+            ..pv::Config::default()
         },
-        controllers: ControllerSelection::default(),
-        metrics_address: ([127, 0, 0, 1], 0).into(),
         election: Some(LeaseConfig::new("pv-controller", "pv-controller", "only")),
+        ..AppConfig::default()
     };
     let app = App::start(clients, config).await.unwrap();
     let idle = app.idle_probe();

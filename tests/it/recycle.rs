@@ -7,17 +7,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::harness::{Call, recorded_events, row, run_table};
+use crate::harness::{Call, binder_only, clients, recorded_events, row, run_table};
 use crate::mock_plugin::MockConfig;
 use k8s_openapi::api::core::v1::{
     Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Verb};
-use pv_controller::Settings;
-use pv_controller::{BaseConfig, ControllerBase};
-use pv_controller::{PluginConfig, VolumePlugins};
-use pv_controller::{RecyclerPodConfig, default_recycler_template};
+use pv_controller::pv;
+use pv_controller::pv::PluginConfig;
+use pv_controller::pv::RecyclerPodConfig;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumePlugins;
+use pv_controller::pv::default_recycler_template;
 use testkit::*;
 
 fn bound(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
@@ -37,7 +39,7 @@ fn one_success() -> MockConfig {
 
 /// Puts a volume back on the server as Available and unclaimed (and into
 /// the controller's cache in direct mode).
-fn make_available(api: &MemApi, controller: Option<&pv_controller::Controller>, name: &str) {
+fn make_available(api: &MemApi, controller: Option<&pv_controller::pv::Controller>, name: &str) {
     let stored = api.put(&free(name).build()).expect("put volume");
     if let Some(controller) = controller {
         controller
@@ -224,8 +226,8 @@ fn host_volume() -> PersistentVolume {
     volume
 }
 
-/// A controller with the real hostPath and NFS plugins.
-fn real_controller(api: &MemApi) -> ControllerBase {
+/// The controller's configuration with the real hostPath and NFS plugins.
+fn real_controller() -> pv::Config {
     let config = PluginConfig {
         enable_host_path_provisioner: false,
         host_path_root: "/tmp/hostpath_pv".into(),
@@ -240,25 +242,29 @@ fn real_controller(api: &MemApi) -> ControllerBase {
             timeout_increment: 30,
         },
     };
-    let config = BaseConfig {
+    pv::Config {
         settings: Settings {
             plugins: VolumePlugins::from_config(&config),
             ..Settings::default()
         },
-        ..BaseConfig::default()
-    };
-    ControllerBase::new(api.client(), config).expect("controller")
+        ..pv::Config::default()
+    }
 }
 
-/// Starts a controller; returns the stop switch and its task.
-fn start(
-    base: ControllerBase,
+/// Starts the controller on `api` with `config`; returns the stop switch
+/// and its task.
+async fn start(
+    api: &MemApi,
+    config: pv::Config,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), pv_controller::BaseError>>,
+    tokio::task::JoinHandle<Result<(), pv_controller::AppError>>,
 ) {
+    let app = pv_controller::App::start(clients(api), binder_only(config))
+        .await
+        .expect("the process starts");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(base.run(async move {
+    let task = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     (stop, task)
@@ -303,7 +309,7 @@ async fn wait_for_phase(api: &MemApi, phase: &str) -> PersistentVolume {
 async fn recycler_pod_success_relays_events_and_makes_the_volume_available() {
     let api = MemApi::new();
     api.create(&host_volume()).expect("seed");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
     let spec = pod.spec.clone().expect("spec");
     assert_eq!(spec.active_deadline_seconds, Some(60));
@@ -363,7 +369,7 @@ async fn recycler_pod_success_relays_events_and_makes_the_volume_available() {
 async fn recycler_pod_failure_fails_the_volume_with_its_message() {
     let api = MemApi::new();
     api.create(&host_volume()).expect("seed");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
     finish_pod(
         &api,
@@ -384,12 +390,12 @@ async fn recycler_pod_failure_fails_the_volume_with_its_message() {
 async fn restarted_controller_waits_for_the_recycler_pod_it_started() {
     let api = MemApi::new();
     api.create(&host_volume()).expect("seed");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
     // The controller stops while its pod runs (its operation is cancelled).
     let _ = stop.send(());
     task.await.expect("join").expect("controller");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
     // Give the new controller time to sync the volume and find the pod.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
@@ -438,7 +444,7 @@ fn phase_of(api: &MemApi) -> String {
 async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof() {
     let api = MemApi::new();
     api.create(&host_volume()).expect("seed");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
 
     let mut first = wait_for_pod(&api).await;
     first.metadata.finalizers = Some(vec!["example.com/node-gone".to_string()]);
@@ -479,7 +485,7 @@ async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof(
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(pv_controller::RECYCLER_ANN_CLAIM_UID))
+            .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_CLAIM_UID))
             .map(String::as_str),
         Some("uid-2"),
         "the new pod is made for the second release"
@@ -515,7 +521,7 @@ async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof(
 async fn a_failed_volume_write_after_the_scrub_starts_no_second_recycler_pod() {
     let api = MemApi::new();
     api.create(&host_volume()).expect("seed");
-    let (stop, task) = start(real_controller(&api));
+    let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
     api.add_reactor(memapi::Reactor::on(Verb::Update, "persistentvolumes").error(500));
     finish_pod(&api, pod, "Succeeded", None);

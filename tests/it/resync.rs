@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use memapi::MemApi;
-use pv_controller::BaseConfig;
+use pv_controller::pv;
 use testkit::*;
 
 use crate::harness::Running;
@@ -17,8 +17,11 @@ const PERIOD: Duration = Duration::from_secs(5);
 /// How many syncs of `kind` ended well so far.
 fn synced(running: &Running, kind: &str) -> f64 {
     value(
-        running.controller().metrics(),
-        &format!("pv_controller_sync_duration_seconds_count{{kind=\"{kind}\",result=\"ok\"}}"),
+        &running.metrics,
+        &format!(
+            "pv_controller_sync_duration_seconds_count{{controller=\"{}\",kind=\"{kind}\",result=\"ok\"}}",
+            pv::NAME
+        ),
     )
 }
 
@@ -47,11 +50,12 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
         .expect("seed");
     let running = Running::start_with(
         &api,
-        BaseConfig {
+        pv::Config {
             resync_period: PERIOD,
-            ..BaseConfig::default()
+            ..pv::Config::default()
         },
-    );
+    )
+    .await;
     running.settle().await;
     let bound = api
         .list::<PersistentVolumeClaim>()

@@ -8,21 +8,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::harness::settle;
+use crate::harness::{binder_only, clients, settle};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use kube::client::ClientBuilder;
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::Settings;
-use pv_controller::{BaseConfig, BaseError, ControllerBase};
-use pv_controller::{ClientOptions, Clients};
-use pv_controller::{LeaderElector, LeaseConfig};
-use pv_controller::{PluginError, ProvisionRequest, VolumePlugin, VolumePlugins};
+use pv_controller::LeaseConfig;
+use pv_controller::pv;
+use pv_controller::pv::PluginError;
+use pv_controller::pv::ProvisionRequest;
+use pv_controller::pv::Settings;
+use pv_controller::pv::VolumePlugin;
+use pv_controller::pv::VolumePlugins;
+use pv_controller::testing::LeaderElector;
+use pv_controller::{App, AppConfig, AppError, RunError, WatchFailure};
 use testkit::*;
 use tokio::time::Instant;
 
-fn base(api: &MemApi, config: BaseConfig) -> ControllerBase {
-    ControllerBase::new(api.client(), config).expect("controller")
+/// The process on `api` with `config`, built, not running.
+async fn process(api: &MemApi, config: AppConfig) -> App {
+    App::start(clients(api), config)
+        .await
+        .expect("the process starts")
+}
+
+/// The PersistentVolume controller alone, with `config`, built, not
+/// running.
+async fn base(api: &MemApi, config: pv::Config) -> App {
+    process(api, binder_only(config)).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -31,18 +43,21 @@ async fn a_watch_that_keeps_failing_stops_the_controller_and_fails_livez() {
     for verb in [Verb::List, Verb::Watch] {
         api.add_reactor(Reactor::on(verb, "pods").error(500).always());
     }
-    let base = base(
+    let base = process(
         &api,
-        BaseConfig {
+        AppConfig {
             watch_failure_limit: Duration::from_secs(60),
-            ..BaseConfig::default()
+            ..binder_only(pv::Config::default())
         },
-    );
-    let liveness = base.liveness();
+    )
+    .await;
+    let liveness = base.health().liveness;
     let started = Instant::now();
     let result = base.run(std::future::pending()).await;
     match result {
-        Err(BaseError::WatchFailing { kind, .. }) => assert_eq!(kind, "pod"),
+        Err(AppError::Run(RunError::Watch(WatchFailure::Failing { kind, .. }))) => {
+            assert_eq!(kind, "pod");
+        }
         other => panic!("expected the pod watch to give up, got {other:?}"),
     }
     assert!(started.elapsed() >= Duration::from_secs(60));
@@ -55,8 +70,8 @@ async fn a_watch_that_keeps_failing_stops_the_controller_and_fails_livez() {
 async fn a_shutdown_while_the_caches_fill_is_honoured() {
     let api = MemApi::new();
     api.add_reactor(Reactor::on(Verb::List, "nodes").error(500).always());
-    let base = base(&api, BaseConfig::default());
-    let readiness = base.readiness();
+    let base = base(&api, pv::Config::default()).await;
+    let readiness = base.health().readiness;
     let started = Instant::now();
     let result = base.run(tokio::time::sleep(Duration::from_secs(5))).await;
     assert!(result.is_ok(), "{result:?}");
@@ -97,18 +112,21 @@ async fn a_worker_that_panics_stops_the_controller_and_fails_livez() {
         .expect("claim");
     let base = base(
         &api,
-        BaseConfig {
+        pv::Config {
             settings: Settings {
                 plugins: VolumePlugins::default().with(Arc::new(Panicking)),
                 ..Settings::default()
             },
-            ..BaseConfig::default()
+            ..pv::Config::default()
         },
-    );
-    let liveness = base.liveness();
+    )
+    .await;
+    let liveness = base.health().liveness;
     let result = base.run(std::future::pending()).await;
     match result {
-        Err(BaseError::TaskEnded(what)) => assert!(what.contains("panicked"), "{what}"),
+        Err(AppError::Run(RunError::TaskEnded { task, .. })) => {
+            assert!(task.contains("panicked"), "{task}");
+        }
         other => panic!("expected the worker's panic to stop the controller, got {other:?}"),
     }
     assert!(liveness.failure().is_some());
@@ -138,20 +156,21 @@ async fn a_standby_forgets_deleted_objects_and_queues_nothing() {
         }
     });
 
-    let clients = Clients::build(
-        ClientBuilder::new(api.service(), "default"),
-        ClientBuilder::new(api.service(), "default"),
-        ClientOptions::default(),
-    );
-    let standby = ControllerBase::new(clients.controller, BaseConfig::default()).expect("base");
-    let controller = Arc::clone(standby.controller());
+    let standby = process(
+        &api,
+        AppConfig {
+            election: Some(LeaseConfig::new("kube-system", "pv-controller", "standby")),
+            ..binder_only(pv::Config::default())
+        },
+    )
+    .await;
+    let controller = standby
+        .controllers()
+        .persistentvolume
+        .clone()
+        .expect("built");
     let idle = standby.idle_probe();
-    let elector = LeaderElector::new(
-        clients.lease,
-        LeaseConfig::new("kube-system", "pv-controller", "standby"),
-        clients.gate,
-    );
-    let task = tokio::spawn(standby.run_elected(elector, std::future::pending()));
+    let task = tokio::spawn(standby.run(std::future::pending()));
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
         controller.cache().volumes_len(),
@@ -179,11 +198,23 @@ async fn a_standby_forgets_deleted_objects_and_queues_nothing() {
     renewals.abort();
 }
 
+/// `pv_controller_waiting_claims`.
+fn waiting_claims(metrics: &pv_controller::Metrics) -> u64 {
+    let text = metrics.render().expect("metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix("pv_controller_waiting_claims "))
+        .and_then(|value| value.parse().ok())
+        .expect("the gauge")
+}
+
 /// `pv_controller_sync_duration_seconds_count` of claim syncs.
 fn claim_syncs(metrics: &pv_controller::Metrics) -> u64 {
     let text = metrics.render().expect("metrics");
     text.lines()
-        .filter(|l| l.starts_with("pv_controller_sync_duration_seconds_count{kind=\"claim\""))
+        .filter(|l| {
+            l.starts_with("pv_controller_sync_duration_seconds_count{")
+                && l.contains("kind=\"claim\"")
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
@@ -199,16 +230,17 @@ async fn waiting_claims_are_forgotten_when_deleted_and_not_resynced_twice() {
     }
     let base = base(
         &api,
-        BaseConfig {
+        pv::Config {
             resync_period: Duration::from_secs(10),
-            ..BaseConfig::default()
+            ..pv::Config::default()
         },
-    );
+    )
+    .await;
     let metrics = base.metrics();
     let idle = base.idle_probe();
     let task = tokio::spawn(base.run(std::future::pending()));
     settle(&api, &idle).await;
-    assert_eq!(idle.waiting_claims(), 10, "ten claims wait for a volume");
+    assert_eq!(waiting_claims(&metrics), 10, "ten claims wait for a volume");
 
     // The small volume stays Available through every resync: that is no
     // news, so the waiting claims are synced once per period, not twice.
@@ -224,6 +256,6 @@ async fn waiting_claims_are_forgotten_when_deleted_and_not_resynced_twice() {
         api.remove::<PersistentVolumeClaim>(Some("default"), &format!("big-{i}"));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(idle.waiting_claims(), 0, "deleted claims no longer wait");
+    assert_eq!(waiting_claims(&metrics), 0, "deleted claims no longer wait");
     task.abort();
 }

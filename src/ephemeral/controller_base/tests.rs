@@ -82,7 +82,11 @@ async fn a_pod_is_queued_only_while_leading_and_only_with_work() {
     let mut plain = Pod::clone(&pod("c"));
     plain.spec = None;
     handlers.on_pod(&applied(&Arc::new(plain)));
-    assert_eq!(handlers.queue.len(), 1, "a pod without ephemeral volumes has no work");
+    assert_eq!(
+        handlers.queue.len(),
+        1,
+        "a pod without ephemeral volumes has no work"
+    );
 }
 
 #[tokio::test]

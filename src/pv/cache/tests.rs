@@ -53,7 +53,10 @@ fn equal_version_replaces_the_object() {
         .build();
     assert_eq!(cache.offer_volume(first), Ok(true));
     assert_eq!(cache.offer_volume(resync.clone()), Ok(true));
-    assert_eq!(cache.volume(&VolumeName::new("v")).as_deref(), Some(&resync));
+    assert_eq!(
+        cache.volume(&VolumeName::new("v")).as_deref(),
+        Some(&resync)
+    );
 }
 
 #[test]
@@ -150,7 +153,10 @@ fn objects_read_back_as_offered() {
     );
     let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
     assert_eq!(matched.ok().flatten().as_deref(), Some(&v));
-    assert_eq!(cache.remove_volume(&VolumeName::new("v")).as_deref(), Some(&v));
+    assert_eq!(
+        cache.remove_volume(&VolumeName::new("v")).as_deref(),
+        Some(&v)
+    );
 }
 
 #[test]
@@ -165,7 +171,10 @@ fn only_what_a_watch_showed_is_listed() {
         Ok(true)
     );
     assert_eq!(cache.offer_claim(c("2")), Ok(true));
-    assert!(cache.volume(&VolumeName::new("v")).is_some() && cache.listed_volume(&VolumeName::new("v")).is_none());
+    assert!(
+        cache.volume(&VolumeName::new("v")).is_some()
+            && cache.listed_volume(&VolumeName::new("v")).is_none()
+    );
     assert!(cache.claim(&key).is_some() && !cache.is_listed_claim(&key));
 
     // The watch shows an older version: the newer one is kept, now listed.
@@ -255,10 +264,7 @@ fn removal_names_and_order() {
             Ok(true)
         );
     }
-    assert_eq!(
-        cache.volume_names(),
-        ["a", "b", "c"].map(VolumeName::new)
-    );
+    assert_eq!(cache.volume_names(), ["a", "b", "c"].map(VolumeName::new));
     assert_eq!(
         cache.claim_keys(),
         ["a", "b", "c"].map(|n| ObjectKey::new("myns", n))
@@ -442,7 +448,10 @@ fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
     let (claims, volumes) = cache.unsettled();
     (
         claims.iter().map(ToString::to_string).collect(),
-        volumes.iter().map(|name| name.as_str().to_owned()).collect(),
+        volumes
+            .iter()
+            .map(|name| name.as_str().to_owned())
+            .collect(),
     )
 }
 

@@ -16,10 +16,10 @@ use crate::pv::constants::{
 };
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
 };
+use crate::runtime::keys::ObjectKey;
 
 impl Controller {
     /// Binds a volume and a claim with the four writes, volume first, and

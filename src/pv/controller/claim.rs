@@ -13,12 +13,12 @@ use crate::pv::constants::{
 };
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
     has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
+use crate::runtime::keys::ObjectKey;
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
 #[derive(Debug)]

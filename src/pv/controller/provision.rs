@@ -13,9 +13,9 @@ use crate::pv::constants::{
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
 };
 use crate::pv::error::{Error, Result};
-use crate::runtime::keys::ObjectKey;
 use crate::pv::migration::csi_driver_of;
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
 use crate::runtime::operations::OperationName;
 

@@ -23,11 +23,11 @@ use crate::pv::constants::{
 };
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     VolumePhase, annotation, claim_class, claim_reference, is_volume_bound_to_claim,
 };
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
+use crate::runtime::keys::ObjectKey;
 
 /// The name of the volume provisioned for a claim.
 pub(super) fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
@@ -237,7 +237,10 @@ impl Controller {
             message.clone(),
         );
         Err(Error::Plugin {
-            action: format!("provisioning a volume for claim {}", ObjectKey::of(claim.as_ref())),
+            action: format!(
+                "provisioning a volume for claim {}",
+                ObjectKey::of(claim.as_ref())
+            ),
             source: PluginError::Failed(message),
         })
     }

@@ -10,11 +10,11 @@ use super::{Controller, Next};
 use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationName;
 
 /// Where a volume stands relative to the claim its claimRef names.
@@ -52,7 +52,9 @@ pub(super) fn classify_volume(
     };
     match requested_volume(&claim) {
         None => VolumeSituation::ClaimNotBoundYet(claim),
-        Some(name) if name == VolumeName::of(volume).as_str() => VolumeSituation::ClaimBoundHere(claim),
+        Some(name) if name == VolumeName::of(volume).as_str() => {
+            VolumeSituation::ClaimBoundHere(claim)
+        }
         Some(_) => VolumeSituation::ClaimBoundElsewhere,
     }
 }
@@ -166,10 +168,11 @@ impl Controller {
         if cached.is_none() && reclaiming {
             return Ok(None);
         }
-        let live = kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &key.namespace)
-            .get_opt(&key.name)
-            .await
-            .map_err(api(|| format!("getting claim {key}")))?;
+        let live =
+            kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &key.namespace)
+                .get_opt(&key.name)
+                .await
+                .map_err(api(|| format!("getting claim {key}")))?;
         Ok(live
             .filter(|c| c.metadata.uid.as_deref() == Some(uid))
             .map(Arc::new))

@@ -127,8 +127,8 @@ mod tests {
             );
         }
         drop(in_order.wait(Turn(1)).await);
-        let third = tokio::time::timeout(std::time::Duration::from_secs(1), in_order.wait(Turn(3)))
-            .await;
+        let third =
+            tokio::time::timeout(std::time::Duration::from_secs(1), in_order.wait(Turn(3))).await;
         assert!(third.is_ok(), "turn 2 was dropped while waiting: passed");
     }
 }

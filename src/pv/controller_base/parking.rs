@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use crate::pv::keys::VolumeName;
-use crate::runtime::keys::ObjectKey;
 use crate::pv::objects::is_new_volume;
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::{Mark, WorkQueue};
 
 #[derive(Debug, Default)]

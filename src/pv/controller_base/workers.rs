@@ -72,7 +72,10 @@ impl ClaimWork {
                 .flatten();
             (epoch, reservation)
         };
-        let newest = cache.is_listed_claim(&key).then(|| cache.claim(&key)).flatten();
+        let newest = cache
+            .is_listed_claim(&key)
+            .then(|| cache.claim(&key))
+            .flatten();
         let result = match newest {
             Some(newest) => self.controller.sync_claim(&newest).await,
             None => Ok(crate::pv::controller::Next::nothing()),

@@ -24,15 +24,15 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
+use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::Api;
 use quantity::Amount;
 
 use super::{EventRelay, PluginError, RecycleContext, RecyclerPods};
+use crate::runtime::events::EventType;
 use crate::runtime::kinds::PodPhase;
 use crate::runtime::write::WriteError;
-use crate::runtime::events::EventType;
 
 /// Namespace of the recycler pod when the template names none.
 pub(crate) const DEFAULT_NAMESPACE: &str = "default";
@@ -390,11 +390,13 @@ async fn create_or_adopt(
                 return Ok(true);
             }
             tracing::info!(pod = %name, "old recycler pod found, deleting it");
-            delete_pod(writer, &namespace, &name).await.map_err(|message| {
-                RecyclerError::Create(format!(
-                    "failed to delete old recycler pod {name}: {message}"
-                ))
-            })?;
+            delete_pod(writer, &namespace, &name)
+                .await
+                .map_err(|message| {
+                    RecyclerError::Create(format!(
+                        "failed to delete old recycler pod {name}: {message}"
+                    ))
+                })?;
             Err(RecyclerError::StalePod)
         }
         Err(error) => Err(RecyclerError::Create(error.to_string())),

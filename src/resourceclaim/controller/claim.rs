@@ -9,8 +9,8 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReferen
 use super::Controller;
 use crate::resourceclaim::constants::FINALIZER;
 use crate::resourceclaim::error::Result;
-use crate::runtime::keys::ObjectKey;
 use crate::resourceclaim::objects::{is_allocated, is_pod_done, owning_pod, uid};
+use crate::runtime::keys::ObjectKey;
 
 /// Whether a consumer is a pod (the only kind of consumer the controller
 /// checks; any other is kept as it is).

@@ -11,12 +11,12 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReferen
 use super::Controller;
 use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, REASON_FAILED_CREATION};
 use crate::resourceclaim::error::{Result, SyncError};
-use crate::runtime::keys::ObjectKey;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
     is_pod_done, is_reserved_for_pod, node_name, pod_claims, uid,
 };
 use crate::runtime::events::{EventType, reference_of};
+use crate::runtime::keys::ObjectKey;
 
 impl Controller {
     /// Syncs the pod of `key`; a pod gone or being deleted needs nothing.

@@ -5,11 +5,11 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::resourceclaim::claims::ClaimCache;
-use crate::runtime::keys::ObjectKey;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_name, is_allocated, is_for_pod, is_pod_done,
     is_reserved_for_pod, node_name, pod_claims,
 };
+use crate::runtime::keys::ObjectKey;
 
 /// The claims a pod that will not run (any more) should release: every
 /// claim it names, when it was deleted or is done; none otherwise.

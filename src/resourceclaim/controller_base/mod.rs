@@ -108,4 +108,3 @@ pub(crate) fn build(
     ));
     Ok((controller, workload))
 }
-

@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::task::JoinSet;
 use kube::Client;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::Event;
+use tokio::task::JoinSet;
 
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
@@ -339,9 +339,7 @@ impl Watches {
     /// The first watch of `tasks` to end: each should run as long as the
     /// process, so any end is a failure. Never resolves while all of them
     /// run, or when there are none.
-    pub(crate) async fn failure_of(
-        tasks: &mut JoinSet<Result<(), WatchFailure>>,
-    ) -> WatchFailure {
+    pub(crate) async fn failure_of(tasks: &mut JoinSet<Result<(), WatchFailure>>) -> WatchFailure {
         match tasks.join_next().await {
             None => std::future::pending().await,
             Some(Ok(Err(failure))) => failure,

@@ -32,8 +32,11 @@ fn told(change: &Change<'_, Pod>) -> String {
     }
 }
 
+/// What the recording handler was told, in order.
+type Told = Arc<Mutex<Vec<String>>>;
+
 /// An informer of pods into a [`MemStore`], with one recording handler.
-fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Arc<Mutex<Vec<String>>>) {
+fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Told) {
     let store = Arc::new(MemStore::default());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let recorded = Arc::clone(&seen);
@@ -79,7 +82,11 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
         ["applied ns/a listing=false", "deleted ns/c last=true"]
     );
     // The watch could not resume: "b" was deleted while it was down.
-    for event in [Event::Init, Event::InitApply(pod("a", "2")), Event::InitDone] {
+    for event in [
+        Event::Init,
+        Event::InitApply(pod("a", "2")),
+        Event::InitDone,
+    ] {
         informer.on_event(event);
     }
     assert_eq!(
@@ -98,7 +105,8 @@ fn each_kind_has_one_store_and_one_slot() {
     let mut informers = Informers::default();
     let first = informers.store::<Pod>();
     let mem = informers.mem_store::<Pod>().expect("the default store");
-    informers.index::<Pod>("by-name", |pod| vec![ObjectKey::of(pod)])
+    informers
+        .index::<Pod>("by-name", |pod| vec![ObjectKey::of(pod)])
         .expect("an index on it");
     let _ = informers.store::<PersistentVolume>();
     assert_eq!(informers.kinds(), ["pod", "persistentvolume"]);

@@ -2,8 +2,8 @@
 //! leads, failures are retried with backoff, and a dying worker stops the
 //! process and fails `/livez`.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 
 use super::*;
 
@@ -32,8 +32,8 @@ fn runner(workloads: Vec<Workload>, leading: Leading) -> (Runner, Liveness, Arc<
     let api = memapi::MemApi::new();
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let liveness = Liveness::default();
-    let recorder = EventRecorder::new(api.client(), Arc::clone(&metrics), "test", "test")
-        .expect("recorder");
+    let recorder =
+        EventRecorder::new(api.client(), Arc::clone(&metrics), "test", "test").expect("recorder");
     let runner = Runner::new(RunnerParts {
         client: api.client(),
         watch_failure_limit: Duration::from_secs(60),
@@ -62,13 +62,18 @@ async fn workers_run_while_the_process_leads_and_stop_on_shutdown() {
         on_lead.add("b".to_string());
     });
     let recorded = Arc::clone(&synced);
-    workload.pool(Pool::new(queue.clone(), 2, |_| "thing", move |key: String, turn: Turn| {
-        let recorded = Arc::clone(&recorded);
-        async move {
-            recorded.lock().expect("synced").push((key, turn.0));
-            Ok::<_, Failed>(Outcome::Synced)
-        }
-    }));
+    workload.pool(Pool::new(
+        queue.clone(),
+        2,
+        |_| "thing",
+        move |key: String, turn: Turn| {
+            let recorded = Arc::clone(&recorded);
+            async move {
+                recorded.lock().expect("synced").push((key, turn.0));
+                Ok::<_, Failed>(Outcome::Synced)
+            }
+        },
+    ));
     let counted = Arc::clone(&stopped);
     workload.on_stop(move || {
         counted.fetch_add(1, Ordering::SeqCst);
@@ -101,21 +106,30 @@ async fn a_failed_key_is_retried_with_backoff() {
     let adding = queue.clone();
     workload.on_lead(move || adding.add("a".to_string()));
     let counted = Arc::clone(&tries);
-    workload.pool(Pool::new(queue, 1, |_| "thing", move |_key: String, _| {
-        let counted = Arc::clone(&counted);
-        async move {
-            if counted.fetch_add(1, Ordering::SeqCst) < 3 {
-                Err(Failed)
-            } else {
-                Ok(Outcome::Synced)
+    workload.pool(Pool::new(
+        queue,
+        1,
+        |_| "thing",
+        move |_key: String, _| {
+            let counted = Arc::clone(&counted);
+            async move {
+                if counted.fetch_add(1, Ordering::SeqCst) < 3 {
+                    Err(Failed)
+                } else {
+                    Ok(Outcome::Synced)
+                }
             }
-        }
-    }));
+        },
+    ));
     let (runner, _, _) = runner(vec![workload], Leading::default());
     let idle = runner.idle_probe();
     let running = tokio::spawn(runner.run(None, std::future::pending()));
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(tries.load(Ordering::SeqCst), 4, "three failures, then success");
+    assert_eq!(
+        tries.load(Ordering::SeqCst),
+        4,
+        "three failures, then success"
+    );
     assert!(idle.is_idle());
     running.abort();
 }
@@ -126,17 +140,28 @@ async fn a_dying_worker_stops_the_process_and_fails_livez() {
     let mut workload = Workload::new("test");
     let adding = queue.clone();
     workload.on_lead(move || adding.add("boom".to_string()));
-    workload.pool(Pool::new(queue, 1, |_| "thing", |key: String, _| async move {
-        if key == "boom" {
-            panic!("a worker panics");
-        }
-        Ok::<_, Failed>(Outcome::Synced)
-    }));
+    workload.pool(Pool::new(
+        queue,
+        1,
+        |_| "thing",
+        |key: String, _| async move {
+            if key == "boom" {
+                panic!("a worker panics");
+            }
+            Ok::<_, Failed>(Outcome::Synced)
+        },
+    ));
     let (runner, liveness, _) = runner(vec![workload], Leading::default());
     let result = runner.run(None, std::future::pending()).await;
     let error = result.expect_err("the process stops");
     assert!(
-        matches!(&error, RunError::TaskEnded { controller: "test", .. }),
+        matches!(
+            &error,
+            RunError::TaskEnded {
+                controller: "test",
+                ..
+            }
+        ),
         "{error}"
     );
     let failure = liveness.failure().expect("/livez fails");

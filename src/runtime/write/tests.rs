@@ -20,7 +20,13 @@ fn volume(name: &str) -> PersistentVolume {
 
 /// A writer of volumes for controller "test" over a fresh store, and the
 /// door's registry.
-fn writer(api: &MemApi) -> (Writer<PersistentVolume>, Arc<MemStore<PersistentVolume>>, Arc<Metrics>) {
+fn writer(
+    api: &MemApi,
+) -> (
+    Writer<PersistentVolume>,
+    Arc<MemStore<PersistentVolume>>,
+    Arc<Metrics>,
+) {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let door = Door::new(api.client(), Arc::clone(&metrics));
     let store = Arc::new(MemStore::default());
@@ -60,8 +66,15 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
         .update(&basis, Part::Spec, label("yes"))
         .await
         .expect("second write");
-    assert_eq!(second.metadata.resource_version, first.metadata.resource_version);
-    assert_eq!(api.requests().count(Verb::Update, "persistentvolumes", None), 0);
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    assert_eq!(
+        api.requests()
+            .count(Verb::Update, "persistentvolumes", None),
+        0
+    );
     let refused = writer
         .update(&basis, Part::Spec, |_| Edit::Refused("moved on".into()))
         .await;
@@ -69,8 +82,14 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
         matches!(&refused, Err(error @ WriteError::Stale { .. }) if error.is_conflict()),
         "{refused:?}"
     );
-    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "create"), 1);
-    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "update"), 1);
+    assert_eq!(
+        metrics.api_writes_by("test", "persistentvolumes", "create"),
+        1
+    );
+    assert_eq!(
+        metrics.api_writes_by("test", "persistentvolumes", "update"),
+        1
+    );
 }
 
 #[tokio::test]
@@ -90,7 +109,10 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
         .delete(&ObjectKey::cluster("v1"), None)
         .await
         .expect("gone already counts as deleted");
-    assert_eq!(metrics.api_writes_by("test", "persistentvolumes", "delete"), 3);
+    assert_eq!(
+        metrics.api_writes_by("test", "persistentvolumes", "delete"),
+        3
+    );
 
     let pods = Door::new(api.client(), Arc::clone(&metrics));
     let pod_store = Arc::new(MemStore::<Pod>::default());
@@ -130,8 +152,7 @@ async fn two_writers_of_one_object_never_conflict() {
         let one = tokio::spawn(async move { a.update(&basis_a, Part::Spec, label("one")).await });
         let two = tokio::spawn(async move {
             b.update(&basis_b, Part::Status, |volume| {
-                volume.status.get_or_insert_with(Default::default).phase =
-                    Some("Available".into());
+                volume.status.get_or_insert_with(Default::default).phase = Some("Available".into());
                 Edit::Changed
             })
             .await
@@ -146,5 +167,9 @@ async fn two_writers_of_one_object_never_conflict() {
         0,
         "the door serialises writers of one object"
     );
-    assert_eq!(writer.door.locks_in_use(), 0, "locks are forgotten after use");
+    assert_eq!(
+        writer.door.locks_in_use(),
+        0,
+        "locks are forgotten after use"
+    );
 }

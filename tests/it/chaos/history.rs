@@ -17,7 +17,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use memapi::{ChangeType, MemApi, Observed, Observer};
-use pv_controller::{RECYCLER_ANN_CLAIM_UID, RECYCLER_ANN_VOLUME_UID};
+use pv_controller::pv::RECYCLER_ANN_CLAIM_UID;
+use pv_controller::pv::RECYCLER_ANN_VOLUME_UID;
 use testkit::ANN_PROVISIONED_BY;
 
 use super::world::StorageCall;

@@ -12,7 +12,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use proptest::prelude::*;
-use pv_controller::{BaseConfig, Settings};
+use pv_controller::pv;
+use pv_controller::pv::Settings;
 
 use crate::harness::Running;
 
@@ -302,14 +303,14 @@ impl Model {
 async fn run(actions: Vec<Action>) -> Result<(), String> {
     let api = MemApi::new();
     let storage = Arc::new(ChaosPlugin::default());
-    let config = BaseConfig {
+    let config = pv::Config {
         settings: Settings {
             plugins: plugins(&storage),
             ..Settings::default()
         },
-        ..BaseConfig::default()
+        ..pv::Config::default()
     };
-    let running = Running::start_with(&api, config);
+    let running = Running::start_with(&api, config).await;
     let kubelet_api = api.clone();
     let kubelet = tokio::spawn(async move {
         let mut kubelet = Kubelet::new(0);

@@ -2,15 +2,17 @@
 //! time-limited client; the lease's own client; leader election), started,
 //! crashed and stopped at the schedule's will.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kube::client::ClientBuilder;
 use memapi::MemApi;
-use pv_controller::{
-    BaseConfig, BaseError, ClientOptions, Clients, Controller, ControllerBase, LeaderElector,
-    LeaseConfig, PluginConfig, RecyclerPodConfig, Settings, VolumePlugins, WriteGate,
+use pv_controller::pv::{
+    self, Controller, PluginConfig, RecyclerPodConfig, Settings, VolumePlugins,
     default_recycler_template,
+};
+use pv_controller::{
+    App, AppConfig, AppError, ClientOptions, Clients, ControllerSelection, LeaseConfig, WriteGate,
 };
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -21,10 +23,11 @@ use super::world::{ChaosPlugin, Shared};
 /// One running replica.
 pub(crate) struct Replica {
     pub(crate) identity: String,
-    controller: Arc<Controller>,
+    /// The replica's controller, once its process is built.
+    controller: Arc<OnceLock<Arc<Controller>>>,
     gate: WriteGate,
     stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Result<(), BaseError>>,
+    task: JoinHandle<Result<(), AppError>>,
 }
 
 /// The plugins of every replica: the real hostPath recycler (pods the
@@ -55,32 +58,37 @@ impl Replica {
                 ..ClientOptions::default()
             },
         );
-        let base = ControllerBase::new(
-            clients.controller,
-            BaseConfig {
-                instance: identity.clone(),
+        let config = AppConfig {
+            controllers: ControllerSelection::new([pv::NAME]),
+            instance: identity.clone(),
+            election: Some(LeaseConfig::new("kube-system", "pv-controller", &identity)),
+            persistentvolume: pv::Config {
                 settings: Settings {
                     plugins: plugins(storage),
                     ..Settings::default()
                 },
-                ..BaseConfig::default()
+                ..pv::Config::default()
             },
-        )
-        .expect("controller");
-        let controller = Arc::clone(base.controller());
-        let elector = LeaderElector::new(
-            clients.lease,
-            LeaseConfig::new("kube-system", "pv-controller", &identity),
-            clients.gate.clone(),
-        );
+            ..AppConfig::default()
+        };
+        let controller = Arc::new(OnceLock::new());
+        let built = Arc::clone(&controller);
+        let gate = clients.gate.clone();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(base.run_elected(elector, async move {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(async move {
+            let app = App::start(clients, config).await?;
+            if let Some(controller) = &app.controllers().persistentvolume {
+                let _ = built.set(Arc::clone(controller));
+            }
+            app.run(async move {
+                let _ = stopped.await;
+            })
+            .await
+        });
         Self {
             identity,
             controller,
-            gate: clients.gate,
+            gate,
             stop: Some(stop),
             task,
         }
@@ -96,8 +104,16 @@ impl Replica {
     /// more runs and nothing more is written, the lease is not released.
     pub(crate) fn crash(self) {
         self.task.abort();
-        self.controller.operations().abort_all();
+        self.abort_operations();
         self.gate.close();
+    }
+
+    /// Cancels the long operations of the replica's controller, which run
+    /// outside its process's task.
+    fn abort_operations(&self) {
+        if let Some(controller) = self.controller.get() {
+            controller.operations().abort_all();
+        }
     }
 
     /// Stops the replica as SIGTERM does: it finishes, flushes its events
@@ -112,7 +128,7 @@ impl Replica {
         {
             self.task.abort();
         }
-        self.controller.operations().abort_all();
+        self.abort_operations();
         self.gate.close();
     }
 }

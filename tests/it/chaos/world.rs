@@ -13,7 +13,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
 };
-use pv_controller::{PluginError, ProvisionRequest, VolumePlugin};
+use pv_controller::pv::PluginError;
+use pv_controller::pv::ProvisionRequest;
+use pv_controller::pv::VolumePlugin;
 use testkit::{ANN_PROVISIONED_BY, RWO, claim, storage_class, volume};
 
 use crate::mock_plugin::provisioned_volume;

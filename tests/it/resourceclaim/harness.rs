@@ -11,9 +11,15 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use memapi::{MemApi, Reactor, Verb};
+use pv_controller::resourceclaim::{self, WorkKey};
+use pv_controller::testing::LeaderElector;
 use pv_controller::{
-    ClaimControllerBase, ClaimControllerConfig, ClaimIdle, Idle, Metrics, ObjectKey, WorkKey,
+    App, AppConfig, AppError, ControllerSelection, IdleProbe, LeaseConfig, Metrics, ObjectKey,
+    WriteGate,
 };
+
+use crate::harness::{clients, direct_clients};
+use crate::pod_harness::value;
 use serde_json::Value;
 
 /// What a pod's `status.resourceClaimStatuses` must hold: entry → claim.
@@ -100,37 +106,49 @@ pub(crate) fn seeded(row: &Row) -> MemApi {
     api
 }
 
-/// A controller on `api` with its own metrics registry.
-pub(crate) fn controller(api: &MemApi) -> ClaimControllerBase {
-    controller_with(api, Arc::new(Metrics::new().expect("metrics")))
+/// The process with the ResourceClaim controller alone on `api`, with
+/// `election` when given.
+fn config(election: Option<LeaseConfig>) -> AppConfig {
+    AppConfig {
+        controllers: ControllerSelection::new([resourceclaim::NAME]),
+        election,
+        ..AppConfig::default()
+    }
 }
 
-fn controller_with(api: &MemApi, metrics: Arc<Metrics>) -> ClaimControllerBase {
-    ClaimControllerBase::new(api.client(), metrics, ClaimControllerConfig::default())
-        .expect("controller")
+/// The ResourceClaim controller's create attempts and failures so far
+/// (upstream's counters).
+pub(crate) fn creates(metrics: &Metrics) -> (u64, u64) {
+    (
+        value(metrics, "resourceclaim_controller_create_attempts_total") as u64,
+        value(metrics, "resourceclaim_controller_create_failures_total") as u64,
+    )
 }
 
 /// Runs the row's key once and returns what differs from the row.
 pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let api = seeded(row);
-    let mut base = controller(&api);
-    base.start_informers().await.expect("caches");
+    let mut app = App::start(direct_clients(&api), config(None))
+        .await
+        .expect("the process starts");
+    app.start_informers().await.expect("caches");
+    let controller = app.controllers().resourceclaim.clone().expect("built");
     for claim in &row.claims_in_cache {
-        base.controller().cache_created(claim.clone());
+        controller.cache_created(claim.clone());
     }
     for pod in &row.pods_later {
         api.create(pod).expect("pod");
     }
     let key = row.key.clone().expect("a direct row has a key");
-    let result = base.controller().sync(&key).await;
-    base.controller().flush_events().await;
+    let result = controller.sync(&key).await;
+    controller.flush_events().await;
     let mut problems = Vec::new();
     match (&result, row.expect_error) {
         (Ok(()), true) => problems.push("expected an error, the sync succeeded".to_string()),
         (Err(e), false) => problems.push(format!("sync failed: {e}")),
         _ => {}
     }
-    let creates = base.create_counter()();
+    let creates = creates(&app.metrics());
     if creates != row.creates {
         problems.push(format!(
             "creates (attempts, failures): expected {:?}, got {creates:?}",
@@ -168,7 +186,7 @@ pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// Runs the controller until `api` has been quiet (no write) and the
 /// controller idle for [`SETTLE_QUIET`], at most [`SETTLE_LIMIT`].
-pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
+pub(crate) async fn settle(api: &MemApi, idle: &IdleProbe) {
     let wait = async {
         let mut written = api.resource_version();
         let mut quiet_since = tokio::time::Instant::now();
@@ -189,38 +207,72 @@ pub(crate) async fn settle(api: &MemApi, idle: &impl Idle) {
 /// A controller running on `api` until [`Running::stop`].
 pub(crate) struct Running {
     stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), pv_controller::ClaimControllerError>>,
-    idle: ClaimIdle,
-    pub(crate) counts: Box<dyn Fn() -> (u64, u64) + Send + Sync>,
+    task: tokio::task::JoinHandle<Result<(), AppError>>,
+    idle: IdleProbe,
     pub(crate) metrics: Arc<Metrics>,
+    other_holder: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Running {
     /// A controller that leads at once.
-    pub(crate) fn start(api: &MemApi) -> Self {
-        Self::start_leading_when(api, async { true })
+    pub(crate) async fn start(api: &MemApi) -> Self {
+        Self::run(api, None, None).await
     }
 
-    /// A controller that follows until `acquired` resolves.
-    pub(crate) fn start_leading_when(
+    /// A controller elected on a Lease that another replica holds until
+    /// `released` resolves (then it gives the Lease up).
+    pub(crate) async fn start_leading_when(
         api: &MemApi,
-        acquired: impl Future<Output = bool> + Send + 'static,
+        released: impl Future<Output = bool> + Send + 'static,
     ) -> Self {
-        let metrics = Arc::new(Metrics::new().expect("metrics"));
-        let base = controller_with(api, Arc::clone(&metrics));
-        let idle = base.idle_probe();
-        let counts = base.create_counter();
+        let mut other = LeaderElector::new(
+            api.client(),
+            LeaseConfig::new("kube-system", "pv-controller", "other"),
+            WriteGate::default(),
+        );
+        assert!(
+            other
+                .try_acquire_or_renew()
+                .await
+                .expect("the other holds the Lease")
+        );
+        let holder = tokio::spawn(async move {
+            tokio::select! {
+                _ = released => {}
+                () = other.hold() => {}
+            }
+            let _ = other.release().await;
+        });
+        let election = LeaseConfig::new("kube-system", "pv-controller", "test");
+        Self::run(api, Some(election), Some(holder)).await
+    }
+
+    async fn run(
+        api: &MemApi,
+        election: Option<LeaseConfig>,
+        other_holder: Option<tokio::task::JoinHandle<()>>,
+    ) -> Self {
+        let app = App::start(clients(api), config(election))
+            .await
+            .expect("the process starts");
+        let idle = app.idle_probe();
+        let metrics = app.metrics();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(base.run(acquired, std::future::pending(), async move {
+        let task = tokio::spawn(app.run(async move {
             let _ = stopped.await;
         }));
         Self {
             stop,
             task,
             idle,
-            counts: Box::new(counts),
             metrics,
+            other_holder,
         }
+    }
+
+    /// The controller's create attempts and failures so far.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        creates(&self.metrics)
     }
 
     pub(crate) async fn settle(&self, api: &MemApi) {
@@ -230,6 +282,9 @@ impl Running {
     pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         self.task.await.expect("joined").expect("clean stop");
+        if let Some(holder) = self.other_holder {
+            holder.abort();
+        }
     }
 }
 
@@ -240,7 +295,7 @@ pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
     for pod in &row.pods_later {
         api.create(pod).expect("pod");
     }
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     running.stop().await;
     api.clear_reactors();

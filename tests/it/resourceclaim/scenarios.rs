@@ -50,9 +50,9 @@ async fn a_failing_pod_status_write_never_makes_a_second_claim() {
             .error(500)
             .times(FAILURES),
     );
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
-    let counts = (running.counts)();
+    let counts = running.counts();
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>();
@@ -83,7 +83,7 @@ async fn a_pod_with_50_template_claims_gets_50_claims_and_one_status_write() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     running.stop().await;
 
@@ -123,9 +123,9 @@ async fn a_storm_of_1000_pods_gets_1000_claims_and_1000_status_writes() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
-    let counts = (running.counts)();
+    let counts = running.counts();
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>().len();
@@ -163,7 +163,7 @@ async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_ex
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     assert_eq!(
         api.list::<ResourceClaim>().len(),
@@ -217,7 +217,7 @@ async fn a_claim_not_owned_by_the_pod_is_never_written() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     running.stop().await;
     let touched: Vec<String> = api
@@ -257,7 +257,7 @@ async fn a_pod_gone_while_the_watch_was_down_is_handled_as_deleted() {
         ],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     assert_eq!(reserved_count(&api, "shared"), 1);
 
@@ -323,7 +323,7 @@ fn check_gauges(running: &Running, claims: i64, allocated: i64) {
 #[tokio::test(start_paused = true)]
 async fn the_claim_gauges_follow_the_claims() {
     let api = MemApi::new();
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     check_gauges(&running, 0, 0);
     api.create(&claim("first", NAMESPACE, None))
@@ -365,7 +365,7 @@ async fn a_follower_makes_no_claim_until_it_leads() {
         ..Row::default()
     });
     let (lead, leads) = tokio::sync::oneshot::channel::<()>();
-    let running = Running::start_leading_when(&api, async move { leads.await.is_ok() });
+    let running = Running::start_leading_when(&api, async move { leads.await.is_ok() }).await;
     running.settle(&api).await;
     assert!(
         api.list::<ResourceClaim>().is_empty(),
@@ -392,7 +392,7 @@ async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api);
+    let running = Running::start(&api).await;
     running.settle(&api).await;
     let first = api.list::<ResourceClaim>();
     assert_eq!(first.len(), 1);
@@ -432,26 +432,22 @@ async fn a_claim_watch_that_keeps_failing_stops_the_controller() {
             .error(500)
             .always(),
     );
-    let base = pv_controller::ClaimControllerBase::new(
-        api.client(),
-        std::sync::Arc::new(pv_controller::Metrics::new().expect("metrics")),
-        pv_controller::ClaimControllerConfig {
+    let app = pv_controller::App::start(
+        crate::harness::clients(&api),
+        pv_controller::AppConfig {
+            controllers: pv_controller::ControllerSelection::new([
+                pv_controller::resourceclaim::NAME,
+            ]),
             watch_failure_limit: Duration::from_secs(30),
-            ..pv_controller::ClaimControllerConfig::default()
+            ..pv_controller::AppConfig::default()
         },
     )
-    .expect("controller");
-    let readiness = base.readiness();
-    let result = tokio::time::timeout(
-        Duration::from_secs(120),
-        base.run(
-            async { true },
-            std::future::pending(),
-            std::future::pending(),
-        ),
-    )
     .await
-    .expect("it stops by itself");
+    .expect("the process starts");
+    let readiness = app.health().readiness;
+    let result = tokio::time::timeout(Duration::from_secs(120), app.run(std::future::pending()))
+        .await
+        .expect("it stops by itself");
     let error = result.expect_err("a failing watch is an error");
     assert!(error.to_string().contains("resourceclaim"), "{error}");
     assert!(!readiness.is_ready(), "never ready without its claims");
