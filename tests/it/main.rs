@@ -34,4 +34,5 @@ mod rbac;
 mod recycle;
 mod resourceclaim;
 mod resync;
+mod runtime;
 mod supervision;
