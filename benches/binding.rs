@@ -5,6 +5,10 @@
 //!
 //! Run with `cargo bench --bench binding` (sizes: `-- 1000 10000`).
 
+// A test or benchmark reports a failure by panicking: unwrap and expect
+// are its assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;

@@ -16,6 +16,10 @@
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
 //! ```
 
+// A test or benchmark reports a failure by panicking: unwrap and expect
+// are its assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cluster;
 mod plot;
 mod process;

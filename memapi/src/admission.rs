@@ -30,7 +30,7 @@ const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
 /// The mutating admission of a create: adds the protection finalizer to a
 /// new PV or PVC (unless already there) when the server is configured to.
-pub fn admit_create(store: &Store, kind: &ResourceKind, obj: &mut Value) {
+pub(crate) fn admit_create(store: &Store, kind: &ResourceKind, obj: &mut Value) {
     if !store.protection_finalizers || !kind.group.is_empty() {
         return;
     }
@@ -51,7 +51,11 @@ pub fn admit_create(store: &Store, kind: &ResourceKind, obj: &mut Value) {
 
 /// The validating admission of a main-resource update of a claim
 /// (PersistentVolumeClaimResize); `new` is the validated object to store.
-pub fn validate_claim_update(store: &Store, new: &Value, old: &Value) -> Result<(), ApiError> {
+pub(crate) fn validate_claim_update(
+    store: &Store,
+    new: &Value,
+    old: &Value,
+) -> Result<(), ApiError> {
     let size = |o: &Value| {
         str_at(o, "spec.resources.requests.storage")
             .and_then(|q| Amount::parse(q).ok())

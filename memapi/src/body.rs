@@ -18,14 +18,14 @@ pub type ResponseBody = UnsyncBoxBody<Bytes, StreamCut>;
 pub struct StreamCut;
 
 /// A complete body from bytes.
-pub fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed_unsync()
 }
 
 /// A JSON response with the given code.
-pub fn json_response(code: u16, value: &Value) -> http::Response<ResponseBody> {
+pub(crate) fn json_response(code: u16, value: &Value) -> http::Response<ResponseBody> {
     let bytes = serde_json::to_vec(value).unwrap_or_default();
     let mut resp = http::Response::new(full(bytes));
     *resp.status_mut() =
@@ -38,6 +38,6 @@ pub fn json_response(code: u16, value: &Value) -> http::Response<ResponseBody> {
 }
 
 /// The `Status` response for a refused request.
-pub fn error_response(err: &ApiError) -> http::Response<ResponseBody> {
+pub(crate) fn error_response(err: &ApiError) -> http::Response<ResponseBody> {
     json_response(err.code, &err.to_status())
 }

@@ -32,7 +32,7 @@ const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// Deletes an object (DELETE). `options` is the DeleteOptions body, whose
 /// preconditions and `gracePeriodSeconds` are honoured. Returns the object
 /// as last stored (still there when waiting for finalizers or a grace period).
-pub fn delete(
+pub(crate) fn delete(
     store: &mut Store,
     kind: &'static ResourceKind,
     ns: &str,

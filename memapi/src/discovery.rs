@@ -12,7 +12,7 @@ const VERBS: &[&str] = &[
 ];
 
 /// `/version`
-pub fn version() -> Value {
+pub(crate) fn version() -> Value {
     json!({
         "major": "1",
         "minor": "34",
@@ -27,7 +27,7 @@ pub fn version() -> Value {
 }
 
 /// `/api`: the core group's versions.
-pub fn core_versions() -> Value {
+pub(crate) fn core_versions() -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -38,7 +38,7 @@ pub fn core_versions() -> Value {
 }
 
 /// `/apis`: the named groups.
-pub fn groups() -> Value {
+pub(crate) fn groups() -> Value {
     let groups: Vec<Value> = resources::groups()
         .into_iter()
         .map(|(group, version)| {
@@ -50,7 +50,7 @@ pub fn groups() -> Value {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`: the resources of one group version.
-pub fn resource_list(group: &str, version: &str) -> Value {
+pub(crate) fn resource_list(group: &str, version: &str) -> Value {
     let mut list = Vec::new();
     for k in KINDS
         .iter()
@@ -97,7 +97,7 @@ fn gv_prefix(group: &str, version: &str) -> String {
 }
 
 /// `/openapi/v3`: where each group version's document lives.
-pub fn openapi_index() -> Value {
+pub(crate) fn openapi_index() -> Value {
     let mut paths = serde_json::Map::new();
     let gvs = std::iter::once(("", "v1")).chain(resources::groups());
     for (group, version) in gvs {
@@ -112,7 +112,7 @@ pub fn openapi_index() -> Value {
 
 /// `/openapi/v3/{prefix}`: one PATCH operation per kind, carrying the
 /// group-version-kind extension and the `fieldValidation` parameter.
-pub fn openapi(group: &str, version: &str) -> Value {
+pub(crate) fn openapi(group: &str, version: &str) -> Value {
     let mut paths = serde_json::Map::new();
     for k in KINDS
         .iter()

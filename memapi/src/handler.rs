@@ -41,7 +41,7 @@ enum Outcome {
 
 /// Serves one HTTP request, whatever its body type: reads the body, then
 /// answers, or fails with [`ConnectionDropped`] when a reactor says so.
-pub async fn serve_http<B>(
+pub(crate) async fn serve_http<B>(
     shared: Arc<Shared>,
     req: http::Request<B>,
 ) -> Result<http::Response<ResponseBody>, ConnectionDropped>
@@ -104,27 +104,26 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
     };
     let injected = before_serving(&shared, &info).await;
     let mut lost_answer = None;
-    let outcome = match injected {
-        Some(o) => o,
-        None => {
-            let accept = header(&parts, http::header::ACCEPT);
-            let content_type = header(&parts, http::header::CONTENT_TYPE);
-            let req = Req {
-                verb,
-                res: &res,
-                query: &query,
-                accept: &accept,
-                content_type: &content_type,
-                body: &body,
-            };
-            let resp = match serve(&shared, &req) {
-                Ok(resp) => resp,
-                Err(e) => error_response(&e),
-            };
-            let (outcome, lost) = after_commit(&shared, &info, resp).await;
-            lost_answer = lost;
-            outcome
-        }
+    let outcome = if let Some(o) = injected {
+        o
+    } else {
+        let accept = header(&parts, http::header::ACCEPT);
+        let content_type = header(&parts, http::header::CONTENT_TYPE);
+        let req = Req {
+            verb,
+            res: &res,
+            query: &query,
+            accept: &accept,
+            content_type: &content_type,
+            body: &body,
+        };
+        let resp = match serve(&shared, &req) {
+            Ok(resp) => resp,
+            Err(e) => error_response(&e),
+        };
+        let (outcome, lost) = after_commit(&shared, &info, resp).await;
+        lost_answer = lost;
+        outcome
     };
     let code = match &outcome {
         Outcome::Respond(r) => Some(r.status().as_u16()),

@@ -106,7 +106,7 @@ use store::Store;
 /// Locks a mutex, carrying on after a panic elsewhere poisoned it: the
 /// guarded data stays consistent because every write is a single step.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The state behind every handle, service and listener of one server.

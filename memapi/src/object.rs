@@ -4,18 +4,18 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value};
 
 /// The string at a dotted path (`spec.nodeName`), if present and a string.
-pub fn str_at<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
+pub(crate) fn str_at<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
     value_at(obj, path).and_then(Value::as_str)
 }
 
 /// The value at a dotted path, if present.
-pub fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(obj, |v, seg| v.get(seg))
 }
 
 /// Sets `value` at a dotted path, creating intermediate objects; a
 /// non-object in the way is replaced by an object.
-pub fn set_at(obj: &mut Value, path: &str, value: Value) {
+pub(crate) fn set_at(obj: &mut Value, path: &str, value: Value) {
     let mut cur = obj;
     let mut segs = path.split('.').peekable();
     while let Some(seg) = segs.next() {
@@ -36,7 +36,7 @@ pub fn set_at(obj: &mut Value, path: &str, value: Value) {
 }
 
 /// Removes the field at a dotted path, if present.
-pub fn remove_at(obj: &mut Value, path: &str) {
+pub(crate) fn remove_at(obj: &mut Value, path: &str) {
     let (parent, last) = match path.rsplit_once('.') {
         Some((p, l)) => (value_at_mut(obj, p), l),
         None => (Some(obj), path),
@@ -48,7 +48,7 @@ pub fn remove_at(obj: &mut Value, path: &str) {
 
 /// Makes the field at `path` in `to` what it is in `from`: copied when
 /// present there, removed when absent.
-pub fn copy_at(from: &Value, to: &mut Value, path: &str) {
+pub(crate) fn copy_at(from: &Value, to: &mut Value, path: &str) {
     match value_at(from, path) {
         Some(v) => set_at(to, path, v.clone()),
         None => remove_at(to, path),
@@ -60,29 +60,29 @@ fn value_at_mut<'a>(obj: &'a mut Value, path: &str) -> Option<&'a mut Value> {
 }
 
 /// `metadata.name`, or "" when absent.
-pub fn name(obj: &Value) -> &str {
+pub(crate) fn name(obj: &Value) -> &str {
     str_at(obj, "metadata.name").unwrap_or_default()
 }
 
 /// `metadata.namespace`, or "" when absent.
-pub fn namespace(obj: &Value) -> &str {
+pub(crate) fn namespace(obj: &Value) -> &str {
     str_at(obj, "metadata.namespace").unwrap_or_default()
 }
 
 /// `metadata.resourceVersion`, or "" when absent.
-pub fn resource_version(obj: &Value) -> &str {
+pub(crate) fn resource_version(obj: &Value) -> &str {
     str_at(obj, "metadata.resourceVersion").unwrap_or_default()
 }
 
 /// Whether `metadata.finalizers` is a non-empty list.
-pub fn has_finalizers(obj: &Value) -> bool {
+pub(crate) fn has_finalizers(obj: &Value) -> bool {
     value_at(obj, "metadata.finalizers")
         .and_then(Value::as_array)
         .is_some_and(|f| !f.is_empty())
 }
 
 /// The labels of an object, as (key, value) pairs.
-pub fn labels(obj: &Value) -> Vec<(&str, &str)> {
+pub(crate) fn labels(obj: &Value) -> Vec<(&str, &str)> {
     value_at(obj, "metadata.labels")
         .and_then(Value::as_object)
         .map(|m| {
@@ -94,7 +94,7 @@ pub fn labels(obj: &Value) -> Vec<(&str, &str)> {
 }
 
 /// The current wall-clock time in Kubernetes' RFC 3339 seconds format.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339(Timestamp::now())
 }
 
@@ -104,13 +104,13 @@ fn rfc3339(t: Timestamp) -> String {
 }
 
 /// `secs` seconds from now (earlier when negative), in RFC 3339 seconds format.
-pub fn rfc3339_in(secs: i64) -> String {
+pub(crate) fn rfc3339_in(secs: i64) -> String {
     shift(Timestamp::now(), secs)
 }
 
 /// The RFC 3339 time `secs` seconds after `time` (earlier when negative);
 /// `None` when `time` does not parse.
-pub fn rfc3339_shift(time: &str, secs: i64) -> Option<String> {
+pub(crate) fn rfc3339_shift(time: &str, secs: i64) -> Option<String> {
     time.parse::<Timestamp>().ok().map(|t| shift(t, secs))
 }
 
@@ -119,6 +119,6 @@ fn shift(t: Timestamp, secs: i64) -> String {
 }
 
 /// The integer at a dotted path, if present and an integer.
-pub fn i64_at(obj: &Value, path: &str) -> Option<i64> {
+pub(crate) fn i64_at(obj: &Value, path: &str) -> Option<i64> {
     value_at(obj, path).and_then(Value::as_i64)
 }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 /// Who is creating an object: a client through HTTP, or a test seeding the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// An API request: status is reset, uid and timestamps are always fresh.
     Api,
     /// Seeding: the given status, uid and timestamps are kept.
@@ -98,7 +98,7 @@ fn apply_defaults(kind: &ResourceKind, obj: &mut Value) {
 /// In the real server's order: name generation, defaults and status reset,
 /// admission and validation (API requests only), then the name-taken check,
 /// and last the identity (uid, creationTimestamp) of the stored object.
-pub fn create(
+pub(crate) fn create(
     store: &mut Store,
     kind: &'static ResourceKind,
     url_ns: Option<&str>,
@@ -208,7 +208,7 @@ fn check_rv(kind: &ResourceKind, obj: &Value, stored: &Value) -> Result<(), ApiE
 }
 
 /// Replaces an object (PUT). Returns the stored object.
-pub fn update(
+pub(crate) fn update(
     store: &mut Store,
     kind: &'static ResourceKind,
     url_ns: Option<&str>,
@@ -360,7 +360,7 @@ fn stamp_phase_transition(stored: &Value, new: &mut Value) {
 }
 
 /// Patches an object (PATCH). A server-side apply of a missing object creates it.
-pub fn patch(
+pub(crate) fn patch(
     store: &mut Store,
     kind: &'static ResourceKind,
     url_ns: Option<&str>,
@@ -394,7 +394,7 @@ pub fn patch(
 
 /// Test lever: replaces the whole object, status included, or creates it.
 /// Identity fields the caller left out are kept from the stored object.
-pub fn put(
+pub(crate) fn put(
     store: &mut Store,
     kind: &'static ResourceKind,
     body: Value,
@@ -415,7 +415,7 @@ pub fn put(
 }
 
 /// Test lever: removes an object whatever its finalizers. Returns whether it existed.
-pub fn remove(store: &mut Store, kind: &'static ResourceKind, ns: &str, name: &str) -> bool {
+pub(crate) fn remove(store: &mut Store, kind: &'static ResourceKind, ns: &str, name: &str) -> bool {
     store
         .get(kind, ns, name)
         .is_some_and(|stored| store.commit_removal(kind, (*stored).clone()).is_some())

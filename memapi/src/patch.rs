@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// The patch flavours, by their Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchType {
+pub(crate) enum PatchType {
     /// `application/merge-patch+json`
     Merge,
     /// `application/json-patch+json`
@@ -25,7 +25,7 @@ pub enum PatchType {
 
 impl PatchType {
     /// The patch type named by a Content-Type header (parameters ignored).
-    pub fn from_content_type(ct: &str) -> Option<Self> {
+    pub(crate) fn from_content_type(ct: &str) -> Option<Self> {
         match ct.split(';').next().unwrap_or_default().trim() {
             "application/merge-patch+json" => Some(Self::Merge),
             "application/json-patch+json" => Some(Self::Json),
@@ -42,7 +42,7 @@ fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// Parses a server-side apply body (YAML or JSON) into an object.
-pub fn parse_apply(body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn parse_apply(body: &[u8]) -> Result<Value, ApiError> {
     let value: Value = serde_yaml_ng::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the apply body is not valid YAML: {e}")))?;
     if value.is_object() {
@@ -68,7 +68,7 @@ fn strip_directives(v: &mut Value) {
 /// Applies a patch body to `doc` in place. An unparsable patch is 400, a
 /// JSON patch whose operations fail is 422; `doc` is then unspecified, so
 /// callers patch a copy.
-pub fn apply(patch_type: PatchType, doc: &mut Value, body: &[u8]) -> Result<(), ApiError> {
+pub(crate) fn apply(patch_type: PatchType, doc: &mut Value, body: &[u8]) -> Result<(), ApiError> {
     match patch_type {
         PatchType::Merge => {
             let p = parse_json(body)?;

@@ -123,7 +123,7 @@ pub struct Reactor {
 
 /// A request as reactors see it.
 #[derive(Debug, Clone, Copy)]
-pub struct RequestInfo<'a> {
+pub(crate) struct RequestInfo<'a> {
     /// The verb.
     pub verb: Verb,
     /// API group ("" for core).
@@ -310,7 +310,7 @@ pub struct ReactorId(u64);
 /// The installed reactors, consulted in installation order, with the
 /// generator their probabilities draw from.
 #[derive(Debug)]
-pub struct Reactors {
+pub(crate) struct Reactors {
     list: Vec<(ReactorId, Reactor)>,
     next_id: u64,
     rng: Rng,
@@ -318,7 +318,7 @@ pub struct Reactors {
 
 impl Reactors {
     /// No reactors; probabilities drawn from a generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self {
             list: Vec::new(),
             next_id: 0,
@@ -327,7 +327,7 @@ impl Reactors {
     }
 
     /// Installs a reactor after the existing ones.
-    pub fn add(&mut self, r: Reactor) -> ReactorId {
+    pub(crate) fn add(&mut self, r: Reactor) -> ReactorId {
         let id = ReactorId(self.next_id);
         self.next_id += 1;
         self.list.push((id, r));
@@ -335,31 +335,31 @@ impl Reactors {
     }
 
     /// The installed reactor of that id, if it is still installed.
-    pub fn get(&self, id: ReactorId) -> Option<&Reactor> {
+    pub(crate) fn get(&self, id: ReactorId) -> Option<&Reactor> {
         self.list.iter().find(|(i, _)| *i == id).map(|(_, r)| r)
     }
 
     /// Removes one reactor; returns it if it was installed.
-    pub fn remove(&mut self, id: ReactorId) -> Option<Reactor> {
+    pub(crate) fn remove(&mut self, id: ReactorId) -> Option<Reactor> {
         let at = self.list.iter().position(|(i, _)| *i == id)?;
         Some(self.list.remove(at).1)
     }
 
     /// Removes all reactors.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.list.clear();
     }
 
     /// The actions to take before serving a request: every firing delay,
     /// then at most one error or drop (the first that fires), which ends
     /// the list. After-commit reactors are not consulted.
-    pub fn react(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
+    pub(crate) fn react(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
         self.react_in(req, false)
     }
 
     /// The actions to take on the answer of a write that succeeded: those of
     /// the after-commit reactors, chosen as [`react`](Self::react) does.
-    pub fn react_after_commit(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
+    pub(crate) fn react_after_commit(&mut self, req: &RequestInfo<'_>) -> Vec<Action> {
         self.react_in(req, true)
     }
 

@@ -8,7 +8,7 @@
 
 /// Which part of an object a write addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// The main resource: for kinds with a status subresource, status is kept.
     Main,
     /// The `/status` subresource: only status is taken.
@@ -253,14 +253,14 @@ pub static KINDS: &[ResourceKind] = &[
 ];
 
 /// The resource served at `/apis/{group}/{version}/{plural}` (or `/api/v1/{plural}`).
-pub fn by_path(group: &str, version: &str, plural: &str) -> Option<&'static ResourceKind> {
+pub(crate) fn by_path(group: &str, version: &str, plural: &str) -> Option<&'static ResourceKind> {
     KINDS
         .iter()
         .find(|k| k.group == group && k.version == version && k.plural == plural)
 }
 
 /// The resource of an object with this `apiVersion` and `kind`.
-pub fn by_type(api_version: &str, kind: &str) -> Option<&'static ResourceKind> {
+pub(crate) fn by_type(api_version: &str, kind: &str) -> Option<&'static ResourceKind> {
     let (group, version) = split_api_version(api_version);
     KINDS
         .iter()
@@ -268,7 +268,7 @@ pub fn by_type(api_version: &str, kind: &str) -> Option<&'static ResourceKind> {
 }
 
 /// Splits "group/version" (or "v1") into (group, version).
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
+pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
     match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", api_version),
@@ -276,7 +276,7 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 }
 
 /// The API groups served besides core, in table order, without duplicates.
-pub fn groups() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn groups() -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> = Vec::new();
     for k in KINDS.iter().filter(|k| !k.group.is_empty()) {
         if !out.contains(&(k.group, k.version)) {

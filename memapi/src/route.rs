@@ -7,7 +7,7 @@ use super::status::ApiError;
 
 /// What a URL path addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// `/version`
     Version,
     /// `/api`
@@ -26,7 +26,7 @@ pub enum Route {
 
 /// A resource collection, or one object, with an optional subresource.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceRoute {
+pub(crate) struct ResourceRoute {
     /// The resource.
     pub kind: &'static ResourceKind,
     /// Namespace from the URL (`None`: cluster-wide or all namespaces).
@@ -38,7 +38,7 @@ pub struct ResourceRoute {
 }
 
 /// Parses a path such as `/api/v1/namespaces/ns/persistentvolumeclaims/c1/status`.
-pub fn parse(path: &str) -> Result<Route, ApiError> {
+pub(crate) fn parse(path: &str) -> Result<Route, ApiError> {
     let segs: Vec<String> = path
         .split('/')
         .filter(|s| !s.is_empty())
@@ -110,15 +110,12 @@ fn decode(s: &str, plus: bool) -> String {
         match bytes[i] {
             b'%' if i + 2 < bytes.len() => {
                 let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or_default();
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    Err(_) => {
-                        out.push(b'%');
-                        i += 1;
-                    }
+                if let Ok(b) = u8::from_str_radix(hex, 16) {
+                    out.push(b);
+                    i += 3;
+                } else {
+                    out.push(b'%');
+                    i += 1;
                 }
             }
             b'+' if plus => {
@@ -140,13 +137,13 @@ fn percent_decode(s: &str) -> String {
 
 /// The decoded query parameters of a request.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     pairs: Vec<(String, String)>,
 }
 
 impl Query {
     /// Parses `a=b&c=d` (the part after `?`).
-    pub fn parse(raw: Option<&str>) -> Self {
+    pub(crate) fn parse(raw: Option<&str>) -> Self {
         let pairs = raw
             .unwrap_or_default()
             .split('&')
@@ -160,7 +157,7 @@ impl Query {
     }
 
     /// The last value of a parameter, if present.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.pairs
             .iter()
             .rev()
@@ -169,7 +166,7 @@ impl Query {
     }
 
     /// Whether a boolean parameter is set to `true` or `1`.
-    pub fn flag(&self, key: &str) -> bool {
+    pub(crate) fn flag(&self, key: &str) -> bool {
         matches!(self.get(key), Some("true" | "1"))
     }
 }

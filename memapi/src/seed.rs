@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// Parses every document into objects, expanding lists.
-pub fn parse(text: &str) -> Result<Vec<Value>, MemApiError> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Value>, MemApiError> {
     let mut objects = Vec::new();
     for (index, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let value =
@@ -40,7 +40,7 @@ fn expand(value: Value, out: &mut Vec<Value>) {
 }
 
 /// Stores every object as seeded (status kept). Returns how many were stored.
-pub fn load(store: &mut Store, objects: Vec<Value>) -> Result<usize, MemApiError> {
+pub(crate) fn load(store: &mut Store, objects: Vec<Value>) -> Result<usize, MemApiError> {
     let mut count = 0;
     for obj in objects {
         let api_version = obj

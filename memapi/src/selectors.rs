@@ -19,7 +19,7 @@ enum LabelReq {
 
 /// A parsed label selector: all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     reqs: Vec<LabelReq>,
 }
 
@@ -66,7 +66,7 @@ fn valid_key(key: &str) -> bool {
 
 impl LabelSelector {
     /// Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`.
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
         for part in split_top_level(raw) {
             let part = part.trim();
@@ -109,7 +109,7 @@ impl LabelSelector {
     }
 
     /// Whether the object's labels satisfy every requirement.
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = object::labels(obj);
         let get = |k: &str| labels.iter().find(|(lk, _)| *lk == k).map(|(_, v)| *v);
         self.reqs.iter().all(|r| match r {
@@ -125,13 +125,13 @@ impl LabelSelector {
 
 /// A parsed field selector: `path=value` / `path==value` / `path!=value` terms.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     terms: Vec<(String, bool, String)>,
 }
 
 impl FieldSelector {
     /// Parses a field selector, refusing fields the resource does not index (400).
-    pub fn parse(raw: &str, kind: &ResourceKind) -> Result<Self, ApiError> {
+    pub(crate) fn parse(raw: &str, kind: &ResourceKind) -> Result<Self, ApiError> {
         let mut terms = Vec::new();
         for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (path, equal, value) = if let Some((p, v)) = part.split_once("!=") {
@@ -160,7 +160,7 @@ impl FieldSelector {
     }
 
     /// Whether the object's fields satisfy every term (absent fields read as "").
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.terms.iter().all(|(path, equal, value)| {
             let actual = object::str_at(obj, path).unwrap_or_default();
             (actual == value) == *equal
@@ -170,7 +170,7 @@ impl FieldSelector {
 
 /// Everything a list or watch filters on: namespace and both selectors.
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Only objects in this namespace (`None`: all namespaces).
     pub namespace: Option<String>,
     /// Label selector.
@@ -181,7 +181,7 @@ pub struct Filter {
 
 impl Filter {
     /// Whether an object passes the filter.
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.namespace
             .as_deref()
             .is_none_or(|ns| object::namespace(obj) == ns)

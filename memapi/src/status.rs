@@ -46,7 +46,7 @@ pub struct Cause {
 }
 
 /// The `Status.reason` a real apiserver uses for a given HTTP code.
-pub fn reason_for_code(code: u16) -> &'static str {
+pub(crate) fn reason_for_code(code: u16) -> &'static str {
     match code {
         400 => "BadRequest",
         401 => "Unauthorized",

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 pub const DEFAULT_HISTORY: usize = 200_000;
 
 /// Key of one object inside a resource: (namespace or "", name).
-pub type ObjKey = (String, String);
+pub(crate) type ObjKey = (String, String);
 
 /// Key of one resource: (group, plural).
 type ResKey = (&'static str, &'static str);
@@ -48,7 +48,7 @@ struct Change {
 
 /// What a watcher's channel carries.
 #[derive(Debug, Clone)]
-pub enum WatchItem {
+pub(crate) enum WatchItem {
     /// ADDED / MODIFIED / DELETED with the object.
     Event(ChangeType, Arc<Value>),
     /// BOOKMARK at a resourceVersion; `true` marks the end of initial events.
@@ -80,11 +80,11 @@ impl WatchSink {
         let now = self.filter.matches(&change.obj);
         let before = change.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         let ty = match (change.ty, before, now) {
-            (ChangeType::Added, _, true) => ChangeType::Added,
-            (ChangeType::Deleted, _, true) => ChangeType::Deleted,
+            (ChangeType::Added, _, true) | (ChangeType::Modified, false, true) => ChangeType::Added,
+            (ChangeType::Deleted, _, true) | (ChangeType::Modified, true, false) => {
+                ChangeType::Deleted
+            }
             (ChangeType::Modified, true, true) => ChangeType::Modified,
-            (ChangeType::Modified, false, true) => ChangeType::Added,
-            (ChangeType::Modified, true, false) => ChangeType::Deleted,
             _ => return None,
         };
         Some(WatchItem::Event(ty, change.obj.clone()))
@@ -93,7 +93,7 @@ impl WatchSink {
 
 /// All objects, the counter, the history and the watchers.
 #[derive(Debug)]
-pub struct Store {
+pub(crate) struct Store {
     rv: u64,
     objects: BTreeMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
     history: VecDeque<Change>,
@@ -114,7 +114,7 @@ fn res_key(kind: &ResourceKind) -> ResKey {
 
 impl Store {
     /// An empty store.
-    pub fn new(seed: u64, history_limit: usize) -> Self {
+    pub(crate) fn new(seed: u64, history_limit: usize) -> Self {
         Self {
             rv: 1,
             objects: BTreeMap::new(),
@@ -128,12 +128,12 @@ impl Store {
     }
 
     /// The current (latest) resourceVersion.
-    pub fn rv(&self) -> u64 {
+    pub(crate) fn rv(&self) -> u64 {
         self.rv
     }
 
     /// The stored object, if any.
-    pub fn get(&self, kind: &ResourceKind, ns: &str, name: &str) -> Option<Arc<Value>> {
+    pub(crate) fn get(&self, kind: &ResourceKind, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.objects
             .get(&res_key(kind))
             .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
@@ -141,14 +141,14 @@ impl Store {
     }
 
     /// All objects of a resource, sorted by (namespace, name).
-    pub fn iter(&self, kind: &ResourceKind) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
+    pub(crate) fn iter(&self, kind: &ResourceKind) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
         self.objects.get(&res_key(kind)).into_iter().flatten()
     }
 
     /// The objects of a kind whose key sorts after `after` (all of them
     /// without one), in key order: the rest of a paged list, found without
     /// walking the pages already served.
-    pub fn iter_after<'a>(
+    pub(crate) fn iter_after<'a>(
         &'a self,
         kind: &ResourceKind,
         after: Option<&ObjKey>,
@@ -166,7 +166,7 @@ impl Store {
 
     /// Stores `obj` (created or replaced) under a new resourceVersion and
     /// notifies watchers. Returns the stored object.
-    pub fn commit(&mut self, kind: &'static ResourceKind, mut obj: Value) -> Arc<Value> {
+    pub(crate) fn commit(&mut self, kind: &'static ResourceKind, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         object::set_at(
             &mut obj,
@@ -201,7 +201,7 @@ impl Store {
     /// Removes an object, recording `last` (its final state) under a new
     /// resourceVersion in the DELETED event. Returns the final state, or
     /// `None` when there was nothing to remove.
-    pub fn commit_removal(
+    pub(crate) fn commit_removal(
         &mut self,
         kind: &'static ResourceKind,
         mut last: Value,
@@ -245,7 +245,7 @@ impl Store {
     /// Registers a watcher for changes after `from` (`None`: from now).
     /// Changes already in the history are queued first, then live ones; a
     /// version older than the history yields 410 Expired.
-    pub fn watch(
+    pub(crate) fn watch(
         &mut self,
         kind: &'static ResourceKind,
         filter: Filter,
@@ -285,7 +285,7 @@ impl Store {
     }
 
     /// Forgets the whole history: a watch from any older version now gets 410.
-    pub fn compact(&mut self) {
+    pub(crate) fn compact(&mut self) {
         self.history.clear();
         self.compacted = self.rv;
     }
@@ -293,7 +293,7 @@ impl Store {
     /// Breaks every open watch of the API (observers stay): each stream
     /// ends with a transport error after the events already queued.
     /// Returns how many streams were cut.
-    pub fn cut_watches(&mut self) -> usize {
+    pub(crate) fn cut_watches(&mut self) -> usize {
         let mut cut = 0;
         self.watchers.retain(|w| {
             if !w.cuttable {
@@ -309,7 +309,10 @@ impl Store {
 
     /// Registers an observer of every change of a kind from now on: an
     /// unfiltered watcher that no cut affects.
-    pub fn observe(&mut self, kind: &'static ResourceKind) -> mpsc::UnboundedReceiver<WatchItem> {
+    pub(crate) fn observe(
+        &mut self,
+        kind: &'static ResourceKind,
+    ) -> mpsc::UnboundedReceiver<WatchItem> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.watchers.push(WatchSink {
             kind,

@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 /// Whether an Accept header asks for a Table.
-pub fn wants_table(accept: &str) -> bool {
+pub(crate) fn wants_table(accept: &str) -> bool {
     accept.contains("as=Table")
 }
 
@@ -122,7 +122,7 @@ fn cells(kind: &ResourceKind, obj: &Value) -> Vec<Value> {
 
 /// A Table of the objects. Rows carry the object's metadata (or the whole
 /// object with `include_object`), which kubectl uses for namespaces.
-pub fn table(
+pub(crate) fn table(
     kind: &ResourceKind,
     objs: &[&Value],
     list_meta: Option<Value>,

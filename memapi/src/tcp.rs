@@ -15,7 +15,7 @@ const ACCEPT_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Binds `addr` (port 0 picks a free port) and serves connections until the
 /// returned task is aborted. Returns the bound address and the task.
-pub async fn serve(
+pub(crate) async fn serve(
     shared: Arc<Shared>,
     addr: SocketAddr,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), MemApiError> {

@@ -23,11 +23,11 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Interval};
 
 /// How often a watch that asked for bookmarks gets one.
-pub const BOOKMARK_PERIOD: Duration = Duration::from_secs(5);
+pub(crate) const BOOKMARK_PERIOD: Duration = Duration::from_secs(5);
 
 /// How one watch stream renders and paces its events.
 #[derive(Debug, Clone, Copy)]
-pub struct WatchOptions {
+pub(crate) struct WatchOptions {
     /// The watched resource.
     pub kind: &'static ResourceKind,
     /// When the stream ends (`timeoutSeconds`).
@@ -122,7 +122,10 @@ impl WatchState {
     /// Queues a bookmark at the current version after every event up to it:
     /// those are already in the channel, as writes notify under the lock.
     fn queue_bookmark(&mut self) {
-        let store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let store = self
+            .store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rv = store.rv();
         while let Ok(item) = self.rx.try_recv() {
             self.pending.push_back(item);
@@ -133,7 +136,7 @@ impl WatchState {
 }
 
 /// The streaming body for a registered watcher.
-pub fn stream_body(
+pub(crate) fn stream_body(
     store: Arc<Mutex<Store>>,
     rx: mpsc::UnboundedReceiver<WatchItem>,
     initial: Vec<WatchItem>,

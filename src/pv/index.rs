@@ -59,9 +59,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
 use crate::pv::objects::{
-    AccessModes, ObjectError, VolumeMode, claim_access_modes, claim_class, claim_request,
-    claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
-    volume_capacity, volume_class, volume_mode, volume_vac,
+    AccessModes, ObjectError, VolumeMode, VolumePhase, claim_access_modes, claim_class,
+    claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
+    volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::pv::packed::{Settled, Stored};
 use crate::runtime::keys::ObjectKey;
@@ -171,9 +171,14 @@ type Labels = BTreeMap<String, String>;
 const MAX_LABEL_GROUPS: usize = 64;
 
 /// Whether a volume in this phase may be offered when it has no claimRef:
-/// Available, or new (Pending, no phase yet).
+/// Available, or new (Pending, no phase yet); an unknown phase may not.
 fn offerable_phase(phase: Option<&str>) -> bool {
-    matches!(phase, None | Some("Pending" | "Available"))
+    phase.is_none_or(|text| {
+        matches!(
+            VolumePhase::parse(text),
+            Some(VolumePhase::Pending | VolumePhase::Available)
+        )
+    })
 }
 
 /// Everything that must be equal between an unclaimed volume and a claim.

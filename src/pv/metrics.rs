@@ -17,7 +17,9 @@ use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVe
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumeMode, claim_vac, volume_mode};
+use crate::pv::objects::{
+    ClaimPhase, VolumeMode, VolumePhase, claim_phase, claim_vac, volume_mode, volume_phase,
+};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
@@ -352,11 +354,11 @@ fn count(counts: &mut Counts, labels: Vec<String>) {
 }
 
 fn is_bound_volume(volume: &PersistentVolume) -> bool {
-    volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    volume_phase(volume) == Some(VolumePhase::Bound)
 }
 
 fn is_bound_claim(claim: &PersistentVolumeClaim) -> bool {
-    claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    claim_phase(claim) == Some(ClaimPhase::Bound)
 }
 
 /// `spec.storageClassName` only (not the beta annotation), as upstream's

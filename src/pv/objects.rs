@@ -518,7 +518,8 @@ pub(crate) fn volume_phase(volume: &PersistentVolume) -> Option<VolumePhase> {
 pub(crate) fn is_new_volume(volume: &PersistentVolume) -> bool {
     let unclaimed = volume.spec.as_ref().is_none_or(|s| s.claim_ref.is_none());
     let phase = volume.status.as_ref().and_then(|s| s.phase.as_deref());
-    unclaimed && !is_being_deleted(&volume.metadata) && matches!(phase, None | Some("Pending"))
+    let pending = phase.is_none_or(|text| VolumePhase::parse(text) == Some(VolumePhase::Pending));
+    unclaimed && !is_being_deleted(&volume.metadata) && pending
 }
 
 /// The phase of a claim; `None` when it has none (or an unknown one).

@@ -15,6 +15,10 @@
 //! Arguments: words select the cases whose names contain one of them;
 //! `--list` prints the cases.
 
+// A test or benchmark reports a failure by panicking: unwrap and expect
+// are its assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod binding;
 mod claims;
 mod default_class;

@@ -11,6 +11,10 @@
 //! run with some of its controllers, for pod-centred rows) and
 //! [`mock_plugin`] (a volume plugin whose answers a row scripts).
 
+// A test or benchmark reports a failure by panicking: unwrap and expect
+// are its assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod harness;
 mod mock_plugin;
 mod pod_harness;

@@ -219,7 +219,7 @@ pub(crate) fn provisioned_volume(request: &ProvisionRequest) -> PersistentVolume
             capacity: claim_spec.resources.and_then(|r| r.requests),
             access_modes: claim_spec.access_modes,
             volume_mode: claim_spec.volume_mode,
-            persistent_volume_reclaim_policy: Some(request.reclaim_policy.clone()),
+            persistent_volume_reclaim_policy: Some(request.reclaim_policy.to_string()),
             ..Default::default()
         }),
         status: None,

@@ -27,7 +27,7 @@ const KINDS: [&str; 7] = [
 ];
 
 /// A pod of `namespace` from its JSON spec.
-fn pod(namespace: &str, name: &str, spec: serde_json::Value) -> Pod {
+fn pod(namespace: &str, name: &str, spec: &serde_json::Value) -> Pod {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
@@ -55,7 +55,7 @@ fn seed_every_kind(api: &MemApi) {
     api.create(&pod(
         "default",
         "web",
-        serde_json::json!({
+        &serde_json::json!({
             "containers": [{"name": "web", "image": "nginx"}],
             "volumes": [{"name": "cache", "ephemeral": {"volumeClaimTemplate": {"spec": {
                 "accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
@@ -74,7 +74,7 @@ fn seed_every_kind(api: &MemApi) {
     api.create(&pod(
         "default",
         "trainer",
-        serde_json::json!({
+        &serde_json::json!({
             "containers": [{"name": "train", "image": "trainer"}],
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
         }),

@@ -114,7 +114,7 @@ fn is_events_v1(kind: &ResourceKind) -> bool {
 
 /// `ValidateEventCreate`: the legacy checks, plus the strict ones for a
 /// request through events.k8s.io/v1.
-pub fn validate_create(kind: &ResourceKind, obj: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_create(kind: &ResourceKind, obj: &Value) -> Vec<FieldError> {
     let event = Event::new(kind, obj);
     let mut errs = legacy(&event);
     if is_events_v1(kind) {
@@ -124,7 +124,7 @@ pub fn validate_create(kind: &ResourceKind, obj: &Value) -> Vec<FieldError> {
 }
 
 /// `ValidateEventUpdate` as 1.20 runs it: the legacy checks only.
-pub fn validate_update(kind: &ResourceKind, obj: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_update(kind: &ResourceKind, obj: &Value) -> Vec<FieldError> {
     legacy(&Event::new(kind, obj))
 }
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 /// The kinds of field errors used here, as apimachinery's `field.ErrorType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorType {
+pub(crate) enum ErrorType {
     /// A required field is empty (`Required value`).
     Required,
     /// A field has a value it may not have (`Invalid value: <value>`).
@@ -55,7 +55,7 @@ impl ErrorType {
 /// One refused field: its path, the type of error, the offending value
 /// (for Invalid) and a detail.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FieldError {
+pub(crate) struct FieldError {
     ty: ErrorType,
     field: String,
     value: Value,
@@ -64,7 +64,7 @@ pub struct FieldError {
 
 impl FieldError {
     /// `field: Required value[: detail]`.
-    pub fn required(field: &str, detail: &str) -> Self {
+    pub(crate) fn required(field: &str, detail: &str) -> Self {
         Self {
             ty: ErrorType::Required,
             field: field.to_string(),
@@ -74,7 +74,7 @@ impl FieldError {
     }
 
     /// `field: Invalid value: <value>[: detail]`.
-    pub fn invalid(field: &str, value: impl Into<Value>, detail: &str) -> Self {
+    pub(crate) fn invalid(field: &str, value: impl Into<Value>, detail: &str) -> Self {
         Self {
             ty: ErrorType::Invalid,
             field: field.to_string(),
@@ -84,7 +84,7 @@ impl FieldError {
     }
 
     /// `field: Forbidden[: detail]`.
-    pub fn forbidden(field: &str, detail: &str) -> Self {
+    pub(crate) fn forbidden(field: &str, detail: &str) -> Self {
         Self {
             ty: ErrorType::Forbidden,
             field: field.to_string(),
@@ -127,7 +127,12 @@ fn render_value(v: &Value) -> String {
 }
 
 /// Ok when there is no error; otherwise the 422 Invalid naming the object.
-pub fn check(group: &str, kind: &str, name: &str, errs: Vec<FieldError>) -> Result<(), ApiError> {
+pub(crate) fn check(
+    group: &str,
+    kind: &str,
+    name: &str,
+    errs: &[FieldError],
+) -> Result<(), ApiError> {
     if errs.is_empty() {
         return Ok(());
     }
@@ -142,18 +147,18 @@ fn reported_group(kind: &ResourceKind) -> &'static str {
 }
 
 /// Validates an object a client creates (after defaults, before storing).
-pub fn on_create(kind: &ResourceKind, obj: &Value) -> Result<(), ApiError> {
+pub(crate) fn on_create(kind: &ResourceKind, obj: &Value) -> Result<(), ApiError> {
     let errs = if kind.kind == "Event" {
         events::validate_create(kind, obj)
     } else {
         Vec::new()
     };
-    check(reported_group(kind), kind.kind, object_name(obj), errs)
+    check(reported_group(kind), kind.kind, object_name(obj), &errs)
 }
 
 /// Validates an update (PUT or PATCH): `new` is the object about to be
 /// stored, after the update strategy kept what it keeps from `old`.
-pub fn on_update(
+pub(crate) fn on_update(
     kind: &ResourceKind,
     new: &Value,
     old: &Value,
@@ -165,7 +170,7 @@ pub fn on_update(
         ("", "persistentvolumeclaims", Part::Main) => volumes::validate_pvc_update(new, old),
         _ => Vec::new(),
     };
-    check(reported_group(kind), kind.kind, object_name(new), errs)
+    check(reported_group(kind), kind.kind, object_name(new), &errs)
 }
 
 fn object_name(obj: &Value) -> &str {
@@ -189,7 +194,7 @@ mod tests {
             FieldError::forbidden("spec", "spec is immutable"),
             FieldError::invalid("count", json!(3), ""),
         ];
-        let err = check("", "Event", "e1", errs).unwrap_err();
+        let err = check("", "Event", "e1", &errs).unwrap_err();
         assert_eq!(err.code, 422);
         assert_eq!(err.reason, "Invalid");
         assert_eq!(
@@ -201,7 +206,7 @@ mod tests {
         assert_eq!(causes[0].reason, "FieldValueInvalid");
         assert_eq!(causes[1].message, "Required value");
         assert_eq!(causes[2].field, "spec");
-        assert!(check("", "Event", "e1", Vec::new()).is_ok());
+        assert!(check("", "Event", "e1", &[]).is_ok());
     }
 
     #[test]
@@ -210,7 +215,7 @@ mod tests {
             "",
             "PersistentVolumeClaim",
             "c1",
-            vec![
+            &[
                 FieldError::forbidden("spec", "x"),
                 FieldError::forbidden("spec", "x"),
             ],

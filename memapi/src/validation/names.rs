@@ -40,7 +40,7 @@ fn is_label_format(s: &str) -> bool {
 }
 
 /// `IsDNS1123Label`: the reasons `value` is not a DNS label (none when it is).
-pub fn dns1123_label(value: &str) -> Vec<String> {
+pub(crate) fn dns1123_label(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
         errs.push(max_len_error(63));
@@ -56,7 +56,7 @@ pub fn dns1123_label(value: &str) -> Vec<String> {
 }
 
 /// `IsDNS1123Subdomain`: the reasons `value` is not a DNS subdomain.
-pub fn dns1123_subdomain(value: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 253 {
         errs.push(max_len_error(253));
@@ -88,7 +88,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 
 /// `IsQualifiedName`: an optional DNS subdomain prefix and `/`, then a
 /// name of at most 63 characters. The reasons `value` is not one.
-pub fn qualified_name(value: &str) -> Vec<String> {
+pub(crate) fn qualified_name(value: &str) -> Vec<String> {
     let examples = ["MyName", "my.name", "123-abc"];
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();

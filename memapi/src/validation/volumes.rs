@@ -108,7 +108,7 @@ fn immutable(new: &Value, old: &Value, path: &str, field: &str) -> Option<FieldE
 }
 
 /// The rules of `ValidatePersistentVolumeUpdate` about changes.
-pub fn validate_pv_update(new: &Value, old: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_pv_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut new_source = Map::new();
     let mut old_source = Map::new();
@@ -174,7 +174,7 @@ fn requested(obj: &Value) -> Option<Amount> {
 
 /// The rules of `ValidatePersistentVolumeClaimUpdate` about changes.
 /// `new` carries the stored status (the update strategy keeps it).
-pub fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut new_spec = norm_at(new, "spec");
     let mut old_spec = norm_at(old, "spec");

@@ -6,7 +6,6 @@
 use crate::support::pv;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use memapi::MemApi;
 use proptest::prelude::*;
@@ -184,7 +183,7 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{selector:?}: {e}")))?
             .items
             .iter()
-            .map(|v| v.name_any())
+            .map(kube::ResourceExt::name_any)
             .collect();
         prop_assert_eq!(names, expected, "selector {:?}", selector);
     }

@@ -4,13 +4,12 @@
 use crate::support::{code, pv, pvc};
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use memapi::MemApi;
 use std::collections::BTreeMap;
 
 fn names<K: kube::Resource>(items: &[K]) -> Vec<String> {
-    items.iter().map(|o| o.name_any()).collect()
+    items.iter().map(kube::ResourceExt::name_any).collect()
 }
 
 fn labelled(name: &str, labels: &[(&str, &str)]) -> PersistentVolume {

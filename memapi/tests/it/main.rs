@@ -2,6 +2,10 @@
 //! `kubectl`, a real kubectl) against the in-memory server, one module per
 //! area of its behaviour.
 
+// A test or benchmark reports a failure by panicking: unwrap and expect
+// are its assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod crud;
 mod fuzz;
 mod kubectl;

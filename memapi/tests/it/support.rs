@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::json;
 
 /// A PV with a capacity and an NFS source.
-pub fn pv(name: &str, size: &str) -> PersistentVolume {
+pub(crate) fn pv(name: &str, size: &str) -> PersistentVolume {
     serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -19,7 +19,7 @@ pub fn pv(name: &str, size: &str) -> PersistentVolume {
 }
 
 /// A PVC asking for a size.
-pub fn pvc(ns: &str, name: &str, size: &str) -> PersistentVolumeClaim {
+pub(crate) fn pvc(ns: &str, name: &str, size: &str) -> PersistentVolumeClaim {
     serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -33,7 +33,7 @@ pub fn pvc(ns: &str, name: &str, size: &str) -> PersistentVolumeClaim {
 }
 
 /// The HTTP code of a kube API error, or panics.
-pub fn code(err: kube::Error) -> u16 {
+pub(crate) fn code(err: kube::Error) -> u16 {
     match err {
         kube::Error::Api(s) => s.code,
         other => panic!("not an API error: {other:?}"),
@@ -41,7 +41,7 @@ pub fn code(err: kube::Error) -> u16 {
 }
 
 /// The reason of a kube API error, or panics.
-pub fn reason(err: &kube::Error) -> String {
+pub(crate) fn reason(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(s) => s.reason.clone(),
         other => panic!("not an API error: {other:?}"),

@@ -67,7 +67,7 @@ async fn watcher_sees_every_change_from_another_client() {
     while seen.len() < 3 {
         match rx.recv().await.unwrap().unwrap() {
             Event::Apply(o) => {
-                seen.push(format!("apply {} {:?}", o.name_any(), o.labels().get("x")))
+                seen.push(format!("apply {} {:?}", o.name_any(), o.labels().get("x")));
             }
             Event::Delete(o) => seen.push(format!("delete {}", o.name_any())),
             other => panic!("unexpected {other:?}"),

@@ -24,7 +24,7 @@ use crate::pv::constants::{
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
-    VolumePhase, annotation, claim_class, claim_reference, is_volume_bound_to_claim,
+    ReclaimPolicy, VolumePhase, annotation, claim_class, claim_reference, is_volume_bound_to_claim,
 };
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
 use crate::runtime::keys::ObjectKey;
@@ -140,8 +140,8 @@ impl Controller {
             claim: PersistentVolumeClaim::clone(claim),
             reclaim_policy: class
                 .reclaim_policy
-                .clone()
-                .unwrap_or_else(|| "Delete".to_string()),
+                .as_deref()
+                .map_or(ReclaimPolicy::Delete, ReclaimPolicy::parse),
             parameters: class.parameters.clone().unwrap_or_default(),
             mount_options,
             selected_node,
@@ -376,7 +376,11 @@ fn complete_volume(
     let spec = volume.spec.get_or_insert_with(Default::default);
     spec.claim_ref = Some(claim_reference(claim));
     spec.storage_class_name = (!class.is_empty()).then(|| class.to_string());
-    let deletes = spec.persistent_volume_reclaim_policy.as_deref() == Some("Delete");
+    let deletes = spec
+        .persistent_volume_reclaim_policy
+        .as_deref()
+        .map(ReclaimPolicy::parse)
+        == Some(ReclaimPolicy::Delete);
     set_annotation(&mut volume.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
     volume
         .metadata

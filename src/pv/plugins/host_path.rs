@@ -116,7 +116,7 @@ impl VolumePlugin for HostPathPlugin {
                     ..Default::default()
                 },
                 spec: Some(PersistentVolumeSpec {
-                    persistent_volume_reclaim_policy: Some(request.reclaim_policy.clone()),
+                    persistent_volume_reclaim_policy: Some(request.reclaim_policy.to_string()),
                     access_modes: claim_spec.access_modes,
                     capacity: Some([("storage".to_string(), capacity)].into()),
                     volume_mode: claim_spec.volume_mode,
@@ -218,7 +218,7 @@ mod tests {
                 }),
                 ..Default::default()
             },
-            reclaim_policy: "Delete".to_string(),
+            reclaim_policy: crate::pv::objects::ReclaimPolicy::Delete,
             parameters: Default::default(),
             mount_options: vec![],
             selected_node: None,

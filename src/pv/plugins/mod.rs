@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::{
 use kube::Client;
 
 use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
-use crate::pv::objects::annotation;
+use crate::pv::objects::{ReclaimPolicy, annotation};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::{WriteError, Writer};
@@ -56,7 +56,7 @@ pub struct ProvisionRequest {
     /// The claim the storage is for.
     pub claim: PersistentVolumeClaim,
     /// Reclaim policy of the claim's StorageClass (Delete when unset).
-    pub reclaim_policy: String,
+    pub reclaim_policy: ReclaimPolicy,
     /// The StorageClass's parameters, opaque to the controller.
     pub parameters: BTreeMap<String, String>,
     /// The StorageClass's mount options.
