@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use crate::app::{App, AppConfig, AppError};
 use crate::runtime::client::{ClientOptions, Clients};
 use crate::runtime::kinds::PodPhase;
-use crate::runtime::runner::IdleProbe;
+use crate::runtime::workload::IdleProbe;
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use kube::Client;
 
 use super::{AppConfig, AppError, ControllerNames};
-use crate::runtime::runner::Workload;
 use crate::runtime::shared::{BuildError, Shared};
+use crate::runtime::workload::Workload;
 use crate::{ephemeral, pv, resourceclaim};
 
 /// The controllers that run in the process, for callers that sync objects

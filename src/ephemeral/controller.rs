@@ -179,7 +179,7 @@ fn api_reason(error: &crate::runtime::write::WriteError) -> String {
     }
 }
 
-impl crate::runtime::runner::SyncFailure for SyncError {
+impl crate::runtime::workload::SyncFailure for SyncError {
     fn metric_label(&self) -> &'static str {
         "failed"
     }

@@ -20,8 +20,9 @@ use crate::runtime::informer::{Change, MemStore};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::queue::WorkQueue;
-use crate::runtime::runner::{Leading, Outcome, Pool, Workload};
+use crate::runtime::runner::Leading;
 use crate::runtime::shared::{BuildError, Shared};
+use crate::runtime::workload::{Outcome, Pool, Workload};
 
 /// The controller's own settings.
 #[derive(Clone, Debug)]

@@ -113,7 +113,7 @@ impl From<WriteError> for Error {
     }
 }
 
-impl crate::runtime::runner::SyncFailure for Error {
+impl crate::runtime::workload::SyncFailure for Error {
     fn metric_label(&self) -> &'static str {
         Error::metric_label(self)
     }

@@ -75,7 +75,7 @@ impl From<crate::runtime::write::WriteError> for SyncError {
     }
 }
 
-impl crate::runtime::runner::SyncFailure for SyncError {
+impl crate::runtime::workload::SyncFailure for SyncError {
     fn metric_label(&self) -> &'static str {
         SyncError::metric_label(self)
     }

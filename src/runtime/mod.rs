@@ -23,4 +23,5 @@ pub(crate) mod requests;
 pub(crate) mod runner;
 pub(crate) mod server;
 pub(crate) mod shared;
+pub(crate) mod workload;
 pub(crate) mod write;

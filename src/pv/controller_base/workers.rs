@@ -18,7 +18,7 @@ use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::{Turn, WorkQueue};
-use crate::runtime::runner::Outcome;
+use crate::runtime::workload::Outcome;
 
 /// What a volume worker works with.
 pub(super) struct VolumeWork {

@@ -23,8 +23,8 @@ use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
 use crate::runtime::informer::Store;
 use crate::runtime::queue::WorkQueue;
-use crate::runtime::runner::{Outcome, Pool, Workload};
 use crate::runtime::shared::{BuildError, Shared};
+use crate::runtime::workload::{Outcome, Pool, Workload};
 use handlers::Handlers;
 
 /// The name of the pod index by the ResourceClaims a pod names (upstream's

@@ -6,6 +6,8 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
 use super::*;
+use crate::runtime::queue::{Turn, WorkQueue};
+use crate::runtime::workload::{Outcome, Pool, SyncFailure};
 
 /// A sync failure of the tests.
 #[derive(Debug)]
