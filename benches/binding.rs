@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::client::ClientBuilder;
 use memapi::{MemApi, Verb};
-use pv_controller::pv::{self, VolumeIndex};
+use pv_controller::pv;
+use pv_controller::testing::VolumeIndex;
 use pv_controller::{App, AppConfig, ClientOptions, Clients, ControllerSelection};
 use testkit::{ClaimBuilder, RWO, VolumeBuilder, claim, volume};
 

@@ -34,13 +34,13 @@ pub use app::{
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{DurationError, LogFormat, Options, parse_duration};
-pub use runtime::client::{ClientError, WriteGate};
+pub use runtime::client::WriteGate;
 pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT};
 pub use runtime::informer::{StoreError, WatchFailure, WiringError};
 pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::metrics::{Metrics, MetricsError};
-pub use runtime::requests::{RequestCollector, RequestCounts};
+pub use runtime::requests::RequestCounts;
 pub use runtime::runner::RunError;
 pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address};
 pub use runtime::shared::BuildError;

@@ -1,8 +1,9 @@
 //! What only tests and benchmarks need, beyond the library's own surface:
 //! the event recorder and its outcomes, the leader elector on its own, the
-//! admin server's routes, and (with the embedded
-//! cluster) the settle loop, the stand-in kubelet and the tables of the
-//! embedded mode.
+//! admin server's routes, the PersistentVolume controller's shadow cache
+//! and volume index (what [`crate::pv::Controller::cache`] shows), and
+//! (with the embedded cluster) the settle loop, the stand-in kubelet and
+//! the tables of the embedded mode.
 
 #[cfg(feature = "embedded")]
 pub use crate::embedded::{
@@ -13,4 +14,6 @@ pub use crate::runtime::events::{
 };
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
+pub use crate::pv::cache::{CacheError, Reservation, ShadowCache};
+pub use crate::pv::index::{MatchError, VolumeIndex};
 pub use crate::runtime::server::router;

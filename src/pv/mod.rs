@@ -23,13 +23,11 @@ pub(crate) mod objects;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 
-pub use cache::ShadowCache;
 pub use controller::{Controller, Next, RetryPolicy, Settings};
 pub use controller_base::{
     Config, DEFAULT_CLAIM_WORKERS, DEFAULT_RESYNC_PERIOD, DEFAULT_VOLUME_WORKERS, NAME,
 };
 pub use error::Error;
-pub use index::VolumeIndex;
 pub use keys::VolumeName;
 pub use objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
 pub use plugins::recycler::{

@@ -158,7 +158,7 @@ impl WriteGate {
 
 /// Why a request did not go out.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// A write while this replica is not the leader.
     #[error("{method} {path} refused: this replica does not hold the leader lease")]
     NotLeader {

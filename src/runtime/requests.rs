@@ -59,7 +59,7 @@ impl RequestCounts {
 
     /// A collector exporting the counts, to register into the metrics
     /// registry of the process.
-    pub fn collector(&self) -> Result<RequestCollector, MetricsError> {
+    pub(crate) fn collector(&self) -> Result<RequestCollector, MetricsError> {
         let descs = family()?.desc().into_iter().cloned().collect();
         Ok(RequestCollector {
             counts: self.clone(),
@@ -90,7 +90,7 @@ fn family() -> Result<IntCounterVec, prometheus::Error> {
 }
 
 /// Exports [`RequestCounts`] at scrape time.
-pub struct RequestCollector {
+pub(crate) struct RequestCollector {
     counts: RequestCounts,
     descs: Vec<Desc>,
 }
