@@ -9,11 +9,11 @@
 pub use crate::embedded::{
     render_events, render_resource_claims, render_table, stand_in_kubelet, wait_settled,
 };
+pub use crate::pv::cache::{CacheError, Reservation, ShadowCache};
+pub use crate::pv::index::{MatchError, VolumeIndex};
 pub use crate::runtime::events::{
     EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of,
 };
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
-pub use crate::pv::cache::{CacheError, Reservation, ShadowCache};
-pub use crate::pv::index::{MatchError, VolumeIndex};
 pub use crate::runtime::server::router;

@@ -39,9 +39,12 @@ impl Controller {
         let mut command = match which {
             Which::Ours => {
                 let mut command = Command::new(env!("CARGO_BIN_EXE_pv-controller"));
-                // The PersistentVolume binder alone, as upstream's below.
+                // The PersistentVolume binder alone, as upstream's below,
+                // unless the controller flags choose (`-- --controllers=*`).
+                if !extra.iter().any(|flag| flag.starts_with("--controllers")) {
+                    command.arg("--controllers=persistentvolume-binder");
+                }
                 command.args([
-                    "--controllers=persistentvolume-binder",
                     "--kubeconfig",
                     &kubeconfig,
                     "--leader-elect=false",

@@ -63,6 +63,19 @@ where
     }
 }
 
+/// A real apiserver's answer to a path outside every API it serves.
+fn page_not_found() -> http::Response<ResponseBody> {
+    let mut resp = http::Response::new(crate::body::full(bytes::Bytes::from_static(
+        b"404 page not found\n",
+    )));
+    *resp.status_mut() = http::StatusCode::NOT_FOUND;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
 /// Handles one request whose body has been read.
 async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -> Outcome {
     let path = parts.uri.path().to_string();
@@ -89,6 +102,7 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         Route::OpenApi(g, v) => {
             return Outcome::Respond(json_response(200, &discovery::openapi(&g, &v)));
         }
+        Route::PageNotFound => return Outcome::Respond(page_not_found()),
         Route::Resource(res) => res,
     };
     let verb = match verb_of(&parts.method, &res, &query) {

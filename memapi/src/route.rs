@@ -22,6 +22,11 @@ pub(crate) enum Route {
     OpenApi(String, String),
     /// A resource collection or object.
     Resource(ResourceRoute),
+    /// A path outside every served API group version (an API the server
+    /// does not have, such as resource.k8s.io/v1 before Kubernetes 1.34):
+    /// a real apiserver's mux answers these with a plain-text
+    /// `404 page not found`, not a `Status`.
+    PageNotFound,
 }
 
 /// A resource collection, or one object, with an optional subresource.
@@ -58,10 +63,10 @@ pub(crate) fn parse(path: &str) -> Result<Route, ApiError> {
         }
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
-        _ => return Err(ApiError::no_route(path)),
+        _ => return Ok(Route::PageNotFound),
     };
     if !known_group_version(group, version) {
-        return Err(ApiError::no_route(path));
+        return Ok(Route::PageNotFound);
     }
     let lookup = |plural: &str| {
         resources::by_path(group, version, plural).ok_or_else(|| ApiError::no_route(path))
@@ -201,7 +206,15 @@ mod tests {
         );
         let r = resource("/apis/storage.k8s.io/v1/storageclasses/gold");
         assert_eq!((r.kind.kind, r.namespace), ("StorageClass", None));
-        assert!(parse("/apis/storage.k8s.io/v2/storageclasses").is_err());
+        assert_eq!(
+            parse("/apis/storage.k8s.io/v2/storageclasses"),
+            Ok(Route::PageNotFound),
+            "a group version the server does not serve"
+        );
+        assert!(
+            parse("/api/v1/nosuchthings").is_err(),
+            "a resource a served group version does not have"
+        );
         assert_eq!(
             parse("/openapi/v3/apis/events.k8s.io/v1"),
             Ok(Route::OpenApi("events.k8s.io".into(), "v1".into()))

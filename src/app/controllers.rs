@@ -148,7 +148,9 @@ pub(super) async fn build(
 async fn served(client: &Client, group_version: &str, resource: &str) -> bool {
     match client.list_api_group_resources(group_version).await {
         Ok(list) => list.resources.iter().any(|r| r.name == resource),
-        Err(kube::Error::Api(status)) if status.is_not_found() => false,
+        // A real apiserver answers a group version it lacks with a
+        // plain-text 404, which the client reads as a status without reason.
+        Err(kube::Error::Api(status)) if status.code == 404 => false,
         Err(error) => {
             tracing::warn!(%error, api = group_version, "API discovery failed; starting the controller anyway");
             true

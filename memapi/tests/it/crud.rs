@@ -429,3 +429,27 @@ async fn pod_status_updates_take_the_status_only_and_check_the_version() {
         2
     );
 }
+
+#[tokio::test]
+async fn an_api_the_server_does_not_serve_is_a_plain_404() {
+    let api = MemApi::new();
+    let client = api.client();
+    // As a real apiserver's mux answers a group version it has no handler
+    // for: a plain-text body, no `Status`.
+    let request = http::Request::get("/apis/resource.k8s.io/v9")
+        .body(Vec::new())
+        .unwrap();
+    let error = client.request_text(request).await.unwrap_err();
+    match error {
+        kube::Error::Api(status) => {
+            assert_eq!(status.code, 404);
+            assert!(status.message.contains("404 page not found"), "{status:?}");
+        }
+        other => panic!("expected a 404, got {other:?}"),
+    }
+    let served = client
+        .list_api_group_resources("resource.k8s.io/v1")
+        .await
+        .unwrap();
+    assert!(served.resources.iter().any(|r| r.name == "resourceclaims"));
+}
