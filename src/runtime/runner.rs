@@ -251,7 +251,10 @@ impl Runner {
                 failure = async { match tasks.as_mut() {
                     Some(tasks) => tasks.failure().await,
                     None => std::future::pending().await,
-                } } => break End::Failed(failure),
+                } } => break End::Failed(RunError::TaskEnded {
+                    controller: failure.controller,
+                    task: failure.task,
+                }),
             }
         };
         match end {

@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::metrics::Metrics;
 use crate::runtime::queue::{Turn, WorkQueue};
-use crate::runtime::runner::RunError;
 
 /// How one key's turn ended, when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,6 +272,15 @@ impl Workload {
     }
 }
 
+/// A task of a controller that ended while it should have run on.
+#[derive(Debug)]
+pub(super) struct TaskEnded {
+    /// The controller's name.
+    pub(super) controller: &'static str,
+    /// Which task, and how it ended.
+    pub(super) task: String,
+}
+
 /// The tasks of the leading controllers, each named for the failure it
 /// would be if it ended.
 #[derive(Default)]
@@ -295,7 +303,7 @@ impl Tasks {
     /// The first task to end: each should run until the controllers stop,
     /// so its end (a return, a panic) is a failure. Never resolves while
     /// all of them run, or when there are none.
-    pub(super) async fn failure(&mut self) -> RunError {
+    pub(super) async fn failure(&mut self) -> TaskEnded {
         let ended = match self.set.join_next_with_id().await {
             None => return std::future::pending().await,
             Some(ended) => ended,
@@ -305,7 +313,7 @@ impl Tasks {
             Err(error) => (error.id(), error.to_string()),
         };
         let (controller, task) = self.names.get(&id).copied().unwrap_or(("a", "task"));
-        RunError::TaskEnded {
+        TaskEnded {
             controller,
             task: format!("{task} ({how})"),
         }
