@@ -434,7 +434,14 @@ fn commit(out: Option<&Path>) -> Option<String> {
     };
     let head = git(&["rev-parse", "--short", "HEAD"])?;
     let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--", "."];
-    let exclude = out.map(|out| format!(":(exclude){}", out.display()));
+    // A results file outside the tree is no change of it (and git refuses
+    // a pathspec outside the repository).
+    let inside = |out: &&Path| {
+        out.is_relative() || std::env::current_dir().is_ok_and(|dir| out.starts_with(dir))
+    };
+    let exclude = out
+        .filter(inside)
+        .map(|out| format!(":(exclude){}", out.display()));
     status.extend(exclude.as_deref());
     let dirty = git(&status)?;
     Some(if dirty.is_empty() {

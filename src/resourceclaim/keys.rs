@@ -12,14 +12,14 @@ pub enum WorkKey {
     /// A pod with resource claims.
     Pod(ObjectKey),
     /// A ResourceClaim.
-    Claim(ObjectKey),
+    ResourceClaim(ObjectKey),
 }
 
 impl fmt::Display for WorkKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Pod(key) => write!(f, "pod:{key}"),
-            Self::Claim(key) => write!(f, "claim:{key}"),
+            Self::ResourceClaim(key) => write!(f, "claim:{key}"),
         }
     }
 }

@@ -9,8 +9,8 @@
 //! end that no request of any replica was refused. The test plays the
 //! parts a controller-less control plane lacks: the kubelet for recycler
 //! pods, the scheduler's `selected-node`, external provisioners, and the
-//! protection controllers that remove finalizers. README's "End-to-end
-//! tests" section says how to run it.
+//! protection controllers that remove finalizers. docs/testing.md's "End-to-end
+//! tests against a real cluster" section says how to run it.
 //!
 //! Arguments: words select the cases whose names contain one of them;
 //! `--list` prints the cases.

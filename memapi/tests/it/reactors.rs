@@ -334,7 +334,6 @@ async fn bad_requests_get_status_bodies() {
     let json_ct = "application/json";
     let cases = [
         ("GET", "/api/v1/gadgets", json_ct, "", 404),
-        ("GET", "/apis/nope.io/v1/things", json_ct, "", 404),
         (
             "POST",
             "/api/v1/persistentvolumes",
@@ -411,6 +410,24 @@ async fn bad_requests_get_status_bodies() {
     }
     assert_eq!(mem.resource_version(), rv);
     assert_eq!(mem.list::<PersistentVolume>().len(), 1);
+}
+
+#[tokio::test]
+async fn a_path_outside_every_api_is_a_plain_404() {
+    let mem = MemApi::new();
+    for uri in ["/apis/nope.io/v1/things", "/apis/nope.io/v1", "/nowhere"] {
+        let req = http::Request::get(uri)
+            .body(kube::client::Body::from(Vec::new()))
+            .unwrap();
+        let resp = mem.service().oneshot(req).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 404, "{uri}");
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            &bytes[..],
+            b"404 page not found\n",
+            "{uri}: as a real apiserver's mux"
+        );
+    }
 }
 
 #[tokio::test]

@@ -80,7 +80,7 @@ impl Controller {
     pub async fn sync(&self, key: &WorkKey) -> Result<()> {
         match key {
             WorkKey::Pod(pod) => self.sync_pod(pod).await,
-            WorkKey::Claim(claim) => self.sync_claim(claim).await,
+            WorkKey::ResourceClaim(claim) => self.sync_claim(claim).await,
         }
     }
 

@@ -64,7 +64,7 @@ impl Handlers {
             return;
         }
         for claim in claims_to_release(pod, deleted) {
-            self.queue.add(WorkKey::Claim(claim));
+            self.queue.add(WorkKey::ResourceClaim(claim));
         }
         if !deleted && pod_needs_work(pod, &self.claims) {
             self.queue.add(WorkKey::Pod(ObjectKey::of(pod)));
@@ -87,7 +87,7 @@ impl Handlers {
     /// it are checked for work (a deleted claim of theirs is made again).
     fn claim_changed(&self, key: &ObjectKey, deleted: bool) {
         if !deleted && self.leading.get() {
-            self.queue.add(WorkKey::Claim(key.clone()));
+            self.queue.add(WorkKey::ResourceClaim(key.clone()));
         }
         for pod in self.pods.indexed(PODS_BY_RESOURCE_CLAIM, key) {
             self.enqueue_pod(&pod, false);
@@ -101,7 +101,7 @@ impl Handlers {
             self.enqueue_pod(&pod, false);
         }
         for key in self.claims.keys() {
-            self.queue.add(WorkKey::Claim(key));
+            self.queue.add(WorkKey::ResourceClaim(key));
         }
     }
 }

@@ -96,7 +96,7 @@ pub(crate) fn build(
         config.workers,
         |key| match key {
             WorkKey::Pod(_) => "pod",
-            WorkKey::Claim(_) => "resourceclaim",
+            WorkKey::ResourceClaim(_) => "resourceclaim",
         },
         move |key: WorkKey, _| {
             let controller = Arc::clone(&syncing);

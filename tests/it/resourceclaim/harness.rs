@@ -76,7 +76,7 @@ pub(crate) fn pod_key(pod: &Pod) -> Option<WorkKey> {
 }
 
 pub(crate) fn claim_key(claim: &ResourceClaim) -> Option<WorkKey> {
-    Some(WorkKey::Claim(ObjectKey::new(
+    Some(WorkKey::ResourceClaim(ObjectKey::new(
         claim.metadata.namespace.clone().unwrap_or_default(),
         claim.metadata.name.clone().unwrap_or_default(),
     )))
