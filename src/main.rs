@@ -70,13 +70,14 @@ async fn run_embedded_cluster(
 }
 
 /// Logs to stderr, as text or JSON, at the level `-v` asks for unless
-/// RUST_LOG says otherwise.
+/// RUST_LOG says otherwise; text in colour only on a terminal.
 fn init_tracing(options: &Options) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(options.log_level().as_str().to_lowercase())
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(options.log_colours())
         .with_writer(std::io::stderr);
     match options.log_format {
         LogFormat::Text => builder.init(),

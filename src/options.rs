@@ -260,6 +260,17 @@ impl Options {
         }
     }
 
+    /// Whether text logs carry terminal colours: only when they go to a
+    /// terminal (stderr), and never when `NO_COLOR` is set to anything, so a
+    /// container's log, a pipe or a file gets plain text.
+    pub fn log_colours(&self) -> bool {
+        use std::io::IsTerminal;
+        colours(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        )
+    }
+
     /// The tracing level `-v` asks for.
     pub fn log_level(&self) -> tracing::Level {
         match self.verbosity {
@@ -268,6 +279,13 @@ impl Options {
             _ => tracing::Level::TRACE,
         }
     }
+}
+
+/// Whether to colour logs written to a terminal or not (`terminal`), with
+/// `NO_COLOR` as given: colours only on a terminal, and never when
+/// `NO_COLOR` is set to a non-empty value (no-color.org).
+fn colours(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(std::ffi::OsStr::is_empty)
 }
 
 /// Why a duration flag was refused.
@@ -342,6 +360,15 @@ mod tests {
         for bad in ["", "15", "s", "1x", "1m30", "-1s"] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn logs_are_coloured_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(colours(true, None));
+        assert!(!colours(false, None), "a pipe or a file");
+        assert!(!colours(true, Some(OsStr::new("1"))), "NO_COLOR set");
+        assert!(colours(true, Some(OsStr::new(""))), "NO_COLOR empty");
     }
 
     #[test]

@@ -37,11 +37,6 @@ pub(crate) fn csi_driver_of(plugin: &str) -> Option<&'static str> {
         .map(|(_, driver)| *driver)
 }
 
-/// Whether `name` is the CSI driver of some migrated plugin.
-fn is_migration_driver(name: &str) -> bool {
-    MIGRATED_PLUGINS.iter().any(|(_, driver)| *driver == name)
-}
-
 /// How the `migrated-to` annotation of an object must change, if at all:
 /// `Some(Some(driver))` to set it, `Some(None)` to remove it.
 pub(crate) type MigratedToChange = Option<Option<String>>;
@@ -57,19 +52,17 @@ pub(crate) fn volume_migrated_to_change(volume: &PersistentVolume) -> MigratedTo
 }
 
 /// The change to a claim's `migrated-to`, judged from the provisioner it
-/// was handed to (the GA storage-provisioner key, else the beta one): set
-/// when that is a migrated in-tree plugin; kept when it already is the
-/// driver the annotation names (the controller hands such claims to the
-/// driver directly); removed otherwise. A claim handed to no provisioner is
-/// left as it is.
+/// was handed to (the GA storage-provisioner key, else the beta one), as
+/// upstream's: set when that is a migrated in-tree plugin, removed
+/// otherwise, also when it is the CSI driver itself (the controller hands a
+/// claim of a migrated class to the driver directly, so such a claim never
+/// carries the annotation). A claim handed to no provisioner is left as it
+/// is.
 pub(crate) fn claim_migrated_to_change(claim: &PersistentVolumeClaim) -> MigratedToChange {
     let provisioner = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
         .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER))?;
     let current = annotation(&claim.metadata, ANN_MIGRATED_TO).filter(|v| !v.is_empty());
-    let wanted = csi_driver_of(provisioner).or_else(|| {
-        (current == Some(provisioner) && is_migration_driver(provisioner)).then_some(provisioner)
-    });
-    change(current, wanted)
+    change(current, csi_driver_of(provisioner))
 }
 
 /// Whether a volume is reclaimed by a CSI driver's external provisioner
@@ -137,7 +130,7 @@ mod tests {
     /// Upstream's TestAnnealMigrationAnnotations, for volumes and claims.
     #[test]
     fn migrated_to_is_annealed_as_upstream() {
-        let cases: [(&str, MigratedToChange, MigratedToChange); 6] = [
+        let cases: [(&str, MigratedToChange, MigratedToChange); 8] = [
             // (provisioner of the object, change for a PV, change for a PVC)
             (
                 "migration on",
@@ -149,6 +142,10 @@ mod tests {
             ("other plugin not affected", None, None),
             ("not dynamically provisioned", None, None),
             ("already annotated", None, None),
+            // Handed to the driver itself: upstream finds no migration for
+            // a provisioner that is no in-tree plugin.
+            ("handed to the driver", None, None),
+            ("handed to the driver, annotated", None, Some(None)),
         ];
         for (name, for_volume, for_claim) in cases {
             let (pv_annotations, pvc_annotations): (Annotations, Annotations) = match name {
@@ -178,15 +175,23 @@ mod tests {
                     vec![(ANN_MIGRATED_TO, GCE_CSI)],
                     vec![(ANN_MIGRATED_TO, GCE_CSI)],
                 ),
+                "handed to the driver" => (
+                    vec![(ANN_DYNAMICALLY_PROVISIONED, GCE_CSI)],
+                    vec![(ANN_STORAGE_PROVISIONER, GCE_CSI)],
+                ),
+                "handed to the driver, annotated" => (
+                    vec![(ANN_DYNAMICALLY_PROVISIONED, GCE_CSI)],
+                    vec![
+                        (ANN_STORAGE_PROVISIONER, GCE_CSI),
+                        (ANN_MIGRATED_TO, GCE_CSI),
+                    ],
+                ),
                 _ => (
                     vec![
                         (ANN_DYNAMICALLY_PROVISIONED, GCE),
                         (ANN_MIGRATED_TO, GCE_CSI),
                     ],
-                    vec![
-                        (ANN_STORAGE_PROVISIONER, GCE_CSI),
-                        (ANN_MIGRATED_TO, GCE_CSI),
-                    ],
+                    vec![(ANN_STORAGE_PROVISIONER, GCE), (ANN_MIGRATED_TO, GCE_CSI)],
                 ),
             };
             assert_eq!(

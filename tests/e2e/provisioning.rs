@@ -141,9 +141,10 @@ pub(crate) async fn external(case: Arc<Case>) -> anyhow::Result<()> {
 }
 
 /// A claim of a class naming an in-tree plugin that migrated to CSI
-/// (`kubernetes.io/aws-ebs`) is handed to the CSI driver; the volume the
-/// driver provisions (an in-tree volume, as CSI migration writes it) is
-/// marked migrated and never deleted by this controller.
+/// (`kubernetes.io/aws-ebs`) is handed to the CSI driver, without
+/// `migrated-to` on the claim (as upstream); the volume the driver
+/// provisions (an in-tree volume, as CSI migration writes it) is marked
+/// migrated and never deleted by this controller.
 pub(crate) async fn csi_migrated(case: Arc<Case>) -> anyhow::Result<()> {
     const IN_TREE: &str = "kubernetes.io/aws-ebs";
     const DRIVER: &str = "ebs.csi.aws.com";
@@ -158,8 +159,8 @@ pub(crate) async fn csi_migrated(case: Arc<Case>) -> anyhow::Result<()> {
         })
         .await?;
     ensure!(
-        annotation(&handed.metadata, ANN_MIGRATED_TO) == Some(DRIVER),
-        "migrated-to: {:?}",
+        annotation(&handed.metadata, ANN_MIGRATED_TO).is_none(),
+        "no migrated-to on the claim, as upstream: {:?}",
         handed.metadata.annotations
     );
     let message = external_provisioning(DRIVER);
@@ -180,7 +181,12 @@ pub(crate) async fn csi_migrated(case: Arc<Case>) -> anyhow::Result<()> {
         .metadata
         .name
         .unwrap_or_default();
-    case.claim_phase("data", "Bound").await?;
+    let bound_claim = case.claim_phase("data", "Bound").await?;
+    ensure!(
+        annotation(&bound_claim.metadata, ANN_MIGRATED_TO).is_none(),
+        "no migrated-to on the bound claim: {:?}",
+        bound_claim.metadata.annotations
+    );
     let bound = case
         .wait_volume(&volume_name, "Bound and marked migrated", |v| {
             volume_phase(v) == "Bound" && annotation(&v.metadata, ANN_MIGRATED_TO) == Some(DRIVER)

@@ -1,7 +1,8 @@
 //! The `pv-controller` binary against a cluster reached by kubeconfig: the
 //! in-memory API server on a loopback port stands in for the cluster. The
 //! binary binds a claim, and stops cleanly on SIGTERM; a --controllers
-//! entry that names no controller stops its start-up.
+//! entry that names no controller stops its start-up; logs to a pipe carry
+//! no terminal colours.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,4 +97,28 @@ fn an_unknown_controller_name_stops_the_start_up() {
         stderr.contains("\"ephemeral-volumes\" in --controllers is not a known controller"),
         "{stderr}"
     );
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_terminal_colours() {
+    let output = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args([
+            "--embedded-cluster",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/demo.yaml"),
+            "--exit-when-settled",
+        ])
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run the binary");
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("INFO"), "logs were written: {stderr}");
+    for (stream, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        assert!(
+            !bytes.contains(&0x1b),
+            "an escape byte on {stream}: {}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
 }

@@ -1,7 +1,10 @@
 //! The provisioning scenarios: upstream's provision table (set 11) and
 //! multi-sync cases (set 12), with the mock plugin, each row run as one
 //! direct sync (plus the operation it starts) and with the whole controller
-//! until it settles. CSI migration (11-21) is not implemented and has no row.
+//! until it settles. A claim of a class whose in-tree plugin migrated to
+//! CSI (11-21) is handed to the driver and, as upstream's controller with
+//! its real plugin manager, gets no `migrated-to` (upstream's own row 11-21
+//! expects one because its fake manager calls every name migrated).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,12 +60,6 @@ fn classes() -> Vec<StorageClass> {
             p1,
         ),
     ]
-}
-
-/// The claim handed to the CSI driver that took over its class's in-tree
-/// plugin: both provisioner keys and migrated-to name the driver.
-fn migrated_to(name: &str, uid: &str, class: &str, driver: &str) -> ClaimBuilder {
-    handed_to(name, uid, class, driver).annotation(ANN_MIGRATED_TO, driver)
 }
 
 fn node1() -> Node {
@@ -361,14 +358,14 @@ async fn set_11_provision() {
         row("11-21 external provisioner for CSI migration")
             .claims(
                 claims([pending("claim11-21", "uid11-21", "gp2")]),
-                claims([migrated_to("claim11-21", "uid11-21", "gp2", "ebs.csi.aws.com")]),
+                claims([handed_to("claim11-21", "uid11-21", "gp2", "ebs.csi.aws.com")]),
             )
             .classes(classes())
             .events(&["Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner 'ebs.csi.aws.com'"]),
         row("11-21-1 CSI migration with delayed binding and a selected node")
             .claims(
                 claims([pending("claim11-21-1", "uid11-21-1", "gp2-wait").annotation(ANN_SELECTED_NODE, "node1")]),
-                claims([migrated_to("claim11-21-1", "uid11-21-1", "gp2-wait", "ebs.csi.aws.com")
+                claims([handed_to("claim11-21-1", "uid11-21-1", "gp2-wait", "ebs.csi.aws.com")
                     .annotation(ANN_SELECTED_NODE, "node1")]),
             )
             .classes(classes())
@@ -378,7 +375,7 @@ async fn set_11_provision() {
         row("11-21-2 claim handed to the in-tree plugin before migration")
             .claims(
                 claims([handed_to("claim11-21-2", "uid11-21-2", "gp2", "kubernetes.io/aws-ebs")]),
-                claims([migrated_to("claim11-21-2", "uid11-21-2", "gp2", "ebs.csi.aws.com")]),
+                claims([handed_to("claim11-21-2", "uid11-21-2", "gp2", "ebs.csi.aws.com")]),
             )
             .classes(classes())
             .events(&["Normal ExternalProvisioning Waiting for a volume to be created either by the external provisioner 'ebs.csi.aws.com'"]),
@@ -547,13 +544,75 @@ async fn every_migrated_plugin_hands_its_claims_to_its_driver() {
             row(name)
                 .claims(
                     claims([pending("claim", "uid", class_name)]),
-                    claims([migrated_to("claim", "uid", class_name, driver)]),
+                    claims([handed_to("claim", "uid", class_name, driver)]),
                 )
                 .classes(vec![class(class_name, plugin, "Immediate", ("type", "ssd"))])
                 .events(&[event])
         })
         .collect();
     run_table(rows).await;
+}
+
+/// A claim of a migrated in-tree class, handed to the CSI driver, binds to
+/// the in-tree volume the driver provisions for it: the claim never
+/// carries `migrated-to` (as upstream's, whose provisioner annotation
+/// names the driver), the volume does.
+#[tokio::test(start_paused = true)]
+async fn a_migrated_claim_binds_without_migrated_to() {
+    const DRIVER: &str = "ebs.csi.aws.com";
+    let api = MemApi::new();
+    api.create(&class(
+        "gp2",
+        "kubernetes.io/aws-ebs",
+        "Immediate",
+        ("type", "ssd"),
+    ))
+    .expect("class");
+    api.create(&pending("claim", "uid", "gp2").build())
+        .expect("claim");
+    let running = Running::start(&api).await;
+    running.settle().await;
+    let handed = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim")
+        .expect("claim");
+    let annotations = handed.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        annotations.get(ANN_STORAGE_PROVISIONER).map(String::as_str),
+        Some(DRIVER)
+    );
+    // The driver's external provisioner makes an in-tree volume, as CSI
+    // migration writes it.
+    let provisioned = volume("pvc-uid", "1Gi")
+        .claim_ref("default", "claim", "uid")
+        .class("gp2")
+        .policy("Delete")
+        .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
+        .build();
+    api.create(&provisioned).expect("volume");
+    running.settle().await;
+    running.stop().await;
+    let claim = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim")
+        .expect("claim");
+    assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+    let annotations = claim.metadata.annotations.unwrap_or_default();
+    assert!(
+        !annotations.contains_key(ANN_MIGRATED_TO),
+        "no migrated-to on the claim: {annotations:?}"
+    );
+    let volume = api
+        .get::<PersistentVolume>(None, "pvc-uid")
+        .expect("volume");
+    assert_eq!(
+        volume
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ANN_MIGRATED_TO)
+            .map(String::as_str),
+        Some(DRIVER),
+        "the volume is marked migrated"
+    );
 }
 
 /// The first create of the provisioned volume is stored but its answer is

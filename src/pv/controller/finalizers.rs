@@ -71,7 +71,7 @@ pub(super) fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>
 }
 
 /// Applies a `migrated-to` change to an object's annotations.
-fn apply_migrated_to(
+pub(super) fn apply_migrated_to(
     annotations: &mut Option<std::collections::BTreeMap<String, String>>,
     change: MigratedToChange,
 ) -> Edit {

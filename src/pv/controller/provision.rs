@@ -7,13 +7,14 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::Controller;
+use super::finalizers::apply_migrated_to;
 use super::writes::{Edit, Part};
 use crate::pv::constants::{
-    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS, ANN_MIGRATED_TO,
+    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
 };
 use crate::pv::error::{Error, Result};
-use crate::pv::migration::csi_driver_of;
+use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
@@ -178,29 +179,24 @@ impl Controller {
             });
         } else {
             let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
-            let migrated = migrated.is_some();
             self.schedule(name, async move {
-                this.provision_external(claim, provisioner, migrated).await
+                this.provision_external(claim, provisioner).await
             });
         }
         Ok(())
     }
 
     /// Asks an external provisioner for a volume through the claim's
-    /// storage-provisioner annotations (and `migrated-to` when the class's
-    /// in-tree plugin migrated to that CSI driver), and says so in an event
+    /// storage-provisioner annotations (the CSI driver's name when the
+    /// class's in-tree plugin migrated to it), and says so in an event
     /// (every time it runs, as upstream: a claim waiting long shows it).
     #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref()), operation = "provision"))]
     async fn provision_external(
         &self,
         claim: Arc<PersistentVolumeClaim>,
         provisioner: String,
-        migrated: bool,
     ) -> Result<()> {
-        let claim = match self
-            .set_claim_provisioner(&claim, &provisioner, migrated)
-            .await
-        {
+        let claim = match self.set_claim_provisioner(&claim, &provisioner).await {
             Ok(claim) => claim,
             Err(error) => {
                 self.warn(
@@ -219,17 +215,17 @@ impl Controller {
     }
 
     /// Writes both storage-provisioner annotations when the GA one differs,
-    /// and `migrated-to` with them for a claim handed to the CSI driver of a
-    /// migrated in-tree plugin.
+    /// and with them what `migrated-to` must be for the new provisioner (as
+    /// upstream: removed, unless the provisioner is a migrated in-tree
+    /// plugin; a claim of a migrated class is handed to the CSI driver
+    /// itself and carries none).
     pub(super) async fn set_claim_provisioner(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
         provisioner: &str,
-        migrated: bool,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let wanted = |claim: &PersistentVolumeClaim| {
             annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
-                && (!migrated || annotation(&claim.metadata, ANN_MIGRATED_TO) == Some(provisioner))
         };
         if wanted(claim) {
             return Ok(Arc::clone(claim));
@@ -246,9 +242,8 @@ impl Controller {
                 for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
                     annotations.insert(key.to_string(), provisioner.to_string());
                 }
-                if migrated {
-                    annotations.insert(ANN_MIGRATED_TO.to_string(), provisioner.to_string());
-                }
+                let migrated_to = claim_migrated_to_change(changed);
+                apply_migrated_to(&mut changed.metadata.annotations, migrated_to);
                 Edit::Changed
             })
             .await?;

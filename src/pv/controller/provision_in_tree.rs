@@ -53,7 +53,7 @@ impl Controller {
             return self.provisioning_failed(&claim, message);
         }
         let claim = self
-            .set_claim_provisioner(&claim, &class.provisioner, false)
+            .set_claim_provisioner(&claim, &class.provisioner)
             .await?;
         let pv_name = provisioned_volume_name(&claim);
         let existing = kube::Api::<PersistentVolume>::all(self.client.clone())
