@@ -93,6 +93,11 @@ impl VolumePlugin for HostPathPlugin {
                 )));
             }
             let claim_spec = request.claim.spec.clone().unwrap_or_default();
+            if claim_spec.volume_mode.as_deref() == Some("Block") {
+                return Err(PluginError::Failed(format!(
+                    "{PLUGIN_NAME} does not support block volume provisioning"
+                )));
+            }
             let capacity = claim_spec
                 .resources
                 .and_then(|r| r.requests)
@@ -264,6 +269,21 @@ mod tests {
             .await
             .err();
         assert!(matches!(error, Some(PluginError::Setup(m)) if m.contains("disabled")));
+        assert!(!root.exists());
+    }
+
+    #[tokio::test]
+    async fn block_claims_are_refused_before_anything_is_made() {
+        let root = std::env::temp_dir().join(format!("hostpath-block-{}", std::process::id()));
+        let mut block = request("pvc-3");
+        if let Some(spec) = block.claim.spec.as_mut() {
+            spec.volume_mode = Some("Block".to_string());
+        }
+        let error = plugin(true, &root).provision(&block).await.err();
+        assert!(matches!(
+            error,
+            Some(PluginError::Failed(m)) if m == "kubernetes.io/host-path does not support block volume provisioning"
+        ));
         assert!(!root.exists());
     }
 
