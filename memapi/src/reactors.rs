@@ -114,7 +114,8 @@ pub struct Reactor {
     resource: Option<String>,
     group: Option<String>,
     name: Option<String>,
-    subresource: Option<String>,
+    /// `None`: any; `Some(None)`: the object itself, no subresource.
+    subresource: Option<Option<String>>,
     action: Action,
     times: Times,
     after_commit: bool,
@@ -188,7 +189,14 @@ impl Reactor {
 
     /// Matches only requests to this subresource ("status").
     pub fn subresource(mut self, sub: &str) -> Self {
-        self.subresource = Some(sub.to_string());
+        self.subresource = Some(Some(sub.to_string()));
+        self
+    }
+
+    /// Matches only requests to the object itself, not to a subresource
+    /// (a spec or metadata update, not a status update).
+    pub fn main_resource(mut self) -> Self {
+        self.subresource = Some(None);
         self
     }
 
@@ -284,8 +292,8 @@ impl Reactor {
             && self.name.as_deref().is_none_or(|n| Some(n) == req.name)
             && self
                 .subresource
-                .as_deref()
-                .is_none_or(|s| Some(s) == req.subresource)
+                .as_ref()
+                .is_none_or(|s| s.as_deref() == req.subresource)
     }
 
     /// Whether this reactor fires on a matching request (counting it).

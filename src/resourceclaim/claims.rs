@@ -31,8 +31,10 @@ struct Inner {
     claims: BTreeMap<ObjectKey, Arc<ResourceClaim>>,
     by_owner: HashMap<String, BTreeSet<ObjectKey>>,
     /// UIDs (and keys) of claims this controller deleted whose deletion the
-    /// watch has not shown yet: their late events are not taken back in, so
-    /// a claim is not deleted twice.
+    /// watch has not shown yet: their late versions from before the delete
+    /// are not taken back in, so a claim is not deleted twice. A version
+    /// marked for deletion is taken in: a finalizer holds the claim, and
+    /// its sync must remove it.
     deleted: HashMap<String, ObjectKey>,
 }
 
@@ -61,11 +63,12 @@ impl ClaimCache {
     pub(crate) fn offer(&self, claim: Arc<ResourceClaim>) -> bool {
         let key = ObjectKey::of(claim.as_ref());
         let mut inner = self.lock();
-        if claim
-            .metadata
-            .uid
-            .as_ref()
-            .is_some_and(|uid| inner.deleted.contains_key(uid))
+        if claim.metadata.deletion_timestamp.is_none()
+            && claim
+                .metadata
+                .uid
+                .as_ref()
+                .is_some_and(|uid| inner.deleted.contains_key(uid))
         {
             return false;
         }
@@ -97,11 +100,21 @@ impl ClaimCache {
         inner.claims.remove(key)
     }
 
-    /// Forgets a claim this controller has just deleted, and keeps its
-    /// watch events still on the way from bringing it back.
+    /// Forgets a claim this controller has just deleted (and that is gone
+    /// at once: no finalizer held it), and keeps its versions from before
+    /// the delete, still on the way, from bringing it back.
     pub(crate) fn deleted(&self, claim: &ResourceClaim) {
         let key = ObjectKey::of(claim);
         let mut inner = self.lock();
+        let held = inner
+            .claims
+            .get(&key)
+            .is_some_and(|held| held.metadata.uid == claim.metadata.uid);
+        if !held {
+            // Gone already (the watch showed the deletion first), or another
+            // claim of that name: nothing of this one to keep out.
+            return;
+        }
         inner.unindex(&key);
         inner.claims.remove(&key);
         if let Some(uid) = &claim.metadata.uid {

@@ -49,6 +49,21 @@ pub(crate) fn pod_claims(pod: &Pod) -> &[PodResourceClaim] {
         .unwrap_or_default()
 }
 
+/// The claim the scheduler made for the pod's extended resources
+/// (`status.extendedResourceClaimStatus`), if any.
+pub(crate) fn extended_claim(pod: &Pod) -> Option<&str> {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.extended_resource_claim_status.as_ref())
+        .map(|extended| extended.resource_claim_name.as_str())
+}
+
+/// Whether the pod uses ResourceClaims at all: entries in
+/// `spec.resourceClaims`, or an extended-resource claim.
+pub(crate) fn uses_claims(pod: &Pod) -> bool {
+    !pod_claims(pod).is_empty() || extended_claim(pod).is_some()
+}
+
 /// What the entry `pod_claim` of `pod` names.
 pub(crate) fn claim_name<'a>(pod: &'a Pod, pod_claim: &'a PodResourceClaim) -> ClaimName<'a> {
     if let Some(name) = pod_claim.resource_claim_name.as_deref() {

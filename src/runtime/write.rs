@@ -316,13 +316,16 @@ impl<K: Kind> Writer<K> {
     /// Deletes the object `key`, and only the incarnation `uid` names when
     /// given (the request carries it as a precondition, so an object
     /// re-created under the same name since is never deleted in its
-    /// place). An object already gone counts as deleted. Nothing is stored:
-    /// the watch tells when the object is gone.
+    /// place). An object already gone counts as deleted. Returns the
+    /// object when the answer shows it still stored, marked for deletion
+    /// and held by finalizers (trimmed as stored; that version's watch
+    /// event may already have come and gone); nothing is stored: the watch
+    /// tells when the object is gone.
     pub(crate) async fn delete(
         &self,
         key: &ObjectKey,
         uid: Option<&str>,
-    ) -> Result<(), WriteError> {
+    ) -> Result<Option<K>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {
@@ -335,8 +338,19 @@ impl<K: Kind> Writer<K> {
             .delete(&key.name, &params)
             .await
         {
-            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-            other => other.map(drop),
+            Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+            Ok(answer) => Ok(answer
+                .left()
+                .filter(|object| {
+                    let meta = object.meta();
+                    meta.deletion_timestamp.is_some()
+                        && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty())
+                })
+                .map(|mut held| {
+                    held.trim();
+                    held
+                })),
+            Err(error) => Err(error),
         };
         self.count("delete", "", outcome(&result));
         result.map_err(|source| WriteError::Api {

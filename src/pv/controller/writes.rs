@@ -54,11 +54,11 @@ impl Controller {
     /// answers 409). A volume already gone counts as deleted.
     pub(super) async fn delete_volume(&self, volume: &PersistentVolume) -> Result<()> {
         let name = VolumeName::of(volume);
-        Ok(self
-            .writers
+        self.writers
             .volumes
             .delete(&name.key(), volume.metadata.uid.as_deref())
-            .await?)
+            .await?;
+        Ok(())
     }
 
     /// Moves a volume to `phase` (with `message`) when it is not there yet;

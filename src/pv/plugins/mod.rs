@@ -118,7 +118,10 @@ impl RecyclerPods {
 
     /// Deletes the pod `namespace/name` (already gone counts as deleted).
     pub async fn delete(&self, namespace: &str, name: &str) -> Result<(), WriteError> {
-        self.0.delete(&ObjectKey::new(namespace, name), None).await
+        self.0
+            .delete(&ObjectKey::new(namespace, name), None)
+            .await
+            .map(drop)
     }
 }
 

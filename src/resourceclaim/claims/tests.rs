@@ -69,3 +69,33 @@ fn a_deleted_claims_late_events_do_not_bring_it_back() {
         "seen deleted: a claim of that UID may come again only after a relist"
     );
 }
+
+#[test]
+fn a_deleted_claim_held_by_a_finalizer_is_taken_in_once_marked() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", Some("p1")));
+    cache.deleted(&claim("a", "1", Some("p1")));
+    let mut terminating = claim("a", "2", Some("p1")).as_ref().clone();
+    terminating.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+    assert!(cache.offer(Arc::new(terminating)), "marked for deletion");
+    assert!(cache.get(&ObjectKey::new("ns", "a")).is_some());
+    assert!(
+        !cache.offer(claim("a", "1", Some("p1"))),
+        "an older version stays out"
+    );
+}
+
+#[test]
+fn a_deletion_the_watch_showed_first_leaves_nothing_behind() {
+    let cache = ClaimCache::default();
+    cache.offer(claim("a", "1", Some("p1")));
+    cache.remove(&ObjectKey::new("ns", "a"));
+    cache.deleted(&claim("a", "1", Some("p1")));
+    assert!(
+        cache.offer(claim("a", "1", Some("p1"))),
+        "no deletion recorded for a claim the cache no longer held"
+    );
+}

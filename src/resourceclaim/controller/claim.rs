@@ -143,8 +143,12 @@ impl Controller {
 
     /// Deletes a claim generated for a pod that will not need it: the pod
     /// is done, or was replaced by another of the same name. A pod the
-    /// watch does not show is left to the garbage collector.
+    /// watch does not show is left to the garbage collector, and a claim
+    /// already being deleted needs no second delete.
     async fn delete_if_owner_done(&self, key: &ObjectKey, claim: &ResourceClaim) -> Result<()> {
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Ok(());
+        }
         let Some((pod_name, pod_uid)) = owning_pod(claim) else {
             return Ok(());
         };

@@ -2,26 +2,40 @@
 //! `enqueuePod`, `podNeedsClaims` and `podNeedsWork`). The event handlers
 //! of the base call these to queue only what needs a sync.
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::resourceclaim::claims::ClaimCache;
 use crate::resourceclaim::objects::{
-    ClaimName, can_be_reserved, claim_name, is_allocated, is_for_pod, is_pod_done,
-    is_reserved_for_pod, node_name, pod_claims,
+    ClaimName, can_be_reserved, claim_name, extended_claim, is_allocated, is_for_pod, is_pod_done,
+    is_reserved_for_pod, node_name, pod_claims, uid,
 };
 use crate::runtime::keys::ObjectKey;
 
-/// The claims a pod that will not run (any more) should release: every
-/// claim it names, when it was deleted or is done; none otherwise.
-pub(crate) fn claims_to_release(pod: &Pod, deleted: bool) -> Vec<ObjectKey> {
+/// The claims a pod that will not run (any more) should release, when it
+/// was deleted or is done: every claim it names, its extended-resource
+/// claim, and every claim it controls, recorded or not (a claim whose
+/// create was answered too late to be recorded is the pod's too). None
+/// while the pod may run.
+pub(crate) fn claims_to_release(pod: &Pod, deleted: bool, claims: &ClaimCache) -> Vec<ObjectKey> {
     if !deleted && !is_pod_done(pod) {
         return Vec::new();
     }
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-    pod_claims(pod)
+    let named = pod_claims(pod)
         .iter()
         .filter_map(|pod_claim| claim_name(pod, pod_claim).name())
-        .map(|name| ObjectKey::new(namespace, name))
+        .chain(extended_claim(pod))
+        .map(|name| ObjectKey::new(namespace, name));
+    let owned = claims
+        .owned_by(uid(&pod.metadata))
+        .into_iter()
+        .map(|claim| ObjectKey::of(claim.as_ref()));
+    named
+        .chain(owned)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect()
 }
 

@@ -122,14 +122,22 @@ impl Writes {
 
     /// Deletes the claim with its UID as precondition, so a claim
     /// re-created under the same name is never deleted in its place. A
-    /// claim already gone is no error.
+    /// claim already gone is no error. A claim a finalizer holds stays in
+    /// the cache as the answer shows it, marked for deletion, so its sync
+    /// can release it; any other leaves the cache at once.
     pub(crate) async fn delete_claim(&self, claim: &ResourceClaim) -> Result<()> {
         let key = ObjectKey::of(claim);
-        self.claims
+        let held = self
+            .claims
             .delete(&key, claim.metadata.uid.as_deref())
             .await?;
         tracing::info!(claim = %key, "deleted unused generated ResourceClaim");
-        self.cache.deleted(claim);
+        match held {
+            Some(held) => {
+                self.cache.offer(Arc::new(held));
+            }
+            None => self.cache.deleted(claim),
+        }
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::resourceclaim::claims::ClaimCache;
 use crate::resourceclaim::controller::triage::{claims_to_release, pod_needs_work};
 use crate::resourceclaim::deleted::DeletedPods;
 use crate::resourceclaim::keys::WorkKey;
-use crate::resourceclaim::objects::{pod_claims, uid};
+use crate::resourceclaim::objects::{uid, uses_claims};
 use crate::runtime::informer::{Change, MemStore};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::WorkQueue;
@@ -49,7 +49,7 @@ impl Handlers {
     /// from a relist): its UID is remembered so its reservations are
     /// dropped without a lookup, and its claims are queued.
     fn pod_deleted(&self, key: &ObjectKey, pod: &Pod) {
-        if pod_claims(pod).is_empty() {
+        if !uses_claims(pod) {
             return;
         }
         tracing::debug!(pod = %key, "pod with resource claims deleted");
@@ -60,10 +60,10 @@ impl Handlers {
     /// Queues the claims a pod that will not run releases, and the pod when
     /// it needs a sync.
     pub(super) fn enqueue_pod(&self, pod: &Pod, deleted: bool) {
-        if !self.leading.get() || pod_claims(pod).is_empty() {
+        if !self.leading.get() || !uses_claims(pod) {
             return;
         }
-        for claim in claims_to_release(pod, deleted) {
+        for claim in claims_to_release(pod, deleted, &self.claims) {
             self.queue.add(WorkKey::ResourceClaim(claim));
         }
         if !deleted && pod_needs_work(pod, &self.claims) {

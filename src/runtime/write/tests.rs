@@ -93,6 +93,32 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
 }
 
 #[tokio::test]
+async fn a_delete_answers_the_object_a_finalizer_holds() {
+    let api = MemApi::new();
+    let (writer, _, _) = writer(&api);
+    let mut held = volume("held");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    held.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("someone".into()),
+        ..Default::default()
+    }]);
+    let held = writer.create(&held).await.expect("create");
+    writer.create(&volume("free")).await.expect("create");
+    let answer = writer
+        .delete(&ObjectKey::cluster("held"), held.metadata.uid.as_deref())
+        .await
+        .expect("deleted")
+        .expect("still stored");
+    assert!(answer.metadata.deletion_timestamp.is_some());
+    assert!(answer.metadata.managed_fields.is_none(), "trimmed");
+    let answer = writer
+        .delete(&ObjectKey::cluster("free"), None)
+        .await
+        .expect("deleted");
+    assert!(answer.is_none(), "gone at once: {answer:?}");
+}
+
+#[tokio::test]
 async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() {
     let api = MemApi::new();
     let (writer, _, metrics) = writer(&api);

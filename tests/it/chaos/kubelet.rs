@@ -1,6 +1,7 @@
-//! The test's kubelet: it runs every pod it finds (recycler pods) to
-//! success after a while, and sometimes lets a finished pod linger
-//! (Terminating on a node that is gone) for a while after it is deleted.
+//! The test's kubelet: it runs every pod it finds (recycler pods, and pods
+//! with ResourceClaims once the scheduler placed them) to success after a
+//! while, and sometimes lets a finished pod linger (Terminating on a node
+//! that is gone) for a while after it is deleted.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use memapi::MemApi;
 use tokio::time::Instant;
 
+use super::claims::has_claims;
 use super::world::Rng;
 
 const LINGER_FINALIZER: &str = "example.com/node-gone";
@@ -44,14 +46,30 @@ impl Kubelet {
     pub(crate) fn step(&mut self, api: &MemApi, lingering: bool) {
         let now = Instant::now();
         for pod in api.list::<Pod>() {
+            let placed = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_some();
+            if has_claims(&pod) && !placed {
+                continue;
+            }
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             let rng = &mut self.rng;
-            let plan = self.plans.entry(uid).or_insert_with(|| Plan {
-                finish_at: now + Duration::from_millis(500 + rng.below(3000)),
-                linger: (lingering && rng.chance(0.3))
-                    .then(|| Duration::from_secs(5 + rng.below(40))),
-                finished: false,
-                release_at: None,
+            let plan = self.plans.entry(uid).or_insert_with(|| {
+                // Pods with claims run longer than a scrub.
+                let runs = if has_claims(&pod) {
+                    5_000 + rng.below(25_000)
+                } else {
+                    500 + rng.below(3000)
+                };
+                Plan {
+                    finish_at: now + Duration::from_millis(runs),
+                    linger: (lingering && rng.chance(0.3))
+                        .then(|| Duration::from_secs(5 + rng.below(40))),
+                    finished: false,
+                    release_at: None,
+                }
             });
             if !plan.finished && now >= plan.finish_at {
                 plan.finished = true;
@@ -73,8 +91,9 @@ impl Kubelet {
     }
 }
 
-/// Marks the pod Succeeded; a lingering one gets a node and a finalizer
-/// first, so that its deletion leaves it Terminating.
+/// Marks the pod Succeeded (keeping what else its status records); a
+/// lingering one gets a node and a finalizer first, so that its deletion
+/// leaves it Terminating.
 fn finish(api: &MemApi, mut pod: Pod, linger: bool) {
     if linger {
         pod.metadata
@@ -85,10 +104,7 @@ fn finish(api: &MemApi, mut pod: Pod, linger: bool) {
             spec.node_name = Some("node-gone".to_string());
         }
     }
-    pod.status = Some(PodStatus {
-        phase: Some("Succeeded".to_string()),
-        ..Default::default()
-    });
+    pod.status.get_or_insert_with(PodStatus::default).phase = Some("Succeeded".to_string());
     // A pod deleted meanwhile is simply not there any more.
     let _ = api.put(&pod);
 }

@@ -5,7 +5,11 @@
 //! leader is killed at random points (also between the volume and the
 //! claim write of a bind, and right after it created a recycler pod) or
 //! stopped cleanly, storage fails, and users create, delete and re-create
-//! claims, delete volumes, pre-bind volumes and let recycler pods linger.
+//! claims, delete volumes, pre-bind volumes and let recycler pods linger;
+//! beside them, pods with ResourceClaims from a template are created,
+//! placed by a scheduler that allocates their claims, run, finish and are
+//! deleted, users delete claims in use, and claim deletes and finalizer
+//! removals fail often.
 //! Then the faults stop and the state must settle, within a bound, to one
 //! that keeps every invariant of the design ([`settled`] and [`history`]).
 //!
@@ -18,6 +22,7 @@
 //! `CHAOS_SEED=<n> cargo test --test it chaos::replay -- --nocapture`
 //! (with `RUST_LOG=info` to see the replicas' logs).
 
+mod claims;
 mod faults;
 mod history;
 mod kubelet;

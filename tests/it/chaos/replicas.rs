@@ -11,6 +11,7 @@ use pv_controller::pv::{
     self, Controller, PluginConfig, RecyclerPodConfig, Settings, VolumePlugins,
     default_recycler_template,
 };
+use pv_controller::resourceclaim;
 use pv_controller::{
     App, AppConfig, AppError, ClientOptions, Clients, ControllerSelection, LeaseConfig, WriteGate,
 };
@@ -59,7 +60,7 @@ impl Replica {
             },
         );
         let config = AppConfig {
-            controllers: ControllerSelection::new([pv::NAME]),
+            controllers: ControllerSelection::new([pv::NAME, resourceclaim::NAME]),
             instance: identity.clone(),
             election: Some(LeaseConfig::new("kube-system", "pv-controller", &identity)),
             persistentvolume: pv::Config {

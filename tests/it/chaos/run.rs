@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use memapi::{MemApi, MemApiConfig, Observer, Reactor, Verb};
 use tokio::time::Instant;
 
+use super::claims;
 use super::faults::{RequestFaults, Survived};
 use super::history::History;
 use super::kubelet::Kubelet;
@@ -19,12 +21,14 @@ use super::settled::unsettled;
 use super::world::{ChaosPlugin, Policy, Rng, chaos_class, pre_binding, static_volume, user_claim};
 
 /// What each replica watches (one list to start each).
-const WATCHED: [&str; 5] = [
+const WATCHED: [&str; 7] = [
     "persistentvolumes",
     "persistentvolumeclaims",
     "storageclasses",
     "pods",
     "nodes",
+    "resourceclaims",
+    "resourceclaimtemplates",
 ];
 
 /// Share of requests that fail while the faults are on.
@@ -100,6 +104,7 @@ pub(crate) async fn run(seed: u64) -> Outcome {
 impl Run {
     fn seed_cluster(&mut self) {
         self.api.create(&chaos_class()).expect("class");
+        self.api.create(&claims::template()).expect("template");
         for _ in 0..5 {
             self.create_volume();
         }
@@ -146,6 +151,20 @@ impl Run {
                 .delay(Duration::from_secs(1))
                 .probability(0.3),
         );
+        // ResourceClaim deletes and finalizer removals fail often.
+        let claim_faults = [
+            self.api.add_reactor(
+                Reactor::on(Verb::Delete, "resourceclaims")
+                    .error(500)
+                    .probability(0.3),
+            ),
+            self.api.add_reactor(
+                Reactor::on(Verb::Update, "resourceclaims")
+                    .main_resource()
+                    .error(409)
+                    .probability(0.3),
+            ),
+        ];
         let requests_before = self.api.requests().total();
         let end = Instant::now() + CHAOS_PHASE;
         while Instant::now() < end {
@@ -156,6 +175,13 @@ impl Run {
         let failed: u64 = fired.iter().map(|(_, n)| n).sum();
         self.survived.add_requests(fired);
         self.api.remove_reactor(slow);
+        for (what, id) in ["claim deletes failed", "claim finalizer updates failed"]
+            .into_iter()
+            .zip(claim_faults)
+        {
+            let fired = self.api.remove_reactor(id).map_or(0, |r| r.fired());
+            self.survived.add(what, u64::from(fired));
+        }
         let requests = self.api.requests().total() - requests_before;
         self.survived
             .add("requests while the faults were on", requests);
@@ -167,6 +193,14 @@ impl Run {
     async fn step(&mut self, lingering: bool) {
         tokio::time::sleep(STEP).await;
         self.kubelet.step(&self.api, lingering);
+        let placed = claims::schedule(&self.api, &mut self.rng);
+        self.survived
+            .add("pods with claims placed by the scheduler", placed);
+        let collected = claims::collect_garbage(&self.api);
+        self.survived.add(
+            "claims of gone pods deleted by the garbage collector",
+            collected,
+        );
         let before = self.replicas.len();
         self.replicas.retain(|r| !r.exited());
         for _ in self.replicas.len()..before {
@@ -201,7 +235,12 @@ impl Run {
             *self.storage.failing.lock().expect("plugin lock") += 1;
             self.survived.add("storage backend failures", 1);
         }
-        let pods = self.api.list::<Pod>().len();
+        let pods = self
+            .api
+            .list::<Pod>()
+            .iter()
+            .filter(|p| !claims::has_claims(p))
+            .count();
         let new_pod = pods > self.pods_seen;
         self.pods_seen = pods;
         if new_pod && self.rng.chance(0.5) {
@@ -251,7 +290,8 @@ impl Run {
         loop {
             self.step(false).await;
             self.history.collect();
-            let problems = unsettled(&self.api);
+            let mut problems = unsettled(&self.api);
+            problems.extend(claims::unsettled(&self.api));
             let now = Instant::now();
             if !problems.is_empty() {
                 settled_since = None;
@@ -276,7 +316,7 @@ impl Run {
 /// User actions.
 impl Run {
     fn user_action(&mut self) {
-        match self.rng.below(9) {
+        match self.rng.below(12) {
             0 => self.create_volume(),
             1 | 2 => self.create_claim(),
             3 => self.delete_claim(false),
@@ -284,6 +324,9 @@ impl Run {
             5 => self.delete_volume(),
             6 => self.edit_pre_binding(),
             7 => self.create_claim_naming_volume(),
+            8 => self.create_pod_with_claims(),
+            9 => self.delete_pod_with_claims(),
+            10 => self.delete_resource_claim(),
             _ => self.create_pre_bound_volume(),
         }
         self.survived.add("user actions", 1);
@@ -417,5 +460,43 @@ impl Run {
             spec.claim_ref = Some(pre_binding(&target));
         }
         self.api.create(&volume).expect("create pre-bound volume");
+    }
+
+    fn create_pod_with_claims(&mut self) {
+        let name = self.next_name("p");
+        let entries = 1 + self.rng.below(2) as usize;
+        self.api
+            .create(&claims::pod(&name, entries))
+            .expect("create pod");
+    }
+
+    /// Deletes a pod with claims, running or not.
+    fn delete_pod_with_claims(&mut self) {
+        let pods: Vec<Pod> = self
+            .api
+            .list::<Pod>()
+            .into_iter()
+            .filter(claims::has_claims)
+            .collect();
+        if pods.is_empty() {
+            return;
+        }
+        let pod = self.rng.pick(&pods).clone();
+        let _ = self
+            .api
+            .delete::<Pod>(Some("default"), pod.metadata.name.as_deref().unwrap_or(""));
+    }
+
+    /// Deletes a ResourceClaim, maybe one in use (its finalizer holds it).
+    fn delete_resource_claim(&mut self) {
+        let claims = self.api.list::<ResourceClaim>();
+        if claims.is_empty() {
+            return;
+        }
+        let claim = self.rng.pick(&claims).clone();
+        let _ = self.api.delete::<ResourceClaim>(
+            Some("default"),
+            claim.metadata.name.as_deref().unwrap_or(""),
+        );
     }
 }

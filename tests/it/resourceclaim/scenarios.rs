@@ -203,6 +203,70 @@ async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_ex
     );
 }
 
+/// A done pod's generated claim that carries the scheduler's finalizer
+/// and an allocation but no reservation: deleting it only marks it
+/// Terminating, and that version must reach the claim's sync, which
+/// clears the allocation and removes the finalizer.
+#[tokio::test(start_paused = true)]
+async fn a_deleted_claim_with_the_finalizer_is_deallocated_and_goes() {
+    let api = seeded(&Row {
+        pods: vec![
+            pod_with_resource()
+                .scheduled()
+                .recorded(ENTRY, Some(GENERATED))
+                .phase("Succeeded"),
+        ],
+        claims: vec![generated_claim().allocated().structured()],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api).await;
+    running.settle(&api).await;
+    running.stop().await;
+    let left = api.list::<ResourceClaim>();
+    assert!(left.is_empty(), "no claim left Terminating: {left:?}");
+    assert_eq!(
+        api.requests().count(Verb::Delete, "resourceclaims", None),
+        1
+    );
+}
+
+/// The same end when the finalizer's removal after the release fails
+/// once: the retry deletes the claim, and its Terminating version still
+/// gets the finalizer removed.
+#[tokio::test(start_paused = true)]
+async fn a_claim_whose_finalizer_removal_failed_once_still_goes() {
+    let running_pod = pod_with_resource()
+        .scheduled()
+        .recorded(ENTRY, Some(GENERATED))
+        .phase("Running");
+    let api = seeded(&Row {
+        pods: vec![running_pod.clone()],
+        claims: vec![
+            generated_claim()
+                .allocated()
+                .structured()
+                .reserved_for(&running_pod),
+        ],
+        templates: vec![template()],
+        ..Row::default()
+    });
+    let running = Running::start(&api).await;
+    running.settle(&api).await;
+    api.add_reactor(
+        Reactor::on(Verb::Update, "resourceclaims")
+            .main_resource()
+            .error(500)
+            .times(1),
+    );
+    api.put(&running_pod.clone().phase("Succeeded"))
+        .expect("pod done");
+    running.settle(&api).await;
+    running.stop().await;
+    let left = api.list::<ResourceClaim>();
+    assert!(left.is_empty(), "no claim left Terminating: {left:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_claim_not_owned_by_the_pod_is_never_written() {
     let api = seeded(&Row {

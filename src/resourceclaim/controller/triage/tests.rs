@@ -95,14 +95,28 @@ fn a_scheduled_pod_needs_its_allocated_claim_reserved() {
 
 #[test]
 fn a_done_or_deleted_pod_releases_its_claims() {
+    let empty = ClaimCache::default();
     let key = vec![ObjectKey::new("ns", "c")];
     assert_eq!(
-        claims_to_release(&pod(&recorded("Succeeded"), None), false),
+        claims_to_release(&pod(&recorded("Succeeded"), None), false, &empty),
         key
     );
     assert_eq!(
-        claims_to_release(&pod(&recorded("Running"), Some("n")), true),
+        claims_to_release(&pod(&recorded("Running"), Some("n")), true, &empty),
         key
     );
-    assert!(claims_to_release(&pod(&recorded("Running"), Some("n")), false).is_empty());
+    assert!(claims_to_release(&pod(&recorded("Running"), Some("n")), false, &empty).is_empty());
+}
+
+#[test]
+fn a_done_pod_releases_the_claims_it_controls_and_its_extended_claim() {
+    let owned = cache_with("uid-p", &json!({}));
+    let unrecorded = json!({
+        "phase": "Failed",
+        "extendedResourceClaimStatus": { "resourceClaimName": "ext", "requestMappings": [] },
+    });
+    assert_eq!(
+        claims_to_release(&pod(&unrecorded, Some("n")), false, &owned),
+        vec![ObjectKey::new("ns", "c"), ObjectKey::new("ns", "ext")]
+    );
 }
