@@ -21,6 +21,7 @@ mod app;
 #[cfg(feature = "embedded")]
 mod embedded;
 pub mod ephemeral;
+mod feature_gates;
 mod options;
 pub mod pv;
 pub mod resourceclaim;
@@ -33,6 +34,7 @@ pub use app::{
 };
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
+pub use feature_gates::{Feature, FeatureGateError, FeatureGates};
 pub use options::{DurationError, LogFormat, Options, parse_duration};
 pub use runtime::client::WriteGate;
 pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT};

@@ -124,6 +124,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
         },
         resourceclaim: resourceclaim::Config {
             workers: options.concurrent_resourceclaim_syncs,
+            features: resourceclaim::Features::from_gates(&options.feature_gates),
         },
         controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
         metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {

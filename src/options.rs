@@ -75,8 +75,16 @@ pub struct Options {
     #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = crate::ephemeral::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_ephemeralvolume_syncs: usize,
 
+    /// Feature gates, as kube-controller-manager takes them
+    /// (`DRAAdminAccess=false,...`); only the gates the controllers consult
+    /// are known: DRAAdminAccess, DRAPrioritizedList (both on),
+    /// DRAExtendedResource (off), DynamicResourceAllocation (locked on).
+    #[arg(long = "feature-gates", default_value = "")]
+    pub feature_gates: crate::feature_gates::FeatureGates,
+
     /// How many pods and claims the ResourceClaim controller syncs at once
-    /// (kube-controller-manager runs a fixed 10).
+    /// (kube-controller-manager's flag from 1.36; 1.34 and 1.35 run a fixed
+    /// 50).
     #[arg(long = "concurrent-resourceclaim-syncs", default_value_t = crate::resourceclaim::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_resourceclaim_syncs: usize,
 
@@ -390,7 +398,8 @@ mod tests {
         assert_eq!(options.concurrent_claim_syncs, 16);
         assert_eq!(options.concurrent_volume_syncs, 4);
         assert_eq!(options.concurrent_ephemeralvolume_syncs, 5);
-        assert_eq!(options.concurrent_resourceclaim_syncs, 10);
+        assert_eq!(options.concurrent_resourceclaim_syncs, 50);
+        assert_eq!(options.feature_gates, crate::FeatureGates::default());
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);

@@ -415,13 +415,18 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                     ),
                 )
             })?;
+            let request = ops::PatchRequest {
+                patch_type,
+                body: req.body,
+                field_manager: req.query.get("fieldManager"),
+                force: req.query.flag("force"),
+            };
             let obj = ops::patch(
                 &mut lock(&shared.store),
                 kind,
                 url_ns,
                 req.name(),
-                patch_type,
-                req.body,
+                &request,
                 req.part(),
             )?;
             Ok(req.respond_object(200, &obj))

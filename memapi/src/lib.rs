@@ -54,14 +54,17 @@
 //! for a test, beyond the reach of all those faults.
 //!
 //! Simplifications: no validation of whole objects beyond the rules above
-//! and names; no other admission plugin; no RBAC or field managers;
-//! `metadata.generation` is counted on spec changes of every kind (1.20
-//! leaves it unset on PVs, PVCs and pods); core/v1 and events.k8s.io/v1
-//! events are stored apart; strategic merge patch and server-side apply
-//! behave as merge patches; `deletecollection` is not served; no kubelet
-//! ends a pod's grace period; namespaces need not exist.
+//! and names; no other admission plugin; no RBAC; only server-side apply
+//! records field managers (updates and other patches do not, so they never
+//! conflict with an apply), and keyed lists are merged by key only where
+//! `apply.rs` knows the key; `metadata.generation` is counted on spec
+//! changes of every kind (1.20 leaves it unset on PVs, PVCs and pods);
+//! core/v1 and events.k8s.io/v1 events are stored apart; a strategic merge
+//! patch behaves as a merge patch; `deletecollection` is not served; no
+//! kubelet ends a pod's grace period; namespaces need not exist.
 
 mod admission;
+mod apply;
 mod body;
 mod delete;
 mod discovery;

@@ -20,6 +20,7 @@
 //!   non-empty list.
 
 use super::admission;
+use super::apply;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
 use super::patch::{self, PatchType};
 use super::resources::{Part, ResourceKind};
@@ -359,14 +360,26 @@ fn stamp_phase_transition(stored: &Value, new: &mut Value) {
     }
 }
 
+/// One PATCH request: its type and body, and for a server-side apply who
+/// applies and whether it forces.
+pub(crate) struct PatchRequest<'a> {
+    /// The patch type.
+    pub(crate) patch_type: PatchType,
+    /// The body.
+    pub(crate) body: &'a [u8],
+    /// `fieldManager` (required for an apply).
+    pub(crate) field_manager: Option<&'a str>,
+    /// `force`.
+    pub(crate) force: bool,
+}
+
 /// Patches an object (PATCH). A server-side apply of a missing object creates it.
 pub(crate) fn patch(
     store: &mut Store,
     kind: &'static ResourceKind,
     url_ns: Option<&str>,
     name: &str,
-    patch_type: PatchType,
-    body: &[u8],
+    request: &PatchRequest<'_>,
     part: Part,
 ) -> Result<Arc<Value>, ApiError> {
     let ns = if kind.namespaced {
@@ -374,16 +387,43 @@ pub(crate) fn patch(
     } else {
         ""
     };
-    let Some(stored) = store.get(kind, ns, name) else {
-        if patch_type == PatchType::Apply && part == Part::Main {
-            let mut obj = patch::parse_apply(body)?;
+    if request.patch_type == PatchType::Apply {
+        let applied = patch::parse_apply(request.body)?;
+        let manager = request
+            .field_manager
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| ApiError::bad_request("PATCH, fieldManager must be set for apply"))?;
+        if str_at(&applied, "apiVersion").is_none() || str_at(&applied, "kind").is_none() {
+            return Err(ApiError::bad_request(
+                "an apply body must set apiVersion and kind",
+            ));
+        }
+        let apply_request = apply::Request {
+            manager,
+            force: request.force,
+            subresource: if part == Part::Status { "status" } else { "" },
+        };
+        let Some(stored) = store.get(kind, ns, name) else {
+            if part != Part::Main {
+                return Err(ApiError::not_found(kind.group, kind.plural, name));
+            }
+            let mut obj = apply::apply(&json!({ "metadata": {} }), &applied, &apply_request)?;
             set_at(&mut obj, "metadata.name", json!(name));
             return create(store, kind, url_ns, obj, Origin::Api);
+        };
+        let doc = apply::apply(&stored, &applied, &apply_request)?;
+        if object::name(&doc) != name {
+            return Err(ApiError::bad_request(
+                "a patch may not change metadata.name",
+            ));
         }
+        return update(store, kind, url_ns, name, doc, part);
+    }
+    let Some(stored) = store.get(kind, ns, name) else {
         return Err(ApiError::not_found(kind.group, kind.plural, name));
     };
     let mut doc = (*stored).clone();
-    patch::apply(patch_type, &mut doc, body)?;
+    patch::apply(request.patch_type, &mut doc, request.body)?;
     if object::name(&doc) != name {
         return Err(ApiError::bad_request(
             "a patch may not change metadata.name",

@@ -1,11 +1,11 @@
-//! Patch bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902),
-//! strategic merge patch and server-side apply.
+//! Patch bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
+//! strategic merge patch; the body of a server-side apply is parsed here
+//! and applied by `apply.rs`.
 //!
-//! Simplifications: a strategic merge patch is applied as a merge patch
+//! Simplification: a strategic merge patch is applied as a merge patch
 //! after dropping its `$`-directives, so lists are replaced rather than
 //! merged by key (fine for the fields the controller and kubectl touch:
-//! finalizers, annotations, labels, claimRef, status). Server-side apply
-//! merges the applied object as a merge patch, with no field ownership.
+//! finalizers, annotations, labels, claimRef, status).
 
 use super::status::ApiError;
 use serde_json::Value;
@@ -67,7 +67,8 @@ fn strip_directives(v: &mut Value) {
 
 /// Applies a patch body to `doc` in place. An unparsable patch is 400, a
 /// JSON patch whose operations fail is 422; `doc` is then unspecified, so
-/// callers patch a copy.
+/// callers patch a copy. A server-side apply goes through `apply.rs`
+/// instead (it needs the field manager).
 pub(crate) fn apply(patch_type: PatchType, doc: &mut Value, body: &[u8]) -> Result<(), ApiError> {
     match patch_type {
         PatchType::Merge => {
@@ -88,8 +89,9 @@ pub(crate) fn apply(patch_type: PatchType, doc: &mut Value, body: &[u8]) -> Resu
             json_patch::merge(doc, &p);
         }
         PatchType::Apply => {
-            let p = parse_apply(body)?;
-            json_patch::merge(doc, &p);
+            return Err(ApiError::bad_request(
+                "a server-side apply is not a patch of a copy",
+            ));
         }
         PatchType::Json => {
             let p: json_patch::Patch = serde_json::from_slice(body).map_err(|e| {

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use super::objects::{is_allocated, owner_pod_uids};
+use super::objects::owner_pod_uids;
 use crate::runtime::informer::{Store, StoreError};
 use crate::runtime::keys::ObjectKey;
 
@@ -144,11 +144,17 @@ impl ClaimCache {
         self.lock().claims.keys().cloned().collect()
     }
 
-    /// How many claims there are, and how many of them are allocated.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    /// How many claims there are of each kind `kind_of` tells apart.
+    pub(crate) fn count_by<T: Ord>(
+        &self,
+        kind_of: impl Fn(&ResourceClaim) -> T,
+    ) -> BTreeMap<T, usize> {
         let inner = self.lock();
-        let allocated = inner.claims.values().filter(|c| is_allocated(c)).count();
-        (inner.claims.len(), allocated)
+        let mut counts = BTreeMap::new();
+        for claim in inner.claims.values() {
+            *counts.entry(kind_of(claim)).or_insert(0) += 1;
+        }
+        counts
     }
 }
 

@@ -11,9 +11,18 @@ pub(crate) const COMPONENT: &str = "resource_claim";
 /// controller (upstream's `podResourceClaimAnnotation`).
 pub(crate) const ANN_POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
 
+/// Annotation (`"true"`) of a claim the scheduler made for a pod's
+/// extended resources (upstream's `ExtendedResourceClaimAnnotation`).
+pub(crate) const ANN_EXTENDED_RESOURCE_CLAIM: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+
 /// Finalizer the scheduler puts on a claim it allocated; while present the
 /// controller clears the allocation once nothing uses the claim.
 pub(crate) const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+
+/// The field manager of the pod status writes (server-side apply), as
+/// upstream's.
+pub(crate) const FIELD_MANAGER: &str = "ResourceClaimController";
 
 /// Warning event on a pod whose claim could not be created or found.
 pub(crate) const REASON_FAILED_CREATION: &str = "FailedResourceClaimCreation";

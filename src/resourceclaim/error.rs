@@ -20,8 +20,12 @@ pub enum SyncError {
     #[error(transparent)]
     Store(#[from] crate::runtime::informer::StoreError),
     /// The template a pod's entry names does not exist (yet).
-    #[error("resource claim template {0:?}: not found")]
+    #[error("resource claim template {0:?}: resourceclaimtemplate.resource.k8s.io {0:?} not found")]
     MissingTemplate(String),
+    /// The template asks for what a feature gate switched off (upstream's
+    /// messages).
+    #[error("{0}")]
+    FeatureDisabled(&'static str),
     /// An entry of `pod.spec.resourceClaims` names neither a claim nor a
     /// template: an API this controller does not know.
     #[error(
@@ -38,6 +42,7 @@ impl SyncError {
             Self::Api { .. } | Self::Stale(_) => "api_error",
             Self::Store(_) => "cache",
             Self::MissingTemplate(_) => "missing_template",
+            Self::FeatureDisabled(_) => "feature_disabled",
             Self::Unsupported(_) => "unsupported",
         }
     }

@@ -22,7 +22,7 @@ mod metrics;
 mod objects;
 
 pub use controller::Controller;
-pub use controller_base::{Config, DEFAULT_WORKERS};
+pub use controller_base::{Config, DEFAULT_WORKERS, Features};
 pub use error::SyncError;
 pub use keys::WorkKey;
 

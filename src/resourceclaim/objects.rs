@@ -4,10 +4,14 @@
 
 use crate::runtime::kinds::is_pod_terminal;
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{
+    DeviceRequest, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::constants::{ANN_POD_CLAIM_NAME, MAX_GENERATE_NAME, RESERVED_FOR_MAX};
+use super::constants::{
+    ANN_EXTENDED_RESOURCE_CLAIM, ANN_POD_CLAIM_NAME, MAX_GENERATE_NAME, RESERVED_FOR_MAX,
+};
 
 /// What one `pod.spec.resourceClaims[]` entry names (upstream's
 /// `resourceclaim.Name`).
@@ -180,6 +184,78 @@ pub(crate) fn can_be_reserved(claim: &ResourceClaim) -> bool {
     reserved_count(claim) < RESERVED_FOR_MAX
 }
 
+fn requests(spec: &ResourceClaimSpec) -> &[DeviceRequest] {
+    spec.devices
+        .as_ref()
+        .and_then(|devices| devices.requests.as_deref())
+        .unwrap_or_default()
+}
+
+/// Whether a request of the claim asks for admin access to its devices
+/// (`exactly.adminAccess`; alternatives in `firstAvailable` are not
+/// looked at, as upstream's `admin_access` metric label).
+pub(crate) fn requests_admin_access(spec: &ResourceClaimSpec) -> bool {
+    requests(spec).iter().any(|request| {
+        request
+            .exactly
+            .as_ref()
+            .and_then(|exactly| exactly.admin_access)
+            .unwrap_or(false)
+    })
+}
+
+/// Whether a request of the claim lists alternatives (`firstAvailable`),
+/// which only clusters with the DRAPrioritizedList feature accept.
+pub(crate) fn requests_prioritized_list(spec: &ResourceClaimSpec) -> bool {
+    requests(spec).iter().any(|request| {
+        request
+            .first_available
+            .as_ref()
+            .is_some_and(|list| !list.is_empty())
+    })
+}
+
+/// Who made a claim, as upstream's `source` metric label tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ClaimSource {
+    /// A user (`""`).
+    User,
+    /// This controller, from a pod's template (`resource_claim_template`).
+    Template,
+    /// The scheduler, for a pod's extended resources (`extended_resource`).
+    ExtendedResource,
+}
+
+impl ClaimSource {
+    /// The label value.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::User => "",
+            Self::Template => "resource_claim_template",
+            Self::ExtendedResource => "extended_resource",
+        }
+    }
+}
+
+/// Who made the claim, by its annotations.
+pub(crate) fn claim_source(claim: &ResourceClaim) -> ClaimSource {
+    let annotation = |key: &str| {
+        claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(key))
+            .map(String::as_str)
+    };
+    if annotation(ANN_EXTENDED_RESOURCE_CLAIM) == Some("true") {
+        ClaimSource::ExtendedResource
+    } else if annotation(ANN_POD_CLAIM_NAME).is_some_and(|entry| !entry.is_empty()) {
+        ClaimSource::Template
+    } else {
+        ClaimSource::User
+    }
+}
+
 /// The `generateName` of a claim generated for `pod_claim` of `pod`:
 /// `<pod>-<claim>-`. When that is longer than [`MAX_GENERATE_NAME`], both
 /// names are cut in proportion to their lengths, and the hyphens stay, so
@@ -201,8 +277,9 @@ pub(crate) fn generate_name(pod: &str, pod_claim: &str) -> String {
 
 /// The claim `template` makes for entry `pod_claim` of `pod`: the
 /// template's labels, annotations and spec, the pod as controlling owner
-/// (blocking the pod's deletion until the claim is gone), the annotation
-/// naming the entry, and a generated name.
+/// (without `blockOwnerDeletion`, as upstream since 1.35: setting it would
+/// take permission to update the pod's finalizers), the annotation naming
+/// the entry, and a generated name.
 pub(crate) fn claim_from_template(
     pod: &Pod,
     pod_claim: &PodResourceClaim,
@@ -222,7 +299,7 @@ pub(crate) fn claim_from_template(
                 name: pod_name,
                 uid: uid(&pod.metadata).to_string(),
                 controller: Some(true),
-                block_owner_deletion: Some(true),
+                block_owner_deletion: None,
             }]),
             annotations: Some(annotations),
             labels: template_meta.labels,

@@ -382,24 +382,32 @@ impl<K: Kind> Writer<K> {
         Ok(Some(newer(&stored, held)))
     }
 
-    /// Merge-patches the status of the object `key` with `patch` and stores
-    /// the answer. The only write of a kind whose store keeps a trimmed
-    /// copy: a patch changes what it names and nothing else.
-    pub(crate) async fn patch_status(
+    /// Applies `applied` (a partial object: apiVersion, kind, name and the
+    /// status fields it sets) to the status of the object `key` by
+    /// server-side apply as `manager`, forcing, and stores the answer. The
+    /// only write of a kind whose store keeps a trimmed copy: an apply
+    /// changes the fields it names and those the manager applied before
+    /// and leaves out now, nothing else.
+    pub(crate) async fn apply_status(
         &self,
         key: &ObjectKey,
-        patch: &serde_json::Value,
+        manager: &str,
+        applied: &serde_json::Value,
     ) -> Result<Arc<K>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let result = K::api(&self.door.client, &key.namespace)
-            .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+            .patch_status(
+                &key.name,
+                &PatchParams::apply(manager).force(),
+                &Patch::Apply(applied),
+            )
             .await;
         self.count("patch", "status", outcome(&result));
-        let patched = result.map_err(|source| WriteError::Api {
-            action: format!("patch status of {}", describe::<K>(key)),
+        let applied = result.map_err(|source| WriteError::Api {
+            action: format!("apply status of {}", describe::<K>(key)),
             source,
         })?;
-        self.store(patched)
+        self.store(applied)
     }
 }
 

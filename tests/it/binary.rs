@@ -100,6 +100,35 @@ fn an_unknown_controller_name_stops_the_start_up() {
 }
 
 #[test]
+fn an_unknown_feature_gate_stops_the_start_up() {
+    let run = |gates: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+            .args([
+                "--master=http://127.0.0.1:1",
+                "--leader-elect=false",
+                "--metrics-bind-address=127.0.0.1:0",
+                &format!("--feature-gates={gates}"),
+                "--help",
+            ])
+            .output()
+            .expect("run the binary")
+    };
+    let known = run("DRAAdminAccess=false,DRAPrioritizedList=true,DRAExtendedResource=true");
+    assert!(known.status.success(), "known gates are taken");
+    let unknown = run("DRAAdminAccess=false,CSIMigrationPortworx=true");
+    assert!(!unknown.status.success(), "the start-up fails");
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("unrecognized feature gate: CSIMigrationPortworx"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("DRAAdminAccess, DRAExtendedResource"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn logs_to_a_pipe_carry_no_terminal_colours() {
     let output = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
         .args([

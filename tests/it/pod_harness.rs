@@ -118,6 +118,26 @@ pub(crate) fn value(metrics: &Metrics, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
 }
 
+/// The value of the series `name` with exactly the labels `labels` in
+/// `metrics`; 0 when there is none (a labelled series appears only once
+/// counted).
+pub(crate) fn labelled(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let text = metrics.render().expect("metrics render");
+    let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    text.lines()
+        .filter_map(|line| line.strip_prefix(name)?.strip_prefix('{'))
+        .filter_map(|line| line.split_once("} "))
+        .find(|(set, _)| {
+            let mut got: Vec<&str> = set.split(',').collect();
+            got.sort_unstable();
+            let mut want: Vec<&str> = wanted.iter().map(String::as_str).collect();
+            want.sort_unstable();
+            got == want
+        })
+        .and_then(|(_, value)| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// The events `component` wrote, oldest first, as
 /// `Type Reason kind/name: message (count)`.
 pub(crate) fn events_of(api: &MemApi, component: &str) -> Vec<String> {

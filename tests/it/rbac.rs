@@ -28,14 +28,8 @@ use testkit::*;
 
 /// Rules needed on paths this run does not take: creating volumes with the
 /// opt-in in-process hostPath provisioner (--enable-hostpath-provisioner;
-/// tests/provision.rs covers it), and updating pods' finalizers, which no
-/// request does but the OwnerReferencesPermissionEnforcement admission
-/// plugin checks when a claim owned by a pod sets blockOwnerDeletion
-/// (memapi has no such plugin). Remove an entry once the run exercises it.
-const USED_BY_RECLAIM: &[(&str, &str, &str)] = &[
-    ("", "persistentvolumes", "create"),
-    ("", "pods/finalizers", "update"),
-];
+/// tests/provision.rs covers it). Remove an entry once the run exercises it.
+const USED_BY_RECLAIM: &[(&str, &str, &str)] = &[("", "persistentvolumes", "create")];
 
 /// Rules this run may or may not exercise, depending on timing: the
 /// recycler's event watch follows its list, and the stand-in kubelet may

@@ -351,6 +351,70 @@ async fn patches_merge_json_strategic_and_invalid() {
     assert_eq!(v.metadata.name.as_deref(), Some("pv2"));
 }
 
+/// Server-side apply of a pod's status, as the ResourceClaim controller
+/// records claims: the manager's entries are merged by name, an entry it
+/// applied before and leaves out is removed, another manager's entry
+/// stays, and an apply without fieldManager is refused.
+#[tokio::test]
+async fn apply_of_pod_status_owns_the_entries_it_applies() {
+    let mem = MemApi::new();
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        "status": {"phase": "Running"}
+    }))
+    .unwrap();
+    mem.create(&pod).unwrap();
+    let pods: Api<Pod> = Api::namespaced(mem.client(), "default");
+    let status = |entries: &[(&str, &str)]| {
+        let list: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(n, c)| json!({"name": n, "resourceClaimName": c}))
+            .collect();
+        Patch::Apply(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "status": {"resourceClaimStatuses": list}}),
+        )
+    };
+    let apply = |manager: &'static str| PatchParams::apply(manager).force();
+    let names = |pod: Pod| -> Vec<String> {
+        pod.status
+            .and_then(|s| s.resource_claim_statuses)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    pods.patch_status("p", &apply("other"), &status(&[("x", "cx")]))
+        .await
+        .unwrap();
+    pods.patch_status("p", &apply("me"), &status(&[("a", "ca"), ("b", "cb")]))
+        .await
+        .unwrap();
+    let pod = pods
+        .patch_status("p", &apply("me"), &status(&[("b", "cb")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running")
+    );
+    let managers: Vec<String> = pod
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers, ["other", "me"]);
+    assert_eq!(names(pod), ["x", "b"], "a was left out by its applier");
+    let refused = pods
+        .patch_status("p", &PatchParams::default(), &status(&[("c", "cc")]))
+        .await
+        .unwrap_err();
+    assert_eq!(code(refused), 400);
+}
+
 #[tokio::test]
 async fn pod_status_is_reset_on_create() {
     let mem = MemApi::new();

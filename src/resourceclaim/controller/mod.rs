@@ -9,8 +9,7 @@
 //! owned by the pod, annotated with the entry's name, and recorded in
 //! `pod.status.resourceClaimStatuses` (all of a pod's new claims in one
 //! status write). Before creating, the claims the pod controls are searched
-//! (annotation, or the deterministic name `<pod>-<entry>` of Kubernetes
-//! 1.27 and earlier), in a cache that holds the controller's own creates
+//! by that annotation, in a cache that holds the controller's own creates
 //! before the watch delivers them: a failed status write never leads to a
 //! second claim. A scheduled pod whose allocated claim is not reserved
 //! for it gets the reservation.
@@ -32,6 +31,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 
+use super::Features;
 use super::claims::ClaimCache;
 use super::deleted::DeletedPods;
 use super::error::Result;
@@ -55,6 +55,8 @@ pub(crate) struct Parts {
     pub(crate) recorder: EventRecorder,
     /// The controller's requests.
     pub(crate) writer: Writes,
+    /// What the cluster's feature gates allow templates to ask for.
+    pub(crate) features: Features,
 }
 
 /// The decision half of the ResourceClaim controller.

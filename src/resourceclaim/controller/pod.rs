@@ -13,7 +13,8 @@ use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, REASON_FAILED_CREATION
 use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
-    is_pod_done, is_reserved_for_pod, node_name, pod_claims, uid,
+    is_pod_done, is_reserved_for_pod, node_name, pod_claims, requests_admin_access,
+    requests_prioritized_list, uid,
 };
 use crate::runtime::events::{EventType, reference_of};
 use crate::runtime::keys::ObjectKey;
@@ -93,38 +94,31 @@ impl Controller {
         Ok(())
     }
 
-    /// A claim the pod controls that was generated for this entry: by its
-    /// annotation, or without one by the name Kubernetes 1.27 and earlier
-    /// gave it (`<pod>-<entry>`). Includes claims just created whose watch
-    /// event has not come yet.
+    /// A claim the pod controls that was generated for this entry, by its
+    /// annotation (a claim without one is not the entry's, whatever its
+    /// name). Includes claims just created whose watch event has not come
+    /// yet.
     fn find_generated(
         &self,
         pod: &Pod,
         pod_claim: &PodResourceClaim,
     ) -> Option<Arc<ResourceClaim>> {
-        let legacy_name = format!(
-            "{}-{}",
-            pod.metadata.name.as_deref().unwrap_or_default(),
-            pod_claim.name
-        );
         self.parts
             .claims
             .owned_by(uid(&pod.metadata))
             .into_iter()
             .find(|claim| {
-                match claim
+                claim
                     .metadata
                     .annotations
                     .as_ref()
                     .and_then(|a| a.get(ANN_POD_CLAIM_NAME))
-                {
-                    Some(entry) => *entry == pod_claim.name,
-                    None => claim.metadata.name.as_deref() == Some(legacy_name.as_str()),
-                }
+                    .is_some_and(|entry| *entry == pod_claim.name)
             })
     }
 
-    /// Creates the entry's claim from its template.
+    /// Creates the entry's claim from its template, unless the template
+    /// asks for what a feature gate switched off.
     async fn create_from_template(
         &self,
         pod: &Pod,
@@ -140,6 +134,17 @@ impl Controller {
             .templates
             .get(&ObjectKey::new(&key.namespace, &template_name))
             .ok_or_else(|| SyncError::MissingTemplate(template_name.clone()))?;
+        let features = self.parts.features;
+        if !features.admin_access && requests_admin_access(&template.spec.spec) {
+            return Err(SyncError::FeatureDisabled(
+                "admin access is requested, but the feature is disabled",
+            ));
+        }
+        if !features.prioritized_list && requests_prioritized_list(&template.spec.spec) {
+            return Err(SyncError::FeatureDisabled(
+                "template includes a prioritized list of subrequests, but the feature is disabled",
+            ));
+        }
         let claim = claim_from_template(pod, pod_claim, &template);
         self.parts.writer.create_claim(&key, &claim).await
     }

@@ -89,5 +89,17 @@ pub(crate) fn named_claims(pod: &Pod) -> Vec<ObjectKey> {
         .collect()
 }
 
+/// The templates a pod's entries name (for the index of pods by template).
+pub(crate) fn named_templates(pod: &Pod) -> Vec<ObjectKey> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    pod_claims(pod)
+        .iter()
+        .filter_map(|pod_claim| pod_claim.resource_claim_template_name.as_deref())
+        .map(|template| ObjectKey::new(namespace, template))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

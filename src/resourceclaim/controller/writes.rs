@@ -7,14 +7,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodResourceClaimStatus};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Client;
 use serde_json::json;
 
 use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::constants::FIELD_MANAGER;
 use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::metrics::ClaimMetrics;
+use crate::resourceclaim::objects::requests_admin_access;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::{Edit, Part, Writer};
 
@@ -43,38 +45,52 @@ impl Writes {
         claim: &ResourceClaim,
     ) -> Result<Arc<ResourceClaim>> {
         let result = self.claims.create(claim).await;
-        self.claim_metrics.create_attempted(result.is_err());
+        self.claim_metrics
+            .create_attempted(requests_admin_access(&claim.spec), result.is_err());
         let created = result?;
         tracing::info!(pod = %pod, claim = ?created.metadata.name, "created ResourceClaim");
         Ok(created)
     }
 
-    /// Records generated claims in `pod.status.resourceClaimStatuses`: the
-    /// entries already there and the new ones (`entry name → claim name`),
-    /// in one merge patch of the status subresource.
+    /// Records generated claims in `pod.status.resourceClaimStatuses` by
+    /// server-side apply as `ResourceClaimController` (upstream's field
+    /// manager): the entries already there that name a claim, and the new
+    /// ones (`entry name → claim name`), by name. Applying all of them, not
+    /// just the new ones, keeps an entry this manager applied earlier from
+    /// being dropped by the next apply.
     pub(crate) async fn record_claims(
         &self,
         pod: &Pod,
         new: &BTreeMap<String, String>,
     ) -> Result<()> {
         let key = ObjectKey::of(pod);
-        // Entries without a claim ("no claim needed") keep their missing
-        // name: k8s-openapi leaves `None` fields out.
-        let mut entries: Vec<PodResourceClaimStatus> = pod
+        let mut entries: BTreeMap<&str, &str> = pod
             .status
             .as_ref()
             .and_then(|status| status.resource_claim_statuses.as_deref())
             .unwrap_or_default()
             .iter()
-            .filter(|status| !new.contains_key(&status.name))
-            .cloned()
+            .filter_map(|status| {
+                Some((status.name.as_str(), status.resource_claim_name.as_deref()?))
+            })
             .collect();
-        entries.extend(new.iter().map(|(entry, claim)| PodResourceClaimStatus {
-            name: entry.clone(),
-            resource_claim_name: Some(claim.clone()),
-        }));
-        let patch = json!({ "status": { "resourceClaimStatuses": entries } });
-        self.pods.patch_status(&key, &patch).await?;
+        entries.extend(
+            new.iter()
+                .map(|(entry, claim)| (entry.as_str(), claim.as_str())),
+        );
+        let statuses: Vec<serde_json::Value> = entries
+            .into_iter()
+            .map(|(entry, claim)| json!({ "name": entry, "resourceClaimName": claim }))
+            .collect();
+        let applied = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": { "name": key.name, "namespace": key.namespace },
+            "status": { "resourceClaimStatuses": statuses },
+        });
+        self.pods
+            .apply_status(&key, FIELD_MANAGER, &applied)
+            .await?;
         Ok(())
     }
 

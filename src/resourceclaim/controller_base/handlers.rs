@@ -1,15 +1,15 @@
-//! The handlers of pod and claim changes: they queue only the pods and
-//! claims that have work (upstream's `enqueuePod` and
-//! `enqueueResourceClaim`). The process's informers have already put each
+//! The handlers of pod, claim and template changes: they queue only the
+//! pods and claims that have work (upstream's `enqueuePod`,
+//! `enqueueResourceClaim` and `enqueueResourceClaimTemplate`). The process's informers have already put each
 //! change into its store (pods, filed by the claims they name; claims, in
 //! the claim cache), and tell an object gone during a relist as deleted.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 
-use super::PODS_BY_RESOURCE_CLAIM;
+use super::{PODS_BY_RESOURCE_CLAIM, PODS_BY_TEMPLATE};
 use crate::resourceclaim::claims::ClaimCache;
 use crate::resourceclaim::controller::triage::{claims_to_release, pod_needs_work};
 use crate::resourceclaim::deleted::DeletedPods;
@@ -94,6 +94,19 @@ impl Handlers {
         }
     }
 
+    /// A template was created or changed: the pods of its namespace whose
+    /// entries name it are checked for work at once (a pod that waited for
+    /// its template need not wait for its retry). A deleted template
+    /// changes nothing.
+    pub(super) fn on_template(&self, change: &Change<'_, ResourceClaimTemplate>) {
+        if let Change::Applied { object, .. } = change {
+            let key = ObjectKey::of(object.as_ref());
+            for pod in self.pods.indexed(PODS_BY_TEMPLATE, &key) {
+                self.enqueue_pod(&pod, false);
+            }
+        }
+    }
+
     /// Queues every pod and claim with work: what a replica does when it
     /// starts leading.
     pub(super) fn enqueue_all(&self) {
@@ -105,3 +118,6 @@ impl Handlers {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,13 +14,14 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use super::NAME;
 use super::claims::ClaimCache;
 use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED};
-use super::controller::triage::named_claims;
+use super::controller::triage::{named_claims, named_templates};
 use super::controller::writes::Writes;
 use super::controller::{Controller, Parts};
 use super::deleted::DeletedPods;
 use super::error::SyncError;
 use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
+use crate::feature_gates::{Feature, FeatureGates};
 use crate::runtime::informer::Store;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
@@ -31,22 +32,57 @@ use handlers::Handlers;
 /// `podResourceClaimIndex`).
 pub(crate) const PODS_BY_RESOURCE_CLAIM: &str = "pods-by-resourceclaim";
 
+/// The name of the pod index by the ResourceClaimTemplates a pod's entries
+/// name (upstream's `podResourceClaimTemplateIndex`).
+pub(crate) const PODS_BY_TEMPLATE: &str = "pods-by-resourceclaimtemplate";
+
 /// The controller's own settings.
 #[derive(Clone, Debug)]
 pub struct Config {
     /// How many keys are synced at once (`--concurrent-resourceclaim-syncs`,
-    /// at least one; kube-controller-manager runs a fixed number).
+    /// at least one).
     pub workers: usize,
+    /// Which requests of a template the cluster's features allow.
+    pub features: Features,
 }
 
-/// Default of [`Config::workers`]: kube-controller-manager's fixed count
-/// of 1.34 and 1.35.
-pub const DEFAULT_WORKERS: usize = 10;
+/// Default of [`Config::workers`]: kube-controller-manager's count since
+/// 1.34.
+pub const DEFAULT_WORKERS: usize = 50;
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             workers: DEFAULT_WORKERS,
+            features: Features::default(),
+        }
+    }
+}
+
+/// The feature gates the controller consults (upstream's `Features`): a
+/// template asking for what a gate switched off makes no claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// DRAAdminAccess: requests may ask for admin access to devices.
+    pub admin_access: bool,
+    /// DRAPrioritizedList: requests may list alternatives
+    /// (`firstAvailable`).
+    pub prioritized_list: bool,
+}
+
+impl Default for Features {
+    /// Both on, as in Kubernetes 1.34 and 1.35.
+    fn default() -> Self {
+        Self::from_gates(&FeatureGates::default())
+    }
+}
+
+impl Features {
+    /// The features as `gates` set them.
+    pub fn from_gates(gates: &FeatureGates) -> Self {
+        Self {
+            admin_access: gates.enabled(Feature::DraAdminAccess),
+            prioritized_list: gates.enabled(Feature::DraPrioritizedList),
         }
     }
 }
@@ -60,6 +96,7 @@ pub(crate) fn build(
     let informers = &mut shared.informers;
     informers.provide::<ResourceClaim>(Arc::clone(&claims) as Arc<dyn Store<ResourceClaim>>)?;
     let pods = informers.index::<Pod>(PODS_BY_RESOURCE_CLAIM, named_claims)?;
+    informers.index::<Pod>(PODS_BY_TEMPLATE, named_templates)?;
     let templates = informers.store::<ResourceClaimTemplate>();
     let deleted = Arc::new(DeletedPods::new(DELETED_PODS_REMEMBERED));
     let claim_metrics = ClaimMetrics::new(&shared.metrics, Arc::clone(&claims))?;
@@ -77,6 +114,7 @@ pub(crate) fn build(
         deleted: Arc::clone(&deleted),
         recorder: shared.recorder.for_component(COMPONENT),
         writer,
+        features: config.features,
     }));
     let handlers = Handlers {
         pods,
@@ -85,9 +123,15 @@ pub(crate) fn build(
         queue: WorkQueue::new(),
         leading: shared.leading.clone(),
     };
-    let (on_pods, on_claims, on_lead) = (handlers.clone(), handlers.clone(), handlers.clone());
+    let (on_pods, on_claims, on_templates, on_lead) = (
+        handlers.clone(),
+        handlers.clone(),
+        handlers.clone(),
+        handlers.clone(),
+    );
     informers.on::<Pod>(move |change| on_pods.on_pod(change));
     informers.on::<ResourceClaim>(move |change| on_claims.on_claim(change));
+    informers.on::<ResourceClaimTemplate>(move |change| on_templates.on_template(change));
     let mut workload = Workload::new(NAME);
     workload.on_lead(move || on_lead.enqueue_all());
     let syncing = Arc::clone(&controller);

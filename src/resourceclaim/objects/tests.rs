@@ -100,9 +100,103 @@ fn a_claim_from_a_template_is_owned_annotated_and_named_after_pod_and_entry() {
     assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("Pod", "uid-p"));
     assert_eq!(
         (owner.controller, owner.block_owner_deletion),
-        (Some(true), Some(true))
+        (Some(true), None),
+        "controller, without blockOwnerDeletion (upstream 1.35)"
     );
     assert_eq!(claim.spec, template.spec.spec);
     assert!(is_for_pod(&pod, &claim));
     assert_eq!(owning_pod(&claim), Some(("p", "uid-p")));
+}
+
+fn spec_with(requests: &serde_json::Value) -> ResourceClaimSpec {
+    serde_json::from_value(serde_json::json!({ "devices": { "requests": requests } })).unwrap()
+}
+
+/// Upstream's `TestGetAdminAccessMetricLabel` (its "nil claim" row has no
+/// Rust counterpart: a claim always has a spec).
+#[test]
+fn admin_access_is_read_from_exact_requests_only() {
+    let exactly = |admin: Option<bool>| serde_json::json!({ "name": "r", "exactly": { "deviceClassName": "c", "adminAccess": admin } });
+    let rows = [
+        ("no requests", ResourceClaimSpec::default(), false),
+        (
+            "admin access false",
+            spec_with(&serde_json::json!([exactly(Some(false))])),
+            false,
+        ),
+        (
+            "admin access true",
+            spec_with(&serde_json::json!([exactly(Some(true))])),
+            true,
+        ),
+        (
+            "prioritized list",
+            spec_with(
+                &serde_json::json!([{ "name": "r", "firstAvailable": [ { "name": "s", "deviceClassName": "c", "adminAccess": true } ] }]),
+            ),
+            false,
+        ),
+        (
+            "multiple requests, one with admin access true",
+            spec_with(&serde_json::json!([
+                exactly(Some(false)),
+                exactly(Some(true))
+            ])),
+            true,
+        ),
+        (
+            "multiple requests, all admin access false or nil",
+            spec_with(&serde_json::json!([exactly(None), exactly(Some(false))])),
+            false,
+        ),
+    ];
+    for (name, spec, expected) in rows {
+        assert_eq!(requests_admin_access(&spec), expected, "{name}");
+    }
+}
+
+#[test]
+fn a_prioritized_list_is_a_request_with_alternatives() {
+    assert!(!requests_prioritized_list(&ResourceClaimSpec::default()));
+    assert!(requests_prioritized_list(&spec_with(&serde_json::json!([
+        { "name": "r", "firstAvailable": [ { "name": "s", "deviceClassName": "c" } ] }
+    ]))));
+}
+
+#[test]
+fn the_source_follows_the_annotations() {
+    let with = |annotations: serde_json::Value| -> ResourceClaim {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "c", "annotations": annotations }, "spec": {},
+        }))
+        .unwrap()
+    };
+    let rows = [
+        (serde_json::json!({}), ClaimSource::User),
+        (
+            serde_json::json!({ ANN_POD_CLAIM_NAME: "" }),
+            ClaimSource::User,
+        ),
+        (
+            serde_json::json!({ ANN_POD_CLAIM_NAME: "gpu" }),
+            ClaimSource::Template,
+        ),
+        (
+            serde_json::json!({ ANN_EXTENDED_RESOURCE_CLAIM: "false" }),
+            ClaimSource::User,
+        ),
+        (
+            serde_json::json!({ ANN_EXTENDED_RESOURCE_CLAIM: "true", ANN_POD_CLAIM_NAME: "gpu" }),
+            ClaimSource::ExtendedResource,
+        ),
+    ];
+    for (annotations, expected) in rows {
+        assert_eq!(
+            claim_source(&with(annotations.clone())),
+            expected,
+            "{annotations}"
+        );
+    }
+    assert_eq!(ClaimSource::Template.label(), "resource_claim_template");
+    assert_eq!(ClaimSource::ExtendedResource.label(), "extended_resource");
 }

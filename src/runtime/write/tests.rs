@@ -150,12 +150,16 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
     pod.metadata.name = Some("p".into());
     api.create(&pod).expect("seed pod");
     let patched = pods
-        .patch_status(
+        .apply_status(
             &ObjectKey::new("ns", "p"),
-            &serde_json::json!({"status": {"phase": "Running"}}),
+            "tester",
+            &serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "status": {"phase": "Running"},
+            }),
         )
         .await
-        .expect("patched");
+        .expect("applied");
     assert_eq!(
         patched.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Running")

@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use memapi::{MemApi, Reactor, Verb};
-use pv_controller::resourceclaim::{self, WorkKey};
+use pv_controller::resourceclaim::{self, Features, WorkKey};
 use pv_controller::testing::LeaderElector;
 use pv_controller::{
     App, AppConfig, AppError, ControllerSelection, IdleProbe, LeaseConfig, Metrics, ObjectKey,
@@ -19,7 +19,7 @@ use pv_controller::{
 };
 
 use crate::harness::{clients, direct_clients};
-use crate::pod_harness::value;
+use crate::pod_harness::labelled;
 use serde_json::Value;
 
 /// What a pod's `status.resourceClaimStatuses` must hold: entry → claim.
@@ -40,8 +40,8 @@ pub(crate) struct Row {
     pub expected_claims: Vec<ResourceClaim>,
     pub expected_statuses: Statuses,
     pub expect_error: bool,
-    /// Claim creates attempted and failed in the direct run.
-    pub creates: (u64, u64),
+    /// Claim creates of the direct run, by outcome and admin access.
+    pub creates: Creates,
     /// Every create of a claim is refused with 409 (upstream's
     /// `create-conflict`).
     pub create_conflict: bool,
@@ -54,6 +54,30 @@ pub(crate) struct Row {
     /// The row has no settled run, and why (it tests a race only a direct
     /// sync can stage).
     pub direct_only: Option<&'static str>,
+    /// Events the running controller must record, when not the direct ones.
+    pub settled_events: Option<Vec<&'static str>>,
+    /// The feature gates' settings (default: Kubernetes 1.35's).
+    pub features: Features,
+}
+
+/// `resourceclaim_controller_creates_total` by `status` and
+/// `admin_access` (upstream's `expectedMetrics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Creates {
+    pub created: u64,
+    pub created_admin: u64,
+    pub failed: u64,
+    pub failed_admin: u64,
+}
+
+impl Creates {
+    /// One successful create of a claim without admin access.
+    pub(crate) const ONE: Self = Self {
+        created: 1,
+        created_admin: 0,
+        failed: 0,
+        failed_admin: 0,
+    };
 }
 
 /// `pod: [(entry, claim)]` for [`Row::expected_statuses`].
@@ -108,27 +132,40 @@ pub(crate) fn seeded(row: &Row) -> MemApi {
 
 /// The process with the ResourceClaim controller alone on `api`, with
 /// `election` when given.
-fn config(election: Option<LeaseConfig>) -> AppConfig {
+fn config(election: Option<LeaseConfig>, features: Features) -> AppConfig {
     AppConfig {
         controllers: ControllerSelection::new([resourceclaim::NAME]),
         election,
+        resourceclaim: resourceclaim::Config {
+            features,
+            ..resourceclaim::Config::default()
+        },
         ..AppConfig::default()
     }
 }
 
-/// The ResourceClaim controller's create attempts and failures so far
-/// (upstream's counters).
-pub(crate) fn creates(metrics: &Metrics) -> (u64, u64) {
-    (
-        value(metrics, "resourceclaim_controller_create_attempts_total") as u64,
-        value(metrics, "resourceclaim_controller_create_failures_total") as u64,
-    )
+/// The ResourceClaim controller's create requests so far, by outcome and
+/// admin access.
+pub(crate) fn creates(metrics: &Metrics) -> Creates {
+    let count = |status: &str, admin: &str| {
+        labelled(
+            metrics,
+            "resourceclaim_controller_creates_total",
+            &[("admin_access", admin), ("status", status)],
+        ) as u64
+    };
+    Creates {
+        created: count("success", "false"),
+        created_admin: count("success", "true"),
+        failed: count("failure", "false"),
+        failed_admin: count("failure", "true"),
+    }
 }
 
 /// Runs the row's key once and returns what differs from the row.
 pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let api = seeded(row);
-    let mut app = App::start(direct_clients(&api), config(None))
+    let mut app = App::start(direct_clients(&api), config(None, row.features))
         .await
         .expect("the process starts");
     app.start_informers().await.expect("caches");
@@ -151,7 +188,7 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let creates = creates(&app.metrics());
     if creates != row.creates {
         problems.push(format!(
-            "creates (attempts, failures): expected {:?}, got {creates:?}",
+            "creates: expected {:?}, got {creates:?}",
             row.creates
         ));
     }
@@ -216,7 +253,12 @@ pub(crate) struct Running {
 impl Running {
     /// A controller that leads at once.
     pub(crate) async fn start(api: &MemApi) -> Self {
-        Self::run(api, None, None).await
+        Self::run(api, None, None, Features::default()).await
+    }
+
+    /// A controller that leads at once, with the feature gates `features`.
+    pub(crate) async fn start_with(api: &MemApi, features: Features) -> Self {
+        Self::run(api, None, None, features).await
     }
 
     /// A controller elected on a Lease that another replica holds until
@@ -244,15 +286,16 @@ impl Running {
             let _ = other.release().await;
         });
         let election = LeaseConfig::new("kube-system", "pv-controller", "test");
-        Self::run(api, Some(election), Some(holder)).await
+        Self::run(api, Some(election), Some(holder), Features::default()).await
     }
 
     async fn run(
         api: &MemApi,
         election: Option<LeaseConfig>,
         other_holder: Option<tokio::task::JoinHandle<()>>,
+        features: Features,
     ) -> Self {
-        let app = App::start(clients(api), config(election))
+        let app = App::start(clients(api), config(election, features))
             .await
             .expect("the process starts");
         let idle = app.idle_probe();
@@ -270,8 +313,8 @@ impl Running {
         }
     }
 
-    /// The controller's create attempts and failures so far.
-    pub(crate) fn counts(&self) -> (u64, u64) {
+    /// The controller's create requests so far.
+    pub(crate) fn creates(&self) -> Creates {
         creates(&self.metrics)
     }
 
@@ -295,7 +338,7 @@ pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
     for pod in &row.pods_later {
         api.create(pod).expect("pod");
     }
-    let running = Running::start(&api).await;
+    let running = Running::start_with(&api, row.features).await;
     running.settle(&api).await;
     running.stop().await;
     api.clear_reactors();
@@ -306,7 +349,7 @@ pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
         .unwrap_or(&row.expected_statuses);
     let mut problems = compare(&api, row, claims, statuses);
     let recorded = recorded_events(&api);
-    for want in &row.events {
+    for want in row.settled_events.as_ref().unwrap_or(&row.events) {
         if !recorded.iter().any(|got| got.starts_with(want)) {
             problems.push(format!("event {want:?} not recorded; got {recorded:?}"));
         }

@@ -121,7 +121,7 @@ fn owner(pod: &Pod) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "name": pod.metadata.name, "uid": pod.metadata.uid,
-        "controller": true, "blockOwnerDeletion": true,
+        "controller": true,
     })
 }
 
@@ -148,6 +148,20 @@ pub(crate) fn generated_named(name: &str) -> ResourceClaim {
     let mut claim = claim(name, NAMESPACE, Some(&pod_with_resource()));
     claim.metadata.generate_name = Some("test-pod-acme-resource-".to_string());
     claim.metadata.annotations = Some([(ANNOTATION.to_string(), ENTRY.to_string())].into());
+    claim
+}
+
+/// A claim generated for `test-pod`'s entry `entry`, named
+/// `test-pod-<entry>-<suffix>` (`*` for one the server names during a run).
+pub(crate) fn generated_for(entry: &str, suffix: &str) -> ResourceClaim {
+    let prefix = format!("{POD}-{entry}-");
+    let mut claim = claim(
+        &format!("{prefix}{suffix}"),
+        NAMESPACE,
+        Some(&pod_with_resource()),
+    );
+    claim.metadata.generate_name = Some(prefix);
+    claim.metadata.annotations = Some([(ANNOTATION.to_string(), entry.to_string())].into());
     claim
 }
 
@@ -230,10 +244,44 @@ impl ClaimExt for ResourceClaim {
 
 /// `my-template` of `my-namespace`.
 pub(crate) fn template() -> ResourceClaimTemplate {
+    template_with(TEMPLATE, &json!({}))
+}
+
+/// A template `name` of `my-namespace` whose claims have `spec`.
+pub(crate) fn template_with(name: &str, spec: &Value) -> ResourceClaimTemplate {
     serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-        "metadata": { "name": TEMPLATE, "namespace": NAMESPACE },
-        "spec": { "spec": {} },
+        "metadata": { "name": name, "namespace": NAMESPACE },
+        "spec": { "spec": spec },
     }))
     .expect("template")
+}
+
+/// A claim spec whose one request asks for admin access.
+fn admin_access_spec() -> Value {
+    json!({ "devices": { "requests": [
+        { "name": "req-0", "exactly": { "deviceClassName": "class", "adminAccess": true } },
+    ] } })
+}
+
+/// `my-template` asking for admin access (upstream's
+/// `templateWithAdminAccess`).
+pub(crate) fn template_with_admin_access() -> ResourceClaimTemplate {
+    template_with(TEMPLATE, &admin_access_spec())
+}
+
+/// `my-template` with a prioritized list of subrequests.
+pub(crate) fn template_with_prioritized_list() -> ResourceClaimTemplate {
+    template_with(
+        TEMPLATE,
+        &json!({ "devices": { "requests": [
+            { "name": "req-0", "firstAvailable": [ { "name": "sub-0", "deviceClassName": "class" } ] },
+        ] } }),
+    )
+}
+
+/// The claim with the spec of [`template_with_admin_access`].
+pub(crate) fn with_admin_access(mut claim: ResourceClaim) -> ResourceClaim {
+    claim.spec = serde_json::from_value(admin_access_spec()).expect("spec");
+    claim
 }

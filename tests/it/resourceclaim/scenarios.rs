@@ -3,14 +3,14 @@
 //! storm, a done pod's claim, a claim the pod does not own, a pod that
 //! vanished while the watch was down, and the claim gauges.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use memapi::{MemApi, Reactor, Verb};
 
-use super::harness::{Row, Running, seeded};
+use super::harness::{Creates, Row, Running, seeded};
 use super::objects::*;
 
 fn status_writes(api: &MemApi) -> (u64, u64) {
@@ -36,14 +36,19 @@ fn claims_per_owner(api: &MemApi) -> std::collections::BTreeMap<String, usize> {
     owners
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_failing_pod_status_write_never_makes_a_second_claim() {
-    const FAILURES: u32 = 6;
-    let api = seeded(&Row {
+/// memapi with `test-pod` (one entry from `my-template`) and the template.
+fn pod_and_template() -> MemApi {
+    seeded(&Row {
         pods: vec![pod_with_resource()],
         templates: vec![template()],
         ..Row::default()
-    });
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_pod_status_write_never_makes_a_second_claim() {
+    const FAILURES: u32 = 6;
+    let api = pod_and_template();
     api.add_reactor(
         Reactor::on(Verb::Patch, "pods")
             .subresource("status")
@@ -52,13 +57,13 @@ async fn a_failing_pod_status_write_never_makes_a_second_claim() {
     );
     let running = Running::start(&api).await;
     running.settle(&api).await;
-    let counts = running.counts();
+    let creates = running.creates();
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>();
     assert_eq!(claims.len(), 1, "exactly one claim: {claims:?}");
     assert_eq!(claim_creates(&api), 1);
-    assert_eq!(counts, (1, 0), "one create attempted, none failed");
+    assert_eq!(creates, Creates::ONE, "one create, none failed");
     assert_eq!(
         status_writes(&api),
         (u64::from(FAILURES) + 1, 1),
@@ -125,7 +130,7 @@ async fn a_storm_of_1000_pods_gets_1000_claims_and_1000_status_writes() {
     });
     let running = Running::start(&api).await;
     running.settle(&api).await;
-    let counts = running.counts();
+    let creates = running.creates();
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>().len();
@@ -142,7 +147,13 @@ async fn a_storm_of_1000_pods_gets_1000_claims_and_1000_status_writes() {
     assert_eq!(owners.len(), PODS);
     assert_eq!(duplicates, 0);
     assert_eq!(claim_creates(&api), PODS as u64);
-    assert_eq!(counts, (PODS as u64, 0));
+    assert_eq!(
+        creates,
+        Creates {
+            created: PODS as u64,
+            ..Creates::default()
+        }
+    );
     assert_eq!(writes, (PODS as u64, PODS as u64));
 }
 
@@ -360,74 +371,125 @@ fn reserved_count(api: &MemApi, name: &str) -> usize {
         .map_or(0, |r| r.len())
 }
 
-/// A gauge's value in the controller's `/metrics` text.
-fn gauge(running: &Running, name: &str) -> i64 {
+/// The non-zero series of `resourceclaim_controller_resource_claims`, as
+/// `allocated/admin_access/source` → count.
+fn claim_gauge(running: &Running) -> BTreeMap<String, i64> {
     let text = running.metrics.render().expect("render");
     text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+        .filter_map(|line| line.strip_prefix("resourceclaim_controller_resource_claims{"))
+        .filter_map(|line| line.split_once("} "))
+        .map(|(labels, value)| {
+            let label = |name: &str| {
+                labels
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                    .map(|v| v.trim_end_matches('"').to_string())
+                    .unwrap_or_default()
+            };
+            (
+                format!(
+                    "{}/{}/{}",
+                    label("allocated"),
+                    label("admin_access"),
+                    label("source")
+                ),
+                value.trim().parse().expect("count"),
+            )
+        })
+        .collect()
 }
 
-fn check_gauges(running: &Running, claims: i64, allocated: i64) {
-    assert_eq!(
-        gauge(running, "resourceclaim_controller_resource_claims"),
-        claims
-    );
-    assert_eq!(
-        gauge(
-            running,
-            "resourceclaim_controller_allocated_resource_claims"
-        ),
-        allocated
-    );
+fn expect(entries: &[(&str, i64)]) -> BTreeMap<String, i64> {
+    entries
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), *v))
+        .collect()
 }
 
-/// Upstream's `TestResourceClaimEventHandler`: the claim gauges follow
-/// creates, allocations, deallocations and deletions.
+fn change(api: &MemApi, name: &str, edit: impl FnOnce(&mut ResourceClaim)) {
+    let mut stored = api
+        .get::<ResourceClaim>(Some(NAMESPACE), name)
+        .expect("claim");
+    edit(&mut stored);
+    api.put(&stored).expect("put");
+}
+
+/// Upstream's `TestResourceClaimEventHandler`, on the running process:
+/// the claim gauge follows creates, allocations, deallocations and
+/// deletions of users' claims, claims with admin access made from a
+/// template, and the scheduler's extended-resource claims; label sets
+/// without claims are not exported.
 #[tokio::test(start_paused = true)]
-async fn the_claim_gauges_follow_the_claims() {
+async fn the_claim_gauge_follows_the_claims() {
     let api = MemApi::new();
     let running = Running::start(&api).await;
     running.settle(&api).await;
-    check_gauges(&running, 0, 0);
+    assert!(claim_gauge(&running).is_empty());
     api.create(&claim("first", NAMESPACE, None))
         .expect("create");
     running.settle(&api).await;
-    check_gauges(&running, 1, 0);
-    let stored = api
-        .get::<ResourceClaim>(Some(NAMESPACE), "first")
-        .expect("first");
-    api.put(&stored.clone().allocated()).expect("allocate");
+    assert_eq!(claim_gauge(&running), expect(&[("false/false/", 1)]));
+    change(&api, "first", |c| {
+        c.metadata.labels = Some([("foo".to_string(), "bar".to_string())].into());
+    });
     running.settle(&api).await;
-    check_gauges(&running, 1, 1);
+    assert_eq!(claim_gauge(&running), expect(&[("false/false/", 1)]));
+    change(&api, "first", |c| *c = c.clone().allocated());
+    running.settle(&api).await;
+    assert_eq!(claim_gauge(&running), expect(&[("true/false/", 1)]));
     api.create(&claim("second", NAMESPACE, None).allocated())
         .expect("create allocated");
     running.settle(&api).await;
-    check_gauges(&running, 2, 2);
-    let stored = api
-        .get::<ResourceClaim>(Some(NAMESPACE), "first")
-        .expect("first");
-    let mut deallocated = stored;
-    deallocated.status = None;
-    api.put(&deallocated).expect("deallocate");
+    assert_eq!(claim_gauge(&running), expect(&[("true/false/", 2)]));
+    change(&api, "first", |c| c.status = None);
     running.settle(&api).await;
-    check_gauges(&running, 2, 1);
+    assert_eq!(
+        claim_gauge(&running),
+        expect(&[("false/false/", 1), ("true/false/", 1)])
+    );
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "first"));
-    running.settle(&api).await;
-    check_gauges(&running, 1, 1);
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "second"));
     running.settle(&api).await;
-    check_gauges(&running, 0, 0);
+    assert!(claim_gauge(&running).is_empty());
+
+    api.create(&with_admin_access(generated_named("admin")))
+        .expect("create admin");
+    running.settle(&api).await;
+    assert_eq!(
+        claim_gauge(&running),
+        expect(&[("false/true/resource_claim_template", 1)])
+    );
+    change(&api, "admin", |c| *c = c.clone().allocated());
+    running.settle(&api).await;
+    assert_eq!(
+        claim_gauge(&running),
+        expect(&[("true/true/resource_claim_template", 1)])
+    );
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "admin"));
+
+    let mut extended = claim("test-pod-extended-resources-1", NAMESPACE, None);
+    extended.metadata.annotations = Some(
+        [(
+            "resource.kubernetes.io/extended-resource-claim".to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    api.create(&extended.allocated()).expect("create extended");
+    running.settle(&api).await;
+    assert_eq!(
+        claim_gauge(&running),
+        expect(&[("true/false/extended_resource", 1)])
+    );
+    assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "test-pod-extended-resources-1"));
+    running.settle(&api).await;
+    assert!(claim_gauge(&running).is_empty());
     running.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_follower_makes_no_claim_until_it_leads() {
-    let api = seeded(&Row {
-        pods: vec![pod_with_resource()],
-        templates: vec![template()],
-        ..Row::default()
-    });
+    let api = pod_and_template();
     let (lead, leads) = tokio::sync::oneshot::channel::<()>();
     let running = Running::start_leading_when(&api, async move { leads.await.is_ok() }).await;
     running.settle(&api).await;
@@ -451,11 +513,7 @@ async fn a_follower_makes_no_claim_until_it_leads() {
 
 #[tokio::test(start_paused = true)]
 async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
-    let api = seeded(&Row {
-        pods: vec![pod_with_resource()],
-        templates: vec![template()],
-        ..Row::default()
-    });
+    let api = pod_and_template();
     let running = Running::start(&api).await;
     running.settle(&api).await;
     let first = api.list::<ResourceClaim>();
@@ -515,4 +573,120 @@ async fn a_claim_watch_that_keeps_failing_stops_the_controller() {
     let error = result.expect_err("a failing watch is an error");
     assert!(error.to_string().contains("resourceclaim"), "{error}");
     assert!(!readiness.is_ready(), "never ready without its claims");
+}
+
+/// A template made after its pod was synced queues that pod at once: the
+/// pod that failed for 20 minutes (its retry backed off to the most, 1000
+/// s) gets its claim within a second of the template.
+#[tokio::test(start_paused = true)]
+async fn a_new_template_gives_its_waiting_pod_a_claim_at_once() {
+    let api = seeded(&Row {
+        pods: vec![pod_with_resource()],
+        ..Row::default()
+    });
+    let running = Running::start(&api).await;
+    tokio::time::sleep(Duration::from_secs(20 * 60)).await;
+    assert!(api.list::<ResourceClaim>().is_empty(), "no template yet");
+    api.create(&template()).expect("template");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let claims = api.list::<ResourceClaim>();
+    running.stop().await;
+    assert_eq!(claims.len(), 1, "made at once: {claims:?}");
+}
+
+/// The claim the scheduler made for a pod's extended resources (recorded
+/// in `status.extendedResourceClaimStatus`, owned by the pod, allocated
+/// with the finalizer) is released, deallocated and deleted once the pod
+/// is done.
+#[tokio::test(start_paused = true)]
+async fn a_done_pods_extended_resource_claim_is_released_and_deleted() {
+    const EXTENDED: &str = "test-pod-extended-resources-abcde";
+    let running_pod: Pod = {
+        let mut pod = test_pod().scheduled().phase("Running");
+        pod.status
+            .get_or_insert_with(Default::default)
+            .extended_resource_claim_status = Some(
+            serde_json::from_value(serde_json::json!({
+                "resourceClaimName": EXTENDED, "requestMappings": [],
+            }))
+            .expect("extended status"),
+        );
+        pod
+    };
+    let mut extended = claim(EXTENDED, NAMESPACE, Some(&running_pod))
+        .allocated()
+        .structured()
+        .reserved_for(&running_pod);
+    extended.metadata.annotations = Some(
+        [(
+            "resource.kubernetes.io/extended-resource-claim".to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    let api = seeded(&Row {
+        pods: vec![running_pod.clone()],
+        claims: vec![extended],
+        ..Row::default()
+    });
+    let running = Running::start(&api).await;
+    running.settle(&api).await;
+    assert_eq!(
+        reserved_count(&api, EXTENDED),
+        1,
+        "the running pod keeps it"
+    );
+    api.put(&running_pod.phase("Succeeded")).expect("pod done");
+    running.settle(&api).await;
+    running.stop().await;
+    assert!(
+        api.get::<ResourceClaim>(Some(NAMESPACE), EXTENDED)
+            .is_none(),
+        "released, deallocated and deleted"
+    );
+}
+
+/// A generated claim is controlled by its pod without
+/// `blockOwnerDeletion`, and the pod records it by server-side apply as
+/// `ResourceClaimController`.
+#[tokio::test(start_paused = true)]
+async fn a_generated_claim_is_owned_and_recorded_as_upstream_does() {
+    let api = pod_and_template();
+    let running = Running::start(&api).await;
+    running.settle(&api).await;
+    running.stop().await;
+    let claims = api.list::<ResourceClaim>();
+    assert_eq!(claims.len(), 1);
+    let owner = &claims[0].metadata.owner_references.as_ref().expect("owned")[0];
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), None)
+    );
+    let pod = api.get::<Pod>(Some(NAMESPACE), POD).expect("pod");
+    let managers: Vec<(Option<String>, Option<String>, Option<String>)> = pod
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| {
+            (
+                m.manager.clone(),
+                m.operation.clone(),
+                m.subresource.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        managers,
+        [(
+            Some("ResourceClaimController".to_string()),
+            Some("Apply".to_string()),
+            Some("status".to_string())
+        )]
+    );
+    assert_eq!(
+        api.requests().count(Verb::Patch, "pods", Some("status")),
+        1,
+        "one status write"
+    );
 }

@@ -5,7 +5,9 @@
 //! while it is being deleted is gone (the fake keeps it), and a generated
 //! name has a random suffix (`*` in expectations).
 
-use super::harness::{Row, claim_key, pod_key, run_table, statuses};
+use pv_controller::resourceclaim::Features;
+
+use super::harness::{Creates, Row, claim_key, pod_key, run_table, statuses};
 use super::objects::*;
 
 fn upstream_create_rows() -> Vec<Row> {
@@ -17,7 +19,35 @@ fn upstream_create_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expected_claims: vec![fresh_claim()],
             expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
-            creates: (1, 0),
+            creates: Creates::ONE,
+            ..Row::default()
+        },
+        Row {
+            name: "create with admin and feature gate off",
+            pods: vec![pod_with_resource()],
+            templates: vec![template_with_admin_access()],
+            key: pod_key(&pod_with_resource()),
+            features: Features {
+                admin_access: false,
+                ..Features::default()
+            },
+            expect_error: true,
+            events: vec![
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: admin access is requested, but the feature is disabled",
+            ],
+            ..Row::default()
+        },
+        Row {
+            name: "create with admin and feature gate on",
+            pods: vec![pod_with_resource()],
+            templates: vec![template_with_admin_access()],
+            key: pod_key(&pod_with_resource()),
+            expected_claims: vec![with_admin_access(fresh_claim())],
+            expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
+            creates: Creates {
+                created_admin: 1,
+                ..Creates::default()
+            },
             ..Row::default()
         },
         Row {
@@ -37,7 +67,7 @@ fn upstream_create_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expected_claims: vec![fresh_claim()],
             expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
-            creates: (1, 0),
+            creates: Creates::ONE,
             ..Row::default()
         },
         Row {
@@ -46,7 +76,7 @@ fn upstream_create_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expect_error: true,
             events: vec![
-                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: resource claim template \"my-template\": not found",
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: resource claim template \"my-template\": resourceclaimtemplate.resource.k8s.io \"my-template\" not found",
             ],
             ..Row::default()
         },
@@ -57,15 +87,6 @@ fn upstream_create_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expected_claims: vec![generated_claim()],
             expected_statuses: statuses(POD, &[(ENTRY, Some(GENERATED))]),
-            ..Row::default()
-        },
-        Row {
-            name: "find-existing-claim-by-name",
-            pods: vec![pod_with_resource()],
-            claims: vec![test_claim()],
-            key: pod_key(&pod_with_resource()),
-            expected_claims: vec![test_claim()],
-            expected_statuses: statuses(POD, &[(ENTRY, Some(LEGACY))]),
             ..Row::default()
         },
         Row {
@@ -104,7 +125,7 @@ fn upstream_create_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expected_claims: vec![claim(LEGACY, "not-my-namespace", None), fresh_claim()],
             expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
-            creates: (1, 0),
+            creates: Creates::ONE,
             ..Row::default()
         },
         Row {
@@ -123,7 +144,10 @@ fn upstream_create_rows() -> Vec<Row> {
             templates: vec![template()],
             key: pod_key(&pod_with_resource()),
             create_conflict: true,
-            creates: (1, 1),
+            creates: Creates {
+                failed: 1,
+                ..Creates::default()
+            },
             expect_error: true,
             events: vec![
                 "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: create ResourceClaim test-pod-acme-resource-",
@@ -145,8 +169,11 @@ fn upstream_claim_rows() -> Vec<Row> {
             claims: vec![reserved()],
             key: claim_key(&reserved()),
             expected_claims: vec![reserved()],
-            // Running, the pod's sync adopts the claim of the legacy name.
-            settled_statuses: Some(statuses(POD, &[(ENTRY, Some(LEGACY))])),
+            // Running, the pod's sync finds no claim of its own (the
+            // reserved one has no annotation) and no template to make one.
+            settled_events: Some(vec![
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: resource claim template \"my-template\": resourceclaimtemplate.resource.k8s.io \"my-template\" not found",
+            ]),
             ..Row::default()
         },
         Row {
@@ -155,7 +182,9 @@ fn upstream_claim_rows() -> Vec<Row> {
             claims: vec![reserved()],
             key: claim_key(&reserved()),
             expected_claims: vec![reserved()],
-            settled_statuses: Some(statuses(POD, &[(ENTRY, Some(LEGACY))])),
+            settled_events: Some(vec![
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: resource claim template \"my-template\": resourceclaimtemplate.resource.k8s.io \"my-template\" not found",
+            ]),
             ..Row::default()
         },
         Row {
@@ -171,7 +200,9 @@ fn upstream_claim_rows() -> Vec<Row> {
             claims: vec![reserved().structured().reserved_for(&other_pod())],
             key: claim_key(&reserved()),
             expected_claims: vec![reserved().structured()],
-            settled_statuses: Some(statuses(POD, &[(ENTRY, Some(LEGACY))])),
+            settled_events: Some(vec![
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: resource claim template \"my-template\": resourceclaimtemplate.resource.k8s.io \"my-template\" not found",
+            ]),
             ..Row::default()
         },
         Row {
@@ -229,12 +260,23 @@ fn upstream_claim_rows() -> Vec<Row> {
             expected_statuses: statuses(POD, &[(ENTRY, Some(GENERATED))]),
             ..Row::default()
         },
+        Row {
+            name: "clean up pod reservation with non-pod reservation present",
+            pods: vec![pod_with_resource().phase("Succeeded")],
+            claims: vec![reserved().reserved_for_thing()],
+            key: claim_key(&reserved()),
+            expected_claims: vec![test_claim().allocated().reserved_for_thing()],
+            ..Row::default()
+        },
     ]
 }
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-/// Upstream's rows: 13 of a pod's sync, 10 of a claim's.
+/// Upstream's rows (Kubernetes 1.35's table, with the row for consumers
+/// other than pods added right after it): 14 of a pod's sync, 11 of a
+/// claim's.
 pub(crate) fn upstream_rows() -> Vec<Row> {
     let mut rows = upstream_create_rows();
     rows.extend(upstream_claim_rows());
@@ -293,7 +335,50 @@ fn own_rows() -> Vec<Row> {
             key: pod_key(&pod_with_resource()),
             expected_claims: vec![claim(LEGACY, NAMESPACE, None), fresh_claim()],
             expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
-            creates: (1, 0),
+            creates: Creates::ONE,
+            ..Row::default()
+        },
+        Row {
+            name: "a-claim-of-the-1.27-name-without-annotation-is-not-the-entrys",
+            pods: vec![pod_with_resource()],
+            templates: vec![template()],
+            claims: vec![test_claim()],
+            key: pod_key(&pod_with_resource()),
+            expected_claims: vec![test_claim(), fresh_claim()],
+            expected_statuses: statuses(POD, &[(ENTRY, Some(FRESH))]),
+            creates: Creates::ONE,
+            ..Row::default()
+        },
+        Row {
+            name: "create-with-prioritized-list-and-feature-gate-off",
+            pods: vec![pod_with_resource()],
+            templates: vec![template_with_prioritized_list()],
+            key: pod_key(&pod_with_resource()),
+            features: Features {
+                prioritized_list: false,
+                ..Features::default()
+            },
+            expect_error: true,
+            events: vec![
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: template includes a prioritized list of subrequests, but the feature is disabled",
+            ],
+            ..Row::default()
+        },
+        Row {
+            name: "flapping-resourceclaim-statuses",
+            pods: vec![two_entries_recorded()],
+            templates: vec![template()],
+            claims: vec![generated_claim()],
+            key: pod_key(&two_entries_recorded()),
+            expected_claims: vec![generated_claim(), generated_for(SECOND, "*")],
+            expected_statuses: statuses(
+                POD,
+                &[
+                    (ENTRY, Some(GENERATED)),
+                    (SECOND, Some("test-pod-second-*")),
+                ],
+            ),
+            creates: Creates::ONE,
             ..Row::default()
         },
         Row {
@@ -364,6 +449,33 @@ fn own_rows() -> Vec<Row> {
             ..Row::default()
         },
     ]
+}
+
+/// The second entry of [`two_entries_recorded`].
+const SECOND: &str = "second";
+
+/// `test-pod` with two entries from `my-template`, both recorded in its
+/// status by the controller's earlier apply (its managed fields say so);
+/// the second entry's claim is gone. Applying only the claim made again
+/// would drop the first entry, and the next sync would bring it back and
+/// drop the second: the statuses would flap (kubernetes#138407).
+fn two_entries_recorded() -> Pod {
+    let mut pod = pod_with_resource()
+        .template_claim(SECOND, TEMPLATE)
+        .recorded(ENTRY, Some(GENERATED))
+        .recorded(SECOND, Some("test-pod-second-gone1"));
+    pod.metadata.managed_fields = Some(vec![
+        serde_json::from_value(serde_json::json!({
+            "manager": "ResourceClaimController", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "subresource": "status",
+            "fieldsV1": { "f:status": { "f:resourceClaimStatuses": {
+                "k:{\"name\":\"acme-resource\"}": { ".": {}, "f:name": {}, "f:resourceClaimName": {} },
+                "k:{\"name\":\"second\"}": { ".": {}, "f:name": {}, "f:resourceClaimName": {} },
+            } } },
+        }))
+        .expect("managed fields"),
+    ]);
+    pod
 }
 
 #[tokio::test(start_paused = true)]
