@@ -98,7 +98,12 @@ pub async fn run(
         config.client,
     );
     let app = App::start(clients, config.app).await?;
-    println!("  metrics: http://{}/metrics", app.metrics_address());
+    if let Some(address) = app.insecure_address() {
+        println!("  metrics: http://{address}/metrics");
+    }
+    if let Some(address) = app.secure_address() {
+        println!("  metrics: https://{address}/metrics (a bearer token the cluster authenticates)");
+    }
     let idle = app.idle_probe();
     let settled = {
         let api = api.clone();

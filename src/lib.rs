@@ -44,7 +44,10 @@ pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::metrics::{Metrics, MetricsError};
 pub use runtime::requests::RequestCounts;
 pub use runtime::runner::RunError;
-pub use runtime::server::{BindError, Health, Liveness, Readiness, parse_bind_address};
+pub use runtime::server::{
+    BindError, DelegationConfig, Health, Liveness, Readiness, SecureServing, ServingCertificate,
+    parse_bind_address,
+};
 pub use runtime::shared::BuildError;
 pub use runtime::workload::IdleProbe;
 pub use runtime::write::WriteError;

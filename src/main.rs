@@ -127,12 +127,14 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             features: resourceclaim::Features::from_gates(&options.feature_gates),
         },
         controllers: ControllerSelection::new(options.controllers.iter().map(String::as_str)),
-        metrics_address: parse_bind_address(options.metrics_address()).with_context(|| {
-            format!(
-                "parsing --metrics-bind-address {:?}",
-                options.metrics_address()
-            )
-        })?,
+        insecure_address: options
+            .insecure_address()
+            .map(|address| {
+                parse_bind_address(address)
+                    .with_context(|| format!("parsing --metrics-bind-address {address:?}"))
+            })
+            .transpose()?,
+        secure: options.secure_serving(),
         election,
     })
 }

@@ -161,9 +161,52 @@ pub struct Options {
     )]
     pub leader_elect_resource_namespace: String,
 
-    /// Address of the plain-HTTP server for /metrics, /livez and /readyz
-    /// (`:PORT` means every interface; default `0.0.0.0:10280`, or
-    /// `127.0.0.1:0`, a free loopback port, with --embedded-cluster).
+    /// IP address the secure port listens on (`0.0.0.0`: every interface).
+    #[arg(long = "bind-address", default_value = "0.0.0.0")]
+    pub bind_address: std::net::IpAddr,
+
+    /// Port of the secure admin server: /metrics, /livez, /readyz and
+    /// /healthz over HTTPS, authenticated and authorized by the API server
+    /// (default 10281; 0 turns it off; off by default with
+    /// --embedded-cluster).
+    #[arg(long = "secure-port")]
+    pub secure_port: Option<u16>,
+
+    /// PEM file with the secure port's certificate (and its chain); read
+    /// again when it changes. Without it and --tls-private-key-file, a
+    /// self-signed certificate is made at start-up.
+    #[arg(long = "tls-cert-file", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// PEM file with the key of --tls-cert-file.
+    #[arg(long = "tls-private-key-file", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Paths of the secure port served without authentication or
+    /// authorization (a trailing `*` matches any rest).
+    #[arg(
+        long = "authorization-always-allow-paths",
+        value_delimiter = ',',
+        default_value = "/healthz,/readyz,/livez"
+    )]
+    pub authorization_always_allow_paths: Vec<String>,
+
+    /// How long an answer of a TokenReview is kept.
+    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "10s", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+
+    /// How long an allowing SubjectAccessReview is kept.
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+
+    /// How long a denying SubjectAccessReview is kept.
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
+    /// INSECURE: also serve /metrics, /livez, /readyz and /healthz over
+    /// plain HTTP, without authentication, on this address (`:PORT` means
+    /// every interface). Off by default; with --embedded-cluster a free
+    /// loopback port (`127.0.0.1:0`). For loopback demos and tests only.
     #[arg(long = "metrics-bind-address")]
     pub metrics_bind_address: Option<String>,
 
@@ -187,13 +230,14 @@ pub struct Options {
     pub exit_when_settled: bool,
 }
 
-/// Default metrics address in a cluster: plain HTTP next to the control
-/// plane's ports (10257 kube-controller-manager, 10259 scheduler), on none
-/// of them.
-pub(crate) const DEFAULT_METRICS_ADDRESS: &str = "0.0.0.0:10280";
+/// Default secure port: beside kube-controller-manager's 10257,
+/// cloud-controller-manager's 10258 and the scheduler's 10259 without
+/// taking any of the control plane's ports (10250-10260), so the process
+/// can also run with the host's network on a control-plane node.
+pub(crate) const DEFAULT_SECURE_PORT: u16 = 10281;
 
-/// Default metrics address in embedded mode: a free loopback port.
-pub(crate) const EMBEDDED_METRICS_ADDRESS: &str = "127.0.0.1:0";
+/// Default insecure address in embedded mode: a free loopback port.
+pub(crate) const EMBEDDED_INSECURE_ADDRESS: &str = "127.0.0.1:0";
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -225,13 +269,49 @@ impl Options {
         self.leader_elect.unwrap_or(!self.embedded())
     }
 
-    /// The metrics bind address, with the mode's default.
-    pub fn metrics_address(&self) -> &str {
+    /// The insecure admin address, if any, with the mode's default.
+    pub fn insecure_address(&self) -> Option<&str> {
         match &self.metrics_bind_address {
-            Some(address) => address,
-            None if self.embedded() => EMBEDDED_METRICS_ADDRESS,
-            None => DEFAULT_METRICS_ADDRESS,
+            Some(address) => Some(address),
+            None if self.embedded() => Some(EMBEDDED_INSECURE_ADDRESS),
+            None => None,
         }
+    }
+
+    /// The secure admin server of the flags, with the mode's default
+    /// (none with --embedded-cluster unless --secure-port is given; none
+    /// with port 0).
+    pub fn secure_serving(&self) -> Option<crate::SecureServing> {
+        let port = self.secure_port.unwrap_or(if self.embedded() {
+            0
+        } else {
+            DEFAULT_SECURE_PORT
+        });
+        if port == 0 {
+            return None;
+        }
+        let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => crate::ServingCertificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => crate::ServingCertificate::SelfSigned {
+                names: (!self.bind_address.is_unspecified())
+                    .then(|| self.bind_address.to_string())
+                    .into_iter()
+                    .collect(),
+            },
+        };
+        Some(crate::SecureServing {
+            address: std::net::SocketAddr::new(self.bind_address, port),
+            certificate,
+            delegation: crate::DelegationConfig {
+                always_allow_paths: self.authorization_always_allow_paths.clone(),
+                token_cache_ttl: self.authentication_token_webhook_cache_ttl,
+                authorized_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
+                unauthorized_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+            },
+        })
     }
 
     /// The volume plugins' configuration of the flags; a recycler pod
@@ -388,7 +468,18 @@ mod tests {
         assert_eq!(options.leader_elect_renew_deadline, Duration::from_secs(10));
         assert_eq!(options.leader_elect_retry_period, Duration::from_secs(2));
         assert_eq!(options.leader_elect_resource_namespace, "kube-system");
-        assert_eq!(options.metrics_address(), DEFAULT_METRICS_ADDRESS);
+        assert_eq!(
+            options.insecure_address(),
+            None,
+            "no plain HTTP in a cluster"
+        );
+        let secure = options.secure_serving().expect("secure by default");
+        assert_eq!(secure.address, "0.0.0.0:10281".parse().unwrap());
+        assert!(matches!(
+            secure.certificate,
+            crate::ServingCertificate::SelfSigned { .. }
+        ));
+        assert_eq!(secure.delegation, crate::DelegationConfig::default());
         assert_eq!(options.log_level(), tracing::Level::INFO);
         assert_eq!(options.kube_api_qps, 0.0, "no client-side limit");
         assert_eq!(options.kube_api_burst, 30);
@@ -421,7 +512,12 @@ mod tests {
         let options = Options::parse_from(["pv-controller", "--embedded-cluster", "demo.yaml"]);
         assert!(!options.leader_elect());
         assert_eq!(options.resync_period(), Duration::from_secs(1));
-        assert_eq!(options.metrics_address(), EMBEDDED_METRICS_ADDRESS);
+        assert_eq!(options.insecure_address(), Some(EMBEDDED_INSECURE_ADDRESS));
+        assert_eq!(
+            options.secure_serving(),
+            None,
+            "embedded: no secure port unless asked"
+        );
         let options = Options::parse_from([
             "pv-controller",
             "--embedded-cluster=demo.yaml",

@@ -50,6 +50,7 @@ impl Controller {
                     "--leader-elect=false",
                     "--metrics-bind-address",
                     "127.0.0.1:0",
+                    "--secure-port=0",
                 ]);
                 command
             }

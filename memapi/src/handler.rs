@@ -9,6 +9,7 @@ use super::ops::{self, Origin};
 use super::patch::PatchType;
 use super::reactors::{Action, RequestInfo, Verb};
 use super::resources::Part;
+use super::reviews;
 use super::route::{self, Query, ResourceRoute, Route};
 use super::selectors::{FieldSelector, Filter, LabelSelector};
 use super::stats::RequestLogEntry;
@@ -378,6 +379,17 @@ impl Req<'_> {
 
 fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBody>, ApiError> {
     let kind = req.res.kind;
+    if kind.is_review() {
+        if req.verb != Verb::Create {
+            return Err(ApiError::from_code(
+                405,
+                format!("{} can only be created", kind.plural),
+            ));
+        }
+        let body = req.object()?;
+        let answer = reviews::answer(&lock(&shared.access), kind.kind, body)?;
+        return Ok(req.respond_object(201, &answer));
+    }
     let url_ns = req.res.namespace.as_deref();
     match req.verb {
         Verb::Get => {

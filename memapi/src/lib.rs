@@ -76,6 +76,7 @@ mod ops;
 mod patch;
 mod reactors;
 mod resources;
+mod reviews;
 mod rng;
 mod route;
 mod seed;
@@ -118,6 +119,7 @@ pub(crate) struct Shared {
     store: Arc<Mutex<Store>>,
     reactors: Mutex<reactors::Reactors>,
     stats: Mutex<RequestStats>,
+    access: Mutex<reviews::Access>,
 }
 
 /// How to build a [`MemApi`].
@@ -200,6 +202,7 @@ impl MemApi {
                 store: Arc::new(Mutex::new(store)),
                 reactors: Mutex::new(reactors::Reactors::new(config.seed ^ 0xa5a5_a5a5)),
                 stats: Mutex::new(RequestStats::default()),
+                access: Mutex::new(reviews::Access::default()),
             }),
         }
     }
@@ -213,6 +216,18 @@ impl MemApi {
     /// No retry layer: injected errors reach the caller. Needs a tokio runtime.
     pub fn client(&self) -> kube::Client {
         kube::Client::new(self.service(), "default")
+    }
+
+    /// Makes the bearer token `token` stand for `username` in `groups`
+    /// (and `system:authenticated`) in TokenReviews.
+    pub fn add_token(&self, token: &str, username: &str, groups: &[&str]) {
+        lock(&self.shared.access).add_token(token, username, groups);
+    }
+
+    /// Lets the user or group `subject` use `verb` on the non-resource URL
+    /// `path` (a trailing `*` matches any rest) in SubjectAccessReviews.
+    pub fn grant(&self, subject: &str, path: &str, verb: &str) {
+        lock(&self.shared.access).grant(subject, path, verb);
     }
 
     /// Listens on `addr` (port 0 allowed) with plain HTTP/1.1, for kubectl.

@@ -64,6 +64,12 @@ impl ResourceKind {
         self.group == "resource.k8s.io" && self.has_status
     }
 
+    /// Whether this row is a review (TokenReview, SubjectAccessReview):
+    /// created to be answered, never stored (see `reviews.rs`).
+    pub fn is_review(&self) -> bool {
+        matches!(self.group, "authentication.k8s.io" | "authorization.k8s.io")
+    }
+
     /// Whether this row is the Pod kind (deleted gracefully, see `delete.rs`).
     pub fn is_pod(&self) -> bool {
         self.group.is_empty() && self.plural == "pods"
@@ -231,6 +237,30 @@ pub static KINDS: &[ResourceKind] = &[
         version: "v1",
         plural: "deviceclasses",
         kind: "DeviceClass",
+        namespaced: false,
+        has_status: false,
+        short_names: &[],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "tokenreviews",
+        kind: "TokenReview",
+        namespaced: false,
+        has_status: false,
+        short_names: &[],
+        fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "subjectaccessreviews",
+        kind: "SubjectAccessReview",
         namespaced: false,
         has_status: false,
         short_names: &[],

@@ -17,7 +17,8 @@ use crate::runtime::client::Clients;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
-use crate::runtime::server::{self, BindError, Health, Liveness, Readiness};
+use crate::runtime::server::secure::SecureServer;
+use crate::runtime::server::{self, BindError, Health, Liveness, Readiness, SecureServing};
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
 use crate::{ephemeral, pv, resourceclaim};
@@ -36,9 +37,13 @@ pub struct AppConfig {
     /// How long a watch may fail without one success before the process
     /// stops with an error (`--watch-failure-limit`).
     pub watch_failure_limit: Duration,
-    /// Where to serve `/metrics`, `/livez` and `/readyz` (port 0: any free
-    /// port).
-    pub metrics_address: SocketAddr,
+    /// Where to serve the admin endpoints over plain HTTP without
+    /// authentication (port 0: any free port), if at all: for loopback
+    /// demos and tests, never a cluster (`--metrics-bind-address`).
+    pub insecure_address: Option<SocketAddr>,
+    /// The secure admin port (HTTPS, delegated authentication and
+    /// authorization), if any.
+    pub secure: Option<SecureServing>,
     /// The Lease to compete for; `None` runs without election.
     pub election: Option<LeaseConfig>,
     /// The PersistentVolume controller's settings.
@@ -54,13 +59,14 @@ pub const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
 
 impl Default for AppConfig {
     /// Every controller with its defaults, no election, the admin server
-    /// on a free loopback port.
+    /// on a free loopback port over plain HTTP, no secure port.
     fn default() -> Self {
         Self {
             controllers: ControllerSelection::default(),
             instance: "pv-controller".to_string(),
             watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
-            metrics_address: ([127, 0, 0, 1], 0).into(),
+            insecure_address: Some(([127, 0, 0, 1], 0).into()),
+            secure: None,
             election: None,
             persistentvolume: pv::Config::default(),
             ephemeral: ephemeral::Config::default(),
@@ -111,15 +117,17 @@ pub struct App {
     metrics: Arc<Metrics>,
     clients: Clients,
     election: Option<LeaseConfig>,
-    metrics_address: SocketAddr,
+    insecure_address: Option<SocketAddr>,
+    secure_address: Option<SocketAddr>,
     health: Health,
-    server: tokio::task::JoinHandle<()>,
+    servers: tokio::task::JoinSet<()>,
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
-            .field("metrics_address", &self.metrics_address)
+            .field("insecure_address", &self.insecure_address)
+            .field("secure_address", &self.secure_address)
             .finish_non_exhaustive()
     }
 }
@@ -142,14 +150,37 @@ impl App {
             readiness: Readiness::default(),
             liveness: Liveness::default(),
         };
-        let listener = server::bind(config.metrics_address).await?;
-        let metrics_address = listener.local_addr().unwrap_or(config.metrics_address);
-        let server = tokio::spawn(server::serve(
-            listener,
-            Arc::clone(&shared.metrics),
-            health.clone(),
-        ));
-        tracing::info!(address = %metrics_address, "serving /metrics, /livez and /readyz");
+        let mut servers = tokio::task::JoinSet::new();
+        let secure_address = match &config.secure {
+            Some(secure) => {
+                let server = SecureServer::bind(
+                    secure,
+                    clients.controller.clone(),
+                    Arc::clone(&shared.metrics),
+                    health.clone(),
+                )
+                .await?;
+                let address = server.local_addr();
+                servers.spawn(server.serve());
+                tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
+                address
+            }
+            None => None,
+        };
+        let insecure_address = match config.insecure_address {
+            Some(address) => {
+                let listener = server::bind(address).await?;
+                let bound = listener.local_addr().unwrap_or(address);
+                servers.spawn(server::serve_insecure(
+                    listener,
+                    Arc::clone(&shared.metrics),
+                    health.clone(),
+                ));
+                tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
+                Some(bound)
+            }
+            None => None,
+        };
         let metrics = Arc::clone(&shared.metrics);
         let runner = Runner::new(RunnerParts {
             client: shared.client,
@@ -169,9 +200,10 @@ impl App {
             metrics,
             clients,
             election: config.election,
-            metrics_address,
+            insecure_address,
+            secure_address,
             health,
-            server,
+            servers,
         })
     }
 
@@ -187,9 +219,14 @@ impl App {
         Ok(self.runner.sync_caches().await?)
     }
 
-    /// Where the admin server listens.
-    pub fn metrics_address(&self) -> SocketAddr {
-        self.metrics_address
+    /// Where the admin endpoints are served over plain HTTP, if they are.
+    pub fn insecure_address(&self) -> Option<SocketAddr> {
+        self.insecure_address
+    }
+
+    /// Where the secure admin port listens, if there is one.
+    pub fn secure_address(&self) -> Option<SocketAddr> {
+        self.secure_address
     }
 
     /// The process's metrics registry (what `/metrics` serves).
@@ -211,7 +248,7 @@ impl App {
     /// Runs the controllers (elected when configured, on the lease's own
     /// client) until `shutdown` resolves or one of them fails, then stops
     /// the admin server. Without election the write gate opens for good.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
         if self.election.is_none() {
             self.clients.gate.open();
         }
@@ -219,7 +256,7 @@ impl App {
             .election
             .map(|lease| LeaderElector::new(self.clients.lease, lease, self.clients.gate));
         let result = self.runner.run(elector, shutdown).await;
-        self.server.abort();
+        self.servers.abort_all();
         Ok(result?)
     }
 }

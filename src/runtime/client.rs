@@ -212,11 +212,21 @@ pub struct Gated<S> {
     gate: WriteGate,
 }
 
-fn is_write(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    )
+/// Whether a request changes what the API server stores. Reviews
+/// (TokenReview, SubjectAccessReview) are created to be answered and store
+/// nothing, so a follower's admin server may ask them.
+fn is_write(method: &Method, path: &str) -> bool {
+    let review = *method == Method::POST
+        && matches!(
+            path,
+            "/apis/authentication.k8s.io/v1/tokenreviews"
+                | "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+        );
+    !review
+        && matches!(
+            *method,
+            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+        )
 }
 
 impl<S, B> Service<Request<B>> for Gated<S>
@@ -234,7 +244,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if is_write(request.method()) && !self.gate.is_open() {
+        if is_write(request.method(), request.uri().path()) && !self.gate.is_open() {
             let error = ClientError::NotLeader {
                 method: request.method().clone(),
                 path: request.uri().path().to_string(),

@@ -19,9 +19,12 @@
 // are its assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admin;
 mod binding;
 mod claims;
 mod default_class;
+#[path = "../support/https.rs"]
+mod https;
 mod leader;
 mod provisioning;
 mod reclaim;
@@ -62,6 +65,10 @@ fn suite() -> Suite {
             default_class::retroactive,
         ),
         runner::case("a_follower_takes_over_from_a_killed_leader", leader::kill_9),
+        runner::case(
+            "the_secure_port_delegates_authentication_and_authorization",
+            admin::secure_port,
+        ),
         runner::after_all(
             "requests_are_made_as_the_service_account",
             service_account::impersonated,

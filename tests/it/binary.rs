@@ -38,6 +38,7 @@ async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
         .arg("--kubeconfig")
         .arg(&config)
         .arg("--pvclaimbinder-sync-period=1s")
+        .arg("--secure-port=0")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -87,6 +88,7 @@ fn an_unknown_controller_name_stops_the_start_up() {
             "--master=http://127.0.0.1:1",
             "--leader-elect=false",
             "--metrics-bind-address=127.0.0.1:0",
+            "--secure-port=0",
             "--controllers=*,-persistentvolume-binder,ephemeral-volumes",
         ])
         .output()
@@ -107,6 +109,7 @@ fn an_unknown_feature_gate_stops_the_start_up() {
                 "--master=http://127.0.0.1:1",
                 "--leader-elect=false",
                 "--metrics-bind-address=127.0.0.1:0",
+                "--secure-port=0",
                 &format!("--feature-gates={gates}"),
                 "--help",
             ])

@@ -42,6 +42,8 @@ fn kustomize_renders_every_object() {
         kinds,
         [
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "Deployment",
             "Namespace",
@@ -71,8 +73,12 @@ fn the_deployment_runs_two_hardened_replicas_with_valid_flags() {
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let container = &pod["containers"][0];
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
-    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/livez");
-    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    for (probe, path) in [("livenessProbe", "/livez"), ("readinessProbe", "/readyz")] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(get["path"], path);
+        assert_eq!(get["scheme"], "HTTPS", "{probe} over the secure port");
+        assert_eq!(get["port"], container["ports"][0]["name"], "{probe}");
+    }
     assert!(container["resources"]["requests"]["memory"].is_string());
     let args: Vec<&str> = container["args"]
         .as_array()
@@ -83,10 +89,66 @@ fn the_deployment_runs_two_hardened_replicas_with_valid_flags() {
     let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
         .unwrap_or_else(|e| panic!("the Deployment's args are refused: {e}"));
     assert!(options.leader_elect());
-    let port = options.metrics_address().rsplit(':').next().unwrap();
     assert_eq!(
-        container["ports"][0]["containerPort"].to_string(),
-        port,
-        "the probes' port is the metrics port"
+        options.insecure_address(),
+        None,
+        "no plain HTTP in the cluster"
+    );
+    let secure = options.secure_serving().expect("the secure port");
+    assert_eq!(
+        container["ports"][0]["containerPort"],
+        secure.address.port(),
+        "the probes' port is the secure port"
+    );
+}
+
+#[test]
+fn prometheus_scrapes_the_secure_port_with_its_token() {
+    let Some(objects) = render() else { return };
+    let service = objects.iter().find(|o| o["kind"] == "Service").unwrap();
+    assert_eq!(service["spec"]["ports"][0]["port"], 10281);
+    let monitor = objects
+        .iter()
+        .find(|o| o["kind"] == "ServiceMonitor")
+        .unwrap();
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["scheme"], "https");
+    assert_eq!(endpoint["port"], service["spec"]["ports"][0]["name"]);
+    assert_eq!(
+        endpoint["bearerTokenFile"],
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    );
+    let reader = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "pv-controller-metrics-reader")
+        .unwrap();
+    assert_eq!(reader["rules"][0]["nonResourceURLs"][0], "/metrics");
+    assert_eq!(reader["rules"][0]["verbs"][0], "get");
+    let delegator = objects
+        .iter()
+        .find(|o| o["metadata"]["name"] == "pv-controller-auth-delegator")
+        .unwrap();
+    assert_eq!(delegator["roleRef"]["name"], "system:auth-delegator");
+    assert_eq!(delegator["subjects"][0]["name"], "pv-controller");
+}
+
+#[test]
+fn the_optional_network_policy_admits_the_monitoring_namespace_to_the_admin_port() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/network-policy.yaml"
+    ))
+    .unwrap();
+    let policy: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(policy["kind"], "NetworkPolicy");
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "pv-controller"
+    );
+    let rule = &policy["spec"]["ingress"][0];
+    assert_eq!(rule["ports"][0]["port"], "https");
+    assert_eq!(
+        rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "monitoring"
     );
 }

@@ -16,9 +16,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
+#[path = "../support/https.rs"]
+mod https;
 mod mock_plugin;
 mod pod_harness;
 
+mod admin;
 mod best_fit;
 mod binary;
 mod binder;

@@ -438,7 +438,7 @@ async fn the_process_exports_the_answers_to_every_request_by_code() {
     let app = pv_controller::App::start(clients, pv_controller::AppConfig::default())
         .await
         .unwrap();
-    let address = app.metrics_address();
+    let address = app.insecure_address().expect("served over plain HTTP");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;

@@ -1,6 +1,8 @@
 //! Least privilege, checked: the process runs every controller on memapi,
 //! elected, through binding, provisioning hand-off, delayed binding,
-//! reclaim, a pod's ephemeral volume, events and leader election; every
+//! reclaim, a pod's ephemeral volume, events, leader election and a scrape
+//! of the secure port (its TokenReview and SubjectAccessReview, which the
+//! binding to `system:auth-delegator` grants); every
 //! request it makes must be allowed by deploy/rbac.yaml, and every rule
 //! there must be used by some request (or be listed below as needed on a
 //! path the run does not take).
@@ -45,6 +47,20 @@ fn granted(yaml: &str) -> BTreeSet<Permission> {
     for document in serde_yaml_ng::Deserializer::from_str(yaml) {
         let object = Value::deserialize(document).unwrap();
         let kind = object["kind"].as_str().unwrap_or("");
+        if kind == "ClusterRoleBinding" && object["roleRef"]["name"] == "system:auth-delegator" {
+            // The bootstrap role's rules: what the secure port's reviews need.
+            permissions.insert((
+                "authentication.k8s.io".into(),
+                "tokenreviews".into(),
+                "create".into(),
+            ));
+            permissions.insert((
+                "authorization.k8s.io".into(),
+                "subjectaccessreviews".into(),
+                "create".into(),
+            ));
+            continue;
+        }
         if kind != "ClusterRole" && kind != "Role" {
             continue;
         }
@@ -177,15 +193,22 @@ async fn exercised() -> BTreeSet<Permission> {
             ..pv::Config::default()
         },
         election: Some(LeaseConfig::new("pv-controller", "pv-controller", "only")),
+        secure: Some(crate::admin::secure_serving()),
         ..AppConfig::default()
     };
+    api.add_token("scraper", "prometheus", &[]);
+    api.grant("prometheus", "/metrics", "get");
     let app = App::start(clients, config).await.unwrap();
+    let secure = app.secure_address().unwrap();
     let idle = app.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
+    // A scrape of the secure port: its TokenReview and SubjectAccessReview.
+    let (code, _) = crate::admin::https_get(secure, "/metrics", Some("scraper")).await;
+    assert_eq!(code, 200);
     let _ = stop.send(());
     // Every controller writes its events before the process stops.
     running.await.unwrap().unwrap();
@@ -245,6 +268,8 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         ("resource.k8s.io", "resourceclaims", "update"),
         ("resource.k8s.io", "resourceclaims", "delete"),
         ("resource.k8s.io", "resourceclaims/status", "update"),
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
     ];
     for (group, resource, verb) in expected_work {
         let permission = (group.to_string(), resource.to_string(), verb.to_string());

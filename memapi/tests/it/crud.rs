@@ -517,3 +517,75 @@ async fn an_api_the_server_does_not_serve_is_a_plain_404() {
         .unwrap();
     assert!(served.resources.iter().any(|r| r.name == "resourceclaims"));
 }
+
+/// TokenReview and SubjectAccessReview answer from the test's table and
+/// store nothing.
+#[tokio::test]
+async fn reviews_answer_from_the_tokens_and_grants_a_test_sets() {
+    use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+    use k8s_openapi::api::authorization::v1::{
+        NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    };
+    let mem = MemApi::new();
+    mem.add_token("secret", "prometheus", &["monitoring"]);
+    mem.grant("monitoring", "/metrics", "get");
+    let reviews: Api<TokenReview> = Api::all(mem.client());
+    let review = |token: &str| TokenReview {
+        spec: TokenReviewSpec {
+            token: Some(token.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = reviews
+        .create(&PostParams::default(), &review("secret"))
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(answer.authenticated, Some(true));
+    let user = answer.user.unwrap();
+    assert_eq!(user.username.as_deref(), Some("prometheus"));
+    let forged = reviews
+        .create(&PostParams::default(), &review("forged"))
+        .await
+        .unwrap();
+    assert_eq!(forged.status.unwrap().authenticated, Some(false));
+
+    let access: Api<SubjectAccessReview> = Api::all(mem.client());
+    let allowed = |path: &str| {
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                non_resource_attributes: Some(NonResourceAttributes {
+                    path: Some(path.to_string()),
+                    verb: Some("get".to_string()),
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let access = access.clone();
+        async move {
+            access
+                .create(&PostParams::default(), &review)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .allowed
+        }
+    };
+    assert!(allowed("/metrics").await);
+    assert!(!allowed("/explain/ns/claim").await);
+    assert_eq!(
+        mem.requests()
+            .count(memapi::Verb::Create, "tokenreviews", None),
+        2
+    );
+    assert!(
+        reviews.list(&Default::default()).await.is_err(),
+        "a review is answered, not stored"
+    );
+}

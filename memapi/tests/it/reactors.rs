@@ -456,6 +456,8 @@ async fn discovery_documents() {
             "storage.k8s.io",
             "events.k8s.io",
             "resource.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
             "coordination.k8s.io"
         ]
     );

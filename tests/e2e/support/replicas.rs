@@ -33,7 +33,7 @@ kill -TERM "$pid" 2>/dev/null
 wait "$pid""#;
 
 /// The log line that names the admin server's address.
-const SERVING: &str = "serving /metrics, /livez and /readyz";
+const SERVING: &str = "serving the admin endpoints over plain HTTP without authentication";
 
 /// One running replica.
 struct Replica {
@@ -138,6 +138,7 @@ impl Pool {
             format!("--kubeconfig={}", self.kubeconfig.display()),
             "--pvclaimbinder-sync-period=1s".to_string(),
             "--metrics-bind-address=127.0.0.1:0".to_string(),
+            "--secure-port=0".to_string(),
             "--log-format=json".to_string(),
             "--leader-elect=true".to_string(),
             format!("--leader-elect-resource-namespace={}", self.lease_namespace),

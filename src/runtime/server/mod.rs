@@ -1,9 +1,23 @@
-//! The admin HTTP server: `/metrics` (Prometheus text format), `/livez`
-//! (the controller has not failed: a watcher that keeps failing, a task
-//! that died, turn it unhealthy, so the kubelet restarts a process that
-//! would otherwise look fine and do nothing) and `/readyz` (every informer
-//! cache has synced; with leader election a follower is ready too, since it
-//! keeps warm caches and is fit to take over).
+//! The admin server: `/metrics` (Prometheus text format), `/livez` and
+//! `/healthz` (the controller has not failed: a watcher that keeps
+//! failing, a task that died, turn it unhealthy, so the kubelet restarts a
+//! process that would otherwise look fine and do nothing) and `/readyz`
+//! (every informer cache has synced; with leader election a follower is
+//! ready too, since it keeps warm caches and is fit to take over).
+//!
+//! Served as kube-controller-manager serves them: over HTTPS on the secure
+//! port ([`secure`]: a given or self-signed certificate, [`tls`]), every
+//! request but the always-allowed paths authenticated and authorized by the
+//! API server ([`delegation`]); and, only where that is harmless (the
+//! embedded demo, or an explicit opt-in), over plain HTTP without either.
+
+mod cache;
+pub(crate) mod delegation;
+pub(crate) mod secure;
+pub(crate) mod tls;
+
+pub use delegation::DelegationConfig;
+pub use secure::{SecureServing, ServingCertificate};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -96,17 +110,26 @@ pub fn router(metrics: Arc<Metrics>, health: Health) -> Router {
     Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
+        .route("/healthz", get(serve_live))
         .route("/readyz", get(serve_ready))
         .with_state(AdminState { metrics, health })
 }
 
 /// Why the admin server could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("binding the metrics address {address}: {source}")]
-pub struct BindError {
-    address: String,
-    #[source]
-    source: std::io::Error,
+pub enum BindError {
+    /// The address cannot be listened on.
+    #[error("binding the admin server's address {address}: {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The serving certificate cannot be loaded or made.
+    #[error(transparent)]
+    Certificate(#[from] tls::CertificateError),
 }
 
 /// Parses a bind address in Go's style too: `:10280` means every interface.
@@ -122,17 +145,17 @@ pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrPar
 pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
     TcpListener::bind(address)
         .await
-        .map_err(|source| BindError {
+        .map_err(|source| BindError::Listen {
             address: address.to_string(),
             source,
         })
 }
 
-/// Serves the admin routes on `listener` until the task is dropped or the
-/// listener fails.
-pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
+/// Serves the admin routes over plain HTTP, without authentication, on
+/// `listener` until the task is dropped or the listener fails.
+pub(crate) async fn serve_insecure(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
     if let Err(error) = axum::serve(listener, router(metrics, health)).await {
-        tracing::error!(%error, "metrics server stopped");
+        tracing::error!(%error, "insecure admin server stopped");
     }
 }
 
