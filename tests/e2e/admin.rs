@@ -2,7 +2,7 @@
 //! controller, run here as `deploy/`'s ServiceAccount (its binding to
 //! `system:auth-delegator` lets it ask TokenReviews and
 //! SubjectAccessReviews) and kept a follower (the case holds the Lease it
-//! would take), serves `/livez` to anyone, and `/metrics` to a
+//! would take), serves `/livez` and `/readyz` to anyone, and `/metrics` to a
 //! ServiceAccount bound to `pv-controller-metrics-reader` only: 401
 //! without a token or with a forged one, 403 for an account without the
 //! binding, 200 with it; a burst of 100 scrapes asks at most a few reviews.
