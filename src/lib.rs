@@ -48,6 +48,7 @@ pub use runtime::server::{
     BindError, DelegationConfig, Health, Liveness, Readiness, SecureServing, ServingCertificate,
     parse_bind_address,
 };
+pub use runtime::shadow_mode::{ShadowConfig, ShadowJournal};
 pub use runtime::shared::BuildError;
 pub use runtime::workload::IdleProbe;
 pub use runtime::write::WriteError;

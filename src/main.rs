@@ -135,6 +135,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             })
             .transpose()?,
         secure: options.secure_serving(),
+        shadow: options.shadow_config(),
         election,
     })
 }

@@ -219,6 +219,18 @@ pub struct Options {
     #[arg(short = 'v', long = "v", default_value_t = 2)]
     pub verbosity: u8,
 
+    /// Shadow mode: decide as usual beside the controllers that run the
+    /// cluster, send no write and no event, take no lease, and judge each
+    /// decision against what the cluster comes to (`/shadow`,
+    /// `pv_controller_shadow_decisions_total`).
+    #[arg(long = "shadow")]
+    pub shadow: bool,
+
+    /// With --shadow: how long the cluster has to come to a decision before
+    /// it counts as a difference (default: two sync periods).
+    #[arg(long = "shadow-window", value_parser = parse_duration, requires = "shadow")]
+    pub shadow_window: Option<Duration>,
+
     /// Run against an in-memory API server seeded from this YAML file
     /// instead of a cluster, served on a loopback port for kubectl.
     #[arg(long = "embedded-cluster", value_name = "FILE")]
@@ -267,6 +279,15 @@ impl Options {
     /// embedded mode (a single process has no one to compete with).
     pub fn leader_elect(&self) -> bool {
         self.leader_elect.unwrap_or(!self.embedded())
+    }
+
+    /// Shadow mode's settings, when --shadow is given.
+    pub fn shadow_config(&self) -> Option<crate::ShadowConfig> {
+        self.shadow.then(|| crate::ShadowConfig {
+            window: self
+                .shadow_window
+                .unwrap_or_else(|| self.resync_period() * 2),
+        })
     }
 
     /// The insecure admin address, if any, with the mode's default.

@@ -16,4 +16,9 @@ pub use crate::runtime::events::{
 };
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
-pub use crate::runtime::server::router;
+
+/// The admin server's routes (without shadow mode), for tests that call
+/// them without a socket.
+pub fn router(metrics: std::sync::Arc<crate::Metrics>, health: crate::Health) -> axum::Router {
+    crate::runtime::server::router(metrics, health, None)
+}

@@ -7,6 +7,7 @@
 
 mod controllers;
 mod selection;
+mod shadow;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{self, BindError, Health, Liveness, Readiness, SecureServing};
+use crate::runtime::shadow_mode::{ShadowConfig, ShadowJournal, ShadowMode};
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
 use crate::{ephemeral, pv, resourceclaim};
@@ -44,8 +46,12 @@ pub struct AppConfig {
     /// The secure admin port (HTTPS, delegated authentication and
     /// authorization), if any.
     pub secure: Option<SecureServing>,
-    /// The Lease to compete for; `None` runs without election.
+    /// The Lease to compete for; `None` runs without election. Shadow mode
+    /// takes no Lease whatever this says.
     pub election: Option<LeaseConfig>,
+    /// Shadow mode (`--shadow`): the controllers decide but send nothing,
+    /// and each decision is judged against what the cluster comes to.
+    pub shadow: Option<ShadowConfig>,
     /// The PersistentVolume controller's settings.
     pub persistentvolume: pv::Config,
     /// The ephemeral volume controller's settings.
@@ -68,6 +74,7 @@ impl Default for AppConfig {
             insecure_address: Some(([127, 0, 0, 1], 0).into()),
             secure: None,
             election: None,
+            shadow: None,
             persistentvolume: pv::Config::default(),
             ephemeral: ephemeral::Config::default(),
             resourceclaim: resourceclaim::Config::default(),
@@ -117,6 +124,7 @@ pub struct App {
     metrics: Arc<Metrics>,
     clients: Clients,
     election: Option<LeaseConfig>,
+    shadow: Option<Arc<ShadowMode>>,
     insecure_address: Option<SocketAddr>,
     secure_address: Option<SocketAddr>,
     health: Health,
@@ -140,9 +148,21 @@ impl App {
     /// is left out, with a warning. Fails on a `--controllers` entry that
     /// names no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
-        let mut shared =
-            Shared::new(clients.controller.clone(), &config.instance).map_err(AppError::Shared)?;
+        let mut shared = Shared::new(
+            clients.controller.clone(),
+            &config.instance,
+            config.shadow.as_ref(),
+        )
+        .map_err(AppError::Shared)?;
         let (controllers, workloads) = controllers::build(&mut shared, &config).await?;
+        let mut servers = tokio::task::JoinSet::new();
+        if let Some(journal) = &shared.shadow {
+            shadow::observe(&mut shared.informers, journal);
+            servers.spawn(Arc::clone(journal).sweep_periodically());
+            tracing::info!(
+                "shadow mode: nothing is written, each decision is judged against the cluster"
+            );
+        }
         shared
             .metrics
             .register(Box::new(clients.requests.collector()?))?;
@@ -150,7 +170,6 @@ impl App {
             readiness: Readiness::default(),
             liveness: Liveness::default(),
         };
-        let mut servers = tokio::task::JoinSet::new();
         let secure_address = match &config.secure {
             Some(secure) => {
                 let server = SecureServer::bind(
@@ -158,6 +177,7 @@ impl App {
                     clients.controller.clone(),
                     Arc::clone(&shared.metrics),
                     health.clone(),
+                    shared.shadow.clone(),
                 )
                 .await?;
                 let address = server.local_addr();
@@ -175,6 +195,7 @@ impl App {
                     listener,
                     Arc::clone(&shared.metrics),
                     health.clone(),
+                    shared.shadow.clone(),
                 ));
                 tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
                 Some(bound)
@@ -192,6 +213,7 @@ impl App {
             metrics: Arc::clone(&metrics),
             readiness: health.readiness.clone(),
             liveness: health.liveness.clone(),
+            shadow: shared.shadow.is_some(),
         });
         Ok(Self {
             idle: runner.idle_probe(),
@@ -199,7 +221,12 @@ impl App {
             controllers,
             metrics,
             clients,
-            election: config.election,
+            election: if config.shadow.is_some() {
+                None
+            } else {
+                config.election
+            },
+            shadow: shared.shadow.clone(),
             insecure_address,
             secure_address,
             health,
@@ -222,6 +249,11 @@ impl App {
     /// Where the admin endpoints are served over plain HTTP, if they are.
     pub fn insecure_address(&self) -> Option<SocketAddr> {
         self.insecure_address
+    }
+
+    /// Shadow mode's judgements, when the process runs in shadow mode.
+    pub fn shadow_journal(&self) -> Option<ShadowJournal> {
+        self.shadow.clone().map(ShadowJournal)
     }
 
     /// Where the secure admin port listens, if there is one.
@@ -249,7 +281,8 @@ impl App {
     /// client) until `shutdown` resolves or one of them fails, then stops
     /// the admin server. Without election the write gate opens for good.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
-        if self.election.is_none() {
+        // Shadow mode sends nothing: the gate stays shut as a second guard.
+        if self.election.is_none() && self.shadow.is_none() {
             self.clients.gate.open();
         }
         let elector = self

@@ -22,6 +22,7 @@ pub(crate) mod ratelimit;
 pub(crate) mod requests;
 pub(crate) mod runner;
 pub(crate) mod server;
+pub(crate) mod shadow_mode;
 pub(crate) mod shared;
 pub(crate) mod workload;
 pub(crate) mod write;

@@ -108,6 +108,7 @@ pub(crate) struct Runner {
     metrics: Arc<Metrics>,
     readiness: Readiness,
     liveness: Liveness,
+    shadow: bool,
 }
 
 /// What a [`Runner`] is made of.
@@ -130,6 +131,9 @@ pub(crate) struct RunnerParts {
     pub(crate) readiness: Readiness,
     /// For `/livez`.
     pub(crate) liveness: Liveness,
+    /// Whether the process runs in shadow mode: it leads nothing and says
+    /// so (`pv_controller_leader` stays 0), though its controllers decide.
+    pub(crate) shadow: bool,
 }
 
 impl Runner {
@@ -146,6 +150,7 @@ impl Runner {
             metrics: parts.metrics,
             readiness: parts.readiness,
             liveness: parts.liveness,
+            shadow: parts.shadow,
         }
     }
 
@@ -193,7 +198,7 @@ impl Runner {
         let role = watch::Sender::new(Role::Follower);
         let result = {
             let metrics = Arc::clone(&self.metrics);
-            let campaign = compete(election.as_mut(), &role, &metrics);
+            let campaign = compete(election.as_mut(), &role, &metrics, !self.shadow);
             self.lead(campaign, role.subscribe(), shutdown).await
         };
         self.metrics.set_leader(false);
@@ -328,12 +333,14 @@ impl Runner {
     }
 }
 
-/// Leads at once without an election; with one, acquires the Lease, holds
-/// it, and reports its loss. Never returns.
+/// Leads at once without an election (reported as leading unless
+/// `report_leader` is false: shadow mode); with one, acquires the Lease,
+/// holds it, and reports its loss. Never returns.
 async fn compete(
     election: Option<&mut LeaderElector>,
     role: &watch::Sender<Role>,
     metrics: &Metrics,
+    report_leader: bool,
 ) {
     if let Some(elector) = election {
         metrics.set_leader(false);
@@ -346,7 +353,7 @@ async fn compete(
         metrics.set_leader(false);
         role.send_replace(Role::Lost);
     } else {
-        metrics.set_leader(true);
+        metrics.set_leader(report_leader);
         role.send_replace(Role::Leader);
     }
     std::future::pending::<()>().await;

@@ -11,6 +11,7 @@ use crate::runtime::events::{EventRecorder, RecorderError};
 use crate::runtime::informer::{Informers, WiringError};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::Leading;
+use crate::runtime::shadow_mode::{ShadowConfig, ShadowMode};
 use crate::runtime::write::Door;
 
 /// The parts of the process a controller is built from.
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     /// Whether the process leads.
     pub(crate) leading: Leading,
+    /// Shadow mode's journal, when the process runs in shadow mode.
+    pub(crate) shadow: Option<Arc<ShadowMode>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -40,24 +43,37 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// The parts on `client`, with events reported by `instance`; fails
-    /// when the metrics cannot be set up or there is no tokio runtime for
-    /// the event recorder's sender task.
-    pub(crate) fn new(client: Client, instance: &str) -> Result<Self, BuildError> {
+    /// The parts on `client`, with events reported by `instance`, in
+    /// shadow mode when `shadow` is given (the door sends nothing, events
+    /// are not written); fails when the metrics cannot be set up or there
+    /// is no tokio runtime for the event recorder's sender task.
+    pub(crate) fn new(
+        client: Client,
+        instance: &str,
+        shadow: Option<&ShadowConfig>,
+    ) -> Result<Self, BuildError> {
         let metrics = Arc::new(Metrics::new()?);
-        let recorder = EventRecorder::new(
+        let mut recorder = EventRecorder::new(
             client.clone(),
             Arc::clone(&metrics),
             "pv-controller",
             instance,
         )?;
+        let shadow = match shadow {
+            Some(config) => {
+                recorder = recorder.silenced();
+                Some(Arc::new(ShadowMode::new(config, &metrics)?))
+            }
+            None => None,
+        };
         Ok(Self {
-            writes: Door::new(client.clone(), Arc::clone(&metrics)),
+            writes: Door::new(client.clone(), Arc::clone(&metrics), shadow.clone()),
             client,
             informers: Informers::default(),
             recorder,
             metrics,
             leading: Leading::default(),
+            shadow,
         })
     }
 }

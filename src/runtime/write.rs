@@ -23,6 +23,7 @@
 //!    the kind's store before the lock is released, so the next sync of any
 //!    controller, and the next writer, sees it.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,6 +36,7 @@ use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Whole};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
+use crate::runtime::shadow_mode::ShadowMode;
 
 /// What an edit made of the newest copy of an object.
 #[derive(Debug, PartialEq, Eq)]
@@ -179,11 +181,84 @@ impl WriteLocks {
 
 /// The process's write door; [`Door::writer`] hands each controller its
 /// writer of a kind. Cheap to clone; clones share the locks.
+///
+/// In shadow mode nothing is sent: each write is handed to the journal
+/// ([`ShadowMode::intended`]) and answered as the server would have, and
+/// that answer is kept apart ([`Overlay`]), so the next write of the same
+/// sync edits it while the stores keep what the cluster shows.
 #[derive(Clone)]
 pub(crate) struct Door {
     client: Client,
     metrics: Arc<Metrics>,
     locks: WriteLocks,
+    shadow: Option<Arc<ShadowMode>>,
+    overlay: Overlay,
+}
+
+/// Shadow mode's own answers to the writes it did not send, by object,
+/// each valid while the stored copy keeps the resourceVersion it was made
+/// from.
+#[derive(Clone, Default)]
+struct Overlay {
+    answers: Arc<Mutex<HashMap<LockKey, OverlaidAnswer>>>,
+}
+
+/// An answer of the overlay: the version it was made from, when, and the
+/// object.
+struct OverlaidAnswer {
+    version: Option<String>,
+    at: tokio::time::Instant,
+    object: Arc<dyn Any + Send + Sync>,
+}
+
+/// How many answers the overlay keeps before it forgets old ones.
+const OVERLAY_LIMIT: usize = 10_000;
+
+/// How long an answer of the overlay serves at most.
+const OVERLAY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Overlay {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, OverlaidAnswer>> {
+        self.answers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The overlaid answer for `key` when made from `newest`'s version,
+    /// else `newest`.
+    fn over<K: Kind>(&self, key: &ObjectKey, newest: Arc<K>) -> Arc<K> {
+        let lock_key = (K::NAME, key.clone());
+        let mut answers = self.lock();
+        let Some(answer) = answers.get(&lock_key) else {
+            return newest;
+        };
+        if answer.version != newest.meta().resource_version {
+            answers.remove(&lock_key);
+            return newest;
+        }
+        match Arc::clone(&answer.object).downcast::<K>() {
+            Ok(object) => object,
+            Err(_) => newest,
+        }
+    }
+
+    fn put<K: Kind>(&self, key: ObjectKey, object: Arc<K>) {
+        let mut answers = self.lock();
+        if answers.len() >= OVERLAY_LIMIT {
+            answers.retain(|_, answer| answer.at.elapsed() < OVERLAY_TTL);
+        }
+        answers.insert(
+            (K::NAME, key),
+            OverlaidAnswer {
+                version: object.meta().resource_version.clone(),
+                at: tokio::time::Instant::now(),
+                object,
+            },
+        );
+    }
+}
+
+/// An object as JSON, for the shadow journal (`null` if it cannot be).
+fn json<K: Kind>(object: &K) -> serde_json::Value {
+    serde_json::to_value(object).unwrap_or_default()
 }
 
 impl fmt::Debug for Door {
@@ -196,12 +271,18 @@ impl fmt::Debug for Door {
 
 impl Door {
     /// The door of the process: writes through `client`, counted in
-    /// `metrics`.
-    pub(crate) fn new(client: Client, metrics: Arc<Metrics>) -> Self {
+    /// `metrics`; in shadow mode when `shadow` is given.
+    pub(crate) fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        shadow: Option<Arc<ShadowMode>>,
+    ) -> Self {
         Self {
             client,
             metrics,
             locks: WriteLocks::default(),
+            shadow,
+            overlay: Overlay::default(),
         }
     }
 
@@ -292,6 +373,21 @@ impl<K: Kind> Writer<K> {
     /// Creates `object` and stores the answer.
     pub(crate) async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
+        if let Some(shadow) = &self.door.shadow {
+            shadow.intended(
+                self.controller,
+                &K::plural(&()),
+                "create",
+                None,
+                Some(&json(object)),
+            );
+            let mut answer = object.clone();
+            if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
+                let prefix = answer.meta().generate_name.clone().unwrap_or_default();
+                answer.meta_mut().name = Some(format!("{prefix}shadow"));
+            }
+            return Ok(Arc::new(answer));
+        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let result = K::api(&self.door.client, &key.namespace)
             .create(&PostParams::default(), object)
@@ -326,6 +422,24 @@ impl<K: Kind> Writer<K> {
         key: &ObjectKey,
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
+        if let Some(shadow) = &self.door.shadow {
+            let before = self.store.get(key).map_or_else(
+                || {
+                    serde_json::json!({ "metadata": {
+                        "namespace": key.namespace, "name": key.name, "uid": uid,
+                    } })
+                },
+                |stored| json(stored.as_ref()),
+            );
+            shadow.intended(
+                self.controller,
+                &K::plural(&()),
+                "delete",
+                Some(&before),
+                None,
+            );
+            return Ok(None);
+        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {
@@ -394,6 +508,21 @@ impl<K: Kind> Writer<K> {
         manager: &str,
         applied: &serde_json::Value,
     ) -> Result<Arc<K>, WriteError> {
+        if let Some(shadow) = &self.door.shadow {
+            let stored = self.store.get(key);
+            let before = stored.as_deref().map(json);
+            shadow.intended(
+                self.controller,
+                &K::plural(&()),
+                "apply",
+                before.as_ref(),
+                Some(applied),
+            );
+            return stored.ok_or_else(|| WriteError::Stale {
+                object: describe::<K>(key),
+                reason: "not in the store".to_string(),
+            });
+        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let result = K::api(&self.door.client, &key.namespace)
             .patch_status(
@@ -424,7 +553,10 @@ impl<K: Whole> Writer<K> {
     ) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(basis.as_ref());
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let newest = newer(basis, self.store.get(&key));
+        let mut newest = newer(basis, self.store.get(&key));
+        if self.door.shadow.is_some() {
+            newest = self.door.overlay.over(&key, newest);
+        }
         let mut changed = K::clone(&newest);
         match edit(&mut changed) {
             Edit::Unchanged => return Ok(newest),
@@ -435,6 +567,18 @@ impl<K: Whole> Writer<K> {
                 });
             }
             Edit::Changed => {}
+        }
+        if let Some(shadow) = &self.door.shadow {
+            shadow.intended(
+                self.controller,
+                &K::plural(&()),
+                "update",
+                Some(&json(newest.as_ref())),
+                Some(&json(&changed)),
+            );
+            let answer = Arc::new(changed);
+            self.door.overlay.put(key, Arc::clone(&answer));
+            return Ok(answer);
         }
         let api = K::api(&self.door.client, &key.namespace);
         let params = PostParams::default();

@@ -27,7 +27,7 @@ use pv_controller::{
 use crate::https::https_get;
 use crate::support::{Case, RUN_LABEL};
 
-/// The ClusterRole of `deploy/metrics-reader.yaml`.
+/// The ClusterRole of `deploy/base/metrics-reader.yaml`.
 const READER_ROLE: &str = "pv-controller-metrics-reader";
 
 /// Health for anyone, metrics for the bound account only, reviews cached.

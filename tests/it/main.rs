@@ -42,4 +42,5 @@ mod recycle;
 mod resourceclaim;
 mod resync;
 mod runtime;
+mod shadow;
 mod supervision;

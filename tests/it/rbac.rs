@@ -3,7 +3,7 @@
 //! reclaim, a pod's ephemeral volume, events, leader election and a scrape
 //! of the secure port (its TokenReview and SubjectAccessReview, which the
 //! binding to `system:auth-delegator` grants); every
-//! request it makes must be allowed by deploy/rbac.yaml, and every rule
+//! request it makes must be allowed by deploy/base/rbac.yaml, and every rule
 //! there must be used by some request (or be listed below as needed on a
 //! path the run does not take).
 
@@ -247,8 +247,11 @@ async fn exercised() -> BTreeSet<Permission> {
 
 #[tokio::test(start_paused = true)]
 async fn every_request_is_allowed_and_every_rule_is_used() {
-    let yaml =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml")).unwrap();
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/base/rbac.yaml"
+    ))
+    .unwrap();
     let granted = granted(&yaml);
     let used = exercised().await;
     let expected_work = [
@@ -282,7 +285,7 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
     let not_allowed: Vec<&Permission> = used.difference(&granted).collect();
     assert!(
         not_allowed.is_empty(),
-        "requests deploy/rbac.yaml does not allow: {not_allowed:?}"
+        "requests deploy/base/rbac.yaml does not allow: {not_allowed:?}"
     );
     let reclaim: BTreeSet<Permission> = USED_BY_RECLAIM
         .iter()

@@ -50,7 +50,7 @@ fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<Persiste
     claims.fix(Arc::clone(&claim_store) as Arc<dyn Store<PersistentVolumeClaim>>);
     let controller = Arc::new(Controller::new(Parts {
         pods: Arc::clone(&pod_store),
-        writer: Door::new(api.client(), Arc::clone(&metrics)).writer(NAME, claims.clone()),
+        writer: Door::new(api.client(), Arc::clone(&metrics), None).writer(NAME, claims.clone()),
         claims,
         recorder: EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
             .expect("recorder"),

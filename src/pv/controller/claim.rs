@@ -246,6 +246,11 @@ impl Controller {
             let volume = reservation.volume();
             tracing::debug!(volume = %crate::pv::keys::VolumeName::of(volume), "found a matching volume");
             self.bind(volume, claim).await?;
+            if let (Some(shadow), Some(uid)) = (&self.shadow, claim.metadata.uid.as_deref()) {
+                // The bind was not sent: the volume stays held for the claim
+                // until the cluster shows what became of it.
+                shadow.hold(uid, Box::new(reservation));
+            }
             return Ok(Next::nothing());
         }
         let waits = Next {

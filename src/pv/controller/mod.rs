@@ -93,6 +93,7 @@ mod provision;
 mod provision_in_tree;
 mod reclaim;
 mod recycle;
+pub(crate) mod shadow_judge;
 mod volume;
 mod writes;
 
@@ -115,6 +116,7 @@ use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::{OperationError, OperationName, OperationTracker};
+use crate::runtime::shadow_mode::ShadowMode;
 use crate::runtime::write::Writer;
 
 pub(crate) use claim::binding_order;
@@ -225,6 +227,9 @@ pub(crate) struct Parts {
     pub(crate) settings: Settings,
     /// The controller's own series.
     pub(crate) pv_metrics: PvMetrics,
+    /// Shadow mode's journal, which keeps the reservation of each intended
+    /// bind until it is judged.
+    pub(crate) shadow: Option<Arc<ShadowMode>>,
 }
 
 /// The decision half of the PersistentVolume controller: everything a sync
@@ -241,6 +246,7 @@ pub struct Controller {
     settings: Settings,
     operations: OperationTracker,
     pv_metrics: PvMetrics,
+    shadow: Option<Arc<ShadowMode>>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -263,6 +269,7 @@ impl Controller {
             settings: parts.settings,
             operations: parts.operations,
             pv_metrics: parts.pv_metrics,
+            shadow: parts.shadow,
         }
     }
 
@@ -357,7 +364,7 @@ pub(crate) mod testing {
     pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
         let metrics = Arc::new(Metrics::new().expect("metrics"));
         let cache = Arc::new(ShadowCache::default());
-        let door = Door::new(client.clone(), Arc::clone(&metrics));
+        let door = Door::new(client.clone(), Arc::clone(&metrics), None);
         let pods = Arc::new(MemStore::<Pod>::default());
         Controller::new(Parts {
             client: client.clone(),
@@ -383,6 +390,7 @@ pub(crate) mod testing {
             operations: OperationTracker::new(),
             settings,
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
+            shadow: None,
         })
     }
 }

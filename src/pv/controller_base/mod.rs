@@ -131,9 +131,21 @@ pub(crate) fn build(
         writers,
         recorder: shared.recorder.for_component(CONTROLLER_NAME),
         operations: operations.clone(),
-        settings: config.settings.clone(),
+        settings: match &shared.shadow {
+            Some(_) => Settings {
+                plugins: config.settings.plugins.shadowed(),
+                ..config.settings.clone()
+            },
+            None => config.settings.clone(),
+        },
         pv_metrics,
+        shadow: shared.shadow.clone(),
     }));
+    if let Some(shadow) = &shared.shadow {
+        shadow.set_judge(crate::pv::controller::shadow_judge::judge(Arc::clone(
+            &cache,
+        )));
+    }
     let handlers = Handlers {
         cache: Arc::clone(&cache),
         volume_queue: volume_queue.clone(),

@@ -11,6 +11,7 @@
 pub(crate) mod host_path;
 pub(crate) mod nfs;
 pub(crate) mod recycler;
+mod shadowed;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -254,6 +255,20 @@ impl VolumePlugins {
                 config.host_path_root.clone(),
             )))
             .with(Arc::new(nfs::NfsPlugin::new(config.nfs_recycler.clone())))
+    }
+
+    /// The same plugins for shadow mode: they decide as these but touch no
+    /// storage.
+    pub(crate) fn shadowed(&self) -> Self {
+        Self {
+            plugins: self
+                .plugins
+                .iter()
+                .map(|plugin| {
+                    Arc::new(shadowed::Shadowed(Arc::clone(plugin))) as Arc<dyn VolumePlugin>
+                })
+                .collect(),
+        }
     }
 
     /// The plugin of this name, whatever it can do.

@@ -102,6 +102,8 @@ pub struct EventRecorder {
     metrics: Arc<Metrics>,
     component: &'static str,
     reporting_instance: Arc<str>,
+    /// Records nothing (shadow mode writes no event).
+    silent: bool,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -143,7 +145,17 @@ impl EventRecorder {
             metrics,
             component,
             reporting_instance: reporting_instance.into().into(),
+            silent: false,
         })
+    }
+
+    /// The same recorder, recording nothing: in shadow mode the process
+    /// writes no event.
+    pub(crate) fn silenced(self) -> Self {
+        Self {
+            silent: true,
+            ..self
+        }
     }
 
     /// A handle on the same queue, correlation memory and sender task that
@@ -168,6 +180,9 @@ impl EventRecorder {
         reason: &str,
         message: String,
     ) {
+        if self.silent {
+            return;
+        }
         let event = object::make_event(
             regarding,
             type_,

@@ -31,6 +31,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use crate::runtime::metrics::Metrics;
+use crate::runtime::shadow_mode::ShadowMode;
 
 /// Whether the controllers' caches have synced; set once by each
 /// controller, read by `/readyz`. A process of several controllers is ready
@@ -103,16 +104,30 @@ pub struct Health {
 struct AdminState {
     metrics: Arc<Metrics>,
     health: Health,
+    shadow: Option<Arc<ShadowMode>>,
 }
 
-/// The routes of the admin server.
-pub fn router(metrics: Arc<Metrics>, health: Health) -> Router {
-    Router::new()
+/// The routes of the admin server; `/shadow` in shadow mode.
+pub(crate) fn router(
+    metrics: Arc<Metrics>,
+    health: Health,
+    shadow: Option<Arc<ShadowMode>>,
+) -> Router {
+    let routes = Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
-        .route("/readyz", get(serve_ready))
-        .with_state(AdminState { metrics, health })
+        .route("/readyz", get(serve_ready));
+    let routes = if shadow.is_some() {
+        routes.route("/shadow", get(serve_shadow))
+    } else {
+        routes
+    };
+    routes.with_state(AdminState {
+        metrics,
+        health,
+        shadow,
+    })
 }
 
 /// Why the admin server could not start.
@@ -153,8 +168,13 @@ pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> 
 
 /// Serves the admin routes over plain HTTP, without authentication, on
 /// `listener` until the task is dropped or the listener fails.
-pub(crate) async fn serve_insecure(listener: TcpListener, metrics: Arc<Metrics>, health: Health) {
-    if let Err(error) = axum::serve(listener, router(metrics, health)).await {
+pub(crate) async fn serve_insecure(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    health: Health,
+    shadow: Option<Arc<ShadowMode>>,
+) {
+    if let Err(error) = axum::serve(listener, router(metrics, health, shadow)).await {
         tracing::error!(%error, "insecure admin server stopped");
     }
 }
@@ -166,6 +186,18 @@ async fn serve_metrics(State(state): State<AdminState>) -> Response {
             tracing::error!(%error, "cannot render metrics");
             (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
         }
+    }
+}
+
+/// Shadow mode's report: counts of agreeing and differing decisions and
+/// the newest differences, as JSON.
+async fn serve_shadow(State(state): State<AdminState>) -> Response {
+    match &state.shadow {
+        Some(shadow) => match serde_json::to_string(&shadow.report()) {
+            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+        },
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
@@ -221,7 +253,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new().unwrap());
         let health = Health::default();
         let readiness = health.readiness.clone();
-        let app = router(Arc::clone(&metrics), health.clone());
+        let app = router(Arc::clone(&metrics), health.clone(), None);
         assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
         assert_eq!(
             get_path(app.clone(), "/readyz").await.0,

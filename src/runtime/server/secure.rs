@@ -18,6 +18,7 @@ use super::tls::Certificates;
 pub use super::tls::ServingCertificate;
 use super::{BindError, Health, bind, router};
 use crate::runtime::metrics::Metrics;
+use crate::runtime::shadow_mode::ShadowMode;
 
 /// The secure admin server's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,13 +51,14 @@ impl SecureServer {
         client: Client,
         metrics: Arc<Metrics>,
         health: Health,
+        shadow: Option<Arc<ShadowMode>>,
     ) -> Result<Self, BindError> {
         let certificates = Certificates::load(config.certificate.clone())?;
         let acceptor = TlsAcceptor::from(certificates.server_config()?);
         let listener = bind(config.address).await?;
         let delegation = Arc::new(Delegation::new(client, config.delegation.clone()));
-        let router =
-            router(metrics, health).layer(axum::middleware::from_fn_with_state(delegation, guard));
+        let router = router(metrics, health, shadow)
+            .layer(axum::middleware::from_fn_with_state(delegation, guard));
         Ok(Self {
             listener,
             acceptor,

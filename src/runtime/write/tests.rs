@@ -28,7 +28,7 @@ fn writer(
     Arc<Metrics>,
 ) {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let door = Door::new(api.client(), Arc::clone(&metrics));
+    let door = Door::new(api.client(), Arc::clone(&metrics), None);
     let store = Arc::new(MemStore::default());
     let handle = StoreRef::default();
     handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
@@ -140,7 +140,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
         3
     );
 
-    let pods = Door::new(api.client(), Arc::clone(&metrics));
+    let pods = Door::new(api.client(), Arc::clone(&metrics), None);
     let pod_store = Arc::new(MemStore::<Pod>::default());
     let handle = StoreRef::default();
     handle.fix(Arc::clone(&pod_store) as Arc<dyn Store<Pod>>);

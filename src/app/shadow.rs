@@ -1,0 +1,86 @@
+//! Shadow mode's eyes: every change the informers show of the kinds whose
+//! decisions are judged (volumes, claims, pods, ResourceClaims) goes to the
+//! journal, converted only when a decision waits for it (claims: also to
+//! see a bind this process did not decide).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::resource::v1::ResourceClaim;
+
+use crate::runtime::informer::{Change, Informers};
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::Kind;
+use crate::runtime::shadow_mode::ShadowMode;
+
+/// Subscribes `shadow` to the changes of each judged kind the controllers
+/// watch.
+pub(crate) fn observe(informers: &mut Informers, shadow: &Arc<ShadowMode>) {
+    let kinds = informers.kinds();
+    if kinds.contains(&PersistentVolume::NAME) {
+        let shadow = Arc::clone(shadow);
+        informers.on::<PersistentVolume>(move |change| {
+            forward(&shadow, "persistentvolumes", change, false);
+        });
+    }
+    if kinds.contains(&PersistentVolumeClaim::NAME) {
+        let shadow = Arc::clone(shadow);
+        informers.on::<PersistentVolumeClaim>(move |change| claim_changed(&shadow, change));
+    }
+    if kinds.contains(&Pod::NAME) {
+        let shadow = Arc::clone(shadow);
+        informers.on::<Pod>(move |change| forward(&shadow, "pods", change, false));
+    }
+    if kinds.contains(&ResourceClaim::NAME) {
+        let shadow = Arc::clone(shadow);
+        informers.on::<ResourceClaim>(move |change| {
+            forward(&shadow, "resourceclaims", change, true);
+        });
+    }
+}
+
+/// Hands a change to the journal when a decision waits for the object (or
+/// always, with `every`).
+fn forward<K: Kind>(
+    shadow: &ShadowMode,
+    resource: &'static str,
+    change: &Change<'_, K>,
+    every: bool,
+) {
+    match change {
+        Change::Applied { object, .. } => {
+            let key = ObjectKey::of(object.as_ref());
+            if every || shadow.waits_for(resource, &key) {
+                let json = serde_json::to_value(object.as_ref()).unwrap_or_default();
+                shadow.observed(resource, &key, object.meta().uid.as_deref(), Some(&json));
+            }
+        }
+        Change::Deleted { key, last } => {
+            if shadow.waits_for(resource, key) {
+                let uid = last.and_then(|l| l.meta().uid.as_deref());
+                shadow.observed(resource, key, uid, None);
+            }
+        }
+        Change::Listed => {}
+    }
+}
+
+fn claim_changed(shadow: &ShadowMode, change: &Change<'_, PersistentVolumeClaim>) {
+    match change {
+        Change::Applied { object, .. } => {
+            let key = ObjectKey::of(object.as_ref());
+            let uid = object.metadata.uid.as_deref().unwrap_or_default();
+            let volume = object
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.volume_name.as_deref())
+                .filter(|name| !name.is_empty());
+            let json = serde_json::to_value(object.as_ref()).unwrap_or_default();
+            shadow.observed_claim(&key, uid, volume, &json);
+        }
+        deleted @ Change::Deleted { .. } => {
+            forward(shadow, "persistentvolumeclaims", deleted, false);
+        }
+        Change::Listed => {}
+    }
+}

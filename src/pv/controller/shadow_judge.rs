@@ -1,0 +1,160 @@
+//! How shadow mode judges a bind by the binder's rules: whether another
+//! volume is as good a choice for a claim as the one this controller chose
+//! (both fit it; same capacity, class, access modes, volume mode and node
+//! affinity), and which volume this controller would have chosen for a
+//! claim the other controller bound first (the volume it was bound to
+//! counted free again).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use serde_json::Value;
+
+use super::claim::check_volume_satisfies_claim;
+use crate::pv::cache::ShadowCache;
+use crate::pv::index::VolumeIndex;
+use crate::pv::keys::VolumeName;
+use crate::pv::objects::{volume_access_modes, volume_capacity, volume_class, volume_mode};
+use crate::runtime::shadow_mode::BindJudge;
+
+/// The annotations a bind leaves on a claim, removed to see it unbound.
+const BIND_ANNOTATIONS: [&str; 2] = [
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/bound-by-controller",
+];
+
+/// The claim as it was before a bind: no volume name, no bind annotations.
+fn unbound(claim: &Value) -> Option<PersistentVolumeClaim> {
+    let mut claim: PersistentVolumeClaim = serde_json::from_value(claim.clone()).ok()?;
+    if let Some(spec) = claim.spec.as_mut() {
+        spec.volume_name = None;
+    }
+    if let Some(annotations) = claim.metadata.annotations.as_mut() {
+        for key in BIND_ANNOTATIONS {
+            annotations.remove(key);
+        }
+    }
+    claim.status = None;
+    Some(claim)
+}
+
+/// The volume as it was before a bind: no claimRef, Available.
+fn freed(volume: &PersistentVolume) -> PersistentVolume {
+    let mut volume = volume.clone();
+    if let Some(spec) = volume.spec.as_mut() {
+        spec.claim_ref = None;
+    }
+    volume.status.get_or_insert_with(Default::default).phase = Some("Available".to_string());
+    volume
+}
+
+/// Whether `other` is as good a choice as `ours` for `claim`.
+fn equivalent(cache: &ShadowCache, claim: &Value, ours: &str, other: &str) -> bool {
+    let (Some(ours), Some(other), Some(claim)) = (
+        cache.volume(&VolumeName::new(ours)),
+        cache.volume(&VolumeName::new(other)),
+        unbound(claim),
+    ) else {
+        return false;
+    };
+    let fits =
+        |volume: &PersistentVolume| check_volume_satisfies_claim(&freed(volume), &claim).is_ok();
+    let affinity = |volume: &PersistentVolume| {
+        volume
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.node_affinity.as_ref())
+            .map(|affinity| serde_json::to_value(affinity).unwrap_or_default())
+    };
+    fits(&ours)
+        && fits(&other)
+        && volume_capacity(&ours).ok() == volume_capacity(&other).ok()
+        && volume_class(&ours) == volume_class(&other)
+        && volume_access_modes(&ours).ok() == volume_access_modes(&other).ok()
+        && volume_mode(&ours) == volume_mode(&other)
+        && affinity(&ours) == affinity(&other)
+}
+
+/// The volume this controller would bind `claim` to, with `taken` (the
+/// volume it was bound to) free again.
+fn would_bind(cache: &ShadowCache, claim: &Value, taken: &str) -> Option<String> {
+    let claim = unbound(claim)?;
+    let mut index = VolumeIndex::default();
+    for volume in cache.volumes() {
+        let inserted = if volume.metadata.name.as_deref() == Some(taken) {
+            index.insert(freed(&volume))
+        } else {
+            index.insert(volume)
+        };
+        if inserted.is_err() {
+            continue;
+        }
+    }
+    index
+        .find_best_match(&claim, false)
+        .ok()
+        .flatten()
+        .and_then(|volume| volume.metadata.name.clone())
+}
+
+/// The binder's judge of binds, reading `cache`.
+pub(crate) fn judge(cache: Arc<ShadowCache>) -> BindJudge {
+    let for_equivalent = Arc::clone(&cache);
+    BindJudge {
+        equivalent: Box::new(move |claim, ours, other| {
+            equivalent(&for_equivalent, claim, ours, other)
+        }),
+        would_bind: Box::new(move |claim, taken| would_bind(&cache, claim, taken)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::informer::Store;
+    use testkit::{claim, volume};
+
+    fn cache_with(volumes: Vec<PersistentVolume>) -> ShadowCache {
+        let cache = ShadowCache::default();
+        for volume in volumes {
+            cache.watched(&Arc::new(volume));
+        }
+        cache
+    }
+
+    #[test]
+    fn twins_are_equivalent_and_a_larger_volume_is_not() {
+        let cache = cache_with(vec![
+            volume("a", "1Gi").phase("Available").build(),
+            volume("b", "1Gi").phase("Available").build(),
+            volume("big", "5Gi").phase("Available").build(),
+        ]);
+        let claim = serde_json::to_value(claim("c", "c-uid", "1Gi").build()).unwrap();
+        assert!(equivalent(&cache, &claim, "a", "b"));
+        assert!(!equivalent(&cache, &claim, "a", "big"));
+        assert!(!equivalent(&cache, &claim, "a", "missing"));
+    }
+
+    #[test]
+    fn the_volume_taken_first_counts_free_again() {
+        let cache = cache_with(vec![
+            volume("small", "1Gi").phase("Available").build(),
+            volume("taken", "2Gi")
+                .bound_to("c-uid", "c")
+                .phase("Bound")
+                .build(),
+        ]);
+        let bound =
+            serde_json::to_value(claim("c", "c-uid", "1Gi").volume_name("taken").build()).unwrap();
+        assert_eq!(
+            would_bind(&cache, &bound, "taken").as_deref(),
+            Some("small")
+        );
+        let large =
+            serde_json::to_value(claim("c", "c-uid", "2Gi").volume_name("taken").build()).unwrap();
+        assert_eq!(
+            would_bind(&cache, &large, "taken").as_deref(),
+            Some("taken")
+        );
+    }
+}

@@ -1,0 +1,82 @@
+//! The volume plugins in shadow mode: they tell what they can do as the
+//! real ones, but touch no storage. Provisioning answers the volume the
+//! controller would then create (so the create is judged), deleting and
+//! recycling answer done (so what the controller writes next is judged).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
+use crate::pv::constants::ANN_DYNAMICALLY_PROVISIONED;
+
+/// A plugin that decides as `0` but acts on nothing.
+pub(crate) struct Shadowed(pub(crate) Arc<dyn VolumePlugin>);
+
+impl VolumePlugin for Shadowed {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn can_provision(&self) -> bool {
+        self.0.can_provision()
+    }
+
+    fn can_delete(&self, volume: &PersistentVolume) -> bool {
+        self.0.can_delete(volume)
+    }
+
+    fn can_recycle(&self, volume: &PersistentVolume) -> bool {
+        self.0.can_recycle(volume)
+    }
+
+    fn supports_mount_options(&self) -> bool {
+        self.0.supports_mount_options()
+    }
+
+    fn provision<'a>(
+        &'a self,
+        request: &'a ProvisionRequest,
+    ) -> BoxFuture<'a, Result<PersistentVolume, PluginError>> {
+        let spec = request.claim.spec.clone().unwrap_or_default();
+        let volume = PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(request.pv_name.clone()),
+                annotations: Some(
+                    [(
+                        ANN_DYNAMICALLY_PROVISIONED.to_string(),
+                        self.name().to_string(),
+                    )]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                access_modes: spec.access_modes,
+                capacity: spec.resources.and_then(|r| r.requests),
+                volume_mode: spec.volume_mode,
+                persistent_volume_reclaim_policy: Some(request.reclaim_policy.to_string()),
+                ..PersistentVolumeSpec::default()
+            }),
+            status: None,
+        };
+        Box::pin(async move { Ok(volume) })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _volume: &'a PersistentVolume,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn recycle<'a>(
+        &'a self,
+        _volume: &'a PersistentVolume,
+        _context: &'a RecycleContext,
+    ) -> BoxFuture<'a, Result<(), PluginError>> {
+        Box::pin(async { Ok(()) })
+    }
+}

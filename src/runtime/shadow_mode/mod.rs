@@ -1,0 +1,669 @@
+//! Shadow mode: the controllers decide as usual beside the controller that
+//! really runs the cluster (kube-controller-manager), but nothing is sent.
+//! The write door hands each intended write here instead of to the API
+//! server ([`ShadowMode::intended`]); what it decides (a bind, a phase, a
+//! hand-off to a provisioner, a delete, a claim made for a pod) is kept
+//! until the watch shows the cluster come to the same ([`ShadowMode::observed`]:
+//! agree) or to something else, or until a window passes with nothing
+//! (differ, with both sides named). A claim bound by the other controller
+//! before this one decided is judged by what this one would have chosen
+//! ([`BindJudge`]). Counts go to `pv_controller_shadow_decisions_total`,
+//! each difference to the log and to `GET /shadow`.
+//!
+//! The caches follow only what the cluster shows: intended writes never
+//! enter them. A bind this process intends keeps its volume reserved in the
+//! binder's index until judged ([`ShadowMode::hold`]), so that its next
+//! decisions are the ones it would make had it written.
+
+mod decisions;
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use prometheus::{IntCounterVec, IntGauge, Opts};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::metrics::{Metrics, MetricsError};
+pub(crate) use decisions::of_write;
+use decisions::{Decision, Expected, Subject, controlling_pod, recorded, reserved_for};
+
+/// Shadow mode's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShadowConfig {
+    /// How long the cluster has to come to a decision of this process
+    /// before it counts as a difference (default: two resync periods).
+    pub window: Duration,
+}
+
+/// How many differences `/shadow` keeps (the newest).
+const KEPT_DIFFERENCES: usize = 1000;
+
+/// Whether `other` is as good a choice as `ours` for the claim.
+type EquivalentFn = dyn Fn(&Value, &str, &str) -> bool + Send + Sync;
+
+/// The volume this controller would choose for the claim, had `taken` been
+/// free.
+type WouldBindFn = dyn Fn(&Value, &str) -> Option<String> + Send + Sync;
+
+/// How a bind the other controller made is judged, by the binder's rules:
+/// both callbacks take the claim as the cluster shows it.
+pub(crate) struct BindJudge {
+    /// Whether `other` is as good a choice as `ours` for the claim (both
+    /// fit it; same capacity, class, access modes, volume mode, node
+    /// affinity).
+    pub(crate) equivalent: Box<EquivalentFn>,
+    /// The volume this controller would bind the claim to, had the volume
+    /// it was bound to (the second argument) been free; `None`: it would
+    /// leave the claim Pending.
+    pub(crate) would_bind: Box<WouldBindFn>,
+}
+
+/// A decision waiting for the cluster.
+struct Pending {
+    controller: &'static str,
+    decision: Decision,
+    since: Instant,
+    /// What the cluster showed of the subject when last seen, for people.
+    seen: Option<String>,
+}
+
+/// One reported difference.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Difference {
+    controller: &'static str,
+    kind: &'static str,
+    object: String,
+    ours: String,
+    upstream: String,
+    at: String,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<Subject, Vec<Pending>>,
+    /// Reservations kept for intended binds, by claim UID.
+    held: HashMap<String, Box<dyn Any + Send>>,
+    /// Claims last seen unbound, by UID: a bind of one by someone else is
+    /// judged.
+    unbound: HashSet<String>,
+    /// Claims whose bind was judged lately, by UID, and when.
+    judged: HashMap<String, Instant>,
+    /// Decisions judged different because nothing came of them, by
+    /// subject: decided again while the cluster shows the subject as it
+    /// was, they are not counted again.
+    unmet: HashMap<Subject, Vec<(&'static str, Expected)>>,
+    differences: VecDeque<Difference>,
+    counts: BTreeMap<(&'static str, &'static str), (u64, u64)>,
+}
+
+/// The verdict on one decision.
+enum Verdict {
+    Agree,
+    Differ(String),
+    Open(String),
+}
+
+/// Shadow mode's journal and judge.
+pub(crate) struct ShadowMode {
+    window: Duration,
+    state: Mutex<State>,
+    judge: OnceLock<BindJudge>,
+    decisions: IntCounterVec,
+    pending_gauge: IntGauge,
+}
+
+impl std::fmt::Debug for ShadowMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShadowMode")
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `/shadow`'s answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct Report {
+    window_seconds: u64,
+    pending: usize,
+    counts: Vec<CountRow>,
+    differences: Vec<Difference>,
+}
+
+#[derive(Debug, Serialize)]
+struct CountRow {
+    controller: &'static str,
+    kind: &'static str,
+    agree: u64,
+    differ: u64,
+}
+
+fn summary(object: Option<&Value>, decision: &Decision) -> String {
+    let Some(object) = object else {
+        return "gone".to_string();
+    };
+    let at = |pointer: &str| {
+        object.pointer(pointer).map_or_else(
+            || "none".to_string(),
+            |v| v.to_string().trim_matches('"').to_string(),
+        )
+    };
+    match &decision.expected {
+        Expected::BoundTo(_) => match object.pointer("/spec/volumeName").and_then(Value::as_str) {
+            Some(volume) if !volume.is_empty() => format!("bound to volume {volume}"),
+            _ => format!("not bound (phase {})", at("/status/phase")),
+        },
+        Expected::Field { pointer, .. } => format!("{pointer} = {}", at(pointer)),
+        Expected::Annotation { keys, .. } => format!(
+            "annotation {} = {}",
+            keys.first().copied().unwrap_or(""),
+            keys.iter()
+                .find_map(|k| object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(*k)))
+                .map_or_else(|| "none".to_string(), ToString::to_string)
+        ),
+        Expected::NoAnnotation(key) => format!("annotation {key} still there"),
+        Expected::Finalizer { name, .. } => format!(
+            "finalizers {}",
+            object
+                .pointer("/metadata/finalizers")
+                .map_or_else(|| format!("without {name}"), ToString::to_string)
+        ),
+        Expected::ReservedFor(_) => format!("reserved for {:?}", reserved_for(object)),
+        Expected::Recorded(_) => format!("recorded entries {:?}", recorded(object)),
+        Expected::Exists => "exists".to_string(),
+        Expected::Gone => "not deleted".to_string(),
+    }
+}
+
+impl ShadowMode {
+    /// A journal judging within `config.window`, its series registered in
+    /// `metrics`.
+    pub(crate) fn new(config: &ShadowConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
+        let decisions = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_shadow_decisions_total",
+                "Decisions of this process in shadow mode, by controller, kind and whether the cluster came to the same (agree) or not (differ)",
+            ),
+            &["controller", "kind", "outcome"],
+        )?;
+        let pending_gauge = IntGauge::new(
+            "pv_controller_shadow_pending_decisions",
+            "Decisions of this process in shadow mode the cluster has not yet come to",
+        )?;
+        metrics.register(Box::new(decisions.clone()))?;
+        metrics.register(Box::new(pending_gauge.clone()))?;
+        Ok(Self {
+            window: config.window,
+            state: Mutex::default(),
+            judge: OnceLock::new(),
+            decisions,
+            pending_gauge,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sets how binds are judged (the binder does, when it runs).
+    pub(crate) fn set_judge(&self, judge: BindJudge) {
+        let _ = self.judge.set(judge);
+    }
+
+    /// Records what a write `controller` did not send would have decided.
+    pub(crate) fn intended(
+        &self,
+        controller: &'static str,
+        resource: &str,
+        verb: &str,
+        before: Option<&Value>,
+        after: Option<&Value>,
+    ) {
+        let decisions = of_write(resource, verb, before, after);
+        if decisions.is_empty() {
+            return;
+        }
+        let mut state = self.lock();
+        for decision in decisions {
+            let again = state.unmet.get(&decision.subject).is_some_and(|unmet| {
+                unmet.iter().any(|(kind, expected)| {
+                    *kind == decision.kind && *expected == decision.expected
+                })
+            });
+            if again {
+                continue;
+            }
+            tracing::debug!(controller, kind = decision.kind, object = %decision.subject.describe(), ours = %decision.ours, "intended");
+            let list = state.pending.entry(decision.subject.clone()).or_default();
+            let same = list.iter().any(|p| {
+                p.decision.kind == decision.kind
+                    && p.decision.expected == decision.expected
+                    && p.decision.uid == decision.uid
+            });
+            if !same {
+                list.retain(|p| p.decision.kind != decision.kind);
+                list.push(Pending {
+                    controller,
+                    decision,
+                    since: Instant::now(),
+                    seen: None,
+                });
+            }
+        }
+        self.pending_gauge.set(gauge_value(&state));
+    }
+
+    /// Keeps `reservation` (the binder's hold of a volume for the claim of
+    /// `claim_uid`) until that claim's bind is judged.
+    pub(crate) fn hold(&self, claim_uid: &str, reservation: Box<dyn Any + Send>) {
+        self.lock().held.insert(claim_uid.to_string(), reservation);
+    }
+
+    /// Whether a change of `resource` `key` is of interest: a decision
+    /// waits for it (so the caller converts the object only then).
+    pub(crate) fn waits_for(&self, resource: &'static str, key: &ObjectKey) -> bool {
+        let subject = Subject::Object {
+            resource,
+            key: key.clone(),
+        };
+        self.lock().pending.contains_key(&subject)
+    }
+
+    /// The cluster shows `object` (`None`: gone) as `resource` `key` with
+    /// `uid`: judges the decisions waiting for it.
+    pub(crate) fn observed(
+        &self,
+        resource: &'static str,
+        key: &ObjectKey,
+        uid: Option<&str>,
+        object: Option<&Value>,
+    ) {
+        let mut state = self.lock();
+        if resource == "resourceclaims"
+            && let Some(object) = object
+            && let (Some(pod_uid), Some(entry)) = (
+                controlling_pod(object),
+                object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name"))
+                    .and_then(Value::as_str),
+            )
+        {
+            let generated = Subject::Generated {
+                namespace: key.namespace.clone(),
+                pod_uid: pod_uid.to_string(),
+                entry: entry.to_string(),
+            };
+            self.judge_subject(&mut state, &generated, None, Some(object));
+        }
+        let subject = Subject::Object {
+            resource,
+            key: key.clone(),
+        };
+        state.unmet.remove(&subject);
+        self.judge_subject(&mut state, &subject, uid, object);
+        self.pending_gauge.set(gauge_value(&state));
+    }
+
+    /// A claim as the cluster shows it: judges what waits for it, and a
+    /// bind by someone else this process did not decide.
+    pub(crate) fn observed_claim(
+        &self,
+        key: &ObjectKey,
+        uid: &str,
+        volume: Option<&str>,
+        object: &Value,
+    ) {
+        let waiting = self.waits_for("persistentvolumeclaims", key);
+        let first_bound = {
+            let mut state = self.lock();
+            match volume {
+                None => {
+                    state.unbound.insert(uid.to_string());
+                    None
+                }
+                Some(volume) => {
+                    let was_unbound = state.unbound.remove(uid);
+                    let judged_lately = state
+                        .judged
+                        .get(uid)
+                        .is_some_and(|at| at.elapsed() < self.window);
+                    (was_unbound && !waiting && !judged_lately).then(|| volume.to_string())
+                }
+            }
+        };
+        if waiting {
+            self.observed("persistentvolumeclaims", key, Some(uid), Some(object));
+        }
+        if let Some(volume) = first_bound {
+            self.judge_their_bind(key, uid, &volume, object);
+        }
+    }
+
+    /// A claim the other controller bound to `volume` before this one
+    /// decided: agree when this one would have bound it to the same or an
+    /// equivalent volume.
+    fn judge_their_bind(&self, key: &ObjectKey, uid: &str, volume: &str, claim: &Value) {
+        let Some(judge) = self.judge.get() else {
+            return;
+        };
+        let ours = (judge.would_bind)(claim, volume);
+        let agree = match &ours {
+            Some(ours) => ours == volume || (judge.equivalent)(claim, ours, volume),
+            None => false,
+        };
+        let mut state = self.lock();
+        state.judged.insert(uid.to_string(), Instant::now());
+        let ours = ours.map_or_else(
+            || "leave the claim Pending".to_string(),
+            |v| format!("bind to volume {v}"),
+        );
+        let verdict = if agree {
+            Verdict::Agree
+        } else {
+            Verdict::Differ(format!("bound to volume {volume}"))
+        };
+        let subject = Subject::Object {
+            resource: "persistentvolumeclaims",
+            key: key.clone(),
+        };
+        self.count(
+            &mut state,
+            "persistentvolume-binder-controller",
+            "bind",
+            &subject,
+            &ours,
+            verdict,
+        );
+    }
+
+    /// Judges the decisions waiting on `subject` against `object` (of
+    /// `uid`): a decision about another incarnation of the name sees its
+    /// object gone.
+    fn judge_subject(
+        &self,
+        state: &mut State,
+        subject: &Subject,
+        uid: Option<&str>,
+        object: Option<&Value>,
+    ) {
+        let Some(list) = state.pending.remove(subject) else {
+            return;
+        };
+        let mut open = Vec::new();
+        for mut pending in list {
+            let other = uid.is_some()
+                && pending.decision.uid.is_some()
+                && pending.decision.uid.as_deref() != uid;
+            let seen = if other { None } else { object };
+            match self.verdict(&pending.decision, seen) {
+                Verdict::Open(seen) => {
+                    pending.seen = Some(seen);
+                    open.push(pending);
+                }
+                verdict => self.resolve(state, pending, verdict),
+            }
+        }
+        if !open.is_empty() {
+            state.pending.insert(subject.clone(), open);
+        }
+    }
+
+    fn verdict(&self, decision: &Decision, object: Option<&Value>) -> Verdict {
+        let deleting = object.is_some_and(|o| {
+            o.pointer("/metadata/deletionTimestamp")
+                .is_some_and(|t| !t.is_null())
+        });
+        let seen = summary(object, decision);
+        let Some(object) = object else {
+            return match &decision.expected {
+                Expected::Gone
+                | Expected::Finalizer { present: false, .. }
+                | Expected::ReservedFor(_)
+                | Expected::Field { value: None, .. } => Verdict::Agree,
+                _ => Verdict::Open(seen),
+            };
+        };
+        let met = match &decision.expected {
+            Expected::BoundTo(ours) => {
+                match object.pointer("/spec/volumeName").and_then(Value::as_str) {
+                    Some(theirs) if theirs == ours => true,
+                    Some(theirs) if !theirs.is_empty() => {
+                        let equivalent = self
+                            .judge
+                            .get()
+                            .is_some_and(|judge| (judge.equivalent)(object, ours, theirs));
+                        return if equivalent {
+                            Verdict::Agree
+                        } else {
+                            Verdict::Differ(seen)
+                        };
+                    }
+                    _ => false,
+                }
+            }
+            Expected::Field { pointer, value } => {
+                let current = object.pointer(pointer).filter(|v| !v.is_null());
+                current == value.as_ref() || bound_since(decision, current)
+            }
+            Expected::Annotation { keys, value } => keys.iter().any(|k| {
+                object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(*k))
+                    .and_then(Value::as_str)
+                    == Some(value.as_str())
+            }),
+            Expected::NoAnnotation(key) => object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(*key))
+                .is_none(),
+            Expected::Finalizer { name, present } => {
+                let has = object
+                    .pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(name)));
+                has == *present
+            }
+            Expected::ReservedFor(uids) => reserved_for(object) == *uids,
+            Expected::Recorded(entries) => entries.is_subset(&recorded(object)),
+            Expected::Exists => true,
+            Expected::Gone => deleting,
+        };
+        if met {
+            Verdict::Agree
+        } else {
+            Verdict::Open(seen)
+        }
+    }
+
+    /// Counts a decision judged, reports a difference.
+    fn resolve(&self, state: &mut State, pending: Pending, verdict: Verdict) {
+        if pending.decision.kind == "bind"
+            && let Some(uid) = &pending.decision.uid
+        {
+            state.held.remove(uid);
+            state.judged.insert(uid.clone(), Instant::now());
+        }
+        let Pending {
+            controller,
+            decision,
+            ..
+        } = pending;
+        self.count(
+            state,
+            controller,
+            decision.kind,
+            &decision.subject,
+            &decision.ours,
+            verdict,
+        );
+    }
+
+    fn count(
+        &self,
+        state: &mut State,
+        controller: &'static str,
+        kind: &'static str,
+        subject: &Subject,
+        ours: &str,
+        verdict: Verdict,
+    ) {
+        let entry = state.counts.entry((controller, kind)).or_default();
+        match verdict {
+            Verdict::Agree => {
+                entry.0 += 1;
+                self.decisions
+                    .with_label_values(&[controller, kind, "agree"])
+                    .inc();
+            }
+            Verdict::Differ(upstream) | Verdict::Open(upstream) => {
+                entry.1 += 1;
+                self.decisions
+                    .with_label_values(&[controller, kind, "differ"])
+                    .inc();
+                let object = subject.describe();
+                tracing::warn!(controller, kind, %object, ours, upstream = %upstream, "shadow: the cluster decided otherwise");
+                if state.differences.len() == KEPT_DIFFERENCES {
+                    state.differences.pop_front();
+                }
+                state.differences.push_back(Difference {
+                    controller,
+                    kind,
+                    object,
+                    ours: ours.to_string(),
+                    upstream,
+                    at: k8s_openapi::jiff::Timestamp::now().to_string(),
+                });
+            }
+        }
+    }
+
+    /// Judges every decision older than the window as a difference (the
+    /// cluster did not come to it), and forgets old memories.
+    pub(crate) fn sweep(&self) {
+        let mut state = self.lock();
+        let window = self.window;
+        let subjects: Vec<Subject> = state.pending.keys().cloned().collect();
+        for subject in subjects {
+            let Some(list) = state.pending.remove(&subject) else {
+                continue;
+            };
+            let (expired, open): (Vec<Pending>, Vec<Pending>) =
+                list.into_iter().partition(|p| p.since.elapsed() >= window);
+            for pending in expired {
+                let seen = pending
+                    .seen
+                    .clone()
+                    .unwrap_or_else(|| "nothing happened".to_string());
+                state
+                    .unmet
+                    .entry(subject.clone())
+                    .or_default()
+                    .push((pending.decision.kind, pending.decision.expected.clone()));
+                self.resolve(&mut state, pending, Verdict::Differ(seen));
+            }
+            if !open.is_empty() {
+                state.pending.insert(subject, open);
+            }
+        }
+        state.judged.retain(|_, at| at.elapsed() < window);
+        self.pending_gauge.set(gauge_value(&state));
+    }
+
+    /// Sweeps every quarter window until dropped.
+    pub(crate) async fn sweep_periodically(self: Arc<Self>) {
+        let mut every = tokio::time::interval((self.window / 4).max(Duration::from_millis(100)));
+        loop {
+            every.tick().await;
+            self.sweep();
+        }
+    }
+
+    /// Counts and the newest differences, newest first.
+    pub(crate) fn report(&self) -> Report {
+        let state = self.lock();
+        Report {
+            window_seconds: self.window.as_secs(),
+            pending: state.pending.values().map(Vec::len).sum(),
+            counts: state
+                .counts
+                .iter()
+                .map(|((controller, kind), (agree, differ))| CountRow {
+                    controller,
+                    kind,
+                    agree: *agree,
+                    differ: *differ,
+                })
+                .collect(),
+            differences: state.differences.iter().rev().cloned().collect(),
+        }
+    }
+
+    /// Agree and differ totals over every kind.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        self.lock()
+            .counts
+            .values()
+            .fold((0, 0), |(a, d), (agree, differ)| (a + agree, d + differ))
+    }
+
+    /// The kinds whose decisions are judged, for the docs' sake.
+    #[cfg(test)]
+    pub(crate) fn kinds_pending(&self) -> std::collections::BTreeSet<&'static str> {
+        self.lock()
+            .pending
+            .values()
+            .flatten()
+            .map(|p| p.decision.kind)
+            .collect()
+    }
+}
+
+/// A handle on shadow mode's judgements: what `/shadow` serves, for an
+/// embedder or a test. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ShadowJournal(pub(crate) Arc<ShadowMode>);
+
+impl ShadowJournal {
+    /// `/shadow`'s answer: the window, the decisions not yet judged, the
+    /// agree and differ counts by controller and kind, and the newest
+    /// differences.
+    pub fn report(&self) -> Value {
+        serde_json::to_value(self.0.report()).unwrap_or_default()
+    }
+
+    /// How many decisions agreed and how many differed, over every kind.
+    pub fn totals(&self) -> (u64, u64) {
+        self.0.totals()
+    }
+}
+
+/// Whether a phase decision on the way to a binding (a volume made
+/// Available or Pending, a claim left Pending) was overtaken by the
+/// binding itself: the other controller may bind without writing the
+/// phase first, as this one does when the binding comes at once.
+fn bound_since(decision: &Decision, current: Option<&Value>) -> bool {
+    let waypoint = matches!(
+        &decision.expected,
+        Expected::Field { pointer: "/status/phase", value: Some(phase) }
+            if phase == "Available" || phase == "Pending"
+    );
+    waypoint
+        && matches!(decision.kind, "volume_phase" | "claim_phase")
+        && current.and_then(Value::as_str) == Some("Bound")
+}
+
+fn gauge_value(state: &State) -> i64 {
+    i64::try_from(state.pending.values().map(Vec::len).sum::<usize>()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+
+fn shadow() -> (ShadowMode, Metrics) {
+    let metrics = Metrics::new().unwrap();
+    let shadow = ShadowMode::new(
+        &ShadowConfig {
+            window: Duration::from_secs(30),
+        },
+        &metrics,
+    )
+    .unwrap();
+    (shadow, metrics)
+}
+
+fn claim(volume: Option<&str>) -> Value {
+    json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" },
+        "spec": { "volumeName": volume }, "status": { "phase": if volume.is_some() { "Bound" } else { "Pending" } } })
+}
+
+fn key() -> ObjectKey {
+    ObjectKey::new("ns", "c")
+}
+
+const BINDER: &str = "persistentvolume-binder-controller";
+
+#[tokio::test(start_paused = true)]
+async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
+    let (shadow, _) = shadow();
+    shadow.intended(
+        BINDER,
+        "persistentvolumeclaims",
+        "update",
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
+    );
+    let held = Arc::new(());
+    shadow.hold("c-uid", Box::new(Arc::clone(&held)));
+    assert_eq!(Arc::strong_count(&held), 2);
+    shadow.observed_claim(&key(), "c-uid", None, &claim(None));
+    assert_eq!(shadow.totals(), (0, 0), "not yet");
+    shadow.observed_claim(&key(), "c-uid", Some("v1"), &claim(Some("v1")));
+    assert_eq!(shadow.totals(), (1, 0));
+    assert_eq!(Arc::strong_count(&held), 1, "the reservation is let go");
+    assert!(shadow.report().differences.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_volume_differs_unless_equivalent() {
+    let (shadow, _) = shadow();
+    shadow.set_judge(BindJudge {
+        equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
+        would_bind: Box::new(|_, _| None),
+    });
+    shadow.intended(
+        BINDER,
+        "persistentvolumeclaims",
+        "update",
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
+    );
+    shadow.observed_claim(&key(), "c-uid", Some("v1-twin"), &claim(Some("v1-twin")));
+    assert_eq!(shadow.totals(), (1, 0), "an equivalent volume agrees");
+    shadow.intended(
+        BINDER,
+        "persistentvolumeclaims",
+        "update",
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
+    );
+    shadow.observed_claim(&key(), "c-uid", Some("v9"), &claim(Some("v9")));
+    assert_eq!(shadow.totals(), (1, 1));
+    let report = shadow.report();
+    assert_eq!(report.differences[0].ours, "bind to volume v1");
+    assert_eq!(report.differences[0].upstream, "bound to volume v9");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_nothing_comes_to_differs_after_the_window() {
+    let (shadow, metrics) = shadow();
+    let before =
+        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Bound" } });
+    let after =
+        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
+    shadow.intended(
+        BINDER,
+        "persistentvolumes",
+        "update",
+        Some(&before),
+        Some(&after),
+    );
+    shadow.observed(
+        "persistentvolumes",
+        &ObjectKey::cluster("v1"),
+        Some("u"),
+        Some(&before),
+    );
+    tokio::time::advance(Duration::from_secs(29)).await;
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 0));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 1));
+    let report = shadow.report();
+    assert_eq!(report.differences[0].kind, "volume_phase");
+    assert_eq!(report.differences[0].upstream, "/status/phase = Bound");
+    let text = metrics.render().unwrap();
+    assert!(text.contains("pv_controller_shadow_decisions_total{controller=\"persistentvolume-binder-controller\",kind=\"volume_phase\",outcome=\"differ\"} 1"), "{text}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
+    let (shadow, _) = shadow();
+    shadow.set_judge(BindJudge {
+        equivalent: Box::new(|_, _, _| false),
+        would_bind: Box::new(|claim, _| {
+            (claim.pointer("/metadata/name").and_then(Value::as_str) == Some("c"))
+                .then(|| "v1".to_string())
+        }),
+    });
+    shadow.observed_claim(&key(), "c-uid", None, &claim(None));
+    shadow.observed_claim(&key(), "c-uid", Some("v1"), &claim(Some("v1")));
+    assert_eq!(shadow.totals(), (1, 0));
+    let other = ObjectKey::new("ns", "d");
+    let d = json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} });
+    shadow.observed_claim(&other, "d-uid", None, &d);
+    shadow.observed_claim(&other, "d-uid", Some("v2"), &d);
+    assert_eq!(shadow.totals(), (1, 1));
+    assert_eq!(
+        shadow.report().differences[0].ours,
+        "leave the claim Pending"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
+    let (shadow, _) = shadow();
+    let ours = json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
+        "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu" },
+        "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] } });
+    shadow.intended(
+        "resourceclaim-controller",
+        "resourceclaims",
+        "create",
+        None,
+        Some(&ours),
+    );
+    assert_eq!(shadow.kinds_pending(), ["generate_claim"].into());
+    let mut theirs = ours.clone();
+    theirs["metadata"]["name"] = json!("p-gpu-abcde");
+    shadow.observed(
+        "resourceclaims",
+        &ObjectKey::new("ns", "p-gpu-abcde"),
+        Some("x"),
+        Some(&theirs),
+    );
+    assert_eq!(shadow.totals(), (1, 0));
+}
