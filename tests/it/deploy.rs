@@ -8,12 +8,16 @@ use pv_controller::Options;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The rendered objects, or `None` (with a message) when kubectl is missing.
+/// The objects of deploy/, or `None` (with a message) when kubectl is missing.
 fn render() -> Option<Vec<Value>> {
-    let output = match Command::new("kubectl")
-        .args(["kustomize", concat!(env!("CARGO_MANIFEST_DIR"), "/deploy")])
-        .output()
-    {
+    render_dir("deploy")
+}
+
+/// The rendered objects of a kustomization under the crate's root, or
+/// `None` (with a message) when kubectl is missing.
+fn render_dir(directory: &str) -> Option<Vec<Value>> {
+    let path = format!("{}/{directory}", env!("CARGO_MANIFEST_DIR"));
+    let output = match Command::new("kubectl").args(["kustomize", &path]).output() {
         Ok(output) => output,
         Err(error) => {
             eprintln!("skipping: kubectl not found on PATH ({error})");
@@ -22,7 +26,7 @@ fn render() -> Option<Vec<Value>> {
     };
     assert!(
         output.status.success(),
-        "kubectl kustomize deploy/ failed: {}",
+        "kubectl kustomize {directory}/ failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).unwrap();
@@ -151,4 +155,81 @@ fn the_optional_network_policy_admits_the_monitoring_namespace_to_the_admin_port
         rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
         "monitoring"
     );
+}
+
+#[test]
+fn the_shadow_overlay_reads_only_and_takes_no_lease() {
+    let Some(objects) = render_dir("deploy/shadow") else {
+        return;
+    };
+    let mut kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ClusterRoleBinding",
+            "Deployment",
+            "Namespace",
+            "Service",
+            "ServiceAccount",
+            "ServiceMonitor"
+        ],
+        "no lease Role, no leader alerts"
+    );
+    for object in &objects {
+        let kind = object["kind"].as_str().unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap();
+        assert!(
+            name.ends_with("-shadow"),
+            "{kind} {name} beside a normal install"
+        );
+        if !matches!(kind, "Namespace" | "ClusterRole" | "ClusterRoleBinding") {
+            assert_eq!(
+                object["metadata"]["namespace"], "pv-controller-shadow",
+                "{kind}"
+            );
+        }
+        for rule in object["rules"].as_array().into_iter().flatten() {
+            for verb in rule["verbs"].as_array().unwrap() {
+                assert!(
+                    matches!(verb.as_str(), Some("get" | "list" | "watch")),
+                    "{kind} {name} grants {verb}: {rule}"
+                );
+            }
+        }
+        if kind == "ClusterRoleBinding" {
+            assert!(
+                matches!(
+                    object["roleRef"]["name"].as_str(),
+                    Some("pv-controller-shadow" | "system:auth-delegator")
+                ),
+                "{object}"
+            );
+            assert_eq!(object["subjects"][0]["name"], "pv-controller-shadow");
+            assert_eq!(object["subjects"][0]["namespace"], "pv-controller-shadow");
+        }
+    }
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "pv-controller-shadow");
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
+        .unwrap_or_else(|e| panic!("the shadow Deployment's args are refused: {e}"));
+    assert!(options.shadow_config().is_some(), "--shadow");
+    assert!(!options.leader_elect(), "no lease");
+    let base = render().unwrap();
+    let image = |objects: &[Value]| {
+        objects.iter().find(|o| o["kind"] == "Deployment").unwrap()["spec"]["template"]["spec"]
+            ["containers"][0]["image"]
+            .clone()
+    };
+    assert_eq!(image(&objects), image(&base), "the same image");
 }

@@ -20,6 +20,7 @@ use pv_controller::ClientOptions;
 use pv_controller::Clients;
 use pv_controller::LeaseConfig;
 use pv_controller::Options;
+use pv_controller::ShadowConfig;
 use pv_controller::pv;
 use pv_controller::pv::Settings;
 use pv_controller::pv::VolumePlugins;
@@ -89,9 +90,17 @@ fn granted(yaml: &str) -> BTreeSet<Permission> {
     permissions
 }
 
-/// Runs the controller, elected, through every kind of work it does today
-/// and returns the permissions its requests needed.
-async fn exercised() -> BTreeSet<Permission> {
+/// How the process runs: elected and writing, or in shadow mode.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Normal,
+    Shadow,
+}
+
+/// Runs the controller through every kind of work it does today (elected,
+/// or in shadow mode) and returns the server and the permissions its
+/// requests needed.
+async fn exercised(mode: Mode) -> (MemApi, BTreeSet<Permission>) {
     let api = MemApi::new();
     api.create(&storage_class(
         "external",
@@ -194,6 +203,9 @@ async fn exercised() -> BTreeSet<Permission> {
         },
         election: Some(LeaseConfig::new("pv-controller", "pv-controller", "only")),
         secure: Some(crate::admin::secure_serving()),
+        shadow: (mode == Mode::Shadow).then(|| ShadowConfig {
+            window: Duration::from_secs(4),
+        }),
         ..AppConfig::default()
     };
     api.add_token("scraper", "prometheus", &[]);
@@ -213,17 +225,8 @@ async fn exercised() -> BTreeSet<Permission> {
     // Every controller writes its events before the process stops.
     running.await.unwrap().unwrap();
     kubelet.abort();
-    assert!(
-        api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
-            .is_none()
-    );
-    assert!(
-        api.get::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "web-cache")
-            .is_some(),
-        "the ephemeral volume's claim was made"
-    );
-
-    api.requests()
+    let used = api
+        .requests()
         .log()
         .iter()
         // The stand-in kubelet's own requests: it finishes recycler pods.
@@ -242,7 +245,8 @@ async fn exercised() -> BTreeSet<Permission> {
             };
             (entry.group.clone(), resource, entry.verb.to_string())
         })
-        .collect()
+        .collect();
+    (api, used)
 }
 
 #[tokio::test(start_paused = true)]
@@ -253,7 +257,16 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
     ))
     .unwrap();
     let granted = granted(&yaml);
-    let used = exercised().await;
+    let (api, used) = exercised(Mode::Normal).await;
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
+            .is_none()
+    );
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "web-cache")
+            .is_some(),
+        "the ephemeral volume's claim was made"
+    );
     let expected_work = [
         ("", "persistentvolumes/status", "update"),
         ("", "persistentvolumes", "delete"),
@@ -310,6 +323,63 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         ungranted.is_empty(),
         "reclaim allowance not in rbac.yaml: {ungranted:?}"
     );
+}
+
+/// The read-only rules of deploy/shadow/ (the ClusterRole's rules, as its
+/// patch sets them) and the auth-delegator binding it keeps from the base.
+fn shadow_grants() -> BTreeSet<Permission> {
+    let patch = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/shadow/read-only-rbac.yaml"
+    ))
+    .unwrap();
+    let operations: Vec<Value> = serde_yaml_ng::from_str(&patch).unwrap();
+    assert_eq!(operations.len(), 1, "one patch: the rules, replaced");
+    assert_eq!(operations[0]["path"], "/rules");
+    let role = serde_json::json!({ "kind": "ClusterRole", "rules": operations[0]["value"] });
+    let delegator = "kind: ClusterRoleBinding\nroleRef:\n  name: system:auth-delegator\n";
+    let mut permissions = granted(&serde_yaml_ng::to_string(&role).unwrap());
+    permissions.extend(granted(delegator));
+    permissions
+}
+
+#[tokio::test(start_paused = true)]
+async fn shadow_mode_reads_only_what_its_read_only_role_allows() {
+    let granted = shadow_grants();
+    let (api, used) = exercised(Mode::Shadow).await;
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
+            .is_some(),
+        "nothing was deleted"
+    );
+    assert!(
+        api.get::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(Some("default"), "web-cache")
+            .is_none(),
+        "no claim was made"
+    );
+    let writes: Vec<&Permission> = used
+        .iter()
+        .filter(|(_, _, verb)| !matches!(verb.as_str(), "get" | "list" | "watch"))
+        .filter(|(_, resource, _)| {
+            !matches!(resource.as_str(), "tokenreviews" | "subjectaccessreviews")
+        })
+        .collect();
+    assert!(writes.is_empty(), "shadow mode wrote: {writes:?}");
+    let not_allowed: Vec<&Permission> = used.difference(&granted).collect();
+    assert!(
+        not_allowed.is_empty(),
+        "requests deploy/shadow/read-only-rbac.yaml does not allow: {not_allowed:?}"
+    );
+    for (group, resource, verb) in [
+        ("", "persistentvolumes", "watch"),
+        ("", "persistentvolumeclaims", "watch"),
+        ("", "pods", "watch"),
+        ("resource.k8s.io", "resourceclaims", "watch"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    ] {
+        let permission = (group.to_string(), resource.to_string(), verb.to_string());
+        assert!(used.contains(&permission), "not exercised: {permission:?}");
+    }
 }
 
 #[test]

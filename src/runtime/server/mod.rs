@@ -272,6 +272,45 @@ mod tests {
         assert_eq!(body, "the pod watch has been failing");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn the_shadow_report_is_served_only_in_shadow_mode() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let plain = router(Arc::clone(&metrics), Health::default(), None);
+        assert_eq!(
+            get_path(plain, "/shadow").await.0,
+            StatusCode::NOT_FOUND,
+            "no report outside shadow mode"
+        );
+        let config = crate::ShadowConfig {
+            window: std::time::Duration::from_secs(30),
+        };
+        let shadow = Arc::new(ShadowMode::new(&config, &metrics).unwrap());
+        let claim = |volume: Option<&str>| {
+            serde_json::json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" },
+                "spec": { "volumeName": volume }, "status": { "phase": "Pending" } })
+        };
+        shadow.intended(
+            "persistentvolume-binder-controller",
+            "persistentvolumeclaims",
+            "update",
+            Some(&claim(None)),
+            Some(&claim(Some("v1"))),
+        );
+        tokio::time::advance(std::time::Duration::from_secs(31)).await;
+        shadow.sweep();
+        let app = router(metrics, Health::default(), Some(shadow));
+        let (status, body) = get_path(app, "/shadow").await;
+        assert_eq!(status, StatusCode::OK);
+        let report: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(report["window_seconds"], 30);
+        assert_eq!(report["counts"][0]["differ"], 1, "{report:#}");
+        let difference = &report["differences"][0];
+        assert_eq!(difference["object"], "persistentvolumeclaims ns/c");
+        assert_eq!(difference["ours"], "bind to volume v1");
+        assert!(difference["upstream"].as_str().is_some(), "{report:#}");
+        assert!(difference["at"].as_str().is_some(), "{report:#}");
+    }
+
     #[test]
     fn go_style_addresses() {
         assert_eq!(
