@@ -48,10 +48,14 @@ impl Controller {
                     "--kubeconfig",
                     &kubeconfig,
                     "--leader-elect=false",
-                    "--metrics-bind-address",
-                    "127.0.0.1:0",
                     "--secure-port=0",
                 ]);
+                if !extra
+                    .iter()
+                    .any(|flag| flag.starts_with("--metrics-bind-address"))
+                {
+                    command.args(["--metrics-bind-address", "127.0.0.1:0"]);
+                }
                 command
             }
             Which::Upstream => {

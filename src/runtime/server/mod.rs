@@ -307,7 +307,7 @@ mod tests {
         let difference = &report["differences"][0];
         assert_eq!(difference["object"], "persistentvolumeclaims ns/c");
         assert_eq!(difference["ours"], "bind to volume v1");
-        assert!(difference["upstream"].as_str().is_some(), "{report:#}");
+        assert_eq!(difference["upstream"], "nothing within 30s");
         assert!(difference["at"].as_str().is_some(), "{report:#}");
     }
 

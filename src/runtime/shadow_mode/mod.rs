@@ -559,10 +559,10 @@ impl ShadowMode {
             let (expired, open): (Vec<Pending>, Vec<Pending>) =
                 list.into_iter().partition(|p| p.since.elapsed() >= window);
             for pending in expired {
-                let seen = pending
-                    .seen
-                    .clone()
-                    .unwrap_or_else(|| "nothing happened".to_string());
+                let seen = match &pending.seen {
+                    Some(seen) => format!("{seen} after {}s", window.as_secs()),
+                    None => format!("nothing within {}s", window.as_secs()),
+                };
                 state
                     .unmet
                     .entry(subject.clone())

@@ -106,7 +106,10 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
     assert_eq!(shadow.totals(), (0, 1));
     let report = shadow.report();
     assert_eq!(report.differences[0].kind, "volume_phase");
-    assert_eq!(report.differences[0].upstream, "/status/phase = Bound");
+    assert_eq!(
+        report.differences[0].upstream,
+        "/status/phase = Bound after 30s"
+    );
     let text = metrics.render().unwrap();
     assert!(text.contains("pv_controller_shadow_decisions_total{controller=\"persistentvolume-binder-controller\",kind=\"volume_phase\",outcome=\"differ\"} 1"), "{text}");
 }
