@@ -15,7 +15,7 @@
 //!     ../shared/tools/kube-apiserver.sh up
 //! cargo bench --bench shadow_beside -- --kubeconfig /tmp/cp/kubeconfig
 //!     [--mode shadow|normal] [--claims 1000] [--volumes 1100] [--pods 50]
-//!     [--upstream-qps 20] [-- more pv-controller flags, e.g. --shadow-window 5m]
+//!     [--upstream-qps 20] [--keep (the objects, to look at)] [-- more pv-controller flags, e.g. --shadow-window 5m]
 //! ```
 //!
 //! kube-controller-manager's client allows 20 requests per second by
@@ -64,6 +64,7 @@ struct Args {
     volumes: usize,
     pods: usize,
     upstream_qps: u32,
+    keep: bool,
     extra: Vec<String>,
 }
 
@@ -77,6 +78,7 @@ impl Args {
             volumes: 1100,
             pods: 50,
             upstream_qps: 20,
+            keep: false,
             extra: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -91,6 +93,7 @@ impl Args {
                 "--upstream-qps" => {
                     args.upstream_qps = value().parse().expect("--upstream-qps N");
                 }
+                "--keep" => args.keep = true,
                 "--" => args.extra.extend(it.by_ref()),
                 // cargo bench passes --bench to every harness-less target.
                 "--bench" => {}
@@ -365,7 +368,9 @@ async fn main() {
         drop(upstream);
     }
     drop(ours);
-    clean_up(&server).await;
+    if !args.keep {
+        clean_up(&server).await;
+    }
 }
 
 /// Removes the bench's objects and the recycler pods made for its volumes.

@@ -381,6 +381,9 @@ impl<K: Kind> Writer<K> {
                 None,
                 Some(&json(object)),
             );
+            if let Some(stored) = self.store.get(&key) {
+                shadow.present(&K::plural(&()), &key, &json(stored.as_ref()));
+            }
             let mut answer = object.clone();
             if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
                 let prefix = answer.meta().generate_name.clone().unwrap_or_default();

@@ -321,6 +321,7 @@ async fn a_shadow_beside_the_reference_agrees_on_every_decision_and_writes_nothi
         "volume_phase",
         "unbind",
         "delete_volume",
+        "recycle",
         "create_claim",
         "generate_claim",
         "record_claims",

@@ -57,6 +57,7 @@ impl Controller {
             client: self.client.clone(),
             pods: RecyclerPods(self.writers.pods.clone()),
             relay: EventRelay::new(self.recorder.clone(), reference_of(volume.as_ref())),
+            follow_cluster: self.shadow.is_some(),
         };
         tracing::info!(plugin = plugin.name(), "recycling volume");
         match plugin.recycle(&volume, &context).await {

@@ -103,6 +103,10 @@ pub struct RecycleContext {
     pub pods: RecyclerPods,
     /// Where the pod's events go.
     pub relay: EventRelay,
+    /// Shadow mode: the recycler pod is only recorded (the write door sends
+    /// nothing), and the recycle the cluster itself carries out is
+    /// followed instead of the pod.
+    pub follow_cluster: bool,
 }
 
 /// Creates and deletes recycler pods through the process's write door, so

@@ -279,9 +279,75 @@ pub(crate) async fn recycle(
     context: &RecycleContext,
 ) -> Result<(), PluginError> {
     let pod = build_pod(config, volume, source);
-    run(context, pod, released_at(volume))
+    let outcome = if context.follow_cluster {
+        follow_cluster(context, &pod, volume).await
+    } else {
+        run(context, pod, released_at(volume)).await
+    };
+    outcome.map_err(|e| PluginError::Failed(e.to_string()))
+}
+
+/// How often shadow mode looks whether the cluster has recycled a volume.
+const FOLLOW_PERIOD: Duration = Duration::from_secs(5);
+
+/// Shadow mode's recycle: the pod goes to the write door (which records it
+/// as the decision and sends nothing), then the cluster's own recycle is
+/// awaited: done once the volume is no longer Released by the same claim
+/// (or is gone); a timeout, as a pod that never ends would be, when that
+/// takes longer than the pod's deadline and the grace after it.
+async fn follow_cluster(
+    context: &RecycleContext,
+    pod: &Pod,
+    volume: &PersistentVolume,
+) -> Result<(), RecyclerError> {
+    context
+        .pods
+        .create(pod)
         .await
-        .map_err(|e| PluginError::Failed(e.to_string()))
+        .map_err(|e| RecyclerError::Create(e.to_string()))?;
+    let name = volume.metadata.name.clone().unwrap_or_default();
+    let released_by = claim_uid(volume);
+    let volumes: Api<PersistentVolume> = Api::all(context.client.clone());
+    let recycled = async {
+        loop {
+            match volumes.get_opt(&name).await {
+                Ok(None) => return,
+                Ok(Some(now))
+                    if crate::pv::objects::volume_phase(&now)
+                        != Some(crate::pv::objects::VolumePhase::Released)
+                        || claim_uid(&now) != released_by =>
+                {
+                    return;
+                }
+                Ok(Some(_)) => {}
+                Err(error) => {
+                    tracing::debug!(volume = %name, %error, "reading the volume failed, retrying");
+                }
+            }
+            tokio::time::sleep(FOLLOW_PERIOD).await;
+        }
+    };
+    let deadline = pod_deadline(pod);
+    tokio::time::timeout(deadline, recycled)
+        .await
+        .map_err(|_| RecyclerError::Timeout(deadline))
+}
+
+/// The UID of the claim a volume is bound to.
+fn claim_uid(volume: &PersistentVolume) -> Option<String> {
+    volume.spec.as_ref()?.claim_ref.as_ref()?.uid.clone()
+}
+
+/// How long a recycler pod may run: its active deadline and the grace
+/// after it.
+fn pod_deadline(pod: &Pod) -> Duration {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.active_deadline_seconds)
+        .and_then(|s| u64::try_from(s).ok())
+        .map(Duration::from_secs)
+        .unwrap_or_default()
+        + DEADLINE_GRACE
 }
 
 /// When the volume was released, if the API server recorded it (the phase
@@ -311,14 +377,7 @@ pub(crate) async fn run(
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let adopted = create_or_adopt(&context.pods, &pods, &pod, released_at).await?;
-    let deadline = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.active_deadline_seconds)
-        .and_then(|s| u64::try_from(s).ok())
-        .map(Duration::from_secs)
-        .unwrap_or_default()
-        + DEADLINE_GRACE;
+    let deadline = pod_deadline(&pod);
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
     let ended =
         tokio::time::timeout(deadline, watch_pod(&pods, &events, &name, !adopted, relay)).await;

@@ -1,7 +1,10 @@
 //! The volume plugins in shadow mode: they tell what they can do as the
 //! real ones, but touch no storage. Provisioning answers the volume the
-//! controller would then create (so the create is judged), deleting and
-//! recycling answer done (so what the controller writes next is judged).
+//! controller would then create (so the create is judged), deleting answers
+//! done (so the delete of the volume is judged). Recycling is the real
+//! plugin's, which in shadow mode only records its recycler pod and
+//! follows the cluster's own recycle of the volume
+//! ([`RecycleContext::follow_cluster`]).
 
 use std::sync::Arc;
 
@@ -74,9 +77,9 @@ impl VolumePlugin for Shadowed {
 
     fn recycle<'a>(
         &'a self,
-        _volume: &'a PersistentVolume,
-        _context: &'a RecycleContext,
+        volume: &'a PersistentVolume,
+        context: &'a RecycleContext,
     ) -> BoxFuture<'a, Result<(), PluginError>> {
-        Box::pin(async { Ok(()) })
+        self.0.recycle(volume, context)
     }
 }

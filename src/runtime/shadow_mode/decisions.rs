@@ -101,6 +101,13 @@ pub(crate) struct Decision {
     pub(crate) ours: String,
 }
 
+/// The resources whose objects decisions are judged on, by plural.
+pub(crate) fn judged_resource(plural: &str) -> Option<&'static str> {
+    [CLAIMS, VOLUMES, PODS, RESOURCE_CLAIMS]
+        .into_iter()
+        .find(|resource| *resource == plural)
+}
+
 const CLAIMS: &str = "persistentvolumeclaims";
 const VOLUMES: &str = "persistentvolumes";
 const PODS: &str = "pods";

@@ -261,6 +261,17 @@ impl ShadowMode {
         self.pending_gauge.set(gauge_value(&state));
     }
 
+    /// The cluster already shows `object` as `resource` `key` when this
+    /// process decides to create it (another controller made it first):
+    /// the decision is judged on it at once, as no change of it may come.
+    pub(crate) fn present(&self, resource: &str, key: &ObjectKey, object: &Value) {
+        let Some(resource) = decisions::judged_resource(resource) else {
+            return;
+        };
+        let uid = object.pointer("/metadata/uid").and_then(Value::as_str);
+        self.observed(resource, key, uid, Some(object));
+    }
+
     /// Keeps `reservation` (the binder's hold of a volume for the claim of
     /// `claim_uid`) until that claim's bind is judged.
     pub(crate) fn hold(&self, claim_uid: &str, reservation: Box<dyn Any + Send>) {
