@@ -382,7 +382,7 @@ impl<K: Kind> Writer<K> {
                 Some(&json(object)),
             );
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, &json(stored.as_ref()));
+                shadow.present(&K::plural(&()), &key, Some(&json(stored.as_ref())));
             }
             let mut answer = object.clone();
             if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
@@ -426,14 +426,12 @@ impl<K: Kind> Writer<K> {
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
         if let Some(shadow) = &self.door.shadow {
-            let before = self.store.get(key).map_or_else(
-                || {
-                    serde_json::json!({ "metadata": {
-                        "namespace": key.namespace, "name": key.name, "uid": uid,
-                    } })
-                },
-                |stored| json(stored.as_ref()),
-            );
+            let stored = self.store.get(key).map(|stored| json(stored.as_ref()));
+            let before = stored.clone().unwrap_or_else(|| {
+                serde_json::json!({ "metadata": {
+                    "namespace": key.namespace, "name": key.name, "uid": uid,
+                } })
+            });
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
@@ -441,6 +439,7 @@ impl<K: Kind> Writer<K> {
                 Some(&before),
                 None,
             );
+            shadow.present(&K::plural(&()), key, stored.as_ref());
             return Ok(None);
         }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
@@ -521,6 +520,9 @@ impl<K: Kind> Writer<K> {
                 before.as_ref(),
                 Some(applied),
             );
+            if let Some(before) = &before {
+                shadow.present(&K::plural(&()), key, Some(before));
+            }
             return stored.ok_or_else(|| WriteError::Stale {
                 object: describe::<K>(key),
                 reason: "not in the store".to_string(),
@@ -579,6 +581,9 @@ impl<K: Whole> Writer<K> {
                 Some(&json(newest.as_ref())),
                 Some(&json(&changed)),
             );
+            if let Some(stored) = self.store.get(&key) {
+                shadow.present(&K::plural(&()), &key, Some(&json(stored.as_ref())));
+            }
             let answer = Arc::new(changed);
             self.door.overlay.put(key, Arc::clone(&answer));
             return Ok(answer);

@@ -292,8 +292,8 @@ const FOLLOW_PERIOD: Duration = Duration::from_secs(5);
 
 /// Shadow mode's recycle: the pod goes to the write door (which records it
 /// as the decision and sends nothing), then the cluster's own recycle is
-/// awaited: done once the volume is no longer Released by the same claim
-/// (or is gone); a timeout, as a pod that never ends would be, when that
+/// awaited: done once the volume is Available or no longer bound to the
+/// released claim (or is gone); a timeout, as a pod that never ends would be, when that
 /// takes longer than the pod's deadline and the grace after it.
 async fn follow_cluster(
     context: &RecycleContext,
@@ -313,9 +313,9 @@ async fn follow_cluster(
             match volumes.get_opt(&name).await {
                 Ok(None) => return,
                 Ok(Some(now))
-                    if crate::pv::objects::volume_phase(&now)
-                        != Some(crate::pv::objects::VolumePhase::Released)
-                        || claim_uid(&now) != released_by =>
+                    if claim_uid(&now) != released_by
+                        || crate::pv::objects::volume_phase(&now)
+                            == Some(crate::pv::objects::VolumePhase::Available) =>
                 {
                     return;
                 }

@@ -261,15 +261,17 @@ impl ShadowMode {
         self.pending_gauge.set(gauge_value(&state));
     }
 
-    /// The cluster already shows `object` as `resource` `key` when this
-    /// process decides to create it (another controller made it first):
-    /// the decision is judged on it at once, as no change of it may come.
-    pub(crate) fn present(&self, resource: &str, key: &ObjectKey, object: &Value) {
+    /// What the cluster shows of `resource` `key` (the store's copy; `None`:
+    /// gone) as this
+    /// process decides about it: the decision is judged on it at once, as
+    /// the other controller may have come to it first (created, deleted or
+    /// changed the object already) and no further change may come.
+    pub(crate) fn present(&self, resource: &str, key: &ObjectKey, object: Option<&Value>) {
         let Some(resource) = decisions::judged_resource(resource) else {
             return;
         };
-        let uid = object.pointer("/metadata/uid").and_then(Value::as_str);
-        self.observed(resource, key, uid, Some(object));
+        let uid = object.and_then(|o| o.pointer("/metadata/uid").and_then(Value::as_str));
+        self.observed(resource, key, uid, object);
     }
 
     /// Keeps `reservation` (the binder's hold of a volume for the claim of

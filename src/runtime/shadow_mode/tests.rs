@@ -162,3 +162,34 @@ async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
     );
     assert_eq!(shadow.totals(), (1, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_delete_the_cluster_made_first_agrees_at_once() {
+    let (shadow, _) = shadow();
+    let volume =
+        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
+    let deleting = json!({ "metadata": { "name": "v1", "uid": "u",
+        "deletionTimestamp": "2026-11-25T04:04:11Z", "finalizers": ["kubernetes.io/pv-protection"] },
+        "status": { "phase": "Released" } });
+    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    shadow.present(
+        "persistentvolumes",
+        &ObjectKey::cluster("v1"),
+        Some(&deleting),
+    );
+    assert_eq!(shadow.totals(), (1, 0), "held by a finalizer, but deleted");
+    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    shadow.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
+    assert_eq!(shadow.totals(), (2, 0), "gone already");
+    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    shadow.present(
+        "persistentvolumes",
+        &ObjectKey::cluster("v1"),
+        Some(&volume),
+    );
+    assert_eq!(
+        shadow.totals(),
+        (2, 0),
+        "still there: the cluster has a window"
+    );
+}
