@@ -99,7 +99,26 @@ struct State {
     unmet: HashMap<Subject, Vec<(&'static str, Expected)>>,
     differences: VecDeque<Difference>,
     counts: BTreeMap<(&'static str, &'static str), (u64, u64)>,
+    /// Binds the other controller made before this one decided, judged
+    /// once they are [`THEIR_BIND_SETTLE`] old.
+    their_binds: Vec<TheirBind>,
 }
+
+/// A bind by the other controller, waiting to be judged.
+struct TheirBind {
+    seen: Instant,
+    key: ObjectKey,
+    uid: String,
+    volume: String,
+    claim: Value,
+}
+
+/// How long a bind by the other controller waits before it is judged: the
+/// other controller decides from its own memory of the binds it has just
+/// made, which reach this process's caches a little later; judged at
+/// once, the volume it gave another claim a moment before could still look
+/// free here.
+const THEIR_BIND_SETTLE: Duration = Duration::from_secs(5);
 
 /// The verdict on one decision.
 enum Verdict {
@@ -357,7 +376,15 @@ impl ShadowMode {
             self.observed("persistentvolumeclaims", key, Some(uid), Some(object));
         }
         if let Some(volume) = first_bound {
-            self.judge_their_bind(key, uid, &volume, object);
+            let mut state = self.lock();
+            state.their_binds.push(TheirBind {
+                seen: Instant::now(),
+                key: key.clone(),
+                uid: uid.to_string(),
+                volume,
+                claim: object.clone(),
+            });
+            self.pending_gauge.set(gauge_value(&state));
         }
     }
 
@@ -562,6 +589,17 @@ impl ShadowMode {
     /// Judges every decision older than the window as a difference (the
     /// cluster did not come to it), and forgets old memories.
     pub(crate) fn sweep(&self) {
+        let settled: Vec<TheirBind> = {
+            let mut state = self.lock();
+            let (settled, waiting) = std::mem::take(&mut state.their_binds)
+                .into_iter()
+                .partition(|bind| bind.seen.elapsed() >= THEIR_BIND_SETTLE);
+            state.their_binds = waiting;
+            settled
+        };
+        for bind in settled {
+            self.judge_their_bind(&bind.key, &bind.uid, &bind.volume, &bind.claim);
+        }
         let mut state = self.lock();
         let window = self.window;
         let subjects: Vec<Subject> = state.pending.keys().cloned().collect();
@@ -605,7 +643,7 @@ impl ShadowMode {
         let state = self.lock();
         Report {
             window_seconds: self.window.as_secs(),
-            pending: state.pending.values().map(Vec::len).sum(),
+            pending: state.pending.values().map(Vec::len).sum::<usize>() + state.their_binds.len(),
             counts: state
                 .counts
                 .iter()
@@ -675,7 +713,8 @@ fn bound_since(decision: &Decision, current: Option<&Value>) -> bool {
 }
 
 fn gauge_value(state: &State) -> i64 {
-    i64::try_from(state.pending.values().map(Vec::len).sum::<usize>()).unwrap_or(i64::MAX)
+    let waiting = state.pending.values().map(Vec::len).sum::<usize>() + state.their_binds.len();
+    i64::try_from(waiting).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -126,11 +126,18 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     });
     shadow.observed_claim(&key(), "c-uid", None, &claim(None));
     shadow.observed_claim(&key(), "c-uid", Some("v1"), &claim(Some("v1")));
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
+    assert_eq!(shadow.report().pending, 1);
+    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    shadow.sweep();
     assert_eq!(shadow.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
     let d = json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} });
     shadow.observed_claim(&other, "d-uid", None, &d);
     shadow.observed_claim(&other, "d-uid", Some("v2"), &d);
+    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    shadow.sweep();
     assert_eq!(shadow.totals(), (1, 1));
     assert_eq!(
         shadow.report().differences[0].ours,
