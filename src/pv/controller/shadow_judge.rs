@@ -38,9 +38,12 @@ fn unbound(claim: &Value) -> Option<PersistentVolumeClaim> {
     Some(claim)
 }
 
-/// The volume as it was before a bind: no claimRef, Available.
+/// The volume as it was before a bind: no claimRef, Available, not being
+/// deleted (a volume released and reclaimed since the bind was made is
+/// judged as it was when it was chosen).
 fn freed(volume: &PersistentVolume) -> PersistentVolume {
     let mut volume = volume.clone();
+    volume.metadata.deletion_timestamp = None;
     if let Some(spec) = volume.spec.as_mut() {
         spec.claim_ref = None;
     }
@@ -154,6 +157,24 @@ mod tests {
             serde_json::to_value(claim("c", "c-uid", "2Gi").volume_name("taken").build()).unwrap();
         assert_eq!(
             would_bind(&cache, &large, "taken").as_deref(),
+            Some("taken")
+        );
+    }
+
+    #[test]
+    fn a_volume_reclaimed_since_the_bind_counts_as_it_was_chosen() {
+        let cache = cache_with(vec![
+            volume("taken", "1Gi")
+                .bound_to("c-uid", "c")
+                .phase("Released")
+                .policy("Delete")
+                .deleting()
+                .build(),
+        ]);
+        let bound =
+            serde_json::to_value(claim("c", "c-uid", "1Gi").volume_name("taken").build()).unwrap();
+        assert_eq!(
+            would_bind(&cache, &bound, "taken").as_deref(),
             Some("taken")
         );
     }
