@@ -56,10 +56,11 @@ fn forward<K: Kind>(
             }
         }
         Change::Deleted { key, last } => {
+            let uid = last.and_then(|l| l.meta().uid.as_deref());
             if shadow.waits_for(resource, key) {
-                let uid = last.and_then(|l| l.meta().uid.as_deref());
                 shadow.observed(resource, key, uid, None);
             }
+            shadow.forget(resource, key, uid);
         }
         Change::Listed => {}
     }
@@ -75,8 +76,9 @@ fn claim_changed(shadow: &ShadowMode, change: &Change<'_, PersistentVolumeClaim>
                 .as_ref()
                 .and_then(|spec| spec.volume_name.as_deref())
                 .filter(|name| !name.is_empty());
-            let json = serde_json::to_value(object.as_ref()).unwrap_or_default();
-            shadow.observed_claim(&key, uid, volume, &json);
+            shadow.observed_claim(&key, uid, volume, || {
+                serde_json::to_value(object.as_ref()).unwrap_or_default()
+            });
         }
         deleted @ Change::Deleted { .. } => {
             forward(shadow, "persistentvolumeclaims", deleted, false);

@@ -14,7 +14,10 @@ use super::claim::check_volume_satisfies_claim;
 use crate::pv::cache::ShadowCache;
 use crate::pv::index::VolumeIndex;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{volume_access_modes, volume_capacity, volume_class, volume_mode};
+use crate::pv::objects::{
+    claim_class, volume_access_modes, volume_capacity, volume_class, volume_mode,
+};
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::shadow_mode::BindJudge;
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.
@@ -36,6 +39,15 @@ fn unbound(claim: &Value) -> Option<PersistentVolumeClaim> {
     }
     claim.status = None;
     Some(claim)
+}
+
+/// The claim a volume's claimRef names, if it names one.
+fn claim_ref_key(volume: &PersistentVolume) -> Option<ObjectKey> {
+    let claim_ref = volume.spec.as_ref()?.claim_ref.as_ref()?;
+    Some(ObjectKey::new(
+        claim_ref.namespace.as_deref().unwrap_or_default(),
+        claim_ref.name.as_deref().unwrap_or_default(),
+    ))
 }
 
 /// The volume as it was before a bind: no claimRef, Available, not being
@@ -82,12 +94,22 @@ fn equivalent(cache: &ShadowCache, claim: &Value, ours: &str, other: &str) -> bo
 /// volume it was bound to) free again.
 fn would_bind(cache: &ShadowCache, claim: &Value, taken: &str) -> Option<String> {
     let claim = unbound(claim)?;
+    let class = claim_class(&claim);
+    let key = ObjectKey::of(&claim);
     let mut index = VolumeIndex::default();
+    // Only volumes the claim could get: of its class, free or pre-bound to
+    // it (the index never offers a volume bound to another claim), so a
+    // settled cluster's bound volumes cost nothing here.
     for volume in cache.volumes() {
+        if volume_class(&volume) != class {
+            continue;
+        }
         let inserted = if volume.metadata.name.as_deref() == Some(taken) {
             index.insert(freed(&volume))
-        } else {
+        } else if claim_ref_key(&volume).is_none_or(|bound_to| bound_to == key) {
             index.insert(volume)
+        } else {
+            continue;
         };
         if inserted.is_err() {
             continue;

@@ -293,6 +293,23 @@ impl ShadowMode {
         self.observed(resource, key, uid, object);
     }
 
+    /// `resource` `key` (of `uid`) is gone from the cluster: what is kept
+    /// about it is let go (its unmet decisions; a claim's last unbound
+    /// sighting), so a cluster's churn does not pile up here.
+    pub(crate) fn forget(&self, resource: &str, key: &ObjectKey, uid: Option<&str>) {
+        let Some(resource) = decisions::judged_resource(resource) else {
+            return;
+        };
+        let mut state = self.lock();
+        state.unmet.remove(&Subject::Object {
+            resource,
+            key: key.clone(),
+        });
+        if let Some(uid) = uid {
+            state.unbound.remove(uid);
+        }
+    }
+
     /// Keeps `reservation` (the binder's hold of a volume for the claim of
     /// `claim_uid`) until that claim's bind is judged.
     pub(crate) fn hold(&self, claim_uid: &str, reservation: Box<dyn Any + Send>) {
@@ -345,14 +362,15 @@ impl ShadowMode {
         self.pending_gauge.set(gauge_value(&state));
     }
 
-    /// A claim as the cluster shows it: judges what waits for it, and a
-    /// bind by someone else this process did not decide.
+    /// A claim as the cluster shows it (`object` makes its JSON, only when
+    /// needed): judges what waits for it, and a bind by someone else this
+    /// process did not decide.
     pub(crate) fn observed_claim(
         &self,
         key: &ObjectKey,
         uid: &str,
         volume: Option<&str>,
-        object: &Value,
+        object: impl Fn() -> Value,
     ) {
         let waiting = self.waits_for("persistentvolumeclaims", key);
         let first_bound = {
@@ -373,7 +391,7 @@ impl ShadowMode {
             }
         };
         if waiting {
-            self.observed("persistentvolumeclaims", key, Some(uid), Some(object));
+            self.observed("persistentvolumeclaims", key, Some(uid), Some(&object()));
         }
         if let Some(volume) = first_bound {
             let mut state = self.lock();
@@ -382,7 +400,7 @@ impl ShadowMode {
                 key: key.clone(),
                 uid: uid.to_string(),
                 volume,
-                claim: object.clone(),
+                claim: object(),
             });
             self.pending_gauge.set(gauge_value(&state));
         }

@@ -40,9 +40,9 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
     let held = Arc::new(());
     shadow.hold("c-uid", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
-    shadow.observed_claim(&key(), "c-uid", None, &claim(None));
+    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
     assert_eq!(shadow.totals(), (0, 0), "not yet");
-    shadow.observed_claim(&key(), "c-uid", Some("v1"), &claim(Some("v1")));
+    shadow.observed_claim(&key(), "c-uid", Some("v1"), || claim(Some("v1")));
     assert_eq!(shadow.totals(), (1, 0));
     assert_eq!(Arc::strong_count(&held), 1, "the reservation is let go");
     assert!(shadow.report().differences.is_empty());
@@ -62,7 +62,7 @@ async fn another_volume_differs_unless_equivalent() {
         Some(&claim(None)),
         Some(&claim(Some("v1"))),
     );
-    shadow.observed_claim(&key(), "c-uid", Some("v1-twin"), &claim(Some("v1-twin")));
+    shadow.observed_claim(&key(), "c-uid", Some("v1-twin"), || claim(Some("v1-twin")));
     assert_eq!(shadow.totals(), (1, 0), "an equivalent volume agrees");
     shadow.intended(
         BINDER,
@@ -71,7 +71,7 @@ async fn another_volume_differs_unless_equivalent() {
         Some(&claim(None)),
         Some(&claim(Some("v1"))),
     );
-    shadow.observed_claim(&key(), "c-uid", Some("v9"), &claim(Some("v9")));
+    shadow.observed_claim(&key(), "c-uid", Some("v9"), || claim(Some("v9")));
     assert_eq!(shadow.totals(), (1, 1));
     let report = shadow.report();
     assert_eq!(report.differences[0].ours, "bind to volume v1");
@@ -124,8 +124,8 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
                 .then(|| "v1".to_string())
         }),
     });
-    shadow.observed_claim(&key(), "c-uid", None, &claim(None));
-    shadow.observed_claim(&key(), "c-uid", Some("v1"), &claim(Some("v1")));
+    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
+    shadow.observed_claim(&key(), "c-uid", Some("v1"), || claim(Some("v1")));
     shadow.sweep();
     assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
     assert_eq!(shadow.report().pending, 1);
@@ -134,8 +134,8 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     assert_eq!(shadow.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
     let d = json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} });
-    shadow.observed_claim(&other, "d-uid", None, &d);
-    shadow.observed_claim(&other, "d-uid", Some("v2"), &d);
+    shadow.observed_claim(&other, "d-uid", None, || d.clone());
+    shadow.observed_claim(&other, "d-uid", Some("v2"), || d.clone());
     tokio::time::advance(THEIR_BIND_SETTLE).await;
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 1));
@@ -199,4 +199,33 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
         (2, 0),
         "still there: the cluster has a window"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn what_is_kept_about_an_object_goes_with_it() {
+    let (shadow, _) = shadow();
+    let before =
+        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Bound" } });
+    let after =
+        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
+    shadow.intended(
+        BINDER,
+        "persistentvolumes",
+        "update",
+        Some(&before),
+        Some(&after),
+    );
+    tokio::time::advance(Duration::from_secs(31)).await;
+    shadow.sweep();
+    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
+    {
+        let state = shadow.lock();
+        assert_eq!(state.unmet.len(), 1);
+        assert!(state.unbound.contains("c-uid"));
+    }
+    shadow.forget("persistentvolumes", &ObjectKey::cluster("v1"), Some("u"));
+    shadow.forget("persistentvolumeclaims", &key(), Some("c-uid"));
+    let state = shadow.lock();
+    assert!(state.unmet.is_empty());
+    assert!(state.unbound.is_empty());
 }
