@@ -353,13 +353,15 @@ async fn main() {
         "writes seen by the API server (every writer): {:.0} volume, {:.0} claim, {:.0} conflicts",
         writes.volume, writes.claim, writes.conflicts
     );
+    let metrics = admin_get(port, "/metrics").await.unwrap_or_default();
+    for line in metrics.lines().filter(|l| {
+        l.starts_with("pv_controller_shadow_")
+            || l.starts_with("pv_controller_api_requests")
+            || l.starts_with("pv_controller_sync_duration_seconds_count")
+    }) {
+        println!("{line}");
+    }
     if args.shadow {
-        let metrics = admin_get(port, "/metrics").await.unwrap_or_default();
-        for line in metrics.lines().filter(|l| {
-            l.starts_with("pv_controller_shadow_") || l.starts_with("pv_controller_api_requests")
-        }) {
-            println!("{line}");
-        }
         let report = admin_get(port, "/shadow").await.unwrap_or_default();
         std::fs::write(dir.join("shadow.json"), &report).expect("write the report");
         let report: Value = serde_json::from_str(&report).unwrap_or(Value::Null);

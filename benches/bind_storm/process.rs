@@ -38,7 +38,11 @@ impl Controller {
         let kubeconfig = kubeconfig.display().to_string();
         let mut command = match which {
             Which::Ours => {
-                let mut command = Command::new(env!("CARGO_BIN_EXE_pv-controller"));
+                // Another build of the controller (one with debug symbols,
+                // for a profiler): BIND_STORM_BINARY=PATH.
+                let binary = std::env::var("BIND_STORM_BINARY")
+                    .unwrap_or_else(|_| env!("CARGO_BIN_EXE_pv-controller").to_string());
+                let mut command = Command::new(binary);
                 // The PersistentVolume binder alone, as upstream's below,
                 // unless the controller flags choose (`-- --controllers=*`).
                 if !extra.iter().any(|flag| flag.starts_with("--controllers")) {

@@ -16,6 +16,7 @@
 //! decisions are the ones it would make had it written.
 
 mod decisions;
+mod report;
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -23,7 +24,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use prometheus::{IntCounterVec, IntGauge, Opts};
-use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -31,6 +31,8 @@ use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 pub(crate) use decisions::of_write;
 use decisions::{Decision, Expected, Subject, controlling_pod, recorded, reserved_for};
+use report::Difference;
+pub use report::ShadowJournal;
 
 /// Shadow mode's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,17 +72,6 @@ struct Pending {
     since: Instant,
     /// What the cluster showed of the subject when last seen, for people.
     seen: Option<String>,
-}
-
-/// One reported difference.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Difference {
-    controller: &'static str,
-    kind: &'static str,
-    object: String,
-    ours: String,
-    upstream: String,
-    at: String,
 }
 
 #[derive(Default)]
@@ -142,23 +133,6 @@ impl std::fmt::Debug for ShadowMode {
             .field("window", &self.window)
             .finish_non_exhaustive()
     }
-}
-
-/// `/shadow`'s answer.
-#[derive(Debug, Serialize)]
-pub(crate) struct Report {
-    window_seconds: u64,
-    pending: usize,
-    counts: Vec<CountRow>,
-    differences: Vec<Difference>,
-}
-
-#[derive(Debug, Serialize)]
-struct CountRow {
-    controller: &'static str,
-    kind: &'static str,
-    agree: u64,
-    differ: u64,
 }
 
 fn summary(object: Option<&Value>, decision: &Decision) -> String {
@@ -656,35 +630,7 @@ impl ShadowMode {
         }
     }
 
-    /// Counts and the newest differences, newest first.
-    pub(crate) fn report(&self) -> Report {
-        let state = self.lock();
-        Report {
-            window_seconds: self.window.as_secs(),
-            pending: state.pending.values().map(Vec::len).sum::<usize>() + state.their_binds.len(),
-            counts: state
-                .counts
-                .iter()
-                .map(|((controller, kind), (agree, differ))| CountRow {
-                    controller,
-                    kind,
-                    agree: *agree,
-                    differ: *differ,
-                })
-                .collect(),
-            differences: state.differences.iter().rev().cloned().collect(),
-        }
-    }
-
-    /// Agree and differ totals over every kind.
-    pub(crate) fn totals(&self) -> (u64, u64) {
-        self.lock()
-            .counts
-            .values()
-            .fold((0, 0), |(a, d), (agree, differ)| (a + agree, d + differ))
-    }
-
-    /// The kinds whose decisions are judged, for the docs' sake.
+    /// The kinds of the decisions waiting for the cluster.
     #[cfg(test)]
     pub(crate) fn kinds_pending(&self) -> std::collections::BTreeSet<&'static str> {
         self.lock()
@@ -693,25 +639,6 @@ impl ShadowMode {
             .flatten()
             .map(|p| p.decision.kind)
             .collect()
-    }
-}
-
-/// A handle on shadow mode's judgements: what `/shadow` serves, for an
-/// embedder or a test. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct ShadowJournal(pub(crate) Arc<ShadowMode>);
-
-impl ShadowJournal {
-    /// `/shadow`'s answer: the window, the decisions not yet judged, the
-    /// agree and differ counts by controller and kind, and the newest
-    /// differences.
-    pub fn report(&self) -> Value {
-        serde_json::to_value(self.0.report()).unwrap_or_default()
-    }
-
-    /// How many decisions agreed and how many differed, over every kind.
-    pub fn totals(&self) -> (u64, u64) {
-        self.0.totals()
     }
 }
 

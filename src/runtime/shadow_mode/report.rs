@@ -1,0 +1,87 @@
+//! What shadow mode reports: `/shadow`'s answer (counts by controller and
+//! kind, the newest differences) and the handle an embedder reads it by.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ShadowMode;
+
+/// One reported difference.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Difference {
+    pub(super) controller: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) object: String,
+    pub(super) ours: String,
+    pub(super) upstream: String,
+    pub(super) at: String,
+}
+
+/// `/shadow`'s answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct Report {
+    pub(super) window_seconds: u64,
+    pub(super) pending: usize,
+    pub(super) counts: Vec<CountRow>,
+    pub(super) differences: Vec<Difference>,
+}
+
+/// One row of counts.
+#[derive(Debug, Serialize)]
+pub(super) struct CountRow {
+    pub(super) controller: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) agree: u64,
+    pub(super) differ: u64,
+}
+
+impl ShadowMode {
+    /// Counts and the newest differences, newest first.
+    pub(crate) fn report(&self) -> Report {
+        let state = self.lock();
+        Report {
+            window_seconds: self.window.as_secs(),
+            pending: state.pending.values().map(Vec::len).sum::<usize>() + state.their_binds.len(),
+            counts: state
+                .counts
+                .iter()
+                .map(|((controller, kind), (agree, differ))| CountRow {
+                    controller,
+                    kind,
+                    agree: *agree,
+                    differ: *differ,
+                })
+                .collect(),
+            differences: state.differences.iter().rev().cloned().collect(),
+        }
+    }
+
+    /// Agree and differ totals over every kind.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        self.lock()
+            .counts
+            .values()
+            .fold((0, 0), |(a, d), (agree, differ)| (a + agree, d + differ))
+    }
+}
+
+/// A handle on shadow mode's judgements: what `/shadow` serves, for an
+/// embedder or a test. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ShadowJournal(pub(crate) Arc<ShadowMode>);
+
+impl ShadowJournal {
+    /// `/shadow`'s answer: the window, the decisions not yet judged, the
+    /// agree and differ counts by controller and kind, and the newest
+    /// differences.
+    pub fn report(&self) -> Value {
+        serde_json::to_value(self.0.report()).unwrap_or_default()
+    }
+
+    /// How many decisions agreed and how many differed, over every kind.
+    pub fn totals(&self) -> (u64, u64) {
+        self.0.totals()
+    }
+}
