@@ -118,10 +118,17 @@ pub(crate) fn build(
             move || follow_up.waiting()
         },
     )?))?;
-    cache.on_volume_freed({
-        let follow_up = follow_up.clone();
-        move || follow_up.volume_freed()
-    });
+    // In shadow mode a freed volume wakes nobody: the other controller's
+    // binds free the volumes this process held for other choices all the
+    // time, and each wake would sync every waiting claim again for nothing
+    // that is judged (a claim the other controller binds is judged by what
+    // this one would have chosen; the resync still tries waiting claims).
+    if shared.shadow.is_none() {
+        cache.on_volume_freed({
+            let follow_up = follow_up.clone();
+            move || follow_up.volume_freed()
+        });
+    }
     let parking = Parking::new(claim_queue.clone(), volume_queue.clone());
     let operations = operation_tracker(config.max_concurrent_operations, pv_metrics.clone());
     let controller = Arc::new(Controller::new(Parts {
