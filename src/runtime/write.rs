@@ -197,7 +197,7 @@ pub(crate) struct Door {
 
 /// Shadow mode's own answers to the writes it did not send, by object,
 /// each valid while the stored copy keeps the resourceVersion it was made
-/// from.
+/// from, for [`OVERLAY_TTL`] at most.
 #[derive(Clone, Default)]
 struct Overlay {
     answers: Arc<Mutex<HashMap<LockKey, OverlaidAnswer>>>,
@@ -214,8 +214,11 @@ struct OverlaidAnswer {
 /// How many answers the overlay keeps before it forgets old ones.
 const OVERLAY_LIMIT: usize = 10_000;
 
-/// How long an answer of the overlay serves at most.
-const OVERLAY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+/// How long an answer of the overlay serves at most: long enough for the
+/// writes of one decision (a bind's four), short enough that a decision the
+/// cluster never carried out (the other controller chose otherwise) does
+/// not keep refusing the next decisions about the same object.
+const OVERLAY_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Overlay {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, OverlaidAnswer>> {
@@ -230,7 +233,7 @@ impl Overlay {
         let Some(answer) = answers.get(&lock_key) else {
             return newest;
         };
-        if answer.version != newest.meta().resource_version {
+        if answer.version != newest.meta().resource_version || answer.at.elapsed() >= OVERLAY_TTL {
             answers.remove(&lock_key);
             return newest;
         }

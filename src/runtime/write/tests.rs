@@ -203,3 +203,51 @@ async fn two_writers_of_one_object_never_conflict() {
         "locks are forgotten after use"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_for_a_while() {
+    let api = MemApi::new();
+    api.create(&volume("v1")).expect("seed");
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let config = crate::ShadowConfig {
+        window: std::time::Duration::from_secs(30),
+    };
+    let shadow = Arc::new(ShadowMode::new(&config, &metrics).expect("journal"));
+    let door = Door::new(api.client(), Arc::clone(&metrics), Some(shadow));
+    let store = Arc::new(MemStore::default());
+    let stored = Arc::new(api.get::<PersistentVolume>(None, "v1").expect("seeded"));
+    store.written(Arc::clone(&stored)).expect("stored");
+    let handle = StoreRef::default();
+    handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
+    let writer = door.writer("test", handle);
+    api.reset_requests();
+    let first = writer
+        .update(&stored, Part::Spec, label("yes"))
+        .await
+        .expect("unsent write");
+    assert_eq!(first.metadata.labels.as_ref().unwrap()["touched"], "yes");
+    let refuse_if_touched = |volume: &mut PersistentVolume| {
+        if volume
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("touched"))
+        {
+            Edit::Refused("already touched".into())
+        } else {
+            Edit::Unchanged
+        }
+    };
+    let next = writer.update(&stored, Part::Spec, refuse_if_touched).await;
+    assert!(
+        next.is_err(),
+        "the same decision's next write sees its answer"
+    );
+    tokio::time::advance(OVERLAY_TTL).await;
+    let later = writer.update(&stored, Part::Spec, refuse_if_touched).await;
+    assert!(
+        later.is_ok(),
+        "an answer the cluster never took does not outlive the decision: {later:?}"
+    );
+    assert_eq!(api.requests().log().len(), 0, "nothing was sent");
+}
