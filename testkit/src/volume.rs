@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, ObjectReference, PersistentVolume,
-    PersistentVolumeSpec, PersistentVolumeStatus,
+    CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, HostPathVolumeSource,
+    ObjectReference, PersistentVolume, PersistentVolumeSpec, PersistentVolumeStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -186,6 +186,19 @@ impl VolumeBuilder {
         let spec = self.spec();
         spec.gce_persistent_disk = None;
         spec.csi = None;
+        self
+    }
+
+    /// Makes it a hostPath volume at `path` (instead of the GCE PD the
+    /// builder sets): one the in-process plugins can delete and recycle.
+    #[must_use]
+    pub fn host_path(mut self, path: &str) -> Self {
+        let spec = self.spec();
+        spec.gce_persistent_disk = None;
+        spec.host_path = Some(HostPathVolumeSource {
+            path: path.to_string(),
+            type_: None,
+        });
         self
     }
 

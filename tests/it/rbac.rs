@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use crate::pod_harness::settle;
 use clap::Parser;
-use k8s_openapi::api::core::v1::HostPathVolumeSource;
 use memapi::MemApi;
 use pv_controller::App;
 use pv_controller::AppConfig;
@@ -150,18 +149,12 @@ async fn exercised(mode: Mode) -> (MemApi, BTreeSet<Permission>) {
     // stand-in kubelet finishes.
     let scratch = std::env::temp_dir().join(format!("pv-controller-rbac-{}", std::process::id()));
     for (name, policy) in [("deleted", "Delete"), ("recycled", "Recycle")] {
-        let mut released = volume(name, "1Gi")
+        let released = volume(name, "1Gi")
             .bound_to(&format!("uid-gone-{name}"), &format!("gone-{name}"))
             .phase("Bound")
             .policy(policy)
+            .host_path(&scratch.join(name).display().to_string())
             .build();
-        if let Some(spec) = released.spec.as_mut() {
-            spec.gce_persistent_disk = None;
-            spec.host_path = Some(HostPathVolumeSource {
-                path: scratch.join(name).display().to_string(),
-                type_: None,
-            });
-        }
         api.create(&released).unwrap();
     }
     // A pod with an ephemeral volume: the ephemeral volume controller

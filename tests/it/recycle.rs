@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::harness::{Call, binder_only, clients, recorded_events, row, run_table};
 use crate::mock_plugin::MockConfig;
 use k8s_openapi::api::core::v1::{
-    Event as CoreEvent, HostPathVolumeSource, ObjectReference, PersistentVolume, Pod, PodStatus,
+    Event as CoreEvent, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Verb};
@@ -213,17 +213,11 @@ const POD: &str = "recycler-for-host-volume";
 
 /// A released hostPath volume with policy Recycle.
 fn host_volume() -> PersistentVolume {
-    let mut volume = bound("host-volume", "uid-h", "claim-h")
+    bound("host-volume", "uid-h", "claim-h")
         .annotations(&[ANN_BOUND_BY_CONTROLLER])
         .phase("Released")
-        .build();
-    let spec = volume.spec.as_mut().expect("spec");
-    spec.gce_persistent_disk = None;
-    spec.host_path = Some(HostPathVolumeSource {
-        path: "/tmp/recycle-me".to_string(),
-        type_: None,
-    });
-    volume
+        .host_path("/tmp/recycle-me")
+        .build()
 }
 
 /// The controller's configuration with the real hostPath and NFS plugins.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{HostPathVolumeSource, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::client::ClientBuilder;
 use memapi::{MemApi, MemApiService};
 use pv_controller::pv::{self, Settings, VolumePlugins};
@@ -188,18 +188,12 @@ fn seed(api: &MemApi, scratch: &std::path::Path) {
     unclassed.spec.as_mut().unwrap().storage_class_name = None;
     api.create(&unclassed).unwrap();
     for (name, policy) in [("deleted", "Delete"), ("recycled", "Recycle")] {
-        let mut released = volume(name, "1Gi")
+        let released = volume(name, "1Gi")
             .bound_to(&format!("uid-gone-{name}"), &format!("gone-{name}"))
             .phase("Bound")
             .policy(policy)
+            .host_path(&scratch.join(name).display().to_string())
             .build();
-        if let Some(spec) = released.spec.as_mut() {
-            spec.gce_persistent_disk = None;
-            spec.host_path = Some(HostPathVolumeSource {
-                path: scratch.join(name).display().to_string(),
-                type_: None,
-            });
-        }
         api.create(&released).unwrap();
     }
     let mut web = pod("web", &[], "Pending", None);
