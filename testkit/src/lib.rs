@@ -31,7 +31,10 @@ mod other;
 mod volume;
 
 pub use claim::{ClaimBuilder, claim, claims};
-pub use other::{default_class, deleting_pod_with_running_init_container, pod, storage_class};
+pub use other::{
+    default_class, deleting_pod_with_running_init_container, pod, storage_class,
+    with_ephemeral_volume,
+};
 pub use volume::{VolumeBuilder, volume, volumes};
 
 /// The provisioner (and plugin) name of the integration tests' mock volume

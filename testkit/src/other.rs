@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
+    EphemeralVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimTemplate,
     PersistentVolumeClaimVolumeSource, Pod, PodSpec, PodStatus, Volume,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -99,5 +100,22 @@ pub fn deleting_pod_with_running_init_container(name: &str, claims: &[&str]) -> 
             ..Default::default()
         },
     )]);
+    pod
+}
+
+/// `pod` with one more volume: an ephemeral one named `volume`, whose claim
+/// is made from `template`'s spec.
+pub fn with_ephemeral_volume(mut pod: Pod, volume: &str, template: PersistentVolumeClaim) -> Pod {
+    let spec = pod.spec.get_or_insert_with(PodSpec::default);
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: volume.to_string(),
+        ephemeral: Some(EphemeralVolumeSource {
+            volume_claim_template: Some(PersistentVolumeClaimTemplate {
+                metadata: None,
+                spec: template.spec.unwrap_or_default(),
+            }),
+        }),
+        ..Volume::default()
+    });
     pod
 }

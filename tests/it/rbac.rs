@@ -159,22 +159,11 @@ async fn exercised(mode: Mode) -> (MemApi, BTreeSet<Permission>) {
     }
     // A pod with an ephemeral volume: the ephemeral volume controller
     // creates its claim.
-    let mut web = pod("web", &[], "Pending", None);
-    if let Some(spec) = web.spec.as_mut() {
-        let template = claim("template", "", "1Gi").class("external").build();
-        spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume {
-            name: "cache".to_string(),
-            ephemeral: Some(k8s_openapi::api::core::v1::EphemeralVolumeSource {
-                volume_claim_template: Some(
-                    k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
-                        metadata: None,
-                        spec: template.spec.unwrap_or_default(),
-                    },
-                ),
-            }),
-            ..Default::default()
-        }]);
-    }
+    let web = with_ephemeral_volume(
+        pod("web", &[], "Pending", None),
+        "cache",
+        claim("template", "", "1Gi").class("external").build(),
+    );
     api.create(&web).unwrap();
     seed_resource_claims(&api);
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));

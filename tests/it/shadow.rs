@@ -23,7 +23,7 @@ use pv_controller::pv::{self, Settings, VolumePlugins};
 use pv_controller::testing::stand_in_kubelet;
 use pv_controller::{App, AppConfig, ClientOptions, Clients, ShadowConfig, ShadowJournal};
 use serde_json::Value;
-use testkit::{claim, default_class, pod, storage_class, volume};
+use testkit::{claim, default_class, pod, storage_class, volume, with_ephemeral_volume};
 
 use crate::pod_harness::settle;
 
@@ -196,22 +196,11 @@ fn seed(api: &MemApi, scratch: &std::path::Path) {
             .build();
         api.create(&released).unwrap();
     }
-    let mut web = pod("web", &[], "Pending", None);
-    if let Some(spec) = web.spec.as_mut() {
-        let template = claim("template", "", "1Gi").class("external").build();
-        spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume {
-            name: "cache".to_string(),
-            ephemeral: Some(k8s_openapi::api::core::v1::EphemeralVolumeSource {
-                volume_claim_template: Some(
-                    k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
-                        metadata: None,
-                        spec: template.spec.unwrap_or_default(),
-                    },
-                ),
-            }),
-            ..Default::default()
-        }]);
-    }
+    let web = with_ephemeral_volume(
+        pod("web", &[], "Pending", None),
+        "cache",
+        claim("template", "", "1Gi").class("external").build(),
+    );
     api.create(&web).unwrap();
     for object in [
         serde_json::json!({ "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
