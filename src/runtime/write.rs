@@ -577,15 +577,23 @@ impl<K: Whole> Writer<K> {
             Edit::Changed => {}
         }
         if let Some(shadow) = &self.door.shadow {
+            let before = json(newest.as_ref());
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
                 "update",
-                Some(&json(newest.as_ref())),
+                Some(&before),
                 Some(&json(&changed)),
             );
+            // The cluster's copy; the basis already when no unsent answer
+            // stands in for it.
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, Some(&json(stored.as_ref())));
+                let stored = if Arc::ptr_eq(&stored, &newest) {
+                    before
+                } else {
+                    json(stored.as_ref())
+                };
+                shadow.present(&K::plural(&()), &key, Some(&stored));
             }
             let answer = Arc::new(changed);
             self.door.overlay.put(key, Arc::clone(&answer));
