@@ -111,9 +111,6 @@ pub struct Reservation {
     cache: Arc<ShadowCache>,
     volume: Arc<PersistentVolume>,
     claim: ObjectKey,
-    /// Whether this reservation made the hold (and ends it when dropped),
-    /// rather than finding the volume held for the claim already.
-    owned: bool,
 }
 
 impl Reservation {
@@ -125,9 +122,6 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if !self.owned {
-            return;
-        }
         let name = self.volume.metadata.name.as_deref().unwrap_or("");
         let freed = write(&self.cache.volumes).release(name, &self.claim);
         if freed {
@@ -310,8 +304,8 @@ impl ShadowCache {
     /// The best stored volume for `claim`, reserved for it in the same step
     /// under the index's lock: until the reservation is dropped, no search
     /// for another claim returns it. A volume held for this claim already
-    /// (by an earlier reservation still alive) stays held as long as that
-    /// one.
+    /// (by an earlier reservation still alive) stays held until both are
+    /// dropped.
     pub fn reserve_best_match(
         self: &Arc<Self>,
         claim: &PersistentVolumeClaim,
@@ -323,8 +317,7 @@ impl ShadowCache {
             return Ok(None);
         };
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        let already = index.reserved_for(name) == Some(&key);
-        if !already && !index.reserve(name, &key) {
+        if !index.reserve(name, &key) {
             // The search passes by volumes held for other claims.
             return Ok(None);
         }
@@ -335,7 +328,6 @@ impl ShadowCache {
             cache: Arc::clone(self),
             volume,
             claim: key,
-            owned: !already,
         }))
     }
 

@@ -113,6 +113,13 @@ pub enum SelectorError {
     },
 }
 
+/// The claim a volume is held for, and by how many reservations.
+#[derive(Debug)]
+struct Hold {
+    claim: ObjectKey,
+    count: u32,
+}
+
 /// All volumes the controller knows, with the structures that make
 /// [`VolumeIndex::find_best_match`] fast. See the module documentation.
 #[derive(Debug, Default)]
@@ -125,7 +132,7 @@ pub struct VolumeIndex {
     labelled: HashMap<Bucket, BTreeMap<Arc<Labels>, BySize>>,
     claimed: HashMap<ObjectKey, BTreeSet<String>>,
     /// Volumes held for the claim whose binding is under way.
-    reserved: HashMap<String, ObjectKey>,
+    reserved: HashMap<String, Hold>,
 }
 
 #[derive(Debug)]
@@ -393,23 +400,43 @@ impl VolumeIndex {
         self.volumes.is_empty()
     }
 
-    /// Holds the volume of that name for `claim`: until
-    /// [`VolumeIndex::release`], searches for other claims pass it by.
+    /// Holds the volume of that name for `claim`: until as many
+    /// [`VolumeIndex::release`]s, searches for other claims pass it by.
     /// Returns false (and reserves nothing) when it is held for another
     /// claim already.
     pub fn reserve(&mut self, name: &str, claim: &ObjectKey) -> bool {
-        if let Some(holder) = self.reserved.get(name) {
-            return holder == claim;
+        match self.reserved.get_mut(name) {
+            Some(hold) if hold.claim == *claim => {
+                hold.count += 1;
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.reserved.insert(
+                    name.to_owned(),
+                    Hold {
+                        claim: claim.clone(),
+                        count: 1,
+                    },
+                );
+                true
+            }
         }
-        self.reserved.insert(name.to_owned(), claim.clone());
-        true
     }
 
-    /// Drops the reservation of the volume of that name for `claim`.
+    /// Drops one reservation of the volume of that name for `claim`.
     /// Returns whether this made a free volume searchable for every claim
-    /// again (the binding failed): news for the claims that found nothing.
+    /// again (the last hold ended and the binding failed): news for the
+    /// claims that found nothing.
     pub fn release(&mut self, name: &str, claim: &ObjectKey) -> bool {
-        if self.reserved.get(name) != Some(claim) {
+        let Some(hold) = self.reserved.get_mut(name) else {
+            return false;
+        };
+        if hold.claim != *claim {
+            return false;
+        }
+        hold.count -= 1;
+        if hold.count > 0 {
             return false;
         }
         self.reserved.remove(name);
@@ -423,7 +450,7 @@ impl VolumeIndex {
 
     /// The claim the volume of that name is held for, if any.
     pub fn reserved_for(&self, name: &str) -> Option<&ObjectKey> {
-        self.reserved.get(name)
+        self.reserved.get(name).map(|hold| &hold.claim)
     }
 
     /// The volume the controller should bind `claim` to, if any, by the rules
@@ -503,7 +530,7 @@ impl VolumeIndex {
         key: &ObjectKey,
     ) -> Option<&str> {
         let not_held = |(_, name): &&(Amount, String)| {
-            self.reserved.get(name).is_none_or(|holder| holder == key)
+            self.reserved.get(name).is_none_or(|hold| hold.claim == *key)
         };
         let start = (request, String::new());
         let groups = self.labelled.get(bucket);

@@ -18,6 +18,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
+use crate::runtime::write::one_decision;
+
 /// Wait after an operation's first failure before it may run again.
 pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 
@@ -244,7 +246,7 @@ impl OperationTracker {
         // for its turn there, holding its name meanwhile.
         let task = tokio::spawn(async move {
             let _turn = turns.acquire_owned().await;
-            operation.await
+            one_decision(operation).await
         });
         if let Some(entry) = self.lock().get_mut(&name) {
             entry.abort = Some(task.abort_handle());

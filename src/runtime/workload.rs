@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::metrics::Metrics;
 use crate::runtime::queue::{Turn, WorkQueue};
+use crate::runtime::write::one_decision;
 
 /// How one key's turn ended, when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +92,7 @@ where
     async fn work(self: Arc<Self>, controller: &'static str, metrics: Arc<Metrics>) {
         while let Some((key, turn)) = self.queue.get_in_turn().await {
             let started = tokio::time::Instant::now();
-            let result = (self.sync)(key.clone(), turn).await;
+            let result = one_decision((self.sync)(key.clone(), turn)).await;
             let label = match &result {
                 Ok(Outcome::Synced) => Some("ok"),
                 Ok(Outcome::Passed) => None,

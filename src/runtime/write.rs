@@ -26,6 +26,8 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -195,17 +197,41 @@ pub(crate) struct Door {
     overlay: Overlay,
 }
 
+tokio::task_local! {
+    /// The decision the running task makes: a sync of one key, or one
+    /// operation.
+    static DECISION: u64;
+}
+
+/// Runs `work` as one decision: in shadow mode, its writes see the unsent
+/// answers to its own earlier writes, and no other decision sees them.
+pub(crate) async fn one_decision<T>(work: impl Future<Output = T>) -> T {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    DECISION
+        .scope(NEXT.fetch_add(1, Ordering::Relaxed), work)
+        .await
+}
+
+/// The decision the running task makes, if any.
+fn current_decision() -> Option<u64> {
+    DECISION.try_with(|id| *id).ok()
+}
+
 /// Shadow mode's own answers to the writes it did not send, by object,
-/// each valid while the stored copy keeps the resourceVersion it was made
-/// from, for [`OVERLAY_TTL`] at most.
+/// each serving the writes of the decision that made it (a bind's four)
+/// while the stored copy keeps the resourceVersion it was made from. The
+/// next decision starts from what the cluster shows: a decision the
+/// cluster never carried out (the other controller chose otherwise) must
+/// not refuse the next decisions about the same object.
 #[derive(Clone, Default)]
 struct Overlay {
     answers: Arc<Mutex<HashMap<LockKey, OverlaidAnswer>>>,
 }
 
-/// An answer of the overlay: the version it was made from, when, and the
-/// object.
+/// An answer of the overlay: the decision that made it, the version it
+/// was made from, when, and the object.
 struct OverlaidAnswer {
+    decision: u64,
     version: Option<String>,
     at: tokio::time::Instant,
     object: Arc<dyn Any + Send + Sync>,
@@ -214,10 +240,8 @@ struct OverlaidAnswer {
 /// How many answers the overlay keeps before it forgets old ones.
 const OVERLAY_LIMIT: usize = 10_000;
 
-/// How long an answer of the overlay serves at most: long enough for the
-/// writes of one decision (a bind's four), short enough that a decision the
-/// cluster never carried out (the other controller chose otherwise) does
-/// not keep refusing the next decisions about the same object.
+/// How long an answer of the overlay is kept at most once the overlay is
+/// full (a decision lasts less).
 const OVERLAY_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Overlay {
@@ -225,15 +249,17 @@ impl Overlay {
         self.answers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The overlaid answer for `key` when made from `newest`'s version,
-    /// else `newest`.
+    /// The overlaid answer for `key` when the running decision made it
+    /// from `newest`'s version, else `newest`.
     fn over<K: Kind>(&self, key: &ObjectKey, newest: Arc<K>) -> Arc<K> {
         let lock_key = (K::NAME, key.clone());
         let mut answers = self.lock();
         let Some(answer) = answers.get(&lock_key) else {
             return newest;
         };
-        if answer.version != newest.meta().resource_version || answer.at.elapsed() >= OVERLAY_TTL {
+        if Some(answer.decision) != current_decision()
+            || answer.version != newest.meta().resource_version
+        {
             answers.remove(&lock_key);
             return newest;
         }
@@ -243,7 +269,12 @@ impl Overlay {
         }
     }
 
+    /// Keeps `object` as the running decision's answer for `key`; outside
+    /// a decision, nothing is kept.
     fn put<K: Kind>(&self, key: ObjectKey, object: Arc<K>) {
+        let Some(decision) = current_decision() else {
+            return;
+        };
         let mut answers = self.lock();
         if answers.len() >= OVERLAY_LIMIT {
             answers.retain(|_, answer| answer.at.elapsed() < OVERLAY_TTL);
@@ -251,6 +282,7 @@ impl Overlay {
         answers.insert(
             (K::NAME, key),
             OverlaidAnswer {
+                decision,
                 version: object.meta().resource_version.clone(),
                 at: tokio::time::Instant::now(),
                 object,

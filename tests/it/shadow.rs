@@ -388,3 +388,36 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
     });
     assert!(named, "the divergent bind of d is named: {report:#}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_volume_held_for_an_intended_bind_stays_held_across_resyncs() {
+    let api = MemApi::new();
+    api.create(&volume("only", "1Gi").build()).unwrap();
+    api.create(&claim("a", "uid-a", "1Gi").class("").build())
+        .unwrap();
+    let writes = Arc::new(AtomicU64::new(0));
+    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
+    let journal = journal.expect("a shadow journal");
+    settle(&api, &shadow.idle).await;
+    // A second claim for the same volume, synced again and again while
+    // nobody carries out the first claim's bind.
+    api.create(&claim("b", "uid-b", "1Gi").class("").build())
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let report = journal.report();
+    shadow.stop().await;
+    assert_eq!(writes.load(Ordering::SeqCst), 0);
+    let binds: Vec<_> = report["differences"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d["kind"] == "bind")
+        .map(|d| d["object"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        binds,
+        ["persistentvolumeclaims default/a"],
+        "only the first claim would have been bound to the one volume: {report:#}"
+    );
+}

@@ -249,7 +249,8 @@ impl Controller {
             if let (Some(shadow), Some(uid)) = (&self.shadow, claim.metadata.uid.as_deref()) {
                 // The bind was not sent: the volume stays held for the claim
                 // until the cluster shows what became of it.
-                shadow.hold(uid, Box::new(reservation));
+                let name = volume.metadata.name.clone().unwrap_or_default();
+                shadow.hold(uid, &name, Box::new(reservation));
             }
             return Ok(Next::nothing());
         }

@@ -732,6 +732,11 @@ fn a_reserved_volume_is_passed_by_for_every_other_claim() {
             .arc(),
     );
     assert!(!index.release("v1", &key_a));
+    assert!(
+        index.is_reserved("v1"),
+        "held while a's second reservation lives"
+    );
+    assert!(!index.release("v1", &key_a));
     assert!(!index.is_reserved("v1"));
     assert_eq!(best(&index, &b, false).as_deref(), Some("v2"));
 }

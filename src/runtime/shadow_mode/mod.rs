@@ -77,8 +77,9 @@ struct Pending {
 #[derive(Default)]
 struct State {
     pending: HashMap<Subject, Vec<Pending>>,
-    /// Reservations kept for intended binds, by claim UID.
-    held: HashMap<String, Box<dyn Any + Send>>,
+    /// Reservations kept for intended binds, by claim UID, with the
+    /// volume each holds.
+    held: HashMap<String, (String, Box<dyn Any + Send>)>,
     /// Claims last seen unbound, by UID: a bind of one by someone else is
     /// judged.
     unbound: HashSet<String>,
@@ -264,7 +265,7 @@ impl ShadowMode {
             return;
         };
         let uid = object.and_then(|o| o.pointer("/metadata/uid").and_then(Value::as_str));
-        self.observed(resource, key, uid, object);
+        self.judge(resource, key, uid, object, false);
     }
 
     /// `resource` `key` (of `uid`) is gone from the cluster: what is kept
@@ -281,13 +282,24 @@ impl ShadowMode {
         });
         if let Some(uid) = uid {
             state.unbound.remove(uid);
+            state.held.remove(uid);
         }
     }
 
-    /// Keeps `reservation` (the binder's hold of a volume for the claim of
-    /// `claim_uid`) until that claim's bind is judged.
-    pub(crate) fn hold(&self, claim_uid: &str, reservation: Box<dyn Any + Send>) {
-        self.lock().held.insert(claim_uid.to_string(), reservation);
+    /// Keeps `reservation` (the binder's hold of `volume` for the claim of
+    /// `claim_uid`) until the cluster shows that claim bound or gone, or
+    /// its bind is judged otherwise than by the window passing. A hold of the same
+    /// volume kept already stays: the new one only repeats it.
+    pub(crate) fn hold(&self, claim_uid: &str, volume: &str, reservation: Box<dyn Any + Send>) {
+        let mut state = self.lock();
+        match state.held.get(claim_uid) {
+            Some((held, _)) if held == volume => {}
+            _ => {
+                state
+                    .held
+                    .insert(claim_uid.to_string(), (volume.to_string(), reservation));
+            }
+        }
     }
 
     /// Whether a change of `resource` `key` is of interest: a decision
@@ -308,6 +320,20 @@ impl ShadowMode {
         key: &ObjectKey,
         uid: Option<&str>,
         object: Option<&Value>,
+    ) {
+        self.judge(resource, key, uid, object, true);
+    }
+
+    /// Judges the decisions waiting for `resource` `key` on `object`; a
+    /// `changed` object also lets go of the subject's unmet decisions (the
+    /// cluster moved, so deciding them again counts again).
+    fn judge(
+        &self,
+        resource: &'static str,
+        key: &ObjectKey,
+        uid: Option<&str>,
+        object: Option<&Value>,
+        changed: bool,
     ) {
         let mut state = self.lock();
         if resource == "resourceclaims"
@@ -331,7 +357,9 @@ impl ShadowMode {
             resource,
             key: key.clone(),
         };
-        state.unmet.remove(&subject);
+        if changed {
+            state.unmet.remove(&subject);
+        }
         self.judge_subject(&mut state, &subject, uid, object);
         self.pending_gauge.set(gauge_value(&state));
     }
@@ -355,6 +383,7 @@ impl ShadowMode {
                     None
                 }
                 Some(volume) => {
+                    state.held.remove(uid);
                     let was_unbound = state.unbound.remove(uid);
                     let judged_lately = state
                         .judged
@@ -521,7 +550,12 @@ impl ShadowMode {
         if pending.decision.kind == "bind"
             && let Some(uid) = &pending.decision.uid
         {
-            state.held.remove(uid);
+            // A bind the cluster did not carry out keeps its volume held
+            // until the claim is bound or gone: let go, the volume would
+            // go to the next claim, and one difference become many.
+            if !matches!(verdict, Verdict::Differ(_)) || state.unbound.get(uid).is_none() {
+                state.held.remove(uid);
+            }
             state.judged.insert(uid.clone(), Instant::now());
         }
         let Pending {

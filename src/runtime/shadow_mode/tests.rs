@@ -38,7 +38,7 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
         Some(&claim(Some("v1"))),
     );
     let held = Arc::new(());
-    shadow.hold("c-uid", Box::new(Arc::clone(&held)));
+    shadow.hold("c-uid", "v", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
     shadow.observed_claim(&key(), "c-uid", None, || claim(None));
     assert_eq!(shadow.totals(), (0, 0), "not yet");
