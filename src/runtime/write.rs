@@ -24,10 +24,10 @@
 //!    controller, and the next writer, sees it.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -186,109 +186,68 @@ impl WriteLocks {
 ///
 /// In shadow mode nothing is sent: each write is handed to the journal
 /// ([`ShadowMode::intended`]) and answered as the server would have, and
-/// that answer is kept apart ([`Overlay`]), so the next write of the same
-/// sync edits it while the stores keep what the cluster shows.
+/// that answer is kept apart (for the running decision only:
+/// [`one_decision`]), so the next write of the same decision edits it while the stores keep what the cluster shows.
 #[derive(Clone)]
 pub(crate) struct Door {
     client: Client,
     metrics: Arc<Metrics>,
     locks: WriteLocks,
     shadow: Option<Arc<ShadowMode>>,
-    overlay: Overlay,
 }
 
 tokio::task_local! {
-    /// The decision the running task makes: a sync of one key, or one
-    /// operation.
-    static DECISION: u64;
+    /// Shadow mode's answers to the unsent writes of the decision the
+    /// running task makes (a sync of one key, or one operation), by object.
+    static DECISION: RefCell<HashMap<LockKey, UnsentAnswer>>;
 }
 
 /// Runs `work` as one decision: in shadow mode, its writes see the unsent
-/// answers to its own earlier writes, and no other decision sees them.
+/// answers to its own earlier writes (a bind's four writes build on each
+/// other), and no other decision sees them. The next decision starts from
+/// what the cluster shows: a decision the cluster never carried out (the
+/// other controller chose otherwise) must not refuse the next decisions
+/// about the same object.
 pub(crate) async fn one_decision<T>(work: impl Future<Output = T>) -> T {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    DECISION
-        .scope(NEXT.fetch_add(1, Ordering::Relaxed), work)
-        .await
+    DECISION.scope(RefCell::default(), work).await
 }
 
-/// The decision the running task makes, if any.
-fn current_decision() -> Option<u64> {
-    DECISION.try_with(|id| *id).ok()
-}
-
-/// Shadow mode's own answers to the writes it did not send, by object,
-/// each serving the writes of the decision that made it (a bind's four)
-/// while the stored copy keeps the resourceVersion it was made from. The
-/// next decision starts from what the cluster shows: a decision the
-/// cluster never carried out (the other controller chose otherwise) must
-/// not refuse the next decisions about the same object.
-#[derive(Clone, Default)]
-struct Overlay {
-    answers: Arc<Mutex<HashMap<LockKey, OverlaidAnswer>>>,
-}
-
-/// An answer of the overlay: the decision that made it, the version it
-/// was made from, when, and the object.
-struct OverlaidAnswer {
-    decision: u64,
+/// An unsent answer: the version it was made from, and the object.
+struct UnsentAnswer {
     version: Option<String>,
-    at: tokio::time::Instant,
     object: Arc<dyn Any + Send + Sync>,
 }
 
-/// How many answers the overlay keeps before it forgets old ones.
-const OVERLAY_LIMIT: usize = 10_000;
+/// The running decision's unsent answer for `key` when made from
+/// `newest`'s version, else `newest`.
+fn unsent_or<K: Kind>(key: &ObjectKey, newest: Arc<K>) -> Arc<K> {
+    let lock_key = (K::NAME, key.clone());
+    DECISION
+        .try_with(|answers| {
+            let answers = answers.borrow();
+            let answer = answers.get(&lock_key)?;
+            if answer.version != newest.meta().resource_version {
+                return None;
+            }
+            Arc::clone(&answer.object).downcast::<K>().ok()
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(newest)
+}
 
-/// How long an answer of the overlay is kept at most once the overlay is
-/// full (a decision lasts less).
-const OVERLAY_TTL: std::time::Duration = std::time::Duration::from_secs(5);
-
-impl Overlay {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, OverlaidAnswer>> {
-        self.answers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The overlaid answer for `key` when the running decision made it
-    /// from `newest`'s version, else `newest`.
-    fn over<K: Kind>(&self, key: &ObjectKey, newest: Arc<K>) -> Arc<K> {
-        let lock_key = (K::NAME, key.clone());
-        let mut answers = self.lock();
-        let Some(answer) = answers.get(&lock_key) else {
-            return newest;
-        };
-        if Some(answer.decision) != current_decision()
-            || answer.version != newest.meta().resource_version
-        {
-            answers.remove(&lock_key);
-            return newest;
-        }
-        match Arc::clone(&answer.object).downcast::<K>() {
-            Ok(object) => object,
-            Err(_) => newest,
-        }
-    }
-
-    /// Keeps `object` as the running decision's answer for `key`; outside
-    /// a decision, nothing is kept.
-    fn put<K: Kind>(&self, key: ObjectKey, object: Arc<K>) {
-        let Some(decision) = current_decision() else {
-            return;
-        };
-        let mut answers = self.lock();
-        if answers.len() >= OVERLAY_LIMIT {
-            answers.retain(|_, answer| answer.at.elapsed() < OVERLAY_TTL);
-        }
-        answers.insert(
-            (K::NAME, key),
-            OverlaidAnswer {
-                decision,
-                version: object.meta().resource_version.clone(),
-                at: tokio::time::Instant::now(),
-                object,
-            },
-        );
-    }
+/// Keeps `object` as the running decision's unsent answer for `key`;
+/// outside a decision, nothing is kept.
+fn keep_unsent<K: Kind>(key: ObjectKey, object: Arc<K>) {
+    let answer = UnsentAnswer {
+        version: object.meta().resource_version.clone(),
+        object,
+    };
+    DECISION
+        .try_with(|answers| {
+            answers.borrow_mut().insert((K::NAME, key), answer);
+        })
+        .unwrap_or(());
 }
 
 /// An object as JSON, for the shadow journal (`null` if it cannot be).
@@ -317,7 +276,6 @@ impl Door {
             metrics,
             locks: WriteLocks::default(),
             shadow,
-            overlay: Overlay::default(),
         }
     }
 
@@ -595,7 +553,7 @@ impl<K: Whole> Writer<K> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let mut newest = newer(basis, self.store.get(&key));
         if self.door.shadow.is_some() {
-            newest = self.door.overlay.over(&key, newest);
+            newest = unsent_or(&key, newest);
         }
         let mut changed = K::clone(&newest);
         match edit(&mut changed) {
@@ -628,7 +586,7 @@ impl<K: Whole> Writer<K> {
                 shadow.present(&K::plural(&()), &key, Some(&stored));
             }
             let answer = Arc::new(changed);
-            self.door.overlay.put(key, Arc::clone(&answer));
+            keep_unsent(key, Arc::clone(&answer));
             return Ok(answer);
         }
         let api = K::api(&self.door.client, &key.namespace);

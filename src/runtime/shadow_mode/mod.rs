@@ -553,7 +553,7 @@ impl ShadowMode {
             // A bind the cluster did not carry out keeps its volume held
             // until the claim is bound or gone: let go, the volume would
             // go to the next claim, and one difference become many.
-            if !matches!(verdict, Verdict::Differ(_)) || state.unbound.get(uid).is_none() {
+            if !matches!(verdict, Verdict::Differ(_)) || !state.unbound.contains(uid) {
                 state.held.remove(uid);
             }
             state.judged.insert(uid.clone(), Instant::now());
