@@ -94,7 +94,9 @@ impl Args {
                     args.upstream_qps = value().parse().expect("--upstream-qps N");
                 }
                 "--keep" => args.keep = true,
-                "--" => args.extra.extend(it.by_ref()),
+                "--" => args
+                    .extra
+                    .extend(it.by_ref().filter(|extra| extra != "--bench")),
                 // cargo bench passes --bench to every harness-less target.
                 "--bench" => {}
                 other => panic!("unknown flag {other}"),

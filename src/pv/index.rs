@@ -530,7 +530,9 @@ impl VolumeIndex {
         key: &ObjectKey,
     ) -> Option<&str> {
         let not_held = |(_, name): &&(Amount, String)| {
-            self.reserved.get(name).is_none_or(|hold| hold.claim == *key)
+            self.reserved
+                .get(name)
+                .is_none_or(|hold| hold.claim == *key)
         };
         let start = (request, String::new());
         let groups = self.labelled.get(bucket);

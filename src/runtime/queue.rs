@@ -58,7 +58,10 @@ impl<K> Clone for WorkQueue<K> {
 
 struct Inner<K> {
     state: Mutex<State<K>>,
-    /// Woken whenever a key may have become available or the queue shut down.
+    /// Wakes one waiting worker for each key that became available (or
+    /// an earlier due time to re-arm for), and every worker when the
+    /// queue shuts down. Waking one rather than all keeps a busy queue from
+    /// waking every idle worker for each key only one of them can take.
     changed: Notify,
 }
 
@@ -166,7 +169,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     fn add_in(&self, key: K, lane: Lane) {
         let added = self.lock().add(key, lane);
         if added {
-            self.inner.changed.notify_waiters();
+            self.inner.changed.notify_one();
         }
     }
 
@@ -181,7 +184,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         let scheduled = self.lock().schedule(key, Instant::now() + delay);
         if scheduled {
             // A waiting worker may be timing a later due time; let it re-arm.
-            self.inner.changed.notify_waiters();
+            self.inner.changed.notify_one();
         }
     }
 
@@ -255,7 +258,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     pub(crate) fn done(&self, key: &K) {
         let requeued = self.lock().done(key);
         if requeued {
-            self.inner.changed.notify_waiters();
+            self.inner.changed.notify_one();
         }
     }
 

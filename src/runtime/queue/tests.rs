@@ -291,3 +291,45 @@ async fn a_key_waiting_for_its_retry_does_not_hold_a_mark() {
     queue.done(&"a");
     assert!(queue.passed(mark));
 }
+
+#[tokio::test(start_paused = true)]
+async fn keys_added_at_once_reach_as_many_waiting_workers() {
+    let queue = WorkQueue::new();
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let queue = queue.clone();
+            tokio::spawn(async move { queue.get().await })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    queue.add("a");
+    queue.add("b");
+    queue.add("c");
+    let mut got = Vec::new();
+    for worker in workers {
+        let key = tokio::time::timeout(Duration::from_secs(1), worker)
+            .await
+            .expect("every waiting worker gets a key, none is left asleep")
+            .expect("joined");
+        got.extend(key);
+    }
+    got.sort_unstable();
+    assert_eq!(got, ["a", "b", "c"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_earlier_due_time_rearms_a_waiting_worker() {
+    let queue = WorkQueue::new();
+    queue.add_after("late", Duration::from_secs(60));
+    let worker = tokio::spawn({
+        let queue = queue.clone();
+        async move { queue.get().await }
+    });
+    tokio::task::yield_now().await;
+    queue.add_after("soon", Duration::from_secs(1));
+    let key = tokio::time::timeout(Duration::from_secs(2), worker)
+        .await
+        .expect("woken for the earlier key, not the later one")
+        .expect("joined");
+    assert_eq!(key, Some("soon"));
+}

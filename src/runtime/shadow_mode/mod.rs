@@ -102,7 +102,9 @@ struct TheirBind {
     key: ObjectKey,
     uid: String,
     volume: String,
-    claim: Value,
+    /// The claim as JSON text, smaller than a JSON value, as a burst of
+    /// binds keeps many.
+    claim: Box<str>,
 }
 
 /// How long a bind by the other controller waits before it is judged: the
@@ -403,7 +405,7 @@ impl ShadowMode {
                 key: key.clone(),
                 uid: uid.to_string(),
                 volume,
-                claim: object(),
+                claim: object().to_string().into_boxed_str(),
             });
             self.pending_gauge.set(gauge_value(&state));
         }
@@ -624,7 +626,8 @@ impl ShadowMode {
             settled
         };
         for bind in settled {
-            self.judge_their_bind(&bind.key, &bind.uid, &bind.volume, &bind.claim);
+            let claim = serde_json::from_str(&bind.claim).unwrap_or_default();
+            self.judge_their_bind(&bind.key, &bind.uid, &bind.volume, &claim);
         }
         let mut state = self.lock();
         let window = self.window;

@@ -205,7 +205,8 @@ async fn two_writers_of_one_object_never_conflict() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and_the_next_decision_does_not() {
+async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and_the_next_decision_does_not()
+ {
     let api = MemApi::new();
     api.create(&volume("v1")).expect("seed");
     let metrics = Arc::new(Metrics::new().expect("metrics"));
@@ -238,7 +239,10 @@ async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and
             .update(&stored, Part::Spec, label("yes"))
             .await
             .expect("unsent write");
-        (first, writer.update(&stored, Part::Spec, refuse_if_touched).await)
+        (
+            first,
+            writer.update(&stored, Part::Spec, refuse_if_touched).await,
+        )
     })
     .await;
     assert_eq!(first.metadata.labels.as_ref().unwrap()["touched"], "yes");
@@ -252,6 +256,9 @@ async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and
         "an answer the cluster never took does not outlive its decision: {later:?}"
     );
     let outside = writer.update(&stored, Part::Spec, refuse_if_touched).await;
-    assert!(outside.is_ok(), "outside a decision nothing is overlaid: {outside:?}");
+    assert!(
+        outside.is_ok(),
+        "outside a decision nothing is overlaid: {outside:?}"
+    );
     assert_eq!(api.requests().log().len(), 0, "nothing was sent");
 }
