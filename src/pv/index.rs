@@ -51,7 +51,7 @@
 //! the volumes pre-bound to the claim, to check their claimRef's UID).
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -133,6 +133,8 @@ pub struct VolumeIndex {
     claimed: HashMap<ObjectKey, BTreeSet<String>>,
     /// Volumes held for the claim whose binding is under way.
     reserved: HashMap<String, Hold>,
+    /// Every class name seen, shared by the volumes' [`Traits`].
+    classes: HashSet<Arc<str>>,
 }
 
 #[derive(Debug)]
@@ -145,6 +147,7 @@ struct Entry {
 /// What matching needs of a volume, read once at insertion.
 #[derive(Debug)]
 struct Traits {
+    class: Arc<str>,
     modes: AccessModes,
     capacity: Amount,
     volume_mode: VolumeMode,
@@ -224,6 +227,7 @@ impl Traits {
             None => Place::Unavailable,
         };
         Some(Self {
+            class: Arc::from(volume_class(volume)),
             modes,
             capacity,
             volume_mode,
@@ -253,6 +257,12 @@ impl VolumeIndex {
         self.forget(&name);
         let mut traits = Traits::read(volume);
         if let Some(traits) = &mut traits {
+            match self.classes.get(&*traits.class) {
+                Some(shared) => traits.class = Arc::clone(shared),
+                None => {
+                    self.classes.insert(Arc::clone(&traits.class));
+                }
+            }
             match &mut traits.place {
                 Place::Free(bucket, labels) => {
                     self.free
@@ -632,6 +642,9 @@ impl<'a> Selector<'a> {
         })
     }
 }
+
+mod explain;
+pub use explain::{Candidate, Verdict, nearest_misses};
 
 #[cfg(test)]
 mod brute_force;

@@ -196,6 +196,15 @@ impl VolumeMode {
             Some(other) => Self::Other(other.to_owned()),
         }
     }
+
+    /// The mode as written in the API.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Self::Filesystem => "Filesystem",
+            Self::Block => "Block",
+            Self::Other(other) => other,
+        }
+    }
 }
 
 /// The volume mode of a volume (`spec.volumeMode`).

@@ -1,0 +1,403 @@
+//! Why a claim gets the volume it gets, or none: every volume of the index
+//! with the first rule of the search ([`VolumeIndex::find_best_match`]) it
+//! fails, read from what the search itself reads, and the search's own
+//! choice. Events, `/explain` and `pv-controller explain` tell users this.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use quantity::Amount;
+use serde::Serialize;
+
+use super::{Entry, MatchError, Place, Selector, VolumeIndex};
+use crate::pv::objects::{
+    AccessModes, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
+    is_volume_bound_to_claim,
+};
+use crate::runtime::keys::ObjectKey;
+
+/// One volume and what the search makes of it for a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    /// The volume's name.
+    pub name: String,
+    /// Its class (`""`: none).
+    pub class: String,
+    /// Its capacity, as written (`None`: unreadable).
+    pub capacity: Option<String>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// The first rule a volume fails for a claim, or that it fits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "camelCase")]
+pub enum Verdict {
+    /// The search's choice.
+    Chosen,
+    /// Fits as well, but another is chosen (smaller, fewer extra access
+    /// modes, or first by name).
+    Fits,
+    /// Its capacity or access modes cannot be read: never offered.
+    Unreadable,
+    /// Marked for deletion.
+    BeingDeleted,
+    /// Its claimRef names another claim (bound to it, or pre-bound).
+    ClaimedBy {
+        /// `namespace/name` of that claim.
+        claim: String,
+    },
+    /// Pre-bound to this claim's name, but to an earlier claim of that
+    /// name (another UID).
+    ClaimedByEarlierClaim,
+    /// Unclaimed but not offered in its phase (Released, Failed, Bound).
+    NotAvailable {
+        /// The phase.
+        phase: String,
+    },
+    /// Another StorageClass.
+    OtherClass {
+        /// The volume's class (`""`: none).
+        class: String,
+    },
+    /// Lacks access modes the claim asks for.
+    LacksAccessModes {
+        /// The missing modes.
+        missing: Vec<String>,
+    },
+    /// Another volume mode (Filesystem, Block).
+    OtherVolumeMode {
+        /// The volume's.
+        volume: String,
+        /// The claim's.
+        claim: String,
+    },
+    /// Another VolumeAttributesClass.
+    OtherAttributesClass,
+    /// Smaller than the request.
+    TooSmall {
+        /// The volume's capacity.
+        capacity: String,
+        /// The claim's request.
+        request: String,
+    },
+    /// Its labels do not satisfy the claim's selector.
+    SelectorMismatch,
+    /// Held for another claim whose binding is under way.
+    HeldFor {
+        /// `namespace/name` of that claim.
+        claim: String,
+    },
+    /// The claim's class binds on first consumer: only a volume pre-bound
+    /// to it (by the scheduler) is taken.
+    WaitsForConsumer,
+}
+
+impl Verdict {
+    /// Whether the volume fits the claim.
+    pub fn fits(&self) -> bool {
+        matches!(self, Verdict::Chosen | Verdict::Fits)
+    }
+
+    /// The verdict in a few words, naming the volume's side, for events and
+    /// tables ("too small (1Gi < 2Gi)", "lacks ReadWriteMany").
+    pub fn describe(&self) -> String {
+        match self {
+            Verdict::Chosen => "fits (chosen)".to_string(),
+            Verdict::Fits => "fits".to_string(),
+            Verdict::Unreadable => "unreadable capacity or access modes".to_string(),
+            Verdict::BeingDeleted => "being deleted".to_string(),
+            Verdict::ClaimedBy { claim } => format!("claimed by {claim}"),
+            Verdict::ClaimedByEarlierClaim => {
+                "pre-bound to an earlier claim of this name".to_string()
+            }
+            Verdict::NotAvailable { phase } => format!("not available ({phase})"),
+            Verdict::OtherClass { class } if class.is_empty() => "has no class".to_string(),
+            Verdict::OtherClass { class } => format!("of class {class:?}"),
+            Verdict::LacksAccessModes { missing } => format!("lacks {}", missing.join(",")),
+            Verdict::OtherVolumeMode { volume, claim } => {
+                format!("wrong volume mode ({volume}, not {claim})")
+            }
+            Verdict::OtherAttributesClass => "other VolumeAttributesClass".to_string(),
+            Verdict::TooSmall { capacity, request } => {
+                format!("too small ({capacity} < {request})")
+            }
+            Verdict::SelectorMismatch => "labels do not match the selector".to_string(),
+            Verdict::HeldFor { claim } => format!("held for {claim}"),
+            Verdict::WaitsForConsumer => "waits for the scheduler to pick it".to_string(),
+        }
+    }
+
+    /// The verdict as a count's label ("9 smaller, 2 bound elsewhere").
+    pub fn tally(&self) -> &'static str {
+        match self {
+            Verdict::Chosen | Verdict::Fits => "fit",
+            Verdict::Unreadable => "unreadable",
+            Verdict::BeingDeleted => "being deleted",
+            Verdict::ClaimedBy { .. } | Verdict::ClaimedByEarlierClaim => "bound elsewhere",
+            Verdict::NotAvailable { .. } => "not available",
+            Verdict::OtherClass { .. } => "of another class",
+            Verdict::LacksAccessModes { .. } => "lacking access modes",
+            Verdict::OtherVolumeMode { .. } => "wrong volume mode",
+            Verdict::OtherAttributesClass => "other VolumeAttributesClass",
+            Verdict::TooSmall { .. } => "smaller",
+            Verdict::SelectorMismatch => "not selected",
+            Verdict::HeldFor { .. } => "held for other claims",
+            Verdict::WaitsForConsumer => "waiting for the scheduler",
+        }
+    }
+
+    /// How near the volume came to fitting: the later the rule it fails in
+    /// the search, the nearer (0: fits).
+    pub fn distance(&self) -> u8 {
+        match self {
+            Verdict::Chosen => 0,
+            Verdict::Fits => 1,
+            Verdict::HeldFor { .. } | Verdict::WaitsForConsumer => 2,
+            Verdict::SelectorMismatch => 3,
+            Verdict::TooSmall { .. } => 4,
+            Verdict::LacksAccessModes { .. }
+            | Verdict::OtherVolumeMode { .. }
+            | Verdict::OtherAttributesClass => 5,
+            Verdict::ClaimedBy { .. }
+            | Verdict::ClaimedByEarlierClaim
+            | Verdict::NotAvailable { .. }
+            | Verdict::BeingDeleted => 6,
+            Verdict::Unreadable => 7,
+            Verdict::OtherClass { .. } => 8,
+        }
+    }
+}
+
+impl VolumeIndex {
+    /// Every volume with its verdict for `claim`, the search's choice
+    /// marked [`Verdict::Chosen`]; `delay_binding` as for
+    /// [`VolumeIndex::find_best_match`]. Fails as the search does, for a
+    /// claim whose request, access modes or selector cannot be read.
+    pub fn explain(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+    ) -> Result<Vec<Candidate>, MatchError> {
+        let chosen = self
+            .find_best_match(claim, delay_binding)?
+            .and_then(|volume| volume.metadata.name.clone());
+        let request = claim_request(claim)?;
+        let modes = claim_access_modes(claim)?;
+        let selector = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.as_ref())
+            .map(Selector::compile)
+            .transpose()
+            .map_err(|source| MatchError::Selector {
+                claim: ObjectKey::of(claim),
+                source,
+            })?;
+        let wanted = Wanted {
+            claim,
+            key: ObjectKey::of(claim),
+            request,
+            modes,
+            class: claim_class(claim),
+            volume_mode: claim_volume_mode(claim).as_str().to_string(),
+            vac: claim_vac(claim),
+            selector,
+            delay_binding,
+        };
+        Ok(self
+            .volumes
+            .iter()
+            .map(|(name, entry)| {
+                let verdict = if chosen.as_deref() == Some(name.as_str()) {
+                    Verdict::Chosen
+                } else {
+                    self.verdict(name, entry, &wanted)
+                };
+                Candidate {
+                    name: name.clone(),
+                    class: entry
+                        .traits
+                        .as_ref()
+                        .map(|t| t.class.to_string())
+                        .unwrap_or_default(),
+                    capacity: entry.traits.as_ref().map(|t| human(t.capacity)),
+                    verdict,
+                }
+            })
+            .collect())
+    }
+
+    /// The first rule of the search `entry` fails for the claim.
+    fn verdict(&self, name: &str, entry: &Entry, wanted: &Wanted<'_>) -> Verdict {
+        let Some(traits) = entry.traits.as_ref() else {
+            return Verdict::Unreadable;
+        };
+        let pre_bound = matches!(&traits.place, Place::Claimed(key) if *key == wanted.key);
+        if !pre_bound && &*traits.class != wanted.class {
+            return Verdict::OtherClass {
+                class: traits.class.to_string(),
+            };
+        }
+        if traits.deleting {
+            return Verdict::BeingDeleted;
+        }
+        match &traits.place {
+            Place::Claimed(key) if *key != wanted.key => {
+                return Verdict::ClaimedBy {
+                    claim: key.to_string(),
+                };
+            }
+            Place::Claimed(_) => {
+                if !entry
+                    .volume
+                    .object()
+                    .is_some_and(|v| is_volume_bound_to_claim(&v, wanted.claim))
+                {
+                    return Verdict::ClaimedByEarlierClaim;
+                }
+            }
+            Place::Unavailable => {
+                let phase = entry
+                    .volume
+                    .object()
+                    .and_then(|v| v.status.as_ref().cloned())
+                    .and_then(|s| s.phase)
+                    .unwrap_or_default();
+                return Verdict::NotAvailable { phase };
+            }
+            Place::Free(..) => {}
+        }
+        if !traits.modes.is_superset_of(wanted.modes) {
+            return Verdict::LacksAccessModes {
+                missing: missing_modes(traits.modes, wanted.modes),
+            };
+        }
+        if traits.volume_mode.as_str() != wanted.volume_mode {
+            return Verdict::OtherVolumeMode {
+                volume: traits.volume_mode.as_str().to_string(),
+                claim: wanted.volume_mode.clone(),
+            };
+        }
+        if traits.vac.as_deref() != wanted.vac {
+            return Verdict::OtherAttributesClass;
+        }
+        if traits.capacity < wanted.request {
+            return Verdict::TooSmall {
+                capacity: human(traits.capacity),
+                request: human(wanted.request),
+            };
+        }
+        if pre_bound {
+            return Verdict::Fits;
+        }
+        if wanted.delay_binding {
+            return Verdict::WaitsForConsumer;
+        }
+        if let (Some(selector), Place::Free(_, labels)) = (&wanted.selector, &traits.place)
+            && !selector.matches_labels(Some(labels))
+        {
+            return Verdict::SelectorMismatch;
+        }
+        match self.reserved.get(name) {
+            Some(hold) if hold.claim != wanted.key => Verdict::HeldFor {
+                claim: hold.claim.to_string(),
+            },
+            _ => Verdict::Fits,
+        }
+    }
+}
+
+/// What the claim asks for, read once.
+struct Wanted<'a> {
+    claim: &'a PersistentVolumeClaim,
+    key: ObjectKey,
+    request: Amount,
+    modes: AccessModes,
+    class: &'a str,
+    volume_mode: String,
+    vac: Option<&'a str>,
+    selector: Option<Selector<'a>>,
+    delay_binding: bool,
+}
+
+/// The claim's modes the volume lacks, by name.
+fn missing_modes(offered: AccessModes, wanted: AccessModes) -> Vec<String> {
+    wanted
+        .iter()
+        .filter(|mode| !offered.contains(*mode))
+        .map(|mode| mode.as_str().to_string())
+        .collect()
+}
+
+/// The nearest misses in a few words, for an event: at most three volumes
+/// of the claim's class named, nearest first, then the rest counted by
+/// verdict (`pv-a too small (1Gi < 2Gi), pv-b lacks ReadWriteMany; 9
+/// smaller, 2 bound elsewhere`). `None` when the class has no volume.
+pub fn nearest_misses(candidates: &[Candidate], class: &str) -> Option<String> {
+    let mut in_class: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.class == class || matches!(c.verdict, Verdict::Fits | Verdict::Chosen))
+        .collect();
+    if in_class.is_empty() {
+        return None;
+    }
+    in_class.sort_by(|a, b| {
+        a.verdict
+            .distance()
+            .cmp(&b.verdict.distance())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let named: Vec<String> = in_class
+        .iter()
+        .take(NAMED)
+        .map(|c| format!("{} {}", c.name, c.verdict.describe()))
+        .collect();
+    let mut counts: BTreeMap<(u8, &'static str), usize> = BTreeMap::new();
+    for candidate in in_class.iter().skip(NAMED) {
+        *counts
+            .entry((candidate.verdict.distance(), candidate.verdict.tally()))
+            .or_default() += 1;
+    }
+    let class_name = if class.is_empty() {
+        "without a class".to_string()
+    } else {
+        format!("in class {class:?}")
+    };
+    let mut text = format!(
+        "nearest of {} volumes {class_name}: {}",
+        in_class.len(),
+        named.join(", ")
+    );
+    if !counts.is_empty() {
+        let rest: Vec<String> = counts
+            .iter()
+            .map(|((_, tally), count)| format!("{count} {tally}"))
+            .collect();
+        text.push_str("; ");
+        text.push_str(&rest.join(", "));
+    }
+    Some(text)
+}
+
+/// An amount of bytes as people write it: `2Gi`, `500Mi`, `1500`.
+pub(crate) fn human(amount: Amount) -> String {
+    let bytes = amount.nanos() / 1_000_000_000;
+    if amount.nanos() % 1_000_000_000 != 0 || bytes == 0 {
+        return amount.to_string();
+    }
+    for (suffix, size) in [
+        ("Ti", 1_i128 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ] {
+        if bytes % size == 0 {
+            return format!("{}{suffix}", bytes / size);
+        }
+    }
+    bytes.to_string()
+}
+
+/// How many volumes an event names.
+const NAMED: usize = 3;
