@@ -133,6 +133,17 @@ fn search(n: usize) {
         insert.as_nanos() as f64 / n as f64,
         per_search.as_nanos() as f64
     );
+    // `/explain`: every volume of the index judged for one claim.
+    let rounds = 20;
+    let start = Instant::now();
+    for c in claims.iter().take(rounds) {
+        let explained = index.explain(c, false).expect("explained");
+        assert_eq!(explained.len(), n);
+    }
+    println!(
+        "index {n:>6} volumes: explain a claim {:>8.2} ms",
+        start.elapsed().as_secs_f64() * 1000.0 / rounds as f64
+    );
 }
 
 #[tokio::main]

@@ -100,6 +100,9 @@ pub async fn run(
     let app = App::start(clients, config.app).await?;
     if let Some(address) = app.insecure_address() {
         println!("  metrics: http://{address}/metrics");
+        println!(
+            "  why is a claim Pending: pv-controller explain NAMESPACE/CLAIM --admin-address http://{address}"
+        );
     }
     if let Some(address) = app.secure_address() {
         println!("  metrics: https://{address}/metrics (a bearer token the cluster authenticates)");

@@ -21,6 +21,7 @@ mod app;
 #[cfg(feature = "embedded")]
 mod embedded;
 pub mod ephemeral;
+pub mod explain_cli;
 mod feature_gates;
 mod options;
 pub mod pv;
@@ -35,7 +36,7 @@ pub use app::{
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use feature_gates::{Feature, FeatureGateError, FeatureGates};
-pub use options::{DurationError, LogFormat, Options, parse_duration};
+pub use options::{Command, DurationError, LogFormat, Options, parse_duration};
 pub use runtime::client::WriteGate;
 pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT};
 pub use runtime::informer::{StoreError, WatchFailure, WiringError};

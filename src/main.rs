@@ -7,13 +7,22 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    App, AppConfig, Clients, ControllerSelection, LeaseConfig, LogFormat, Options,
+    App, AppConfig, Clients, Command, ControllerSelection, LeaseConfig, LogFormat, Options,
     default_identity, ephemeral, parse_bind_address, pv, resourceclaim,
 };
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let options = Options::parse();
+    if let Some(Command::Explain {
+        claim,
+        admin_address,
+    }) = &options.command
+    {
+        let explanation = pv_controller::explain_cli::fetch(admin_address, claim).await?;
+        print!("{}", pv_controller::explain_cli::table(&explanation));
+        return Ok(());
+    }
     init_tracing(&options);
     let config = app_config(&options)?;
     if let Some(file) = &options.embedded_cluster {

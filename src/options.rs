@@ -15,10 +15,15 @@ use crate::pv::plugins::recycler::{
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "pv-controller",
+    args_conflicts_with_subcommands = true,
     version,
     about = "Kubernetes PersistentVolume controller"
 )]
 pub struct Options {
+    /// A one-off command instead of running the controller.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Path to a kubeconfig file; without it KUBECONFIG, then the in-cluster
     /// configuration, then ~/.kube/config are tried.
     #[arg(long)]
@@ -258,6 +263,22 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line, for log collectors.
     Json,
+}
+
+/// The one-off commands.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Why a claim is Pending: asks a running controller (its admin
+    /// address, `--metrics-bind-address`) and prints the claim's
+    /// requirements and each volume of its class with the first rule it
+    /// fails.
+    Explain {
+        /// The claim, as NAMESPACE/CLAIM.
+        claim: String,
+        /// The running controller's plain-HTTP admin address.
+        #[arg(long = "admin-address", default_value = "http://127.0.0.1:10280")]
+        admin_address: String,
+    },
 }
 
 impl Options {

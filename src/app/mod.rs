@@ -15,11 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::runtime::client::Clients;
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
-use crate::runtime::server::{self, BindError, Health, Liveness, Readiness, SecureServing};
+use crate::runtime::server::{
+    self, AdminState, BindError, Explainer, Health, Liveness, Readiness, SecureServing,
+};
 use crate::runtime::shadow_mode::{ShadowConfig, ShadowJournal, ShadowMode};
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
@@ -170,16 +173,23 @@ impl App {
             readiness: Readiness::default(),
             liveness: Liveness::default(),
         };
+        let admin = AdminState {
+            metrics: Arc::clone(&shared.metrics),
+            health: health.clone(),
+            shadow: shared.shadow.clone(),
+            explain: controllers.persistentvolume.clone().map(|binder| {
+                let explain: Explainer = Arc::new(move |key: &ObjectKey| {
+                    binder
+                        .explain(key)
+                        .and_then(|explanation| serde_json::to_value(explanation).ok())
+                });
+                explain
+            }),
+        };
         let secure_address = match &config.secure {
             Some(secure) => {
-                let server = SecureServer::bind(
-                    secure,
-                    clients.controller.clone(),
-                    Arc::clone(&shared.metrics),
-                    health.clone(),
-                    shared.shadow.clone(),
-                )
-                .await?;
+                let server =
+                    SecureServer::bind(secure, clients.controller.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn(server.serve());
                 tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
@@ -191,12 +201,7 @@ impl App {
             Some(address) => {
                 let listener = server::bind(address).await?;
                 let bound = listener.local_addr().unwrap_or(address);
-                servers.spawn(server::serve_insecure(
-                    listener,
-                    Arc::clone(&shared.metrics),
-                    health.clone(),
-                    shared.shadow.clone(),
-                ));
+                servers.spawn(server::serve_insecure(listener, admin.clone()));
                 tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
                 Some(bound)
             }

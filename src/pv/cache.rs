@@ -41,7 +41,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use crate::pv::index::{MatchError, VolumeIndex};
+use crate::pv::index::{Candidate, MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::ObjectName;
 use crate::pv::packed::{Recent, Settled, Stored};
@@ -329,6 +329,16 @@ impl ShadowCache {
             volume,
             claim: key,
         }))
+    }
+
+    /// Every stored volume with its verdict for `claim` (see
+    /// [`VolumeIndex::explain`]), read under the index's lock.
+    pub fn explain(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+    ) -> Result<Vec<Candidate>, MatchError> {
+        read(&self.volumes).explain(claim, delay_binding)
     }
 
     /// Whether the volume of that name is held for a claim being bound.

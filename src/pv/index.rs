@@ -644,7 +644,9 @@ impl<'a> Selector<'a> {
 }
 
 mod explain;
-pub use explain::{Candidate, Verdict, nearest_misses};
+pub(crate) use explain::human;
+pub(crate) use explain::nearest_misses;
+pub use explain::{Candidate, Verdict};
 
 #[cfg(test)]
 mod brute_force;

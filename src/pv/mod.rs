@@ -23,11 +23,14 @@ pub(crate) mod objects;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 
-pub use controller::{Controller, Next, RetryPolicy, Settings};
+pub use controller::{
+    Controller, Explanation, LastSync, Next, Requirements, RetryPolicy, Settings,
+};
 pub use controller_base::{
     Config, DEFAULT_CLAIM_WORKERS, DEFAULT_RESYNC_PERIOD, DEFAULT_VOLUME_WORKERS, NAME,
 };
 pub use error::Error;
+pub use index::{Candidate, Verdict};
 pub use keys::VolumeName;
 pub use objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
 pub use plugins::recycler::{

@@ -32,6 +32,7 @@ mod deploy;
 mod embedded;
 mod ephemeral;
 mod events;
+mod explain;
 mod image;
 mod leader_election;
 mod lifecycle;

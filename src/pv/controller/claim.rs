@@ -268,12 +268,12 @@ impl Controller {
             self.provision_claim(claim)?;
             return Ok(waits);
         } else {
-            self.note(
-                claim.as_ref(),
-                reasons::FAILED_BINDING,
-                "no persistent volumes available for this claim and no storage class is set"
-                    .to_string(),
+            let message = self.with_nearest_misses(
+                "no persistent volumes available for this claim and no storage class is set",
+                claim,
+                delay_binding,
             );
+            self.note_once(claim.as_ref(), false, reasons::FAILED_BINDING, message);
         }
         self.set_claim_status(claim, ClaimPhase::Pending, None)
             .await?;

@@ -88,6 +88,9 @@
 mod binding;
 mod claim;
 mod delete;
+mod explain;
+pub(crate) use explain::{ClaimNotes, SYNCED, WAITING};
+pub use explain::{Explanation, LastSync, Requirements};
 mod finalizers;
 mod provision;
 mod provision_in_tree;
@@ -247,6 +250,7 @@ pub struct Controller {
     operations: OperationTracker,
     pv_metrics: PvMetrics,
     shadow: Option<Arc<ShadowMode>>,
+    notes: Arc<ClaimNotes>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -270,7 +274,13 @@ impl Controller {
             operations: parts.operations,
             pv_metrics: parts.pv_metrics,
             shadow: parts.shadow,
+            notes: Arc::default(),
         }
+    }
+
+    /// What the binder remembers of each unbound claim.
+    pub(crate) fn notes(&self) -> &ClaimNotes {
+        &self.notes
     }
 
     /// The tracker of running provision, delete and recycle operations.

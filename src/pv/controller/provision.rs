@@ -153,15 +153,20 @@ impl Controller {
             && migrated.is_none()
             && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX)
         {
-            tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
-            self.warn(
-                claim.as_ref(),
-                reasons::PROVISIONING_FAILED,
-                format!(
+            // A class of pre-made volumes (kubernetes.io/no-provisioner):
+            // the volumes are what the user wants to hear about.
+            let delay_binding = self.is_delay_binding(claim).unwrap_or(false);
+            let message = self.with_nearest_misses(
+                &format!(
                     "no provisionable volume plugin matched name: {}",
                     class.provisioner
                 ),
+                claim,
+                delay_binding,
             );
+            if self.note_once(claim.as_ref(), true, reasons::PROVISIONING_FAILED, message) {
+                tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
+            }
             return Ok(());
         }
         let key = ObjectKey::of(claim.as_ref());

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::waiting::FollowUp;
 use crate::pv::cache::ShadowCache;
+use crate::pv::controller::Controller;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::claim_ref_key;
 use crate::runtime::informer::Change;
@@ -27,6 +28,7 @@ pub(super) struct Handlers {
     pub(super) claim_queue: WorkQueue<ObjectKey>,
     pub(super) leading: Leading,
     pub(super) follow_up: FollowUp,
+    pub(super) controller: Arc<Controller>,
 }
 
 impl Handlers {
@@ -75,6 +77,7 @@ impl Handlers {
             }
             Change::Deleted { key, last } => {
                 self.follow_up.forget(key);
+                self.controller.notes().forget(key);
                 tracing::info!(claim = %key, "claim deleted");
                 let volume = last.and_then(|claim| volume_of_deleted_claim(claim));
                 if let Some(volume) = volume

@@ -159,6 +159,7 @@ pub(crate) fn build(
         claim_queue: claim_queue.clone(),
         leading: shared.leading.clone(),
         follow_up: follow_up.clone(),
+        controller: Arc::clone(&controller),
     };
     let on_claims = handlers.clone();
     informers.on::<PersistentVolume>(move |change| handlers.on_volume(change));

@@ -13,7 +13,7 @@ use super::in_order::InOrder;
 use super::parking::Parking;
 use super::waiting::FollowUp;
 use crate::pv::cache::ShadowCache;
-use crate::pv::controller::{Controller, binding_order};
+use crate::pv::controller::{Controller, SYNCED, WAITING, binding_order};
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
@@ -81,6 +81,13 @@ impl ClaimWork {
             None => Ok(crate::pv::controller::Next::nothing()),
         };
         drop(reservation);
+        let outcome = match &result {
+            Ok(next) if next.claim_waits => WAITING.to_string(),
+            Ok(_) => SYNCED.to_string(),
+            Err(error) => error.to_string(),
+        };
+        let waits = result.as_ref().map_or(true, |next| next.claim_waits);
+        self.controller.notes().synced(&key, waits, outcome);
         let next = result?;
         self.follow_up.claim_synced(&key, next.claim_waits, epoch);
         self.follow_up.apply(next);

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use proptest::prelude::*;
 use quantity::Amount;
 
-use super::VolumeIndex;
+use super::{Verdict, VolumeIndex};
 
 const MODES: [&str; 4] = [
     "ReadWriteOnce",
@@ -401,6 +401,37 @@ proptest! {
         // Only an unreadable request makes the search itself fail.
         prop_assert_eq!(found.is_err(), SIZES[claim.size] == "bogus");
         let chosen = found.ok().flatten().and_then(|v| v.metadata.name.clone());
-        prop_assert_eq!(chosen, reference(&volumes, &claim_object, claim.delay));
+        prop_assert_eq!(&chosen, &reference(&volumes, &claim_object, claim.delay));
+        // The explanation is the search's: its chosen volume is the
+        // search's choice, and each volume it says fits is one the search
+        // takes when that volume is the only one.
+        let Ok(explained) = index.explain(&claim_object, claim.delay) else {
+            return Ok(());
+        };
+        let explained_choice = explained
+            .iter()
+            .find(|c| c.verdict == Verdict::Chosen)
+            .map(|c| c.name.clone());
+        prop_assert_eq!(&explained_choice, &chosen);
+        for candidate in &explained {
+            let alone = volumes
+                .iter()
+                .find(|v| v.metadata.name.as_deref() == Some(candidate.name.as_str()))
+                .expect("explained volumes are the index's");
+            let mut single = VolumeIndex::default();
+            single.insert(alone).expect("packed");
+            let taken = single
+                .find_best_match(&claim_object, claim.delay)
+                .ok()
+                .flatten()
+                .is_some();
+            prop_assert_eq!(
+                candidate.verdict.fits(),
+                taken,
+                "{} explained as {:?}",
+                &candidate.name,
+                &candidate.verdict
+            );
+        }
     }
 }

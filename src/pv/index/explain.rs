@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use quantity::Amount;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Entry, MatchError, Place, Selector, VolumeIndex};
 use crate::pv::objects::{
@@ -25,12 +25,14 @@ pub struct Candidate {
     pub class: String,
     /// Its capacity, as written (`None`: unreadable).
     pub capacity: Option<String>,
+    /// Whether its claimRef names this claim (pre-bound to it).
+    pub pre_bound: bool,
     /// The verdict.
     pub verdict: Verdict,
 }
 
 /// The first rule a volume fails for a claim, or that it fits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "camelCase")]
 pub enum Verdict {
     /// The search's choice.
@@ -222,6 +224,9 @@ impl VolumeIndex {
                         .map(|t| t.class.to_string())
                         .unwrap_or_default(),
                     capacity: entry.traits.as_ref().map(|t| human(t.capacity)),
+                    pre_bound: entry.traits.as_ref().is_some_and(
+                        |t| matches!(&t.place, Place::Claimed(key) if *key == wanted.key),
+                    ),
                     verdict,
                 }
             })
@@ -334,7 +339,7 @@ fn missing_modes(offered: AccessModes, wanted: AccessModes) -> Vec<String> {
 /// of the claim's class named, nearest first, then the rest counted by
 /// verdict (`pv-a too small (1Gi < 2Gi), pv-b lacks ReadWriteMany; 9
 /// smaller, 2 bound elsewhere`). `None` when the class has no volume.
-pub fn nearest_misses(candidates: &[Candidate], class: &str) -> Option<String> {
+pub(crate) fn nearest_misses(candidates: &[Candidate], class: &str) -> Option<String> {
     let mut in_class: Vec<&Candidate> = candidates
         .iter()
         .filter(|c| c.class == class || matches!(c.verdict, Verdict::Fits | Verdict::Chosen))

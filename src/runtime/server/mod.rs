@@ -24,12 +24,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::shadow_mode::ShadowMode;
 
@@ -99,35 +100,37 @@ pub struct Health {
     pub liveness: Liveness,
 }
 
-/// What the handlers read.
+/// Answers `/explain/{namespace}/{claim}`: why the claim is as it is, as
+/// JSON; `None` for a claim the process does not know.
+pub(crate) type Explainer = Arc<dyn Fn(&ObjectKey) -> Option<serde_json::Value> + Send + Sync>;
+
+/// What the admin handlers read.
 #[derive(Clone)]
-struct AdminState {
-    metrics: Arc<Metrics>,
-    health: Health,
-    shadow: Option<Arc<ShadowMode>>,
+pub(crate) struct AdminState {
+    /// For `/metrics`.
+    pub(crate) metrics: Arc<Metrics>,
+    /// For `/livez`, `/healthz` and `/readyz`.
+    pub(crate) health: Health,
+    /// For `/shadow`, in shadow mode.
+    pub(crate) shadow: Option<Arc<ShadowMode>>,
+    /// For `/explain`, when the PersistentVolume controller runs.
+    pub(crate) explain: Option<Explainer>,
 }
 
 /// The routes of the admin server; `/shadow` in shadow mode.
-pub(crate) fn router(
-    metrics: Arc<Metrics>,
-    health: Health,
-    shadow: Option<Arc<ShadowMode>>,
-) -> Router {
+pub(crate) fn router(state: AdminState) -> Router {
     let routes = Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
-        .route("/readyz", get(serve_ready));
-    let routes = if shadow.is_some() {
+        .route("/readyz", get(serve_ready))
+        .route("/explain/{namespace}/{claim}", get(serve_explain));
+    let routes = if state.shadow.is_some() {
         routes.route("/shadow", get(serve_shadow))
     } else {
         routes
     };
-    routes.with_state(AdminState {
-        metrics,
-        health,
-        shadow,
-    })
+    routes.with_state(state)
 }
 
 /// Why the admin server could not start.
@@ -168,13 +171,8 @@ pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> 
 
 /// Serves the admin routes over plain HTTP, without authentication, on
 /// `listener` until the task is dropped or the listener fails.
-pub(crate) async fn serve_insecure(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    health: Health,
-    shadow: Option<Arc<ShadowMode>>,
-) {
-    if let Err(error) = axum::serve(listener, router(metrics, health, shadow)).await {
+pub(crate) async fn serve_insecure(listener: TcpListener, state: AdminState) {
+    if let Err(error) = axum::serve(listener, router(state)).await {
         tracing::error!(%error, "insecure admin server stopped");
     }
 }
@@ -201,6 +199,34 @@ async fn serve_shadow(State(state): State<AdminState>) -> Response {
     }
 }
 
+/// Why a claim is Pending (or bound as it is), as JSON; a 404 with a JSON
+/// error for a claim the controller does not know.
+async fn serve_explain(
+    State(state): State<AdminState>,
+    Path((namespace, claim)): Path<(String, String)>,
+) -> Response {
+    let key = ObjectKey::new(&namespace, &claim);
+    let found = match &state.explain {
+        Some(explain) => explain(&key).ok_or_else(|| {
+            format!("persistentvolumeclaims \"{claim}\" not found in namespace \"{namespace}\"")
+        }),
+        None => Err("the PersistentVolume controller does not run in this process".to_string()),
+    };
+    match found {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        Err(error) => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::json!({ "error": error }).to_string(),
+        )
+            .into_response(),
+    }
+}
+
 async fn serve_live(State(state): State<AdminState>) -> Response {
     match state.health.liveness.failure() {
         None => (StatusCode::OK, "ok").into_response(),
@@ -220,6 +246,15 @@ async fn serve_ready(State(state): State<AdminState>) -> Response {
 mod tests {
     use super::*;
     use tower::ServiceExt;
+
+    fn state(metrics: Arc<Metrics>, health: Health, shadow: Option<Arc<ShadowMode>>) -> AdminState {
+        AdminState {
+            metrics,
+            health,
+            shadow,
+            explain: None,
+        }
+    }
 
     #[test]
     fn a_process_is_ready_when_every_controller_is() {
@@ -253,7 +288,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new().unwrap());
         let health = Health::default();
         let readiness = health.readiness.clone();
-        let app = router(Arc::clone(&metrics), health.clone(), None);
+        let app = router(state(Arc::clone(&metrics), health.clone(), None));
         assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
         assert_eq!(
             get_path(app.clone(), "/readyz").await.0,
@@ -275,7 +310,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_shadow_report_is_served_only_in_shadow_mode() {
         let metrics = Arc::new(Metrics::new().unwrap());
-        let plain = router(Arc::clone(&metrics), Health::default(), None);
+        let plain = router(state(Arc::clone(&metrics), Health::default(), None));
         assert_eq!(
             get_path(plain, "/shadow").await.0,
             StatusCode::NOT_FOUND,
@@ -298,7 +333,7 @@ mod tests {
         );
         tokio::time::advance(std::time::Duration::from_secs(31)).await;
         shadow.sweep();
-        let app = router(metrics, Health::default(), Some(shadow));
+        let app = router(state(metrics, Health::default(), Some(shadow)));
         let (status, body) = get_path(app, "/shadow").await;
         assert_eq!(status, StatusCode::OK);
         let report: serde_json::Value = serde_json::from_str(&body).unwrap();

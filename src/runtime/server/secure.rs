@@ -16,9 +16,7 @@ use tokio_rustls::TlsAcceptor;
 use super::delegation::{Delegation, DelegationConfig, guard};
 use super::tls::Certificates;
 pub use super::tls::ServingCertificate;
-use super::{BindError, Health, bind, router};
-use crate::runtime::metrics::Metrics;
-use crate::runtime::shadow_mode::ShadowMode;
+use super::{AdminState, BindError, bind, router};
 
 /// The secure admin server's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,16 +47,13 @@ impl SecureServer {
     pub(crate) async fn bind(
         config: &SecureServing,
         client: Client,
-        metrics: Arc<Metrics>,
-        health: Health,
-        shadow: Option<Arc<ShadowMode>>,
+        admin: AdminState,
     ) -> Result<Self, BindError> {
         let certificates = Certificates::load(config.certificate.clone())?;
         let acceptor = TlsAcceptor::from(certificates.server_config()?);
         let listener = bind(config.address).await?;
         let delegation = Arc::new(Delegation::new(client, config.delegation.clone()));
-        let router = router(metrics, health, shadow)
-            .layer(axum::middleware::from_fn_with_state(delegation, guard));
+        let router = router(admin).layer(axum::middleware::from_fn_with_state(delegation, guard));
         Ok(Self {
             listener,
             acceptor,

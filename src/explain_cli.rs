@@ -1,0 +1,223 @@
+//! `pv-controller explain NAMESPACE/CLAIM`: asks a running controller's
+//! admin endpoint (`GET /explain/{namespace}/{claim}`, served over plain
+//! HTTP by `--metrics-bind-address`) why a claim is Pending, and prints
+//! the answer as kubectl prints objects: the claim's requirements, then a
+//! table of the volumes of its class with the first rule each one fails.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Why `pv-controller explain` found no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The claim is not written `NAMESPACE/CLAIM`.
+    #[error("{0:?} is not NAMESPACE/CLAIM")]
+    Claim(String),
+    /// The admin address is not `http://HOST:PORT`.
+    #[error("{0:?} is not an admin address like http://127.0.0.1:10280 (plain HTTP)")]
+    Address(String),
+    /// The admin endpoint could not be reached or read.
+    #[error("asking {address}: {source}")]
+    Io {
+        /// The address asked.
+        address: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The controller answered with an error.
+    #[error("{status}: {message}")]
+    Answer {
+        /// The HTTP status line.
+        status: String,
+        /// The controller's error message.
+        message: String,
+    },
+    /// The answer is not the JSON the endpoint serves.
+    #[error("the answer is not an explanation: {0}")]
+    Body(#[from] serde_json::Error),
+}
+
+/// Asks the controller at `admin_address` (`http://HOST:PORT`) about
+/// `claim` (`NAMESPACE/CLAIM`).
+pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainError> {
+    let (namespace, name) = claim
+        .split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+        .ok_or_else(|| ExplainError::Claim(claim.to_string()))?;
+    let host = admin_address
+        .strip_prefix("http://")
+        .map(|rest| rest.trim_end_matches('/'))
+        .filter(|host| !host.is_empty() && !host.contains('/'))
+        .ok_or_else(|| ExplainError::Address(admin_address.to_string()))?;
+    let io = |source| ExplainError::Io {
+        address: admin_address.to_string(),
+        source,
+    };
+    let mut stream = TcpStream::connect(host).await.map_err(io)?;
+    let request = format!(
+        "GET /explain/{namespace}/{name} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.map_err(io)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.map_err(io)?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or_default();
+    let value: Value = serde_json::from_str(body)?;
+    if status.split_whitespace().nth(1) != Some("200") {
+        return Err(ExplainError::Answer {
+            status: status.to_string(),
+            message: value["error"].as_str().unwrap_or(body).to_string(),
+        });
+    }
+    Ok(value)
+}
+
+/// The explanation as kubectl would print it.
+pub fn table(explanation: &Value) -> String {
+    let text = |v: &Value| match v {
+        Value::Null => "<none>".to_string(),
+        Value::String(s) if s.is_empty() => "<none>".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let wanted = &explanation["requirements"];
+    let modes = wanted["accessModes"]
+        .as_array()
+        .map(|modes| {
+            modes
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let last_sync = match &explanation["lastSync"] {
+        Value::Null => "<none>".to_string(),
+        sync => format!("{} (at {})", text(&sync["outcome"]), text(&sync["at"])),
+    };
+    let rows = [
+        ("Claim", text(&explanation["claim"])),
+        ("Phase", text(&explanation["phase"])),
+        ("StorageClass", text(&wanted["storageClass"])),
+        ("Request", text(&wanted["request"])),
+        (
+            "Access Modes",
+            if modes.is_empty() {
+                "<none>".to_string()
+            } else {
+                modes
+            },
+        ),
+        ("VolumeMode", text(&wanted["volumeMode"])),
+        ("Selector", selector(&wanted["selector"])),
+        (
+            "VolumeAttributesClass",
+            text(&wanted["volumeAttributesClass"]),
+        ),
+        ("Selected Node", text(&wanted["selectedNode"])),
+        ("Volume", text(&wanted["volumeName"])),
+        (
+            "Binds on first consumer",
+            text(&wanted["waitForFirstConsumer"]),
+        ),
+        ("Provisioner", text(&explanation["provisioner"])),
+        ("Would bind", text(&explanation["chosen"])),
+        ("Last sync", last_sync),
+    ];
+    let mut out = String::new();
+    for (label, value) in rows {
+        let _ = writeln!(out, "{:<25}{value}", format!("{label}:"));
+    }
+    if let Some(error) = explanation["error"].as_str() {
+        let _ = writeln!(out, "{:<25}{error}", "Error:");
+    }
+    let volumes = explanation["volumes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    out.push('\n');
+    if volumes.is_empty() {
+        out.push_str("No volumes of its class.\n");
+        return out;
+    }
+    let mut lines = vec![[
+        "VOLUME".to_string(),
+        "CLASS".to_string(),
+        "CAPACITY".to_string(),
+        "VERDICT".to_string(),
+    ]];
+    for volume in &volumes {
+        lines.push([
+            text(&volume["name"]),
+            text(&volume["class"]),
+            text(&volume["capacity"]),
+            verdict(&volume["verdict"]),
+        ]);
+    }
+    let widths: Vec<usize> = (0..3)
+        .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
+        .collect();
+    for line in lines {
+        let _ = writeln!(
+            out,
+            "{:<w0$}   {:<w1$}   {:<w2$}   {}",
+            line[0],
+            line[1],
+            line[2],
+            line[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+        );
+    }
+    out
+}
+
+/// A verdict in a few words, from its JSON form.
+fn verdict(verdict: &Value) -> String {
+    serde_json::from_value::<crate::pv::Verdict>(verdict.clone())
+        .map(|v| v.describe())
+        .unwrap_or_else(|_| verdict.to_string())
+}
+
+/// A label selector as kubectl prints one (`tier=gold,zone in (a,b)`).
+fn selector(selector: &Value) -> String {
+    if selector.is_null() {
+        return "<none>".to_string();
+    }
+    let mut parts: Vec<String> = selector["matchLabels"]
+        .as_object()
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for expression in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(format!(
+            "{} {} ({})",
+            expression["key"].as_str().unwrap_or_default(),
+            expression["operator"]
+                .as_str()
+                .unwrap_or_default()
+                .to_lowercase(),
+            values.join(",")
+        ));
+    }
+    parts.join(",")
+}

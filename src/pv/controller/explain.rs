@@ -1,0 +1,299 @@
+//! Why a claim is Pending, in the binder's own terms: what it asks for as
+//! the binder reads it, every volume of its class with the first rule of
+//! the search it fails (the one index that binds decides, so the answer
+//! cannot drift from the binding), whether it waits for a provisioner, and
+//! how its last sync ended. Served as `GET /explain/{namespace}/{claim}`,
+//! printed by `pv-controller explain`, and summed up in the claim's
+//! FailedBinding and ProvisioningFailed events.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use super::Controller;
+use crate::pv::constants::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
+};
+use crate::pv::index::{Candidate, nearest_misses};
+use crate::pv::objects::{
+    annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
+};
+use crate::runtime::keys::ObjectKey;
+
+/// The answer to "why is my claim Pending?".
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// `namespace/name`.
+    pub claim: String,
+    /// The claim's phase (`Pending`, `Bound`, `Lost`; empty before the
+    /// first sync).
+    pub phase: String,
+    /// What the claim asks for.
+    pub requirements: Requirements,
+    /// The volume the binder would bind now, if any.
+    pub chosen: Option<String>,
+    /// Every volume of the claim's class (and any pre-bound to it), with
+    /// the first rule it fails or `fits`, nearest first.
+    pub volumes: Vec<Candidate>,
+    /// The provisioner the claim waits for, when it waits for one.
+    pub provisioner: Option<String>,
+    /// How the claim's last sync ended, and when (none since the process
+    /// started, or the claim was bound since).
+    pub last_sync: Option<LastSync>,
+    /// The claim cannot be matched at all (an unreadable request, access
+    /// mode or selector): why.
+    pub error: Option<String>,
+}
+
+/// A claim's requirements as the binder reads them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Requirements {
+    /// StorageClass (`""`: none).
+    pub storage_class: String,
+    /// The request (`None`: unreadable).
+    pub request: Option<String>,
+    /// Access modes.
+    pub access_modes: Vec<String>,
+    /// `Filesystem` or `Block`.
+    pub volume_mode: String,
+    /// The label selector, if any.
+    pub selector: Option<LabelSelector>,
+    /// The VolumeAttributesClass, if any.
+    pub volume_attributes_class: Option<String>,
+    /// The node the scheduler selected (delayed binding), if any.
+    pub selected_node: Option<String>,
+    /// The volume the claim names (`spec.volumeName`), if any.
+    pub volume_name: Option<String>,
+    /// Whether its class binds only once a pod is scheduled.
+    pub wait_for_first_consumer: bool,
+}
+
+/// How a claim's last sync ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LastSync {
+    /// `waiting for a volume`, `synced`, or the error.
+    pub outcome: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// What the binder remembers of each claim still unbound: its last sync,
+/// and the last binding message its events carried (a Pending claim's
+/// event is written again only when the message changes).
+#[derive(Debug, Default)]
+pub(crate) struct ClaimNotes {
+    notes: Mutex<HashMap<ObjectKey, Note>>,
+}
+
+#[derive(Debug, Default)]
+struct Note {
+    last_sync: Option<LastSync>,
+    message: Option<(String, String)>,
+}
+
+impl ClaimNotes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Note>> {
+        self.notes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes how the claim's sync ended; a claim that no longer waits is
+    /// forgotten.
+    pub(crate) fn synced(&self, key: &ObjectKey, waits: bool, outcome: String) {
+        let mut notes = self.lock();
+        if !waits && outcome == SYNCED {
+            notes.remove(key);
+            return;
+        }
+        notes.entry(key.clone()).or_default().last_sync = Some(LastSync {
+            outcome,
+            at: Timestamp::now(),
+        });
+    }
+
+    /// Whether `reason` with `message` is news for the claim (and notes it).
+    pub(crate) fn is_news(&self, key: &ObjectKey, reason: &str, message: &str) -> bool {
+        let mut notes = self.lock();
+        let note = notes.entry(key.clone()).or_default();
+        let news = note
+            .message
+            .as_ref()
+            .is_none_or(|(r, m)| r != reason || m != message);
+        if news {
+            note.message = Some((reason.to_string(), message.to_string()));
+        }
+        news
+    }
+
+    /// Forgets a deleted claim.
+    pub(crate) fn forget(&self, key: &ObjectKey) {
+        self.lock().remove(key);
+    }
+
+    fn last_sync(&self, key: &ObjectKey) -> Option<LastSync> {
+        self.lock().get(key).and_then(|n| n.last_sync.clone())
+    }
+}
+
+/// The longest event message written: the API server's limit for an
+/// event's note (events.k8s.io), which core events are kept to as well.
+pub(crate) const EVENT_MESSAGE_LIMIT: usize = 1024;
+
+/// `message` cut to [`EVENT_MESSAGE_LIMIT`] bytes, ending in `…` when cut.
+fn bounded(mut message: String) -> String {
+    if message.len() <= EVENT_MESSAGE_LIMIT {
+        return message;
+    }
+    let mut end = EVENT_MESSAGE_LIMIT - '…'.len_utf8();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push('…');
+    message
+}
+
+/// The outcome of a sync that left nothing to wait for.
+pub(crate) const SYNCED: &str = "synced";
+
+/// The outcome of a sync that left the claim waiting for a volume.
+pub(crate) const WAITING: &str = "waiting for a volume";
+
+impl Controller {
+    /// Why the claim `key` is as it is; `None` for a claim the cache does
+    /// not hold.
+    pub fn explain(&self, key: &ObjectKey) -> Option<Explanation> {
+        let claim = self.cache.claim(key)?;
+        let delay_binding = self.is_delay_binding(&claim).unwrap_or(false);
+        let class = claim_class(&claim).to_string();
+        let (mut volumes, error) = match self.cache.explain(&claim, delay_binding) {
+            Ok(all) => (all, None),
+            Err(error) => (Vec::new(), Some(error.to_string())),
+        };
+        volumes.retain(|c| c.class == class || c.verdict.fits() || c.pre_bound);
+        volumes.sort_by(|a, b| {
+            a.verdict
+                .distance()
+                .cmp(&b.verdict.distance())
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let chosen = volumes
+            .iter()
+            .find(|c| c.verdict == crate::pv::index::Verdict::Chosen)
+            .map(|c| c.name.clone());
+        Some(Explanation {
+            claim: key.to_string(),
+            phase: claim
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default(),
+            requirements: requirements(&claim, delay_binding),
+            chosen,
+            volumes,
+            provisioner: self.awaited_provisioner(&claim),
+            last_sync: self.notes.last_sync(key),
+            error,
+        })
+    }
+
+    /// `message` followed by the nearest misses among the volumes of the
+    /// claim's class (when it has any), for the claim's event, at most
+    /// [`EVENT_MESSAGE_LIMIT`] bytes.
+    pub(super) fn with_nearest_misses(
+        &self,
+        message: &str,
+        claim: &PersistentVolumeClaim,
+        delay: bool,
+    ) -> String {
+        let misses = self
+            .cache
+            .explain(claim, delay)
+            .ok()
+            .and_then(|candidates| nearest_misses(&candidates, claim_class(claim)));
+        match misses {
+            Some(misses) => bounded(format!("{message}; {misses}")),
+            None => message.to_string(),
+        }
+    }
+
+    /// Records a binding event for a Pending claim only when its reason or
+    /// message changed since the last one; returns whether it did.
+    pub(super) fn note_once(
+        &self,
+        claim: &PersistentVolumeClaim,
+        warning: bool,
+        reason: &str,
+        message: String,
+    ) -> bool {
+        if !self.notes.is_news(&ObjectKey::of(claim), reason, &message) {
+            tracing::debug!(reason, "binding event unchanged, not written again");
+            return false;
+        }
+        if warning {
+            self.warn(claim, reason, message);
+        } else {
+            self.note(claim, reason, message);
+        }
+        true
+    }
+
+    /// The provisioner a claim waits for: the one it was handed to, else
+    /// its class's when the class has one and the claim has no volume.
+    fn awaited_provisioner(&self, claim: &PersistentVolumeClaim) -> Option<String> {
+        let handed = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
+            .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER));
+        if let Some(handed) = handed {
+            return Some(handed.to_string());
+        }
+        let bound = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_deref())
+            .is_some_and(|v| !v.is_empty());
+        if bound {
+            return None;
+        }
+        self.storage_class(claim_class(claim))
+            .map(|class| class.provisioner.clone())
+    }
+}
+
+fn requirements(claim: &PersistentVolumeClaim, delay_binding: bool) -> Requirements {
+    let spec = claim.spec.as_ref();
+    Requirements {
+        storage_class: claim_class(claim).to_string(),
+        request: claim_request(claim).ok().map(crate::pv::index::human),
+        access_modes: claim_access_modes(claim)
+            .map(|modes| modes.iter().map(|m| m.as_str().to_string()).collect())
+            .unwrap_or_default(),
+        volume_mode: claim_volume_mode(claim).as_str().to_string(),
+        selector: spec.and_then(|s| s.selector.clone()),
+        volume_attributes_class: claim_vac(claim).map(str::to_string),
+        selected_node: annotation(&claim.metadata, ANN_SELECTED_NODE).map(str::to_string),
+        volume_name: spec
+            .and_then(|s| s.volume_name.clone())
+            .filter(|v| !v.is_empty()),
+        wait_for_first_consumer: delay_binding,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_is_cut_to_the_event_limit_at_a_character() {
+        let short = "no persistent volumes available".to_string();
+        assert_eq!(bounded(short.clone()), short);
+        let long = format!("{}é{}", "a".repeat(1021), "b".repeat(500));
+        let cut = bounded(long);
+        assert!(cut.len() <= EVENT_MESSAGE_LIMIT, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+    }
+}

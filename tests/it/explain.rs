@@ -1,0 +1,229 @@
+//! "Why is my claim Pending?" on memapi: a claim of class "fast" that every
+//! volume of its class misses by one rule. Each rule is named the same way
+//! in the claim's event, in `GET /explain/{namespace}/{claim}` and in the
+//! table `pv-controller explain` prints; a Pending claim under resync gets
+//! no new event; an unknown claim is a 404 with a JSON error.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim};
+use memapi::MemApi;
+use pv_controller::{App, AppConfig, ClientOptions, Clients, ObjectKey, pv};
+use serde_json::Value;
+use testkit::{claim, storage_class, volume};
+
+use crate::pod_harness::settle;
+
+fn clients(api: &MemApi) -> Clients {
+    Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
+        ClientOptions::default(),
+    )
+}
+
+fn config() -> AppConfig {
+    AppConfig {
+        insecure_address: Some("127.0.0.1:0".parse().unwrap()),
+        persistentvolume: pv::Config {
+            resync_period: Duration::from_secs(5),
+            ..pv::Config::default()
+        },
+        ..AppConfig::default()
+    }
+}
+
+/// A class of pre-made volumes, and one volume failing each rule for the
+/// claim `default/db` (20Gi, ReadWriteOnce, Filesystem, tier=gold, VAC
+/// "gold"), plus one of another class that would fit.
+fn seed(api: &MemApi) {
+    api.create(&storage_class(
+        "fast",
+        "kubernetes.io/no-provisioner",
+        "Immediate",
+    ))
+    .unwrap();
+    let fast = |name: &str, size: &str| {
+        volume(name, size)
+            .class("fast")
+            .labels(&[("tier", "gold")])
+            .vac("gold")
+    };
+    for pv in [
+        fast("small", "1Gi").build(),
+        fast("readonly", "50Gi").modes(&["ReadOnlyMany"]).build(),
+        fast("block", "50Gi").volume_mode("Block").build(),
+        volume("silver", "50Gi").class("fast").vac("gold").build(),
+        fast("plain", "50Gi").vac("silver").build(),
+        fast("taken", "50Gi").bound_to("uid-other", "other").build(),
+        fast("going", "50Gi").deleting().build(),
+        fast("slow", "50Gi").class("slow").build(),
+    ] {
+        api.create(&pv).unwrap();
+    }
+    api.create(
+        &claim("db", "uid-db", "20Gi")
+            .class("fast")
+            .selector(&[("tier", "gold")])
+            .vac("gold")
+            .build(),
+    )
+    .unwrap();
+}
+
+/// The claim's events' messages, by reason.
+fn events(api: &MemApi) -> Vec<(String, String)> {
+    api.list::<Event>()
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("db"))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+/// What each volume is said to miss, in the event, the JSON and the table.
+const REASONS: [(&str, &str); 7] = [
+    ("small", "too small (1Gi < 20Gi)"),
+    ("readonly", "lacks ReadWriteOnce"),
+    ("block", "wrong volume mode (Block, not Filesystem)"),
+    ("silver", "labels do not match the selector"),
+    ("plain", "other VolumeAttributesClass"),
+    ("taken", "claimed by default/other"),
+    ("going", "being deleted"),
+];
+
+#[tokio::test(start_paused = true)]
+async fn each_rule_a_volume_fails_is_named_and_a_pending_claim_costs_no_new_events() {
+    let api = MemApi::new();
+    seed(&api);
+    let app = App::start(clients(&api), config()).await.unwrap();
+    let idle = app.idle_probe();
+    let binder = app.controllers().persistentvolume.clone().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        app.run(async move {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    settle(&api, &idle).await;
+
+    let explanation = binder
+        .explain(&ObjectKey::new("default", "db"))
+        .expect("a known claim");
+    let json = serde_json::to_value(&explanation).unwrap();
+    assert_eq!(json["chosen"], Value::Null);
+    assert_eq!(json["provisioner"], "kubernetes.io/no-provisioner");
+    assert_eq!(json["requirements"]["request"], "20Gi");
+    assert_eq!(json["lastSync"]["outcome"], "waiting for a volume");
+    let table = pv_controller::explain_cli::table(&json);
+    let said: Vec<(String, String)> = explanation
+        .volumes
+        .iter()
+        .map(|c| (c.name.clone(), c.verdict.describe()))
+        .collect();
+    for (name, reason) in REASONS {
+        assert!(
+            said.iter().any(|(n, r)| n == name && r == reason),
+            "{name}: {reason} in {said:?}"
+        );
+        assert!(
+            table
+                .lines()
+                .any(|line| line.starts_with(name) && line.ends_with(reason)),
+            "{name}: {reason} in\n{table}"
+        );
+    }
+    assert!(
+        !said.iter().any(|(n, _)| n == "slow"),
+        "only the claim's class: {said:?}"
+    );
+
+    let first = events(&api);
+    let [(reason, message)] = first.as_slice() else {
+        panic!("one event: {first:?}");
+    };
+    assert_eq!(reason, "ProvisioningFailed");
+    assert!(
+        message.starts_with(
+            "no provisionable volume plugin matched name: kubernetes.io/no-provisioner; nearest of 7 volumes in class \"fast\": "
+        ),
+        "{message}"
+    );
+    // The three nearest named, the rest counted.
+    for named in [
+        "silver labels do not match the selector",
+        "small too small (1Gi < 20Gi)",
+    ] {
+        assert!(message.contains(named), "{named} in {message}");
+    }
+    assert!(message.len() <= 1024, "{}", message.len());
+
+    // Resyncs find the same: no new event is written.
+    let writes_before = api.requests().log().len();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    settle(&api, &idle).await;
+    assert_eq!(events(&api), first, "no new event while nothing changed");
+    let event_writes = api
+        .requests()
+        .log()
+        .iter()
+        .skip(writes_before)
+        .filter(|r| r.resource == "events" && r.verb != memapi::Verb::Get)
+        .count();
+    assert_eq!(event_writes, 0, "no event write under resync");
+
+    // A change of the volumes changes the message: written once more.
+    api.create(&volume("near", "19Gi").class("fast").build())
+        .unwrap();
+    settle(&api, &idle).await;
+    let after = events(&api);
+    assert_eq!(after.len(), 2, "{after:?}");
+
+    let _ = stop.send(());
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim() {
+    let api = MemApi::new();
+    seed(&api);
+    let app = App::start(clients(&api), config()).await.unwrap();
+    let address = format!("http://{}", app.insecure_address().unwrap());
+    let idle = app.idle_probe();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        app.run(async move {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    settle(&api, &idle).await;
+    let json = pv_controller::explain_cli::fetch(&address, "default/db")
+        .await
+        .expect("an explanation");
+    assert_eq!(json["claim"], "default/db");
+    assert_eq!(json["phase"], "Pending");
+    let table = pv_controller::explain_cli::table(&json);
+    assert!(table.contains("small"), "{table}");
+
+    let missing = pv_controller::explain_cli::fetch(&address, "default/nope").await;
+    let error = missing.expect_err("an unknown claim").to_string();
+    assert!(error.contains("404"), "{error}");
+    assert!(
+        error.contains("persistentvolumeclaims \"nope\" not found in namespace \"default\""),
+        "{error}"
+    );
+    assert!(
+        pv_controller::explain_cli::fetch(&address, "no-slash")
+            .await
+            .is_err()
+    );
+    assert!(
+        api.get::<PersistentVolumeClaim>(Some("default"), "db")
+            .is_some()
+    );
+    let _ = stop.send(());
+    task.await.unwrap();
+}
