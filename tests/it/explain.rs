@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::Event;
 use memapi::MemApi;
 use pv_controller::{App, AppConfig, ClientOptions, Clients, ObjectKey, pv};
 use serde_json::Value;
@@ -56,6 +56,9 @@ fn seed(api: &MemApi) {
         volume("silver", "50Gi").class("fast").vac("gold").build(),
         fast("plain", "50Gi").vac("silver").build(),
         fast("taken", "50Gi").bound_to("uid-other", "other").build(),
+        fast("promised", "50Gi")
+            .claim_ref("default", "later", "")
+            .build(),
         fast("going", "50Gi").deleting().build(),
         fast("slow", "50Gi").class("slow").build(),
     ] {
@@ -81,13 +84,14 @@ fn events(api: &MemApi) -> Vec<(String, String)> {
 }
 
 /// What each volume is said to miss, in the event, the JSON and the table.
-const REASONS: [(&str, &str); 7] = [
+const REASONS: [(&str, &str); 8] = [
     ("small", "too small (1Gi < 20Gi)"),
     ("readonly", "lacks ReadWriteOnce"),
     ("block", "wrong volume mode (Block, not Filesystem)"),
     ("silver", "labels do not match the selector"),
     ("plain", "other VolumeAttributesClass"),
     ("taken", "claimed by default/other"),
+    ("promised", "claimed by default/later"),
     ("going", "being deleted"),
 ];
 
@@ -146,7 +150,7 @@ async fn each_rule_a_volume_fails_is_named_and_a_pending_claim_costs_no_new_even
     assert_eq!(reason, "ProvisioningFailed");
     assert!(
         message.starts_with(
-            "no provisionable volume plugin matched name: kubernetes.io/no-provisioner; nearest of 7 volumes in class \"fast\": "
+            "no provisionable volume plugin matched name: kubernetes.io/no-provisioner; nearest of 8 volumes in class \"fast\": "
         ),
         "{message}"
     );
@@ -191,6 +195,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     let app = App::start(clients(&api), config()).await.unwrap();
     let address = format!("http://{}", app.insecure_address().unwrap());
     let idle = app.idle_probe();
+    let idle_again = app.idle_probe();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         app.run(async move {
@@ -220,10 +225,26 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
             .await
             .is_err()
     );
+    // A claim naming a volume of another class: that volume is explained.
+    api.create(
+        &claim("named", "uid-named", "20Gi")
+            .class("fast")
+            .volume_name("slow")
+            .build(),
+    )
+    .unwrap();
+    settle(&api, &idle_again).await;
+    let json = pv_controller::explain_cli::fetch(&address, "default/named")
+        .await
+        .expect("an explanation");
+    let table = pv_controller::explain_cli::table(&json);
     assert!(
-        api.get::<PersistentVolumeClaim>(Some("default"), "db")
-            .is_some()
+        table
+            .lines()
+            .any(|line| line.starts_with("slow") && line.ends_with("of class \"slow\"")),
+        "{table}"
     );
+    assert_eq!(json["requirements"]["volumeName"], "slow");
     let _ = stop.send(());
     task.await.unwrap();
 }

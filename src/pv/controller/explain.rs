@@ -37,8 +37,9 @@ pub struct Explanation {
     pub requirements: Requirements,
     /// The volume the binder would bind now, if any.
     pub chosen: Option<String>,
-    /// Every volume of the claim's class (and any pre-bound to it), with
-    /// the first rule it fails or `fits`, nearest first.
+    /// Every volume of the claim's class (and any pre-bound to it, or the
+    /// one it names), with the first rule it fails or `fits`, nearest
+    /// first.
     pub volumes: Vec<Candidate>,
     /// The provisioner the claim waits for, when it waits for one.
     pub provisioner: Option<String>,
@@ -175,7 +176,12 @@ impl Controller {
             Ok(all) => (all, None),
             Err(error) => (Vec::new(), Some(error.to_string())),
         };
-        volumes.retain(|c| c.class == class || c.verdict.fits() || c.pre_bound);
+        let named = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_deref())
+            .unwrap_or_default();
+        volumes.retain(|c| c.class == class || c.verdict.fits() || c.pre_bound || c.name == named);
         volumes.sort_by(|a, b| {
             a.verdict
                 .distance()
