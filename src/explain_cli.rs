@@ -1,11 +1,17 @@
 //! `pv-controller explain NAMESPACE/CLAIM`: asks a running controller's
 //! admin endpoint (`GET /explain/{namespace}/{claim}`, served over plain
-//! HTTP by `--metrics-bind-address`) why a claim is Pending, and prints
+//! HTTP by `--metrics-bind-address`) why a claim is Pending, or with
+//! `--kubeconfig` reads the cluster once and applies the binder's rules
+//! itself, and prints
 //! the answer as kubectl prints objects: the claim's requirements, then a
 //! table of the volumes of its class with the first rule each one fails.
 
 use std::fmt::Write as _;
 
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::Api;
+use kube::api::ListParams;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -35,18 +41,60 @@ pub enum ExplainError {
         /// The controller's error message.
         message: String,
     },
+    /// The cluster could not be read.
+    #[error("reading {claim} and the volumes from the cluster: {source}")]
+    Api {
+        /// The claim asked about.
+        claim: String,
+        /// Why.
+        source: kube::Error,
+    },
     /// The answer is not the JSON the endpoint serves.
     #[error("the answer is not an explanation: {0}")]
     Body(#[from] serde_json::Error),
 }
 
+/// Reads the claim, every volume and the claim's StorageClass from the
+/// cluster once, and explains the claim there by the binder's rules (no
+/// controller needed; no last sync).
+pub async fn read_cluster(client: kube::Client, claim: &str) -> Result<Value, ExplainError> {
+    let (namespace, name) = split_claim(claim)?;
+    let api = |source| ExplainError::Api {
+        claim: claim.to_string(),
+        source,
+    };
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    let object = claims.get(name).await.map_err(api)?;
+    let volumes = Api::<PersistentVolume>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(api)?
+        .items;
+    let class_name = crate::pv::objects::claim_class(&object).to_string();
+    let class = if class_name.is_empty() {
+        None
+    } else {
+        Api::<StorageClass>::all(client)
+            .get_opt(&class_name)
+            .await
+            .map_err(api)?
+    };
+    let explanation = crate::pv::explain_listed(&object, &volumes, class.as_ref());
+    Ok(serde_json::to_value(explanation)?)
+}
+
+/// `NAMESPACE/CLAIM` split in two.
+fn split_claim(claim: &str) -> Result<(&str, &str), ExplainError> {
+    claim
+        .split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+        .ok_or_else(|| ExplainError::Claim(claim.to_string()))
+}
+
 /// Asks the controller at `admin_address` (`http://HOST:PORT`) about
 /// `claim` (`NAMESPACE/CLAIM`).
 pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainError> {
-    let (namespace, name) = claim
-        .split_once('/')
-        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
-        .ok_or_else(|| ExplainError::Claim(claim.to_string()))?;
+    let (namespace, name) = split_claim(claim)?;
     let host = admin_address
         .strip_prefix("http://")
         .map(|rest| rest.trim_end_matches('/'))

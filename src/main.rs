@@ -17,9 +17,22 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::Explain {
         claim,
         admin_address,
+        kubeconfig,
     }) = &options.command
     {
-        let explanation = pv_controller::explain_cli::fetch(admin_address, claim).await?;
+        let explanation = match kubeconfig {
+            Some(path) => {
+                let kubeconfig = Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+                let config =
+                    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                        .await
+                        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+                let client = kube::Client::try_from(config).context("building the API client")?;
+                pv_controller::explain_cli::read_cluster(client, claim).await?
+            }
+            None => pv_controller::explain_cli::fetch(admin_address, claim).await?,
+        };
         print!("{}", pv_controller::explain_cli::table(&explanation));
         return Ok(());
     }

@@ -278,6 +278,10 @@ pub enum Command {
         /// The running controller's plain-HTTP admin address.
         #[arg(long = "admin-address", default_value = "http://127.0.0.1:10280")]
         admin_address: String,
+        /// Read the cluster of this kubeconfig once and explain the claim
+        /// here, instead of asking a running controller.
+        #[arg(long, conflicts_with = "admin_address")]
+        kubeconfig: Option<PathBuf>,
     },
 }
 

@@ -24,7 +24,7 @@ pub(crate) mod packed;
 pub(crate) mod plugins;
 
 pub use controller::{
-    Controller, Explanation, LastSync, Next, Requirements, RetryPolicy, Settings,
+    Controller, Explanation, LastSync, Next, Requirements, RetryPolicy, Settings, explain_listed,
 };
 pub use controller_base::{
     Config, DEFAULT_CLAIM_WORKERS, DEFAULT_RESYNC_PERIOD, DEFAULT_VOLUME_WORKERS, NAME,

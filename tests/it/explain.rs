@@ -1,8 +1,9 @@
 //! "Why is my claim Pending?" on memapi: a claim of class "fast" that every
 //! volume of its class misses by one rule. Each rule is named the same way
 //! in the claim's event, in `GET /explain/{namespace}/{claim}` and in the
-//! table `pv-controller explain` prints; a Pending claim under resync gets
-//! no new event; an unknown claim is a 404 with a JSON error.
+//! table `pv-controller explain` prints (asking the controller, or reading
+//! the cluster itself); a Pending claim under resync gets no new event; an
+//! unknown claim is a 404 with a JSON error.
 
 use std::time::Duration;
 
@@ -212,6 +213,14 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     assert_eq!(json["phase"], "Pending");
     let table = pv_controller::explain_cli::table(&json);
     assert!(table.contains("small"), "{table}");
+    // Read from the cluster without a controller: the same verdicts.
+    let local = pv_controller::explain_cli::read_cluster(api.client(), "default/db")
+        .await
+        .expect("read from the cluster");
+    assert_eq!(local["volumes"], json["volumes"]);
+    assert_eq!(local["requirements"], json["requirements"]);
+    assert_eq!(local["provisioner"], json["provisioner"]);
+    assert_eq!(local["lastSync"], Value::Null);
 
     let missing = pv_controller::explain_cli::fetch(&address, "default/nope").await;
     let error = missing.expect_err("an unknown claim").to_string();

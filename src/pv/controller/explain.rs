@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
@@ -18,7 +19,7 @@ use super::Controller;
 use crate::pv::constants::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
 };
-use crate::pv::index::{Candidate, nearest_misses};
+use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex, nearest_misses};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
 };
@@ -171,41 +172,14 @@ impl Controller {
     pub fn explain(&self, key: &ObjectKey) -> Option<Explanation> {
         let claim = self.cache.claim(key)?;
         let delay_binding = self.is_delay_binding(&claim).unwrap_or(false);
-        let class = claim_class(&claim).to_string();
-        let (mut volumes, error) = match self.cache.explain(&claim, delay_binding) {
-            Ok(all) => (all, None),
-            Err(error) => (Vec::new(), Some(error.to_string())),
-        };
-        let named = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.volume_name.as_deref())
-            .unwrap_or_default();
-        volumes.retain(|c| c.class == class || c.verdict.fits() || c.pre_bound || c.name == named);
-        volumes.sort_by(|a, b| {
-            a.verdict
-                .distance()
-                .cmp(&b.verdict.distance())
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        let chosen = volumes
-            .iter()
-            .find(|c| c.verdict == crate::pv::index::Verdict::Chosen)
-            .map(|c| c.name.clone());
-        Some(Explanation {
-            claim: key.to_string(),
-            phase: claim
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_default(),
-            requirements: requirements(&claim, delay_binding),
-            chosen,
-            volumes,
-            provisioner: self.awaited_provisioner(&claim),
-            last_sync: self.notes.last_sync(key),
-            error,
-        })
+        let judged = self.cache.explain(&claim, delay_binding);
+        Some(explanation(
+            &claim,
+            judged,
+            delay_binding,
+            self.awaited_provisioner(&claim),
+            self.notes.last_sync(key),
+        ))
     }
 
     /// `message` followed by the nearest misses among the volumes of the
@@ -268,6 +242,91 @@ impl Controller {
         self.storage_class(claim_class(claim))
             .map(|class| class.provisioner.clone())
     }
+}
+
+/// The explanation of `claim` from every volume's verdict (`judged`).
+fn explanation(
+    claim: &PersistentVolumeClaim,
+    judged: Result<Vec<Candidate>, MatchError>,
+    delay_binding: bool,
+    provisioner: Option<String>,
+    last_sync: Option<LastSync>,
+) -> Explanation {
+    let class = claim_class(claim);
+    let (mut volumes, error) = match judged {
+        Ok(all) => (all, None),
+        Err(error) => (Vec::new(), Some(error.to_string())),
+    };
+    let named = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .unwrap_or_default();
+    volumes.retain(|c| c.class == class || c.verdict.fits() || c.pre_bound || c.name == named);
+    volumes.sort_by(|a, b| {
+        a.verdict
+            .distance()
+            .cmp(&b.verdict.distance())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let chosen = volumes
+        .iter()
+        .find(|c| c.verdict == Verdict::Chosen)
+        .map(|c| c.name.clone());
+    Explanation {
+        claim: ObjectKey::of(claim).to_string(),
+        phase: claim
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default(),
+        requirements: requirements(claim, delay_binding),
+        chosen,
+        volumes,
+        provisioner,
+        last_sync,
+        error,
+    }
+}
+
+/// Explains `claim` from the cluster as listed once (`volumes`, its
+/// StorageClass `class` if it has one), by the binder's own rules, for
+/// `pv-controller explain --kubeconfig` when no controller is at hand to
+/// ask. Without a running binder there is no last sync.
+pub fn explain_listed(
+    claim: &PersistentVolumeClaim,
+    volumes: &[PersistentVolume],
+    class: Option<&StorageClass>,
+) -> Explanation {
+    let mut index = VolumeIndex::default();
+    for volume in volumes {
+        if let Err(error) = index.insert(volume) {
+            tracing::warn!(%error, "volume left out of the explanation");
+        }
+    }
+    let delay_binding = class
+        .and_then(|c| c.volume_binding_mode.as_deref())
+        .is_some_and(|mode| mode == "WaitForFirstConsumer");
+    let handed = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
+        .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER))
+        .map(str::to_string);
+    let bound = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .is_some_and(|v| !v.is_empty());
+    let provisioner = handed.or_else(|| {
+        class
+            .filter(|_| !bound)
+            .map(|c| c.provisioner.clone())
+    });
+    explanation(
+        claim,
+        index.explain(claim, delay_binding),
+        delay_binding,
+        provisioner,
+        None,
+    )
 }
 
 fn requirements(claim: &PersistentVolumeClaim, delay_binding: bool) -> Requirements {

@@ -90,7 +90,7 @@ mod claim;
 mod delete;
 mod explain;
 pub(crate) use explain::{ClaimNotes, SYNCED, WAITING};
-pub use explain::{Explanation, LastSync, Requirements};
+pub use explain::{Explanation, LastSync, Requirements, explain_listed};
 mod finalizers;
 mod provision;
 mod provision_in_tree;
