@@ -331,6 +331,12 @@ impl ShadowCache {
         }))
     }
 
+    /// How many changes of volumes and reservations the index has seen
+    /// (see [`VolumeIndex::changes`]).
+    pub fn index_changes(&self) -> u64 {
+        read(&self.volumes).changes()
+    }
+
     /// Every stored volume with its verdict for `claim` (see
     /// [`VolumeIndex::explain`]), read under the index's lock.
     pub fn explain(

@@ -135,6 +135,9 @@ pub struct VolumeIndex {
     reserved: HashMap<String, Hold>,
     /// Every class name seen, shared by the volumes' [`Traits`].
     classes: HashSet<Arc<str>>,
+    /// Bumped by every change of a volume or a reservation, so an
+    /// explanation made earlier is known to still hold.
+    changes: u64,
 }
 
 #[derive(Debug)]
@@ -250,6 +253,7 @@ impl VolumeIndex {
         volume: impl Borrow<PersistentVolume>,
     ) -> Result<bool, serde_json::Error> {
         let volume = volume.borrow();
+        self.changes += 1;
         let name = volume.metadata.name.clone().unwrap_or_default();
         let listed = self.is_listed(&name);
         let stored = Stored::new(volume, listed)?;
@@ -342,7 +346,14 @@ impl VolumeIndex {
 
     /// Removes the volume of that name, returning it if it was there.
     pub fn remove(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.changes += 1;
         self.forget(name)?.volume.object()
+    }
+
+    /// How many changes of volumes and reservations the index has seen:
+    /// equal counts, equal verdicts for a claim that did not change.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Removes the volume of that name and its filing, returning its entry
@@ -415,6 +426,7 @@ impl VolumeIndex {
     /// Returns false (and reserves nothing) when it is held for another
     /// claim already.
     pub fn reserve(&mut self, name: &str, claim: &ObjectKey) -> bool {
+        self.changes += 1;
         match self.reserved.get_mut(name) {
             Some(hold) if hold.claim == *claim => {
                 hold.count += 1;
@@ -439,6 +451,7 @@ impl VolumeIndex {
     /// again (the last hold ended and the binding failed): news for the
     /// claims that found nothing.
     pub fn release(&mut self, name: &str, claim: &ObjectKey) -> bool {
+        self.changes += 1;
         let Some(hold) = self.reserved.get_mut(name) else {
             return false;
         };

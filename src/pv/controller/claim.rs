@@ -268,12 +268,13 @@ impl Controller {
             self.provision_claim(claim)?;
             return Ok(waits);
         } else {
-            let message = self.with_nearest_misses(
-                "no persistent volumes available for this claim and no storage class is set",
+            self.note_with_nearest_misses(
                 claim,
                 delay_binding,
+                false,
+                reasons::FAILED_BINDING,
+                "no persistent volumes available for this claim and no storage class is set",
             );
-            self.note_once(claim.as_ref(), false, reasons::FAILED_BINDING, message);
         }
         self.set_claim_status(claim, ClaimPhase::Pending, None)
             .await?;

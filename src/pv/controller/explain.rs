@@ -97,6 +97,18 @@ pub(crate) struct ClaimNotes {
 struct Note {
     last_sync: Option<LastSync>,
     message: Option<(String, String)>,
+    /// What the last binding event was made from: its reason and first
+    /// words, the index's change count and the claim's resourceVersion.
+    made_from: Option<MadeFrom>,
+}
+
+/// What a binding event's message was made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MadeFrom {
+    reason: String,
+    base: String,
+    changes: u64,
+    version: Option<String>,
 }
 
 impl ClaimNotes {
@@ -130,6 +142,19 @@ impl ClaimNotes {
             note.message = Some((reason.to_string(), message.to_string()));
         }
         news
+    }
+
+    /// Whether the claim's last binding event was made from the same.
+    fn made_from(&self, key: &ObjectKey, made_from: &MadeFrom) -> bool {
+        self.lock()
+            .get(key)
+            .and_then(|n| n.made_from.as_ref())
+            .is_some_and(|last| last == made_from)
+    }
+
+    /// Notes what the claim's last binding event was made from.
+    fn set_made_from(&self, key: &ObjectKey, made_from: MadeFrom) {
+        self.lock().entry(key.clone()).or_default().made_from = Some(made_from);
     }
 
     /// Forgets a deleted claim.
@@ -182,24 +207,47 @@ impl Controller {
         ))
     }
 
-    /// `message` followed by the nearest misses among the volumes of the
-    /// claim's class (when it has any), for the claim's event, at most
-    /// [`EVENT_MESSAGE_LIMIT`] bytes.
-    pub(super) fn with_nearest_misses(
+    /// Records `reason` with `base` followed by the nearest misses among
+    /// the volumes of the claim's class (when it has any), at most
+    /// [`EVENT_MESSAGE_LIMIT`] bytes, unless the claim had that event
+    /// already. When neither the claim nor the index changed since its last
+    /// binding event, the misses are not even looked for: a claim that
+    /// stays Pending costs one index lookup per resync, not a judgement of
+    /// every volume.
+    pub(super) fn note_with_nearest_misses(
         &self,
-        message: &str,
         claim: &PersistentVolumeClaim,
         delay: bool,
-    ) -> String {
+        warning: bool,
+        reason: &str,
+        base: &str,
+    ) -> bool {
+        let key = ObjectKey::of(claim);
+        let made_from = MadeFrom {
+            reason: reason.to_string(),
+            base: base.to_string(),
+            changes: self.cache.index_changes(),
+            version: claim.metadata.resource_version.clone(),
+        };
+        if self.notes.made_from(&key, &made_from) {
+            tracing::debug!(
+                reason,
+                "nothing changed since the binding event, not written again"
+            );
+            return false;
+        }
         let misses = self
             .cache
             .explain(claim, delay)
             .ok()
             .and_then(|candidates| nearest_misses(&candidates, claim_class(claim)));
-        match misses {
-            Some(misses) => bounded(format!("{message}; {misses}")),
-            None => message.to_string(),
-        }
+        let message = match misses {
+            Some(misses) => bounded(format!("{base}; {misses}")),
+            None => base.to_string(),
+        };
+        let news = self.note_once(claim, warning, reason, message);
+        self.notes.set_made_from(&key, made_from);
+        news
     }
 
     /// Records a binding event for a Pending claim only when its reason or
@@ -315,11 +363,7 @@ pub fn explain_listed(
         .as_ref()
         .and_then(|s| s.volume_name.as_deref())
         .is_some_and(|v| !v.is_empty());
-    let provisioner = handed.or_else(|| {
-        class
-            .filter(|_| !bound)
-            .map(|c| c.provisioner.clone())
-    });
+    let provisioner = handed.or_else(|| class.filter(|_| !bound).map(|c| c.provisioner.clone()));
     explanation(
         claim,
         index.explain(claim, delay_binding),

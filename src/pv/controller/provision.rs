@@ -156,15 +156,17 @@ impl Controller {
             // A class of pre-made volumes (kubernetes.io/no-provisioner):
             // the volumes are what the user wants to hear about.
             let delay_binding = self.is_delay_binding(claim).unwrap_or(false);
-            let message = self.with_nearest_misses(
-                &format!(
-                    "no provisionable volume plugin matched name: {}",
-                    class.provisioner
-                ),
+            let base = format!(
+                "no provisionable volume plugin matched name: {}",
+                class.provisioner
+            );
+            if self.note_with_nearest_misses(
                 claim,
                 delay_binding,
-            );
-            if self.note_once(claim.as_ref(), true, reasons::PROVISIONING_FAILED, message) {
+                true,
+                reasons::PROVISIONING_FAILED,
+                &base,
+            ) {
                 tracing::warn!(provisioner = %class.provisioner, "no plugin serves the class's provisioner");
             }
             return Ok(());
