@@ -91,6 +91,9 @@ fn split_claim(claim: &str) -> Result<(&str, &str), ExplainError> {
         .ok_or_else(|| ExplainError::Claim(claim.to_string()))
 }
 
+/// How long the controller has to answer.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Asks the controller at `admin_address` (`http://HOST:PORT`) about
 /// `claim` (`NAMESPACE/CLAIM`).
 pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainError> {
@@ -104,13 +107,20 @@ pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainErr
         address: admin_address.to_string(),
         source,
     };
-    let mut stream = TcpStream::connect(host).await.map_err(io)?;
     let request = format!(
         "GET /explain/{namespace}/{name} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
     );
-    stream.write_all(request.as_bytes()).await.map_err(io)?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.map_err(io)?;
+    let exchange = async {
+        let mut stream = TcpStream::connect(host).await?;
+        stream.write_all(request.as_bytes()).await?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await?;
+        Ok::<_, std::io::Error>(raw)
+    };
+    let raw = tokio::time::timeout(ANSWER_TIMEOUT, exchange)
+        .await
+        .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
+        .map_err(io)?;
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.lines().next().unwrap_or_default();

@@ -206,10 +206,16 @@ async fn serve_explain(
     Path((namespace, claim)): Path<(String, String)>,
 ) -> Response {
     let key = ObjectKey::new(&namespace, &claim);
-    let found = match &state.explain {
-        Some(explain) => explain(&key).ok_or_else(|| {
-            format!("persistentvolumeclaims \"{claim}\" not found in namespace \"{namespace}\"")
-        }),
+    let found = match state.explain {
+        // Judging every volume of a large index takes milliseconds: off the
+        // runtime's threads, so the controllers' tasks go on meanwhile.
+        Some(explain) => tokio::task::spawn_blocking(move || explain(&key))
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| {
+                format!("persistentvolumeclaims \"{claim}\" not found in namespace \"{namespace}\"")
+            }),
         None => Err("the PersistentVolume controller does not run in this process".to_string()),
     };
     match found {
