@@ -222,6 +222,11 @@ impl Controller {
         reason: &str,
         base: &str,
     ) -> bool {
+        if self.shadow.is_some() {
+            // Shadow mode writes no event: its message is not worth a
+            // judgement of every volume.
+            return self.note_once(claim, warning, reason, base.to_string());
+        }
         let key = ObjectKey::of(claim);
         let made_from = MadeFrom {
             reason: reason.to_string(),

@@ -172,8 +172,9 @@ impl Verdict {
 }
 
 impl VolumeIndex {
-    /// Every volume with its verdict for `claim`, the search's choice
-    /// marked [`Verdict::Chosen`]; `delay_binding` as for
+    /// Every volume the claim could get or asks for (of its class,
+    /// pre-bound to it, the one it names) with its verdict, the search's
+    /// choice marked [`Verdict::Chosen`]; `delay_binding` as for
     /// [`VolumeIndex::find_best_match`]. Fails as the search does, for a
     /// claim whose request, access modes or selector cannot be read.
     pub fn explain(
@@ -207,9 +208,24 @@ impl VolumeIndex {
             selector,
             delay_binding,
         };
+        let named = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.as_deref())
+            .unwrap_or_default();
         Ok(self
             .volumes
             .iter()
+            .filter(|(name, entry)| {
+                // Only what the claim could get or asked for: its class,
+                // pre-bound to it, the volume it names, the search's choice.
+                entry.traits.as_ref().is_none_or(|t| {
+                    *t.class == *wanted.class
+                        || matches!(&t.place, Place::Claimed(key) if *key == wanted.key)
+                })
+                    || name.as_str() == named
+                    || chosen.as_deref() == Some(name.as_str())
+            })
             .map(|(name, entry)| {
                 let verdict = if chosen.as_deref() == Some(name.as_str()) {
                     Verdict::Chosen
