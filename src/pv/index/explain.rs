@@ -222,8 +222,7 @@ impl VolumeIndex {
                 entry.traits.as_ref().is_none_or(|t| {
                     *t.class == *wanted.class
                         || matches!(&t.place, Place::Claimed(key) if *key == wanted.key)
-                })
-                    || name.as_str() == named
+                }) || name.as_str() == named
                     || chosen.as_deref() == Some(name.as_str())
             })
             .map(|(name, entry)| {
