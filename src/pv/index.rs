@@ -241,6 +241,20 @@ impl Traits {
     }
 }
 
+/// The claim's label selector, compiled; an error names the claim.
+fn claim_selector(claim: &PersistentVolumeClaim) -> Result<Option<Selector<'_>>, MatchError> {
+    claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .map(Selector::compile)
+        .transpose()
+        .map_err(|source| MatchError::Selector {
+            claim: ObjectKey::of(claim),
+            source,
+        })
+}
+
 impl VolumeIndex {
     /// Adds a volume, replacing any volume of the same name (a volume a
     /// watch has shown stays so, see [`VolumeIndex::set_listed`]). Returns
@@ -487,16 +501,7 @@ impl VolumeIndex {
     ) -> Result<Option<Arc<PersistentVolume>>, MatchError> {
         let request = claim_request(claim)?;
         let modes = claim_access_modes(claim)?;
-        let selector = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.selector.as_ref())
-            .map(Selector::compile)
-            .transpose()
-            .map_err(|source| MatchError::Selector {
-                claim: ObjectKey::of(claim),
-                source,
-            })?;
+        let selector = claim_selector(claim)?;
         let volume_mode = claim_volume_mode(claim);
         let vac = claim_vac(claim);
 

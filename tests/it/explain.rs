@@ -84,6 +84,24 @@ fn events(api: &MemApi) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Runs the process until the returned sender fires.
+fn run(
+    app: App,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        app.run(async move {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    (stop, task)
+}
+
 /// What each volume is said to miss, in the event, the JSON and the table.
 const REASONS: [(&str, &str); 8] = [
     ("small", "too small (1Gi < 20Gi)"),
@@ -103,14 +121,7 @@ async fn each_rule_a_volume_fails_is_named_and_a_pending_claim_costs_no_new_even
     let app = App::start(clients(&api), config()).await.unwrap();
     let idle = app.idle_probe();
     let binder = app.controllers().persistentvolume.clone().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        app.run(async move {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    });
+    let (stop, task) = run(app);
     settle(&api, &idle).await;
 
     let explanation = binder
@@ -197,14 +208,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     let address = format!("http://{}", app.insecure_address().unwrap());
     let idle = app.idle_probe();
     let idle_again = app.idle_probe();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        app.run(async move {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    });
+    let (stop, task) = run(app);
     settle(&api, &idle).await;
     let json = pv_controller::explain_cli::fetch(&address, "default/db")
         .await

@@ -279,22 +279,29 @@ impl Controller {
     /// The provisioner a claim waits for: the one it was handed to, else
     /// its class's when the class has one and the claim has no volume.
     fn awaited_provisioner(&self, claim: &PersistentVolumeClaim) -> Option<String> {
-        let handed = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
-            .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER));
-        if let Some(handed) = handed {
-            return Some(handed.to_string());
-        }
-        let bound = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.volume_name.as_deref())
-            .is_some_and(|v| !v.is_empty());
-        if bound {
-            return None;
-        }
-        self.storage_class(claim_class(claim))
-            .map(|class| class.provisioner.clone())
+        awaited_provisioner(claim, self.storage_class(claim_class(claim)).as_deref())
     }
+}
+
+/// The provisioner a claim waits for: the one it was handed to, else the
+/// provisioner of its class `class` when the claim names no volume.
+fn awaited_provisioner(
+    claim: &PersistentVolumeClaim,
+    class: Option<&StorageClass>,
+) -> Option<String> {
+    let handed = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
+        .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER));
+    if let Some(handed) = handed {
+        return Some(handed.to_string());
+    }
+    let bound = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.as_deref())
+        .is_some_and(|v| !v.is_empty());
+    class
+        .filter(|_| !bound)
+        .map(|class| class.provisioner.clone())
 }
 
 /// The explanation of `claim` from every volume's verdict (`judged`).
@@ -360,15 +367,7 @@ pub fn explain_listed(
     let delay_binding = class
         .and_then(|c| c.volume_binding_mode.as_deref())
         .is_some_and(|mode| mode == "WaitForFirstConsumer");
-    let handed = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
-        .or_else(|| annotation(&claim.metadata, ANN_BETA_STORAGE_PROVISIONER))
-        .map(str::to_string);
-    let bound = claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_name.as_deref())
-        .is_some_and(|v| !v.is_empty());
-    let provisioner = handed.or_else(|| class.filter(|_| !bound).map(|c| c.provisioner.clone()));
+    let provisioner = awaited_provisioner(claim, class);
     explanation(
         claim,
         index.explain(claim, delay_binding),

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use quantity::Amount;
 use serde::{Deserialize, Serialize};
 
-use super::{Entry, MatchError, Place, Selector, VolumeIndex};
+use super::{Entry, MatchError, Place, Selector, VolumeIndex, claim_selector};
 use crate::pv::objects::{
     AccessModes, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
     is_volume_bound_to_claim,
@@ -187,16 +187,7 @@ impl VolumeIndex {
             .and_then(|volume| volume.metadata.name.clone());
         let request = claim_request(claim)?;
         let modes = claim_access_modes(claim)?;
-        let selector = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.selector.as_ref())
-            .map(Selector::compile)
-            .transpose()
-            .map_err(|source| MatchError::Selector {
-                claim: ObjectKey::of(claim),
-                source,
-            })?;
+        let selector = claim_selector(claim)?;
         let wanted = Wanted {
             claim,
             key: ObjectKey::of(claim),
