@@ -38,7 +38,7 @@ use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Whole};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
-use crate::runtime::shadow_mode::ShadowMode;
+use crate::runtime::shadow_mode::{ShadowMode, judged_view};
 
 /// What an edit made of the newest copy of an object.
 #[derive(Debug, PartialEq, Eq)]
@@ -250,11 +250,6 @@ fn keep_unsent<K: Kind>(key: ObjectKey, object: Arc<K>) {
         .unwrap_or(());
 }
 
-/// An object as JSON, for the shadow journal (`null` if it cannot be).
-fn json<K: Kind>(object: &K) -> serde_json::Value {
-    serde_json::to_value(object).unwrap_or_default()
-}
-
 impl fmt::Debug for Door {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Door")
@@ -372,10 +367,10 @@ impl<K: Kind> Writer<K> {
                 &K::plural(&()),
                 "create",
                 None,
-                Some(&json(object)),
+                Some(&judged_view(object)),
             );
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, Some(&json(stored.as_ref())));
+                shadow.present(&K::plural(&()), &key, Some(&judged_view(stored.as_ref())));
             }
             let mut answer = object.clone();
             if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
@@ -419,7 +414,10 @@ impl<K: Kind> Writer<K> {
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
         if let Some(shadow) = &self.door.shadow {
-            let stored = self.store.get(key).map(|stored| json(stored.as_ref()));
+            let stored = self
+                .store
+                .get(key)
+                .map(|stored| judged_view(stored.as_ref()));
             let before = stored.clone().unwrap_or_else(|| {
                 serde_json::json!({ "metadata": {
                     "namespace": key.namespace, "name": key.name, "uid": uid,
@@ -505,7 +503,7 @@ impl<K: Kind> Writer<K> {
     ) -> Result<Arc<K>, WriteError> {
         if let Some(shadow) = &self.door.shadow {
             let stored = self.store.get(key);
-            let before = stored.as_deref().map(json);
+            let before = stored.as_deref().map(judged_view);
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
@@ -567,13 +565,13 @@ impl<K: Whole> Writer<K> {
             Edit::Changed => {}
         }
         if let Some(shadow) = &self.door.shadow {
-            let before = json(newest.as_ref());
+            let before = judged_view(newest.as_ref());
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
                 "update",
                 Some(&before),
-                Some(&json(&changed)),
+                Some(&judged_view(&changed)),
             );
             // The cluster's copy; the basis already when no unsent answer
             // stands in for it.
@@ -581,7 +579,7 @@ impl<K: Whole> Writer<K> {
                 let stored = if Arc::ptr_eq(&stored, &newest) {
                     before
                 } else {
-                    json(stored.as_ref())
+                    judged_view(stored.as_ref())
                 };
                 shadow.present(&K::plural(&()), &key, Some(&stored));
             }

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use serde_json::Value;
 
 use super::claim::check_volume_satisfies_claim;
 use crate::pv::cache::ShadowCache;
@@ -18,7 +17,7 @@ use crate::pv::objects::{
     claim_class, volume_access_modes, volume_capacity, volume_class, volume_mode,
 };
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::shadow_mode::BindJudge;
+use crate::runtime::shadow_mode::{BindJudge, Choice};
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.
 const BIND_ANNOTATIONS: [&str; 2] = [
@@ -27,8 +26,8 @@ const BIND_ANNOTATIONS: [&str; 2] = [
 ];
 
 /// The claim as it was before a bind: no volume name, no bind annotations.
-fn unbound(claim: &Value) -> Option<PersistentVolumeClaim> {
-    let mut claim: PersistentVolumeClaim = serde_json::from_value(claim.clone()).ok()?;
+fn unbound(claim: &PersistentVolumeClaim) -> PersistentVolumeClaim {
+    let mut claim = claim.clone();
     if let Some(spec) = claim.spec.as_mut() {
         spec.volume_name = None;
     }
@@ -38,7 +37,7 @@ fn unbound(claim: &Value) -> Option<PersistentVolumeClaim> {
         }
     }
     claim.status = None;
-    Some(claim)
+    claim
 }
 
 /// The claim a volume's claimRef names, if it names one.
@@ -63,15 +62,16 @@ fn freed(volume: &PersistentVolume) -> PersistentVolume {
     volume
 }
 
-/// Whether `other` is as good a choice as `ours` for `claim`.
-fn equivalent(cache: &ShadowCache, claim: &Value, ours: &str, other: &str) -> bool {
+/// Whether `other` is as good a choice as `ours` for the claim `key`.
+fn equivalent(cache: &ShadowCache, key: &ObjectKey, ours: &str, other: &str) -> bool {
     let (Some(ours), Some(other), Some(claim)) = (
         cache.volume(&VolumeName::new(ours)),
         cache.volume(&VolumeName::new(other)),
-        unbound(claim),
+        cache.claim(key),
     ) else {
         return false;
     };
+    let claim = unbound(&claim);
     let fits =
         |volume: &PersistentVolume| check_volume_satisfies_claim(&freed(volume), &claim).is_ok();
     let affinity = |volume: &PersistentVolume| {
@@ -90,12 +90,11 @@ fn equivalent(cache: &ShadowCache, claim: &Value, ours: &str, other: &str) -> bo
         && affinity(&ours) == affinity(&other)
 }
 
-/// The volume this controller would bind `claim` to, with `taken` (the
-/// volume it was bound to) free again.
-fn would_bind(cache: &ShadowCache, claim: &Value, taken: &str) -> Option<String> {
-    let claim = unbound(claim)?;
+/// What this controller would do with the claim `key`, with `taken` (the
+/// volume it was bound to) free again; `None` when the claim is gone.
+fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Choice> {
+    let claim = unbound(cache.claim(key)?.as_ref());
     let class = claim_class(&claim);
-    let key = ObjectKey::of(&claim);
     let mut index = VolumeIndex::default();
     // Only volumes the claim could get: of its class, free or pre-bound to
     // it (the index never offers a volume bound to another claim), so a
@@ -106,7 +105,7 @@ fn would_bind(cache: &ShadowCache, claim: &Value, taken: &str) -> Option<String>
         }
         let inserted = if volume.metadata.name.as_deref() == Some(taken) {
             index.insert(freed(&volume))
-        } else if claim_ref_key(&volume).is_none_or(|bound_to| bound_to == key) {
+        } else if claim_ref_key(&volume).is_none_or(|bound_to| bound_to == *key) {
             index.insert(volume)
         } else {
             continue;
@@ -115,21 +114,20 @@ fn would_bind(cache: &ShadowCache, claim: &Value, taken: &str) -> Option<String>
             continue;
         }
     }
-    index
+    let chosen = index
         .find_best_match(&claim, false)
         .ok()
         .flatten()
-        .and_then(|volume| volume.metadata.name.clone())
+        .and_then(|volume| volume.metadata.name.clone());
+    Some(chosen.map_or(Choice::Pending, Choice::Bind))
 }
 
 /// The binder's judge of binds, reading `cache`.
 pub(crate) fn judge(cache: Arc<ShadowCache>) -> BindJudge {
     let for_equivalent = Arc::clone(&cache);
     BindJudge {
-        equivalent: Box::new(move |claim, ours, other| {
-            equivalent(&for_equivalent, claim, ours, other)
-        }),
-        would_bind: Box::new(move |claim, taken| would_bind(&cache, claim, taken)),
+        equivalent: Box::new(move |key, ours, other| equivalent(&for_equivalent, key, ours, other)),
+        would_bind: Box::new(move |key, taken| would_bind(&cache, key, taken)),
     }
 }
 
@@ -139,65 +137,90 @@ mod tests {
     use crate::runtime::informer::Store;
     use testkit::{claim, volume};
 
-    fn cache_with(volumes: Vec<PersistentVolume>) -> ShadowCache {
+    fn cache_with(volumes: Vec<PersistentVolume>, claim: PersistentVolumeClaim) -> ShadowCache {
         let cache = ShadowCache::default();
         for volume in volumes {
             cache.watched(&Arc::new(volume));
         }
+        cache.watched(&Arc::new(claim));
         cache
+    }
+
+    fn key() -> ObjectKey {
+        ObjectKey::of(&claim("c", "c-uid", "1Gi").build())
     }
 
     #[test]
     fn twins_are_equivalent_and_a_larger_volume_is_not() {
-        let cache = cache_with(vec![
-            volume("a", "1Gi").phase("Available").build(),
-            volume("b", "1Gi").phase("Available").build(),
-            volume("big", "5Gi").phase("Available").build(),
-        ]);
-        let claim = serde_json::to_value(claim("c", "c-uid", "1Gi").build()).unwrap();
-        assert!(equivalent(&cache, &claim, "a", "b"));
-        assert!(!equivalent(&cache, &claim, "a", "big"));
-        assert!(!equivalent(&cache, &claim, "a", "missing"));
+        let cache = cache_with(
+            vec![
+                volume("a", "1Gi").phase("Available").build(),
+                volume("b", "1Gi").phase("Available").build(),
+                volume("big", "5Gi").phase("Available").build(),
+            ],
+            claim("c", "c-uid", "1Gi").build(),
+        );
+        assert!(equivalent(&cache, &key(), "a", "b"));
+        assert!(!equivalent(&cache, &key(), "a", "big"));
+        assert!(!equivalent(&cache, &key(), "a", "missing"));
+        assert!(!equivalent(&cache, &ObjectKey::new("ns", "gone"), "a", "b"));
     }
 
     #[test]
     fn the_volume_taken_first_counts_free_again() {
-        let cache = cache_with(vec![
-            volume("small", "1Gi").phase("Available").build(),
-            volume("taken", "2Gi")
-                .bound_to("c-uid", "c")
-                .phase("Bound")
-                .build(),
-        ]);
-        let bound =
-            serde_json::to_value(claim("c", "c-uid", "1Gi").volume_name("taken").build()).unwrap();
-        assert_eq!(
-            would_bind(&cache, &bound, "taken").as_deref(),
-            Some("small")
+        let volumes = || {
+            vec![
+                volume("small", "1Gi").phase("Available").build(),
+                volume("taken", "2Gi")
+                    .bound_to("c-uid", "c")
+                    .phase("Bound")
+                    .build(),
+            ]
+        };
+        let cache = cache_with(
+            volumes(),
+            claim("c", "c-uid", "1Gi").volume_name("taken").build(),
         );
-        let large =
-            serde_json::to_value(claim("c", "c-uid", "2Gi").volume_name("taken").build()).unwrap();
         assert_eq!(
-            would_bind(&cache, &large, "taken").as_deref(),
-            Some("taken")
+            would_bind(&cache, &key(), "taken"),
+            Some(Choice::Bind("small".into()))
+        );
+        let cache = cache_with(
+            volumes(),
+            claim("c", "c-uid", "2Gi").volume_name("taken").build(),
+        );
+        assert_eq!(
+            would_bind(&cache, &key(), "taken"),
+            Some(Choice::Bind("taken".into()))
+        );
+        let cache = cache_with(
+            volumes(),
+            claim("c", "c-uid", "5Gi").volume_name("taken").build(),
+        );
+        assert_eq!(would_bind(&cache, &key(), "taken"), Some(Choice::Pending));
+        assert_eq!(
+            would_bind(&cache, &ObjectKey::new("ns", "gone"), "taken"),
+            None,
+            "a claim gone is not judged"
         );
     }
 
     #[test]
     fn a_volume_reclaimed_since_the_bind_counts_as_it_was_chosen() {
-        let cache = cache_with(vec![
-            volume("taken", "1Gi")
-                .bound_to("c-uid", "c")
-                .phase("Released")
-                .policy("Delete")
-                .deleting()
-                .build(),
-        ]);
-        let bound =
-            serde_json::to_value(claim("c", "c-uid", "1Gi").volume_name("taken").build()).unwrap();
+        let cache = cache_with(
+            vec![
+                volume("taken", "1Gi")
+                    .bound_to("c-uid", "c")
+                    .phase("Released")
+                    .policy("Delete")
+                    .deleting()
+                    .build(),
+            ],
+            claim("c", "c-uid", "1Gi").volume_name("taken").build(),
+        );
         assert_eq!(
-            would_bind(&cache, &bound, "taken").as_deref(),
-            Some("taken")
+            would_bind(&cache, &key(), "taken"),
+            Some(Choice::Bind("taken".into()))
         );
     }
 }

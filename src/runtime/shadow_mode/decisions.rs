@@ -121,6 +121,14 @@ const PROVISIONER_KEYS: &[&str] = &[
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 const POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
 
+/// The annotations decisions are made of and judged on.
+pub(crate) const JUDGED_ANNOTATIONS: [&str; 4] = [
+    PROVISIONER_KEYS[0],
+    PROVISIONER_KEYS[1],
+    SELECTED_NODE,
+    POD_CLAIM_NAME,
+];
+
 fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
     object
         .pointer(pointer)

@@ -17,6 +17,7 @@
 
 mod decisions;
 mod report;
+mod views;
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -33,6 +34,7 @@ pub(crate) use decisions::of_write;
 use decisions::{Decision, Expected, Subject, controlling_pod, recorded, reserved_for};
 use report::Difference;
 pub use report::ShadowJournal;
+pub(crate) use views::of as judged_view;
 
 /// Shadow mode's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,23 +47,31 @@ pub struct ShadowConfig {
 /// How many differences `/shadow` keeps (the newest).
 const KEPT_DIFFERENCES: usize = 1000;
 
-/// Whether `other` is as good a choice as `ours` for the claim.
-type EquivalentFn = dyn Fn(&Value, &str, &str) -> bool + Send + Sync;
+/// Whether `other` is as good a choice as `ours` for the claim of the key.
+type EquivalentFn = dyn Fn(&ObjectKey, &str, &str) -> bool + Send + Sync;
 
-/// The volume this controller would choose for the claim, had `taken` been
-/// free.
-type WouldBindFn = dyn Fn(&Value, &str) -> Option<String> + Send + Sync;
+/// What this controller would do with the claim of the key, had the
+/// volume it was bound to (the second argument) been free; `None`: the
+/// claim is not known here (gone), so nothing is judged.
+type WouldBindFn = dyn Fn(&ObjectKey, &str) -> Option<Choice> + Send + Sync;
 
-/// How a bind the other controller made is judged, by the binder's rules:
-/// both callbacks take the claim as the cluster shows it.
+/// What this controller would do with a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// Bind it to this volume.
+    Bind(String),
+    /// Leave it Pending.
+    Pending,
+}
+
+/// How a bind the other controller made is judged, by the binder's rules
+/// on the claim as this process's cache holds it.
 pub(crate) struct BindJudge {
     /// Whether `other` is as good a choice as `ours` for the claim (both
     /// fit it; same capacity, class, access modes, volume mode, node
     /// affinity).
     pub(crate) equivalent: Box<EquivalentFn>,
-    /// The volume this controller would bind the claim to, had the volume
-    /// it was bound to (the second argument) been free; `None`: it would
-    /// leave the claim Pending.
+    /// What this controller would have done with the claim.
     pub(crate) would_bind: Box<WouldBindFn>,
 }
 
@@ -102,9 +112,6 @@ struct TheirBind {
     key: ObjectKey,
     uid: String,
     volume: String,
-    /// The claim as JSON text, smaller than a JSON value, as a burst of
-    /// binds keeps many.
-    claim: Box<str>,
 }
 
 /// How long a bind by the other controller waits before it is judged: the
@@ -374,7 +381,7 @@ impl ShadowMode {
         key: &ObjectKey,
         uid: &str,
         volume: Option<&str>,
-        object: impl Fn() -> Value,
+        object: impl FnOnce() -> Value,
     ) {
         let waiting = self.waits_for("persistentvolumeclaims", key);
         let first_bound = {
@@ -405,7 +412,6 @@ impl ShadowMode {
                 key: key.clone(),
                 uid: uid.to_string(),
                 volume,
-                claim: object().to_string().into_boxed_str(),
             });
             self.pending_gauge.set(gauge_value(&state));
         }
@@ -414,21 +420,23 @@ impl ShadowMode {
     /// A claim the other controller bound to `volume` before this one
     /// decided: agree when this one would have bound it to the same or an
     /// equivalent volume.
-    fn judge_their_bind(&self, key: &ObjectKey, uid: &str, volume: &str, claim: &Value) {
+    fn judge_their_bind(&self, key: &ObjectKey, uid: &str, volume: &str) {
         let Some(judge) = self.judge.get() else {
             return;
         };
-        let ours = (judge.would_bind)(claim, volume);
+        let Some(ours) = (judge.would_bind)(key, volume) else {
+            return;
+        };
         let agree = match &ours {
-            Some(ours) => ours == volume || (judge.equivalent)(claim, ours, volume),
-            None => false,
+            Choice::Bind(ours) => ours == volume || (judge.equivalent)(key, ours, volume),
+            Choice::Pending => false,
         };
         let mut state = self.lock();
         state.judged.insert(uid.to_string(), Instant::now());
-        let ours = ours.map_or_else(
-            || "leave the claim Pending".to_string(),
-            |v| format!("bind to volume {v}"),
-        );
+        let ours = match ours {
+            Choice::Bind(v) => format!("bind to volume {v}"),
+            Choice::Pending => "leave the claim Pending".to_string(),
+        };
         let verdict = if agree {
             Verdict::Agree
         } else {
@@ -485,14 +493,14 @@ impl ShadowMode {
             o.pointer("/metadata/deletionTimestamp")
                 .is_some_and(|t| !t.is_null())
         });
-        let seen = summary(object, decision);
+        let seen = || summary(object, decision);
         let Some(object) = object else {
             return match &decision.expected {
                 Expected::Gone
                 | Expected::Finalizer { present: false, .. }
                 | Expected::ReservedFor(_)
                 | Expected::Field { value: None, .. } => Verdict::Agree,
-                _ => Verdict::Open(seen),
+                _ => Verdict::Open(seen()),
             };
         };
         let met = match &decision.expected {
@@ -500,14 +508,16 @@ impl ShadowMode {
                 match object.pointer("/spec/volumeName").and_then(Value::as_str) {
                     Some(theirs) if theirs == ours => true,
                     Some(theirs) if !theirs.is_empty() => {
-                        let equivalent = self
-                            .judge
-                            .get()
-                            .is_some_and(|judge| (judge.equivalent)(object, ours, theirs));
+                        let equivalent = match (&decision.subject, self.judge.get()) {
+                            (Subject::Object { key, .. }, Some(judge)) => {
+                                (judge.equivalent)(key, ours, theirs)
+                            }
+                            _ => false,
+                        };
                         return if equivalent {
                             Verdict::Agree
                         } else {
-                            Verdict::Differ(seen)
+                            Verdict::Differ(seen())
                         };
                     }
                     _ => false,
@@ -543,7 +553,7 @@ impl ShadowMode {
         if met {
             Verdict::Agree
         } else {
-            Verdict::Open(seen)
+            Verdict::Open(seen())
         }
     }
 
@@ -626,8 +636,7 @@ impl ShadowMode {
             settled
         };
         for bind in settled {
-            let claim = serde_json::from_str(&bind.claim).unwrap_or_default();
-            self.judge_their_bind(&bind.key, &bind.uid, &bind.volume, &claim);
+            self.judge_their_bind(&bind.key, &bind.uid, &bind.volume);
         }
         let mut state = self.lock();
         let window = self.window;

@@ -53,7 +53,7 @@ async fn another_volume_differs_unless_equivalent() {
     let (shadow, _) = shadow();
     shadow.set_judge(BindJudge {
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
-        would_bind: Box::new(|_, _| None),
+        would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
     shadow.intended(
         BINDER,
@@ -119,9 +119,10 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     let (shadow, _) = shadow();
     shadow.set_judge(BindJudge {
         equivalent: Box::new(|_, _, _| false),
-        would_bind: Box::new(|claim, _| {
-            (claim.pointer("/metadata/name").and_then(Value::as_str) == Some("c"))
-                .then(|| "v1".to_string())
+        would_bind: Box::new(|claim, _| match claim.name.as_str() {
+            "c" => Some(Choice::Bind("v1".to_string())),
+            "gone" => None,
+            _ => Some(Choice::Pending),
         }),
     });
     shadow.observed_claim(&key(), "c-uid", None, || claim(None));
@@ -143,6 +144,14 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
         shadow.report().differences[0].ours,
         "leave the claim Pending"
     );
+    let gone = ObjectKey::new("ns", "gone");
+    shadow.observed_claim(&gone, "g-uid", None, || unreachable!("not waited for"));
+    shadow.observed_claim(&gone, "g-uid", Some("v3"), || {
+        unreachable!("not waited for")
+    });
+    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (1, 1), "a claim gone since is not judged");
 }
 
 #[tokio::test(start_paused = true)]
