@@ -1,7 +1,7 @@
 //! Shadow mode's eyes: every change the informers show of the kinds whose
 //! decisions are judged (volumes, claims, pods, ResourceClaims) goes to the
-//! journal, converted only when a decision waits for it (claims: also to
-//! see a bind this process did not decide).
+//! journal, as the few fields decisions read, when a decision waits for it
+//! (claims: also to see a bind this process did not decide).
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use crate::runtime::informer::{Change, Informers};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
-use crate::runtime::shadow_mode::{ShadowMode, judged_view};
+use crate::runtime::shadow_mode::{ShadowMode, View};
 
 /// Subscribes `shadow` to the changes of each judged kind the controllers
 /// watch.
@@ -51,8 +51,8 @@ fn forward<K: Kind>(
         Change::Applied { object, .. } => {
             let key = ObjectKey::of(object.as_ref());
             if every || shadow.waits_for(resource, &key) {
-                let view = judged_view(object.as_ref());
-                shadow.observed(resource, &key, object.meta().uid.as_deref(), Some(&view));
+                let view = View::of(object.as_ref());
+                shadow.observed(resource, &key, view.uid, Some(&view));
             }
         }
         Change::Deleted { key, last } => {
@@ -76,7 +76,7 @@ fn claim_changed(shadow: &ShadowMode, change: &Change<'_, PersistentVolumeClaim>
                 .as_ref()
                 .and_then(|spec| spec.volume_name.as_deref())
                 .filter(|name| !name.is_empty());
-            shadow.observed_claim(&key, uid, volume, || judged_view(object.as_ref()));
+            shadow.observed_claim(&key, uid, volume, || View::of(object.as_ref()));
         }
         deleted @ Change::Deleted { .. } => {
             forward(shadow, "persistentvolumeclaims", deleted, false);

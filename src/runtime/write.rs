@@ -38,7 +38,7 @@ use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Whole};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
-use crate::runtime::shadow_mode::{ShadowMode, judged_view};
+use crate::runtime::shadow_mode::{ShadowMode, View};
 
 /// What an edit made of the newest copy of an object.
 #[derive(Debug, PartialEq, Eq)]
@@ -367,10 +367,10 @@ impl<K: Kind> Writer<K> {
                 &K::plural(&()),
                 "create",
                 None,
-                Some(&judged_view(object)),
+                Some(&View::of(object)),
             );
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, Some(&judged_view(stored.as_ref())));
+                shadow.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
             }
             let mut answer = object.clone();
             if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
@@ -414,15 +414,9 @@ impl<K: Kind> Writer<K> {
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
         if let Some(shadow) = &self.door.shadow {
-            let stored = self
-                .store
-                .get(key)
-                .map(|stored| judged_view(stored.as_ref()));
-            let before = stored.clone().unwrap_or_else(|| {
-                serde_json::json!({ "metadata": {
-                    "namespace": key.namespace, "name": key.name, "uid": uid,
-                } })
-            });
+            let stored = self.store.get(key);
+            let stored = stored.as_deref().map(View::of);
+            let before = stored.unwrap_or_else(|| View::named(key, uid));
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
@@ -503,14 +497,19 @@ impl<K: Kind> Writer<K> {
     ) -> Result<Arc<K>, WriteError> {
         if let Some(shadow) = &self.door.shadow {
             let stored = self.store.get(key);
-            let before = stored.as_deref().map(judged_view);
-            shadow.intended(
-                self.controller,
-                &K::plural(&()),
-                "apply",
-                before.as_ref(),
-                Some(applied),
-            );
+            let before = stored.as_deref().map(View::of);
+            match serde_json::from_value::<K>(applied.clone()) {
+                Ok(after) => shadow.intended(
+                    self.controller,
+                    &K::plural(&()),
+                    "apply",
+                    before.as_ref(),
+                    Some(&View::of(&after)),
+                ),
+                Err(error) => {
+                    tracing::warn!(object = %describe::<K>(key), %error, "shadow: an intended apply is not a whole object; not judged");
+                }
+            }
             if let Some(before) = &before {
                 shadow.present(&K::plural(&()), key, Some(before));
             }
@@ -565,23 +564,18 @@ impl<K: Whole> Writer<K> {
             Edit::Changed => {}
         }
         if let Some(shadow) = &self.door.shadow {
-            let before = judged_view(newest.as_ref());
+            let before = View::of(newest.as_ref());
             shadow.intended(
                 self.controller,
                 &K::plural(&()),
                 "update",
                 Some(&before),
-                Some(&judged_view(&changed)),
+                Some(&View::of(&changed)),
             );
-            // The cluster's copy; the basis already when no unsent answer
-            // stands in for it.
+            // The cluster's copy: the basis, unless an unsent answer stands
+            // in for it.
             if let Some(stored) = self.store.get(&key) {
-                let stored = if Arc::ptr_eq(&stored, &newest) {
-                    before
-                } else {
-                    judged_view(stored.as_ref())
-                };
-                shadow.present(&K::plural(&()), &key, Some(&stored));
+                shadow.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
             }
             let answer = Arc::new(changed);
             keep_unsent(key, Arc::clone(&answer));

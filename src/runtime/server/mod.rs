@@ -327,15 +327,17 @@ mod tests {
         };
         let shadow = Arc::new(ShadowMode::new(&config, &metrics).unwrap());
         let claim = |volume: Option<&str>| {
-            serde_json::json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" },
-                "spec": { "volumeName": volume }, "status": { "phase": "Pending" } })
+            testkit::claim("c", "c-uid", "1Gi")
+                .namespace("ns")
+                .volume_name(volume.unwrap_or_default())
+                .build()
         };
         shadow.intended(
             "persistentvolume-binder-controller",
             "persistentvolumeclaims",
             "update",
-            Some(&claim(None)),
-            Some(&claim(Some("v1"))),
+            Some(&crate::runtime::shadow_mode::View::of(&claim(None))),
+            Some(&crate::runtime::shadow_mode::View::of(&claim(Some("v1")))),
         );
         tokio::time::advance(std::time::Duration::from_secs(31)).await;
         shadow.sweep();

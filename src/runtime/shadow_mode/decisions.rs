@@ -7,8 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
-
+use super::views::{Field, View};
 use crate::runtime::keys::ObjectKey;
 
 /// Which object (or which object to come) a decision is judged on.
@@ -52,12 +51,12 @@ impl Subject {
 pub(crate) enum Expected {
     /// The claim bound to this volume (or an equivalent one).
     BoundTo(String),
-    /// A field (JSON pointer) with this value, or absent (`None`).
+    /// A field with this value, or absent (`None`).
     Field {
-        /// The pointer, e.g. `/status/phase`.
-        pointer: &'static str,
+        /// The field.
+        field: Field,
         /// The value.
-        value: Option<Value>,
+        value: Option<String>,
     },
     /// An annotation with this value under any of these keys.
     Annotation {
@@ -119,88 +118,15 @@ const PROVISIONER_KEYS: &[&str] = &[
     "volume.beta.kubernetes.io/storage-provisioner",
 ];
 const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-const POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
+/// The annotation naming the pod's entry a ResourceClaim was made for.
+pub(crate) const POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
 
-/// The annotations decisions are made of and judged on.
-pub(crate) const JUDGED_ANNOTATIONS: [&str; 4] = [
-    PROVISIONER_KEYS[0],
-    PROVISIONER_KEYS[1],
-    SELECTED_NODE,
-    POD_CLAIM_NAME,
-];
-
-fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
-    object
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
+fn key_of(object: &View<'_>) -> ObjectKey {
+    ObjectKey::new(object.namespace, object.name)
 }
 
-fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-}
-
-fn finalizers(object: &Value) -> BTreeSet<String> {
-    object
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect()
-}
-
-fn key_of(object: &Value) -> ObjectKey {
-    ObjectKey::new(
-        text(object, "/metadata/namespace").unwrap_or(""),
-        text(object, "/metadata/name").unwrap_or(""),
-    )
-}
-
-fn uid_of(object: &Value) -> Option<String> {
-    text(object, "/metadata/uid").map(str::to_string)
-}
-
-/// The UIDs of `status.reservedFor`.
-pub(crate) fn reserved_for(object: &Value) -> BTreeSet<String> {
-    object
-        .pointer("/status/reservedFor")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("uid").and_then(Value::as_str))
-        .map(str::to_string)
-        .collect()
-}
-
-/// The entries of `status.resourceClaimStatuses` that name a claim.
-pub(crate) fn recorded(object: &Value) -> BTreeSet<String> {
-    object
-        .pointer("/status/resourceClaimStatuses")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|s| s.get("resourceClaimName").is_some_and(|n| !n.is_null()))
-        .filter_map(|s| s.get("name").and_then(Value::as_str))
-        .map(str::to_string)
-        .collect()
-}
-
-/// The pod that controls an object, if one does: its UID.
-pub(crate) fn controlling_pod(object: &Value) -> Option<&str> {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| {
-            r.get("kind") == Some(&Value::from("Pod"))
-                && r.get("controller") == Some(&Value::Bool(true))
-        })
-        .and_then(|r| r.get("uid").and_then(Value::as_str))
+fn uid_of(object: &View<'_>) -> Option<String> {
+    object.uid.map(str::to_string)
 }
 
 /// The decisions of a write of `resource` by `verb` (`create`, `update`,
@@ -209,8 +135,8 @@ pub(crate) fn controlling_pod(object: &Value) -> Option<&str> {
 pub(crate) fn of_write(
     resource: &str,
     verb: &str,
-    before: Option<&Value>,
-    after: Option<&Value>,
+    before: Option<&View<'_>>,
+    after: Option<&View<'_>>,
 ) -> Vec<Decision> {
     match (verb, before, after) {
         ("create", _, Some(after)) => created(resource, after),
@@ -222,7 +148,7 @@ pub(crate) fn of_write(
             _ => Vec::new(),
         },
         ("apply", _, Some(after)) if resource == PODS => {
-            let entries = recorded(after);
+            let entries = after.recorded();
             let key = key_of(after);
             vec![Decision {
                 kind: "record_claims",
@@ -239,7 +165,7 @@ pub(crate) fn of_write(
     }
 }
 
-fn created(resource: &str, object: &Value) -> Vec<Decision> {
+fn created(resource: &str, object: &View<'_>) -> Vec<Decision> {
     let key = key_of(object);
     let (kind, resource) = match resource {
         CLAIMS => ("create_claim", CLAIMS),
@@ -247,7 +173,7 @@ fn created(resource: &str, object: &Value) -> Vec<Decision> {
         PODS => ("recycle", PODS),
         RESOURCE_CLAIMS => {
             let (Some(pod_uid), Some(entry)) =
-                (controlling_pod(object), annotation(object, POD_CLAIM_NAME))
+                (object.owner_pod, object.annotation(POD_CLAIM_NAME))
             else {
                 return Vec::new();
             };
@@ -274,7 +200,7 @@ fn created(resource: &str, object: &Value) -> Vec<Decision> {
     }]
 }
 
-fn deleted(resource: &str, object: &Value) -> Vec<Decision> {
+fn deleted(resource: &str, object: &View<'_>) -> Vec<Decision> {
     let kind = match resource {
         VOLUMES => "delete_volume",
         RESOURCE_CLAIMS => "delete_claim",
@@ -298,7 +224,7 @@ fn deleted(resource: &str, object: &Value) -> Vec<Decision> {
     }]
 }
 
-fn subject(resource: &'static str, object: &Value) -> (Subject, Option<String>) {
+fn subject(resource: &'static str, object: &View<'_>) -> (Subject, Option<String>) {
     (
         Subject::Object {
             resource,
@@ -308,7 +234,7 @@ fn subject(resource: &'static str, object: &Value) -> (Subject, Option<String>) 
     )
 }
 
-fn claim_update(before: &Value, after: &Value) -> Vec<Decision> {
+fn claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
     let (subject, uid) = subject(CLAIMS, after);
     let mut decisions = Vec::new();
     let mut push = |kind, expected, ours: String| {
@@ -320,8 +246,8 @@ fn claim_update(before: &Value, after: &Value) -> Vec<Decision> {
             ours,
         });
     };
-    let volume = text(after, "/spec/volumeName");
-    if volume.is_some() && volume != text(before, "/spec/volumeName") {
+    let volume = after.volume_name();
+    if volume.is_some() && volume != before.volume_name() {
         let volume = volume.unwrap_or_default().to_string();
         push(
             "bind",
@@ -329,20 +255,20 @@ fn claim_update(before: &Value, after: &Value) -> Vec<Decision> {
             format!("bind to volume {volume}"),
         );
     }
-    let class = text(after, "/spec/storageClassName");
-    if class.is_some() && text(before, "/spec/storageClassName").is_none() {
+    let class = after.field(Field::StorageClass);
+    if class.is_some() && before.field(Field::StorageClass).is_none() {
         let class = class.unwrap_or_default().to_string();
         push(
             "default_class",
             Expected::Field {
-                pointer: "/spec/storageClassName",
-                value: Some(Value::from(class.clone())),
+                field: Field::StorageClass,
+                value: Some(class.clone()),
             },
             format!("give storage class {class}"),
         );
     }
-    let provisioner = PROVISIONER_KEYS.iter().find_map(|k| annotation(after, k));
-    let before_provisioner = PROVISIONER_KEYS.iter().find_map(|k| annotation(before, k));
+    let provisioner = PROVISIONER_KEYS.iter().find_map(|k| after.annotation(k));
+    let before_provisioner = PROVISIONER_KEYS.iter().find_map(|k| before.annotation(k));
     if let Some(provisioner) = provisioner.filter(|p| Some(*p) != before_provisioner) {
         push(
             "provisioning",
@@ -353,22 +279,22 @@ fn claim_update(before: &Value, after: &Value) -> Vec<Decision> {
             format!("hand to provisioner {provisioner}"),
         );
     }
-    if annotation(before, SELECTED_NODE).is_some() && annotation(after, SELECTED_NODE).is_none() {
+    if before.annotation(SELECTED_NODE).is_some() && after.annotation(SELECTED_NODE).is_none() {
         push(
             "reschedule",
             Expected::NoAnnotation(SELECTED_NODE),
             "give the node choice back to the scheduler".to_string(),
         );
     }
-    let phase = text(after, "/status/phase");
-    if phase != text(before, "/status/phase")
+    let phase = after.field(Field::Phase);
+    if phase != before.field(Field::Phase)
         && let Some(phase) = phase.filter(|p| *p != "Bound")
     {
         push(
             "claim_phase",
             Expected::Field {
-                pointer: "/status/phase",
-                value: Some(Value::from(phase)),
+                field: Field::Phase,
+                value: Some(phase.to_string()),
             },
             format!("claim phase {phase}"),
         );
@@ -376,17 +302,15 @@ fn claim_update(before: &Value, after: &Value) -> Vec<Decision> {
     decisions
 }
 
-fn volume_update(before: &Value, after: &Value) -> Vec<Decision> {
+fn volume_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
     let (subject, uid) = subject(VOLUMES, after);
     let mut decisions = Vec::new();
-    let claim_uid = text(after, "/spec/claimRef/uid");
-    if claim_uid.is_some() && claim_uid != text(before, "/spec/claimRef/uid") {
+    let claim_uid = after.field(Field::ClaimRefUid);
+    if claim_uid.is_some() && claim_uid != before.field(Field::ClaimRefUid) {
         // The volume's half of a bind: judged on the claim.
-        let claim = ObjectKey::new(
-            text(after, "/spec/claimRef/namespace").unwrap_or(""),
-            text(after, "/spec/claimRef/name").unwrap_or(""),
-        );
-        let volume = text(after, "/metadata/name").unwrap_or("").to_string();
+        let (namespace, name) = after.claim_ref().unwrap_or_default();
+        let claim = ObjectKey::new(namespace, name);
+        let volume = after.name.to_string();
         decisions.push(Decision {
             kind: "bind",
             ours: format!("bind to volume {volume}"),
@@ -398,20 +322,20 @@ fn volume_update(before: &Value, after: &Value) -> Vec<Decision> {
             expected: Expected::BoundTo(volume),
         });
     }
-    if claim_uid.is_none() && text(before, "/spec/claimRef/uid").is_some() {
+    if claim_uid.is_none() && before.field(Field::ClaimRefUid).is_some() {
         decisions.push(Decision {
             kind: "unbind",
             ours: "unbind the volume".to_string(),
             subject: subject.clone(),
             uid: uid.clone(),
             expected: Expected::Field {
-                pointer: "/spec/claimRef/uid",
+                field: Field::ClaimRefUid,
                 value: None,
             },
         });
     }
-    let phase = text(after, "/status/phase");
-    if phase != text(before, "/status/phase")
+    let phase = after.field(Field::Phase);
+    if phase != before.field(Field::Phase)
         && let Some(phase) = phase.filter(|p| *p != "Bound")
     {
         decisions.push(Decision {
@@ -420,12 +344,12 @@ fn volume_update(before: &Value, after: &Value) -> Vec<Decision> {
             subject: subject.clone(),
             uid: uid.clone(),
             expected: Expected::Field {
-                pointer: "/status/phase",
-                value: Some(Value::from(phase)),
+                field: Field::Phase,
+                value: Some(phase.to_string()),
             },
         });
     }
-    let (old, new) = (finalizers(before), finalizers(after));
+    let (old, new) = (before.finalizers(), after.finalizers());
     for (name, present) in new
         .difference(&old)
         .map(|f| (f, true))
@@ -448,10 +372,10 @@ fn volume_update(before: &Value, after: &Value) -> Vec<Decision> {
     decisions
 }
 
-fn resource_claim_update(before: &Value, after: &Value) -> Vec<Decision> {
+fn resource_claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
     let (subject, uid) = subject(RESOURCE_CLAIMS, after);
     let mut decisions = Vec::new();
-    let (old, new) = (reserved_for(before), reserved_for(after));
+    let (old, new) = (before.reserved_for(), after.reserved_for());
     if old != new {
         decisions.push(Decision {
             kind: "reservation",
@@ -461,25 +385,19 @@ fn resource_claim_update(before: &Value, after: &Value) -> Vec<Decision> {
             expected: Expected::ReservedFor(new),
         });
     }
-    if before
-        .pointer("/status/allocation")
-        .is_some_and(|a| !a.is_null())
-        && after
-            .pointer("/status/allocation")
-            .is_none_or(Value::is_null)
-    {
+    if before.field(Field::Allocation).is_some() && after.field(Field::Allocation).is_none() {
         decisions.push(Decision {
             kind: "deallocate",
             ours: "clear the allocation".to_string(),
             subject: subject.clone(),
             uid: uid.clone(),
             expected: Expected::Field {
-                pointer: "/status/allocation",
+                field: Field::Allocation,
                 value: None,
             },
         });
     }
-    for name in finalizers(before).difference(&finalizers(after)) {
+    for name in before.finalizers().difference(&after.finalizers()) {
         decisions.push(Decision {
             kind: "remove_finalizer",
             ours: format!("remove finalizer {name}"),
@@ -497,21 +415,42 @@ fn resource_claim_update(before: &Value, after: &Value) -> Vec<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::shadow_mode::views::typed;
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use k8s_openapi::api::resource::v1::ResourceClaim;
     use serde_json::json;
 
     #[test]
     fn a_bind_is_one_decision_on_the_claim_from_either_side() {
-        let volume_before = json!({ "metadata": { "name": "v1", "uid": "pv-uid" }, "spec": {}, "status": { "phase": "Available" } });
-        let volume_after = json!({ "metadata": { "name": "v1", "uid": "pv-uid" },
-            "spec": { "claimRef": { "namespace": "ns", "name": "c", "uid": "c-uid" } }, "status": { "phase": "Bound" } });
-        let from_volume = of_write(VOLUMES, "update", Some(&volume_before), Some(&volume_after));
+        let volume_before: PersistentVolume = typed(
+            json!({ "metadata": { "name": "v1", "uid": "pv-uid" }, "spec": {}, "status": { "phase": "Available" } }),
+        );
+        let volume_after: PersistentVolume = typed(
+            json!({ "metadata": { "name": "v1", "uid": "pv-uid" },
+            "spec": { "claimRef": { "namespace": "ns", "name": "c", "uid": "c-uid" } }, "status": { "phase": "Bound" } }),
+        );
+        let from_volume = of_write(
+            VOLUMES,
+            "update",
+            Some(&View::of(&volume_before)),
+            Some(&View::of(&volume_after)),
+        );
         assert_eq!(from_volume.len(), 1, "{from_volume:?}");
         assert_eq!(from_volume[0].kind, "bind");
         assert_eq!(from_volume[0].expected, Expected::BoundTo("v1".into()));
-        let claim_before = json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" }, "spec": {}, "status": { "phase": "Pending" } });
-        let claim_after = json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
-            "annotations": { "pv.kubernetes.io/bind-completed": "yes" } }, "spec": { "volumeName": "v1" }, "status": { "phase": "Bound" } });
-        let from_claim = of_write(CLAIMS, "update", Some(&claim_before), Some(&claim_after));
+        let claim_before: PersistentVolumeClaim = typed(
+            json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" }, "spec": {}, "status": { "phase": "Pending" } }),
+        );
+        let claim_after: PersistentVolumeClaim = typed(
+            json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
+            "annotations": { "pv.kubernetes.io/bind-completed": "yes" } }, "spec": { "volumeName": "v1" }, "status": { "phase": "Bound" } }),
+        );
+        let from_claim = of_write(
+            CLAIMS,
+            "update",
+            Some(&View::of(&claim_before)),
+            Some(&View::of(&claim_after)),
+        );
         assert_eq!(from_claim.len(), 1, "{from_claim:?}");
         assert_eq!(from_claim[0].subject, from_volume[0].subject);
         assert_eq!(from_claim[0].uid, from_volume[0].uid);
@@ -519,32 +458,51 @@ mod tests {
 
     #[test]
     fn phases_finalizers_hand_offs_and_deletes_are_decisions() {
-        let before = json!({ "metadata": { "name": "v1", "uid": "u", "finalizers": ["kubernetes.io/pv-controller"] },
-            "spec": { "claimRef": { "namespace": "ns", "name": "c", "uid": "c-uid" } }, "status": { "phase": "Bound" } });
-        let after = json!({ "metadata": { "name": "v1", "uid": "u" }, "spec": {}, "status": { "phase": "Released" } });
-        let kinds: Vec<&str> = of_write(VOLUMES, "update", Some(&before), Some(&after))
-            .iter()
-            .map(|d| d.kind)
-            .collect();
+        let before: PersistentVolume = typed(
+            json!({ "metadata": { "name": "v1", "uid": "u", "finalizers": ["kubernetes.io/pv-controller"] },
+            "spec": { "claimRef": { "namespace": "ns", "name": "c", "uid": "c-uid" } }, "status": { "phase": "Bound" } }),
+        );
+        let after: PersistentVolume = typed(
+            json!({ "metadata": { "name": "v1", "uid": "u" }, "spec": {}, "status": { "phase": "Released" } }),
+        );
+        let kinds: Vec<&str> = of_write(
+            VOLUMES,
+            "update",
+            Some(&View::of(&before)),
+            Some(&View::of(&after)),
+        )
+        .iter()
+        .map(|d| d.kind)
+        .collect();
         assert_eq!(kinds, ["unbind", "volume_phase", "volume_finalizer"]);
-        let claim =
-            json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c" }, "spec": {} });
-        let handed = json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c",
-            "annotations": { "volume.beta.kubernetes.io/storage-provisioner": "p", "volume.kubernetes.io/storage-provisioner": "p" } }, "spec": {} });
-        let decisions = of_write(CLAIMS, "update", Some(&claim), Some(&handed));
+        let claim: PersistentVolumeClaim = typed(
+            json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c" }, "spec": {} }),
+        );
+        let handed: PersistentVolumeClaim = typed(
+            json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c",
+            "annotations": { "volume.beta.kubernetes.io/storage-provisioner": "p", "volume.kubernetes.io/storage-provisioner": "p" } }, "spec": {} }),
+        );
+        let decisions = of_write(
+            CLAIMS,
+            "update",
+            Some(&View::of(&claim)),
+            Some(&View::of(&handed)),
+        );
         assert_eq!(decisions.len(), 1);
         assert_eq!(decisions[0].kind, "provisioning");
-        let deleted = of_write(VOLUMES, "delete", Some(&after), None);
+        let deleted = of_write(VOLUMES, "delete", Some(&View::of(&after)), None);
         assert_eq!(deleted[0].expected, Expected::Gone);
-        assert!(of_write(PODS, "delete", Some(&after), None).is_empty());
+        assert!(of_write(PODS, "delete", Some(&View::of(&after)), None).is_empty());
     }
 
     #[test]
     fn a_generated_resource_claim_is_judged_by_its_pod_and_entry() {
-        let claim = json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
+        let claim: ResourceClaim = typed(
+            json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
             "annotations": { POD_CLAIM_NAME: "gpu" },
-            "ownerReferences": [ { "kind": "Pod", "uid": "pod-uid", "controller": true, "name": "p", "apiVersion": "v1" } ] } });
-        let decisions = of_write(RESOURCE_CLAIMS, "create", None, Some(&claim));
+            "ownerReferences": [ { "kind": "Pod", "uid": "pod-uid", "controller": true, "name": "p", "apiVersion": "v1" } ] }, "spec": {} }),
+        );
+        let decisions = of_write(RESOURCE_CLAIMS, "create", None, Some(&View::of(&claim)));
         assert_eq!(
             decisions[0].subject,
             Subject::Generated {

@@ -25,16 +25,16 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use prometheus::{IntCounterVec, IntGauge, Opts};
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 pub(crate) use decisions::of_write;
-use decisions::{Decision, Expected, Subject, controlling_pod, recorded, reserved_for};
+use decisions::{Decision, Expected, POD_CLAIM_NAME, Subject};
 use report::Difference;
 pub use report::ShadowJournal;
-pub(crate) use views::of as judged_view;
+use views::Field;
+pub(crate) use views::View;
 
 /// Shadow mode's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,40 +145,35 @@ impl std::fmt::Debug for ShadowMode {
     }
 }
 
-fn summary(object: Option<&Value>, decision: &Decision) -> String {
+/// What the cluster shows of a decision's subject, for people.
+fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
     let Some(object) = object else {
         return "gone".to_string();
     };
-    let at = |pointer: &str| {
-        object.pointer(pointer).map_or_else(
-            || "none".to_string(),
-            |v| v.to_string().trim_matches('"').to_string(),
-        )
-    };
     match &decision.expected {
-        Expected::BoundTo(_) => match object.pointer("/spec/volumeName").and_then(Value::as_str) {
-            Some(volume) if !volume.is_empty() => format!("bound to volume {volume}"),
-            _ => format!("not bound (phase {})", at("/status/phase")),
+        Expected::BoundTo(_) => match object.volume_name() {
+            Some(volume) => format!("bound to volume {volume}"),
+            None => format!(
+                "not bound (phase {})",
+                object.field(Field::Phase).unwrap_or("none")
+            ),
         },
-        Expected::Field { pointer, .. } => format!("{pointer} = {}", at(pointer)),
+        Expected::Field { field, .. } => format!(
+            "{} = {}",
+            field.path(),
+            object.field(*field).unwrap_or("none")
+        ),
         Expected::Annotation { keys, .. } => format!(
             "annotation {} = {}",
             keys.first().copied().unwrap_or(""),
             keys.iter()
-                .find_map(|k| object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(*k)))
-                .map_or_else(|| "none".to_string(), ToString::to_string)
+                .find_map(|k| object.annotation(k))
+                .unwrap_or("none")
         ),
         Expected::NoAnnotation(key) => format!("annotation {key} still there"),
-        Expected::Finalizer { name, .. } => format!(
-            "finalizers {}",
-            object
-                .pointer("/metadata/finalizers")
-                .map_or_else(|| format!("without {name}"), ToString::to_string)
-        ),
-        Expected::ReservedFor(_) => format!("reserved for {:?}", reserved_for(object)),
-        Expected::Recorded(_) => format!("recorded entries {:?}", recorded(object)),
+        Expected::Finalizer { .. } => format!("finalizers {:?}", object.finalizers()),
+        Expected::ReservedFor(_) => format!("reserved for {:?}", object.reserved_for()),
+        Expected::Recorded(_) => format!("recorded entries {:?}", object.recorded()),
         Expected::Exists => "exists".to_string(),
         Expected::Gone => "not deleted".to_string(),
     }
@@ -227,8 +222,8 @@ impl ShadowMode {
         controller: &'static str,
         resource: &str,
         verb: &str,
-        before: Option<&Value>,
-        after: Option<&Value>,
+        before: Option<&View<'_>>,
+        after: Option<&View<'_>>,
     ) {
         let decisions = of_write(resource, verb, before, after);
         if decisions.is_empty() {
@@ -269,11 +264,11 @@ impl ShadowMode {
     /// process decides about it: the decision is judged on it at once, as
     /// the other controller may have come to it first (created, deleted or
     /// changed the object already) and no further change may come.
-    pub(crate) fn present(&self, resource: &str, key: &ObjectKey, object: Option<&Value>) {
+    pub(crate) fn present(&self, resource: &str, key: &ObjectKey, object: Option<&View<'_>>) {
         let Some(resource) = decisions::judged_resource(resource) else {
             return;
         };
-        let uid = object.and_then(|o| o.pointer("/metadata/uid").and_then(Value::as_str));
+        let uid = object.and_then(|o| o.uid);
         self.judge(resource, key, uid, object, false);
     }
 
@@ -328,7 +323,7 @@ impl ShadowMode {
         resource: &'static str,
         key: &ObjectKey,
         uid: Option<&str>,
-        object: Option<&Value>,
+        object: Option<&View<'_>>,
     ) {
         self.judge(resource, key, uid, object, true);
     }
@@ -341,19 +336,14 @@ impl ShadowMode {
         resource: &'static str,
         key: &ObjectKey,
         uid: Option<&str>,
-        object: Option<&Value>,
+        object: Option<&View<'_>>,
         changed: bool,
     ) {
         let mut state = self.lock();
         if resource == "resourceclaims"
             && let Some(object) = object
-            && let (Some(pod_uid), Some(entry)) = (
-                controlling_pod(object),
-                object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name"))
-                    .and_then(Value::as_str),
-            )
+            && let (Some(pod_uid), Some(entry)) =
+                (object.owner_pod, object.annotation(POD_CLAIM_NAME))
         {
             let generated = Subject::Generated {
                 namespace: key.namespace.clone(),
@@ -376,12 +366,12 @@ impl ShadowMode {
     /// A claim as the cluster shows it (`object` makes its JSON, only when
     /// needed): judges what waits for it, and a bind by someone else this
     /// process did not decide.
-    pub(crate) fn observed_claim(
+    pub(crate) fn observed_claim<'a>(
         &self,
         key: &ObjectKey,
         uid: &str,
         volume: Option<&str>,
-        object: impl FnOnce() -> Value,
+        object: impl FnOnce() -> View<'a>,
     ) {
         let waiting = self.waits_for("persistentvolumeclaims", key);
         let first_bound = {
@@ -464,7 +454,7 @@ impl ShadowMode {
         state: &mut State,
         subject: &Subject,
         uid: Option<&str>,
-        object: Option<&Value>,
+        object: Option<&View<'_>>,
     ) {
         let Some(list) = state.pending.remove(subject) else {
             return;
@@ -488,11 +478,8 @@ impl ShadowMode {
         }
     }
 
-    fn verdict(&self, decision: &Decision, object: Option<&Value>) -> Verdict {
-        let deleting = object.is_some_and(|o| {
-            o.pointer("/metadata/deletionTimestamp")
-                .is_some_and(|t| !t.is_null())
-        });
+    fn verdict(&self, decision: &Decision, object: Option<&View<'_>>) -> Verdict {
+        let deleting = object.is_some_and(|o| o.deleting);
         let seen = || summary(object, decision);
         let Some(object) = object else {
             return match &decision.expected {
@@ -504,49 +491,34 @@ impl ShadowMode {
             };
         };
         let met = match &decision.expected {
-            Expected::BoundTo(ours) => {
-                match object.pointer("/spec/volumeName").and_then(Value::as_str) {
-                    Some(theirs) if theirs == ours => true,
-                    Some(theirs) if !theirs.is_empty() => {
-                        let equivalent = match (&decision.subject, self.judge.get()) {
-                            (Subject::Object { key, .. }, Some(judge)) => {
-                                (judge.equivalent)(key, ours, theirs)
-                            }
-                            _ => false,
-                        };
-                        return if equivalent {
-                            Verdict::Agree
-                        } else {
-                            Verdict::Differ(seen())
-                        };
-                    }
-                    _ => false,
+            Expected::BoundTo(ours) => match object.volume_name() {
+                Some(theirs) if theirs == ours => true,
+                Some(theirs) => {
+                    let equivalent = match (&decision.subject, self.judge.get()) {
+                        (Subject::Object { key, .. }, Some(judge)) => {
+                            (judge.equivalent)(key, ours, theirs)
+                        }
+                        _ => false,
+                    };
+                    return if equivalent {
+                        Verdict::Agree
+                    } else {
+                        Verdict::Differ(seen())
+                    };
                 }
+                _ => false,
+            },
+            Expected::Field { field, value } => {
+                let current = object.field(*field);
+                current == value.as_deref() || bound_since(decision, current)
             }
-            Expected::Field { pointer, value } => {
-                let current = object.pointer(pointer).filter(|v| !v.is_null());
-                current == value.as_ref() || bound_since(decision, current)
-            }
-            Expected::Annotation { keys, value } => keys.iter().any(|k| {
-                object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(*k))
-                    .and_then(Value::as_str)
-                    == Some(value.as_str())
-            }),
-            Expected::NoAnnotation(key) => object
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(*key))
-                .is_none(),
-            Expected::Finalizer { name, present } => {
-                let has = object
-                    .pointer("/metadata/finalizers")
-                    .and_then(Value::as_array)
-                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(name)));
-                has == *present
-            }
-            Expected::ReservedFor(uids) => reserved_for(object) == *uids,
-            Expected::Recorded(entries) => entries.is_subset(&recorded(object)),
+            Expected::Annotation { keys, value } => keys
+                .iter()
+                .any(|k| object.annotation(k) == Some(value.as_str())),
+            Expected::NoAnnotation(key) => object.annotation(key).is_none(),
+            Expected::Finalizer { name, present } => object.has_finalizer(name) == *present,
+            Expected::ReservedFor(uids) => object.reserved_for() == *uids,
+            Expected::Recorded(entries) => entries.is_subset(&object.recorded()),
             Expected::Exists => true,
             Expected::Gone => deleting,
         };
@@ -692,15 +664,13 @@ impl ShadowMode {
 /// Available or Pending, a claim left Pending) was overtaken by the
 /// binding itself: the other controller may bind without writing the
 /// phase first, as this one does when the binding comes at once.
-fn bound_since(decision: &Decision, current: Option<&Value>) -> bool {
+fn bound_since(decision: &Decision, current: Option<&str>) -> bool {
     let waypoint = matches!(
         &decision.expected,
-        Expected::Field { pointer: "/status/phase", value: Some(phase) }
+        Expected::Field { field: Field::Phase, value: Some(phase) }
             if phase == "Available" || phase == "Pending"
     );
-    waypoint
-        && matches!(decision.kind, "volume_phase" | "claim_phase")
-        && current.and_then(Value::as_str) == Some("Bound")
+    waypoint && matches!(decision.kind, "volume_phase" | "claim_phase") && current == Some("Bound")
 }
 
 fn gauge_value(state: &State) -> i64 {

@@ -1,7 +1,10 @@
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
+use super::views::typed;
 use super::*;
 
 fn shadow() -> (ShadowMode, Metrics) {
@@ -16,9 +19,27 @@ fn shadow() -> (ShadowMode, Metrics) {
     (shadow, metrics)
 }
 
-fn claim(volume: Option<&str>) -> Value {
-    json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" },
-        "spec": { "volumeName": volume }, "status": { "phase": if volume.is_some() { "Bound" } else { "Pending" } } })
+fn claim(volume: Option<&str>) -> PersistentVolumeClaim {
+    typed(
+        json!({ "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid" },
+        "spec": { "volumeName": volume }, "status": { "phase": if volume.is_some() { "Bound" } else { "Pending" } } }),
+    )
+}
+
+fn volume(phase: &str, deleting: bool) -> PersistentVolume {
+    let mut volume: PersistentVolume =
+        typed(json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": phase } }));
+    if deleting {
+        volume.metadata.deletion_timestamp = Some(typed(json!("2026-11-25T04:04:11Z")));
+        volume.metadata.finalizers = Some(vec!["kubernetes.io/pv-protection".to_string()]);
+    }
+    volume
+}
+
+/// The cluster shows claim `c`, bound to `volume` or not.
+fn observe_claim(shadow: &ShadowMode, volume: Option<&str>) {
+    let claim = claim(volume);
+    shadow.observed_claim(&key(), "c-uid", volume, || View::of(&claim));
 }
 
 fn key() -> ObjectKey {
@@ -34,15 +55,15 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
         BINDER,
         "persistentvolumeclaims",
         "update",
-        Some(&claim(None)),
-        Some(&claim(Some("v1"))),
+        Some(&View::of(&claim(None))),
+        Some(&View::of(&claim(Some("v1")))),
     );
     let held = Arc::new(());
     shadow.hold("c-uid", "v", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
-    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
+    observe_claim(&shadow, None);
     assert_eq!(shadow.totals(), (0, 0), "not yet");
-    shadow.observed_claim(&key(), "c-uid", Some("v1"), || claim(Some("v1")));
+    observe_claim(&shadow, Some("v1"));
     assert_eq!(shadow.totals(), (1, 0));
     assert_eq!(Arc::strong_count(&held), 1, "the reservation is let go");
     assert!(shadow.report().differences.is_empty());
@@ -59,19 +80,19 @@ async fn another_volume_differs_unless_equivalent() {
         BINDER,
         "persistentvolumeclaims",
         "update",
-        Some(&claim(None)),
-        Some(&claim(Some("v1"))),
+        Some(&View::of(&claim(None))),
+        Some(&View::of(&claim(Some("v1")))),
     );
-    shadow.observed_claim(&key(), "c-uid", Some("v1-twin"), || claim(Some("v1-twin")));
+    observe_claim(&shadow, Some("v1-twin"));
     assert_eq!(shadow.totals(), (1, 0), "an equivalent volume agrees");
     shadow.intended(
         BINDER,
         "persistentvolumeclaims",
         "update",
-        Some(&claim(None)),
-        Some(&claim(Some("v1"))),
+        Some(&View::of(&claim(None))),
+        Some(&View::of(&claim(Some("v1")))),
     );
-    shadow.observed_claim(&key(), "c-uid", Some("v9"), || claim(Some("v9")));
+    observe_claim(&shadow, Some("v9"));
     assert_eq!(shadow.totals(), (1, 1));
     let report = shadow.report();
     assert_eq!(report.differences[0].ours, "bind to volume v1");
@@ -81,22 +102,20 @@ async fn another_volume_differs_unless_equivalent() {
 #[tokio::test(start_paused = true)]
 async fn a_decision_nothing_comes_to_differs_after_the_window() {
     let (shadow, metrics) = shadow();
-    let before =
-        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Bound" } });
-    let after =
-        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
+    let before = volume("Bound", false);
+    let after = volume("Released", false);
     shadow.intended(
         BINDER,
         "persistentvolumes",
         "update",
-        Some(&before),
-        Some(&after),
+        Some(&View::of(&before)),
+        Some(&View::of(&after)),
     );
     shadow.observed(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some("u"),
-        Some(&before),
+        Some(&View::of(&before)),
     );
     tokio::time::advance(Duration::from_secs(29)).await;
     shadow.sweep();
@@ -108,7 +127,7 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
     assert_eq!(report.differences[0].kind, "volume_phase");
     assert_eq!(
         report.differences[0].upstream,
-        "/status/phase = Bound after 30s"
+        "status.phase = Bound after 30s"
     );
     let text = metrics.render().unwrap();
     assert!(text.contains("pv_controller_shadow_decisions_total{controller=\"persistentvolume-binder-controller\",kind=\"volume_phase\",outcome=\"differ\"} 1"), "{text}");
@@ -125,8 +144,8 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
             _ => Some(Choice::Pending),
         }),
     });
-    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
-    shadow.observed_claim(&key(), "c-uid", Some("v1"), || claim(Some("v1")));
+    observe_claim(&shadow, None);
+    observe_claim(&shadow, Some("v1"));
     shadow.sweep();
     assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
     assert_eq!(shadow.report().pending, 1);
@@ -134,9 +153,11 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
-    let d = json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} });
-    shadow.observed_claim(&other, "d-uid", None, || d.clone());
-    shadow.observed_claim(&other, "d-uid", Some("v2"), || d.clone());
+    let d: PersistentVolumeClaim = typed(
+        json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} }),
+    );
+    shadow.observed_claim(&other, "d-uid", None, || View::of(&d));
+    shadow.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
     tokio::time::advance(THEIR_BIND_SETTLE).await;
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 1));
@@ -157,24 +178,27 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
 #[tokio::test(start_paused = true)]
 async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
     let (shadow, _) = shadow();
-    let ours = json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
+    let ours: ResourceClaim = typed(
+        json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
         "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu" },
-        "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] } });
+        "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] },
+        "spec": {} }),
+    );
     shadow.intended(
         "resourceclaim-controller",
         "resourceclaims",
         "create",
         None,
-        Some(&ours),
+        Some(&View::of(&ours)),
     );
     assert_eq!(shadow.kinds_pending(), ["generate_claim"].into());
     let mut theirs = ours.clone();
-    theirs["metadata"]["name"] = json!("p-gpu-abcde");
+    theirs.metadata.name = Some("p-gpu-abcde".to_string());
     shadow.observed(
         "resourceclaims",
         &ObjectKey::new("ns", "p-gpu-abcde"),
         Some("x"),
-        Some(&theirs),
+        Some(&View::of(&theirs)),
     );
     assert_eq!(shadow.totals(), (1, 0));
 }
@@ -182,26 +206,41 @@ async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
 #[tokio::test(start_paused = true)]
 async fn a_delete_the_cluster_made_first_agrees_at_once() {
     let (shadow, _) = shadow();
-    let volume =
-        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
-    let deleting = json!({ "metadata": { "name": "v1", "uid": "u",
-        "deletionTimestamp": "2026-11-25T04:04:11Z", "finalizers": ["kubernetes.io/pv-protection"] },
-        "status": { "phase": "Released" } });
-    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    let released = volume("Released", false);
+    let deleting = volume("Released", true);
+    shadow.intended(
+        BINDER,
+        "persistentvolumes",
+        "delete",
+        Some(&View::of(&released)),
+        None,
+    );
     shadow.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
-        Some(&deleting),
+        Some(&View::of(&deleting)),
     );
     assert_eq!(shadow.totals(), (1, 0), "held by a finalizer, but deleted");
-    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    shadow.intended(
+        BINDER,
+        "persistentvolumes",
+        "delete",
+        Some(&View::of(&released)),
+        None,
+    );
     shadow.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
     assert_eq!(shadow.totals(), (2, 0), "gone already");
-    shadow.intended(BINDER, "persistentvolumes", "delete", Some(&volume), None);
+    shadow.intended(
+        BINDER,
+        "persistentvolumes",
+        "delete",
+        Some(&View::of(&released)),
+        None,
+    );
     shadow.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
-        Some(&volume),
+        Some(&View::of(&released)),
     );
     assert_eq!(
         shadow.totals(),
@@ -213,20 +252,18 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
 #[tokio::test(start_paused = true)]
 async fn what_is_kept_about_an_object_goes_with_it() {
     let (shadow, _) = shadow();
-    let before =
-        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Bound" } });
-    let after =
-        json!({ "metadata": { "name": "v1", "uid": "u" }, "status": { "phase": "Released" } });
+    let before = volume("Bound", false);
+    let after = volume("Released", false);
     shadow.intended(
         BINDER,
         "persistentvolumes",
         "update",
-        Some(&before),
-        Some(&after),
+        Some(&View::of(&before)),
+        Some(&View::of(&after)),
     );
     tokio::time::advance(Duration::from_secs(31)).await;
     shadow.sweep();
-    shadow.observed_claim(&key(), "c-uid", None, || claim(None));
+    observe_claim(&shadow, None);
     {
         let state = shadow.lock();
         assert_eq!(state.unmet.len(), 1);

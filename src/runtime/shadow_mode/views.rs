@@ -1,221 +1,237 @@
 //! What the journal reads of an object: the few fields a decision is made
-//! of and judged on (identity, deletion, finalizers, the annotations
-//! decisions name, the owning pod, a claim's volume and class, a volume's
-//! claimRef, phases, a ResourceClaim's reservations and allocation, a
-//! pod's recorded claims), built straight from the typed object. Shadow
-//! mode reads every object it writes or waits for, so a whole object's
-//! JSON would cost it many times the allocations of the work itself.
+//! of and judged on (identity, deletion, finalizers, annotations, the
+//! owning pod, a claim's volume and class, a volume's claimRef, phases, a
+//! ResourceClaim's reservations and allocation, a pod's recorded claims),
+//! borrowed from the typed object. Shadow mode reads every object it
+//! writes or waits for, so converting whole objects would cost it more
+//! than the work itself.
 
 use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::resource::v1::ResourceClaim;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::{Map, Value};
+use k8s_openapi::api::core::v1::{
+    ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, PodResourceClaimStatus,
+};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+use kube::Resource;
 
-use super::decisions::JUDGED_ANNOTATIONS;
+use crate::runtime::keys::ObjectKey;
 
-/// The view of `object`; `null` for a kind no decision is judged on.
-pub(crate) fn of<K: Any>(object: &K) -> Value {
-    let object: &dyn Any = object;
-    if let Some(v) = object.downcast_ref::<PersistentVolumeClaim>() {
-        claim(v)
-    } else if let Some(v) = object.downcast_ref::<PersistentVolume>() {
-        volume(v)
-    } else if let Some(v) = object.downcast_ref::<Pod>() {
-        pod(v)
-    } else if let Some(v) = object.downcast_ref::<ResourceClaim>() {
-        resource_claim(v)
-    } else {
-        Value::Null
-    }
+/// The fields of an object decisions read.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct View<'a> {
+    /// Its namespace (empty: cluster-scoped).
+    pub(crate) namespace: &'a str,
+    /// Its name (empty for a name still to be generated).
+    pub(crate) name: &'a str,
+    /// Its UID, once it has one.
+    pub(crate) uid: Option<&'a str>,
+    /// Whether it is marked for deletion.
+    pub(crate) deleting: bool,
+    finalizers: &'a [String],
+    annotations: Option<&'a BTreeMap<String, String>>,
+    /// The UID of the pod that controls it.
+    pub(crate) owner_pod: Option<&'a str>,
+    volume_name: Option<&'a str>,
+    class: Option<&'a str>,
+    claim_ref: Option<&'a ObjectReference>,
+    phase: Option<&'a str>,
+    reserved_for: &'a [ResourceClaimConsumerReference],
+    recorded: &'a [PodResourceClaimStatus],
+    allocated: bool,
 }
 
-fn text(value: Option<&String>) -> Value {
-    value.map_or(Value::Null, |v| Value::from(v.as_str()))
+/// A field a decision may set, read from a view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    /// `status.phase`.
+    Phase,
+    /// `spec.storageClassName` of a claim.
+    StorageClass,
+    /// `spec.claimRef.uid` of a volume.
+    ClaimRefUid,
+    /// Whether a ResourceClaim has `status.allocation`.
+    Allocation,
 }
 
-/// The metadata decisions read: name, namespace, UID, deletion,
-/// finalizers, the annotations decisions name and a controlling owner.
-fn metadata(meta: &ObjectMeta) -> Value {
-    let mut out = Map::new();
-    out.insert("name".into(), text(meta.name.as_ref()));
-    out.insert("namespace".into(), text(meta.namespace.as_ref()));
-    out.insert("uid".into(), text(meta.uid.as_ref()));
-    if meta.deletion_timestamp.is_some() {
-        out.insert("deletionTimestamp".into(), Value::Bool(true));
-    }
-    if let Some(finalizers) = &meta.finalizers {
-        out.insert(
-            "finalizers".into(),
-            finalizers.iter().map(|f| Value::from(f.as_str())).collect(),
-        );
-    }
-    if let Some(annotations) = &meta.annotations {
-        let judged: Map<String, Value> = JUDGED_ANNOTATIONS
-            .iter()
-            .filter_map(|key| {
-                Some((
-                    key.to_string(),
-                    Value::from(annotations.get(*key)?.as_str()),
-                ))
-            })
-            .collect();
-        if !judged.is_empty() {
-            out.insert("annotations".into(), Value::Object(judged));
+impl Field {
+    /// The field's path, for people.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Self::Phase => "status.phase",
+            Self::StorageClass => "spec.storageClassName",
+            Self::ClaimRefUid => "spec.claimRef.uid",
+            Self::Allocation => "status.allocation",
         }
     }
-    if let Some(owner) = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-    {
-        out.insert(
-            "ownerReferences".into(),
-            Value::Array(vec![serde_json::json!({
-                "kind": owner.kind, "uid": owner.uid, "controller": true,
-            })]),
-        );
+}
+
+fn non_empty(value: Option<&String>) -> Option<&str> {
+    value.map(String::as_str).filter(|v| !v.is_empty())
+}
+
+impl<'a> View<'a> {
+    /// The view of `object`; identity and metadata only for a kind no
+    /// decision reads more of.
+    pub(crate) fn of<K: Resource + Any>(object: &'a K) -> Self {
+        let meta = object.meta();
+        let mut view = Self {
+            namespace: meta.namespace.as_deref().unwrap_or_default(),
+            name: meta.name.as_deref().unwrap_or_default(),
+            uid: non_empty(meta.uid.as_ref()),
+            deleting: meta.deletion_timestamp.is_some(),
+            finalizers: meta.finalizers.as_deref().unwrap_or_default(),
+            annotations: meta.annotations.as_ref(),
+            owner_pod: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|r| r.controller == Some(true) && r.kind == "Pod")
+                .map(|r| r.uid.as_str()),
+            ..Self::default()
+        };
+        let any: &dyn Any = object;
+        if let Some(claim) = any.downcast_ref::<PersistentVolumeClaim>() {
+            let spec = claim.spec.as_ref();
+            view.volume_name = non_empty(spec.and_then(|s| s.volume_name.as_ref()));
+            view.class = non_empty(spec.and_then(|s| s.storage_class_name.as_ref()));
+            view.phase = non_empty(claim.status.as_ref().and_then(|s| s.phase.as_ref()));
+        } else if let Some(volume) = any.downcast_ref::<PersistentVolume>() {
+            view.claim_ref = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+            view.phase = non_empty(volume.status.as_ref().and_then(|s| s.phase.as_ref()));
+        } else if let Some(pod) = any.downcast_ref::<Pod>() {
+            view.recorded = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.resource_claim_statuses.as_deref())
+                .unwrap_or_default();
+        } else if let Some(claim) = any.downcast_ref::<ResourceClaim>() {
+            let status = claim.status.as_ref();
+            view.reserved_for = status
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            view.allocated = status.is_some_and(|s| s.allocation.is_some());
+        }
+        view
     }
-    Value::Object(out)
+
+    /// An object known only by its key (and UID): gone from the store.
+    pub(crate) fn named(key: &'a ObjectKey, uid: Option<&'a str>) -> Self {
+        Self {
+            namespace: &key.namespace,
+            name: &key.name,
+            uid,
+            ..Self::default()
+        }
+    }
+
+    /// The annotation `key`.
+    pub(crate) fn annotation(&self, key: &str) -> Option<&'a str> {
+        self.annotations?.get(key).map(String::as_str)
+    }
+
+    /// The finalizers.
+    pub(crate) fn finalizers(&self) -> BTreeSet<String> {
+        self.finalizers.iter().cloned().collect()
+    }
+
+    /// Whether the finalizer `name` is there.
+    pub(crate) fn has_finalizer(&self, name: &str) -> bool {
+        self.finalizers.iter().any(|f| f == name)
+    }
+
+    /// The value of `field`.
+    pub(crate) fn field(&self, field: Field) -> Option<&'a str> {
+        match field {
+            Field::Phase => self.phase,
+            Field::StorageClass => self.class,
+            Field::ClaimRefUid => self.claim_ref.and_then(|r| non_empty(r.uid.as_ref())),
+            Field::Allocation => self.allocated.then_some("allocated"),
+        }
+    }
+
+    /// A claim's volume.
+    pub(crate) fn volume_name(&self) -> Option<&'a str> {
+        self.volume_name
+    }
+
+    /// The claim a volume's claimRef names: namespace and name.
+    pub(crate) fn claim_ref(&self) -> Option<(&'a str, &'a str)> {
+        let r = self.claim_ref?;
+        Some((
+            r.namespace.as_deref().unwrap_or_default(),
+            r.name.as_deref().unwrap_or_default(),
+        ))
+    }
+
+    /// The UIDs of `status.reservedFor`.
+    pub(crate) fn reserved_for(&self) -> BTreeSet<String> {
+        self.reserved_for.iter().map(|r| r.uid.clone()).collect()
+    }
+
+    /// The entries of `status.resourceClaimStatuses` that name a claim.
+    pub(crate) fn recorded(&self) -> BTreeSet<String> {
+        self.recorded
+            .iter()
+            .filter(|s| s.resource_claim_name.is_some())
+            .map(|s| s.name.clone())
+            .collect()
+    }
 }
 
-fn object(metadata: Value, spec: Value, status: Value) -> Value {
-    let mut out = Map::new();
-    out.insert("metadata".into(), metadata);
-    out.insert("spec".into(), spec);
-    out.insert("status".into(), status);
-    Value::Object(out)
-}
-
-fn phase(phase: Option<&String>) -> Value {
-    serde_json::json!({ "phase": text(phase) })
-}
-
-/// A claim: its volume, class and phase.
-fn claim(claim: &PersistentVolumeClaim) -> Value {
-    let spec = claim.spec.as_ref();
-    object(
-        metadata(&claim.metadata),
-        serde_json::json!({
-            "volumeName": text(spec.and_then(|s| s.volume_name.as_ref())),
-            "storageClassName": text(spec.and_then(|s| s.storage_class_name.as_ref())),
-        }),
-        phase(claim.status.as_ref().and_then(|s| s.phase.as_ref())),
-    )
-}
-
-/// A volume: the claim it is bound to and its phase.
-fn volume(volume: &PersistentVolume) -> Value {
-    let claim_ref = volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.claim_ref.as_ref())
-        .map_or(Value::Null, |r| {
-            serde_json::json!({
-                "namespace": text(r.namespace.as_ref()),
-                "name": text(r.name.as_ref()),
-                "uid": text(r.uid.as_ref()),
-            })
-        });
-    object(
-        metadata(&volume.metadata),
-        serde_json::json!({ "claimRef": claim_ref }),
-        phase(volume.status.as_ref().and_then(|s| s.phase.as_ref())),
-    )
-}
-
-/// A pod: the claims recorded for its entries.
-fn pod(pod: &Pod) -> Value {
-    let recorded: Vec<Value> = pod
-        .status
-        .iter()
-        .flat_map(|s| s.resource_claim_statuses.iter().flatten())
-        .map(|s| {
-            serde_json::json!({
-                "name": s.name, "resourceClaimName": text(s.resource_claim_name.as_ref()),
-            })
-        })
-        .collect();
-    object(
-        metadata(&pod.metadata),
-        Value::Null,
-        serde_json::json!({ "resourceClaimStatuses": recorded }),
-    )
-}
-
-/// A ResourceClaim: whom it is reserved for and whether it is allocated.
-fn resource_claim(claim: &ResourceClaim) -> Value {
-    let status = claim.status.as_ref();
-    let reserved: Vec<Value> = status
-        .and_then(|s| s.reserved_for.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|r| serde_json::json!({ "uid": r.uid }))
-        .collect();
-    let allocated = status.is_some_and(|s| s.allocation.is_some());
-    object(
-        metadata(&claim.metadata),
-        Value::Null,
-        serde_json::json!({
-            "reservedFor": reserved,
-            "allocation": if allocated { Value::Bool(true) } else { Value::Null },
-        }),
-    )
+/// A typed object from JSON, for tests that write objects as JSON.
+#[cfg(test)]
+pub(crate) fn typed<K: serde::de::DeserializeOwned>(json: serde_json::Value) -> K {
+    serde_json::from_value(json).unwrap()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::shadow_mode::decisions::of_write;
-    use testkit::{claim as test_claim, volume as test_volume};
+    use serde_json::json;
 
-    /// The decisions read from views are those read from whole objects.
     #[test]
-    fn views_decide_as_whole_objects_do() {
-        let before = test_volume("v1", "1Gi").phase("Available").build();
-        let after = test_volume("v1", "1Gi")
-            .bound_to("c-uid", "c")
-            .phase("Bound")
-            .build();
-        let whole = |v: &PersistentVolume| serde_json::to_value(v).unwrap();
+    fn a_view_reads_what_decisions_are_made_of() {
+        let claim: ResourceClaim = typed(json!({
+            "metadata": { "namespace": "ns", "name": "p-gpu", "uid": "u",
+                "deletionTimestamp": "2026-11-25T04:04:11Z",
+                "finalizers": ["resource.kubernetes.io/delete-protection"],
+                "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu", "other": "x" },
+                "ownerReferences": [
+                    { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] },
+            "spec": {},
+            "status": { "allocation": {}, "reservedFor": [ { "resource": "pods", "name": "p", "uid": "pod-uid" } ] },
+        }));
+        let view = View::of(&claim);
         assert_eq!(
-            of_write(
-                "persistentvolumes",
-                "update",
-                Some(&volume(&before)),
-                Some(&volume(&after))
-            ),
-            of_write(
-                "persistentvolumes",
-                "update",
-                Some(&whole(&before)),
-                Some(&whole(&after))
-            ),
+            (view.namespace, view.name, view.uid),
+            ("ns", "p-gpu", Some("u"))
         );
-        let pending = test_claim("c", "c-uid", "1Gi").build();
-        let bound = test_claim("c", "c-uid", "1Gi")
-            .volume_name("v1")
-            .annotation("volume.kubernetes.io/storage-provisioner", "p")
-            .annotation("pv.kubernetes.io/bind-completed", "yes")
-            .build();
-        let whole = |c: &PersistentVolumeClaim| serde_json::to_value(c).unwrap();
-        let decisions = of_write(
-            "persistentvolumeclaims",
-            "update",
-            Some(&claim(&pending)),
-            Some(&claim(&bound)),
-        );
-        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        assert!(view.deleting);
+        assert!(view.has_finalizer("resource.kubernetes.io/delete-protection"));
         assert_eq!(
-            decisions,
-            of_write(
-                "persistentvolumeclaims",
-                "update",
-                Some(&whole(&pending)),
-                Some(&whole(&bound))
-            ),
+            view.annotation("resource.kubernetes.io/pod-claim-name"),
+            Some("gpu")
         );
+        assert_eq!(view.owner_pod, Some("pod-uid"));
+        assert_eq!(view.field(Field::Allocation), Some("allocated"));
+        assert_eq!(view.reserved_for(), BTreeSet::from(["pod-uid".to_string()]));
+
+        let pod: Pod = typed(json!({ "metadata": { "namespace": "ns", "name": "p" },
+            "status": { "resourceClaimStatuses": [
+                { "name": "gpu", "resourceClaimName": "p-gpu" }, { "name": "none" } ] } }));
+        assert_eq!(
+            View::of(&pod).recorded(),
+            BTreeSet::from(["gpu".to_string()])
+        );
+
+        let volume: PersistentVolume = typed(json!({ "metadata": { "name": "v1" },
+            "spec": { "claimRef": { "namespace": "ns", "name": "c", "uid": "" } },
+            "status": { "phase": "Released" } }));
+        let view = View::of(&volume);
+        assert_eq!(view.claim_ref(), Some(("ns", "c")));
+        assert_eq!(view.field(Field::ClaimRefUid), None, "an empty UID is none");
+        assert_eq!(view.field(Field::Phase), Some("Released"));
+        assert_eq!(view.uid, None);
     }
 }
