@@ -277,6 +277,7 @@ fn verb_of(method: &http::Method, res: &ResourceRoute, query: &Query) -> Result<
         http::Method::PUT if one => Verb::Update,
         http::Method::PATCH if one => Verb::Patch,
         http::Method::DELETE if one => Verb::Delete,
+        http::Method::DELETE => Verb::DeleteCollection,
         _ => {
             return Err(ApiError::method_not_allowed(format!(
                 "{method} is not supported on this URL"
@@ -453,6 +454,26 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 options.as_ref(),
             )?;
             Ok(req.respond_object(200, &obj))
+        }
+        Verb::DeleteCollection => {
+            let options = req.delete_options()?;
+            let filter = req.filter()?;
+            let answers = delete::delete_collection(
+                &mut lock(&shared.store),
+                kind,
+                &filter,
+                options.as_ref(),
+            )?;
+            let items: Vec<&Value> = answers.iter().map(AsRef::as_ref).collect();
+            Ok(json_response(
+                200,
+                &json!({
+                    "kind": format!("{}List", kind.kind),
+                    "apiVersion": kind.api_version(),
+                    "metadata": { "resourceVersion": lock(&shared.store).rv().to_string() },
+                    "items": items,
+                }),
+            ))
         }
     }
 }

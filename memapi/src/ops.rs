@@ -122,6 +122,7 @@ pub(crate) fn create(
     apply_defaults(kind, &mut obj);
     set_create_phase(kind, &mut obj, keep);
     if origin == Origin::Api {
+        store.drop_fields(kind, &mut obj);
         admission::admit_create(store, kind, &mut obj);
         validation::on_create(kind, &obj)?;
     }
@@ -237,6 +238,7 @@ pub(crate) fn update(
         object::copy_at(&stored, &mut new, path);
     }
     apply_defaults(kind, &mut new);
+    store.drop_fields(kind, &mut new);
     validation::on_update(kind, &new, &stored, part)?;
     if part == Part::Main && kind.group.is_empty() && kind.plural == "persistentvolumeclaims" {
         admission::validate_claim_update(store, &new, &stored)?;
