@@ -39,7 +39,8 @@
 //!   `delete.rs`);
 //! - validation of resource.k8s.io/v1 ResourceSlices on create and update
 //!   (node selection, device limits, names, immutable driver, pool and
-//!   node; see `validation/slices.rs`), with field selectors on
+//!   node; see `validation/slices.rs`; device taints without `timeAdded`
+//!   get the time of the write), with field selectors on
 //!   `spec.driver`, `spec.nodeName` (an empty value matches slices
 //!   without one, as on the real server) and `spec.pool.name`; a server
 //!   with feature gates off can be imitated with [`MemApi::drop_fields`];

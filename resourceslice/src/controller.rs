@@ -486,7 +486,7 @@ impl Worker {
         } else if self
             .last_add
             .get(name)
-            .is_some_and(|at| start > *at + self.ttl)
+            .is_some_and(|at| start >= *at + self.ttl)
         {
             self.last_add.remove(name);
         }

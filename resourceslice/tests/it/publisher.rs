@@ -1,0 +1,1 @@
+//! The publisher's promises beyond upstream's table.
