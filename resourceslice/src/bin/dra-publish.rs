@@ -56,6 +56,10 @@ struct Args {
     /// The kubeconfig file (else $KUBECONFIG, ~/.kube/config, in-cluster).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// An API server URL to use without credentials instead (as
+    /// `kubectl --server`, for the embedded cluster).
+    #[arg(long, conflicts_with = "kubeconfig")]
+    server: Option<String>,
     /// How long after a change by someone else the slices are repaired.
     #[arg(long, default_value = "30s", value_parser = parse_seconds)]
     sync_delay: Duration,
@@ -135,7 +139,13 @@ fn node_selector(labels: &str) -> anyhow::Result<NodeSelector> {
 }
 
 /// A client as kubectl would make it.
-async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+async fn client(kubeconfig: Option<&Path>, server: Option<&str>) -> anyhow::Result<kube::Client> {
+    if let Some(url) = server {
+        let url = url
+            .parse()
+            .with_context(|| format!("{url:?} is not a URL"))?;
+        return Ok(kube::Client::try_from(kube::Config::new(url))?);
+    }
     let config = match kubeconfig {
         Some(path) => {
             let file = Kubeconfig::read_from(path)
@@ -177,7 +187,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let client = client(args.kubeconfig.as_deref()).await?;
+    let client = client(args.kubeconfig.as_deref(), args.server.as_deref()).await?;
     if let Some(node) = &args.wipe_node {
         resourceslice::wipe_node(client, node).await?;
         return Ok(());
