@@ -227,7 +227,7 @@ async fn main() -> anyhow::Result<()> {
                 publisher.update(resources);
             }
             Err(error) => {
-                tracing::error!(error = format!("{error:#}"), "keeping the previous devices")
+                tracing::error!(error = format!("{error:#}"), "keeping the previous devices");
             }
         }
     }
