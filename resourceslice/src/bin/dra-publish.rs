@@ -177,6 +177,14 @@ async fn shutdown() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// Whether logs carry terminal colours: only on a terminal, and never
+/// with `NO_COLOR` set, so a pipe, a file or a container's log gets plain
+/// text.
+fn log_colours() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -184,6 +192,7 @@ async fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,resourceslice=debug".into()),
         )
+        .with_ansi(log_colours())
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();

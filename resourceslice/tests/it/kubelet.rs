@@ -3,30 +3,9 @@
 //! last instance left.
 
 use super::support::*;
-use k8s_openapi::api::resource::v1::{ResourcePool, ResourceSlice, ResourceSliceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Reactor, Verb};
 use resourceslice::{DriverPresence, wipe_node};
 use std::time::Duration;
-
-fn slice(name: &str, driver: &str, node: &str) -> ResourceSlice {
-    ResourceSlice {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: ResourceSliceSpec {
-            driver: driver.into(),
-            node_name: Some(node.into()),
-            pool: ResourcePool {
-                name: node.into(),
-                generation: 1,
-                resource_slice_count: 1,
-            },
-            ..ResourceSliceSpec::default()
-        },
-    }
-}
 
 fn seeded() -> MemApi {
     let mem = MemApi::new();

@@ -5,23 +5,11 @@
 
 use super::support::*;
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::MemApi;
 use resourceslice::{DriverResources, Options, Owner, Pool, Stats};
 use std::time::Duration;
 
 const DRIVER: &str = "gpu.example.com";
-
-fn node(mem: &MemApi, name: &str) {
-    mem.create(&Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    })
-    .unwrap();
-}
 
 /// `pools` pools of `devices` devices each.
 fn resources(pools: usize, devices: usize) -> DriverResources {

@@ -1,6 +1,10 @@
 //! Builders and a harness shared by the tests.
 
-use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, ResourceSlice};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{
+    Device, DeviceAttribute, ResourcePool, ResourceSlice, ResourceSliceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use memapi::{MemApi, Verb};
 use resourceslice::{DriverResources, Error, ErrorHandler, Options, Pool, Publisher};
 use std::sync::{Arc, Mutex};
@@ -76,4 +80,36 @@ pub(crate) async fn publish(mem: &MemApi, options: Options) -> Publisher {
     let publisher = Publisher::start(mem.client(), options).unwrap();
     settle().await;
     publisher
+}
+
+/// A slice of one driver on one node, in a pool named after the node.
+pub(crate) fn slice(name: &str, driver: &str, node: &str) -> ResourceSlice {
+    ResourceSlice {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: ResourceSliceSpec {
+            driver: driver.into(),
+            node_name: Some(node.into()),
+            pool: ResourcePool {
+                name: node.into(),
+                generation: 1,
+                resource_slice_count: 1,
+            },
+            ..ResourceSliceSpec::default()
+        },
+    }
+}
+
+/// Creates a Node named `name`: the owner a node-local publisher looks up.
+pub(crate) fn node(mem: &MemApi, name: &str) {
+    mem.create(&Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    })
+    .unwrap();
 }
