@@ -40,16 +40,9 @@ fn version(slice: &ResourceSlice) -> u64 {
 impl SliceCache {
     /// A slice added or changed; returns the pools it was and is in.
     pub(crate) fn apply(&mut self, slice: ResourceSlice) -> BTreeSet<String> {
-        let name = name(&slice);
-        if self
-            .written
-            .get(&name)
-            .is_some_and(|(w, _)| version(w) <= version(&slice))
-        {
-            self.written.remove(&name);
-        }
+        self.seen(&slice);
         let mut pools = BTreeSet::from([pool(&slice)]);
-        if let Some(old) = self.watched.insert(name, Arc::new(slice)) {
+        if let Some(old) = self.watched.insert(name(&slice), Arc::new(slice)) {
             pools.insert(pool(&old));
         }
         pools
@@ -57,10 +50,21 @@ impl SliceCache {
 
     /// A slice deleted; returns its pool.
     pub(crate) fn delete(&mut self, slice: &ResourceSlice) -> String {
-        let name = name(slice);
-        self.written.remove(&name);
-        self.watched.remove(&name);
+        self.deleted(slice);
         pool(slice)
+    }
+
+    /// The watch showed `slice`: a written copy it is as new as is
+    /// forgotten.
+    fn seen(&mut self, slice: &ResourceSlice) {
+        let name = name(slice);
+        if self
+            .written
+            .get(&name)
+            .is_some_and(|(w, _)| version(w) <= version(slice))
+        {
+            self.written.remove(&name);
+        }
     }
 
     /// A full list begins.
@@ -82,14 +86,7 @@ impl SliceCache {
         let mut pools: BTreeSet<String> = self.watched.values().map(|s| pool(s)).collect();
         pools.extend(listed.values().map(|s| pool(s)));
         for slice in listed.values() {
-            let name = name(slice);
-            if self
-                .written
-                .get(&name)
-                .is_some_and(|(w, _)| version(w) <= version(slice))
-            {
-                self.written.remove(&name);
-            }
+            self.seen(slice);
         }
         self.watched = listed;
         pools

@@ -17,6 +17,7 @@
 
 use crate::cache::SliceCache;
 use crate::error::{DroppedFieldsError, Error, Write};
+use crate::options::{ErrorHandler, Options};
 use crate::queue::Queue;
 use crate::sync::{self, Target};
 use crate::types::{DriverResources, Owner, Stats};
@@ -35,72 +36,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-
-/// How long after a watch event its pool is synced, by default.
-pub const DEFAULT_SYNC_DELAY: Duration = Duration::from_secs(30);
-/// How long a written slice stays in the publisher's view without the
-/// watch showing it, by default.
-pub const DEFAULT_MUTATION_CACHE_TTL: Duration = Duration::from_secs(60);
-
-/// What the publisher calls with every error it meets (it goes on and
-/// retries by itself). The default logs them.
-pub type ErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
-
-/// How to start a [`Publisher`].
-#[derive(Clone)]
-pub struct Options {
-    /// The driver's name (`spec.driver`): a DNS subdomain, ideally in a
-    /// domain its vendor owns.
-    pub driver: String,
-    /// The owner of the slices: a Node for a node-local driver (the
-    /// slices are then that node's), any object for network-attached
-    /// pools, or none (the slices then outlive the driver unless it
-    /// deletes them).
-    pub owner: Option<Owner>,
-    /// What to publish from the start.
-    pub resources: DriverResources,
-    /// How long after a watch event its pool is synced.
-    pub sync_delay: Duration,
-    /// How long a written slice stays in the publisher's view without the
-    /// watch showing it.
-    pub mutation_cache_ttl: Duration,
-    /// Limits the publisher to this one pool: it watches the driver's
-    /// slices of no node and ignores other pools, and a Node owner's pool
-    /// may then use any node selection (cluster-visible slices owned by a
-    /// node). Updates listing other pools are refused.
-    pub reconcile_pool_with_name: Option<String>,
-    /// Called with every error; `None` logs them.
-    pub on_error: Option<ErrorHandler>,
-}
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("driver", &self.driver)
-            .field("owner", &self.owner)
-            .field("pools", &self.resources.pools.len())
-            .field("sync_delay", &self.sync_delay)
-            .field("mutation_cache_ttl", &self.mutation_cache_ttl)
-            .field("reconcile_pool_with_name", &self.reconcile_pool_with_name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Options {
-    /// Options for `driver` with this owner, nothing to publish yet, and
-    /// upstream's delays.
-    pub fn new(driver: impl Into<String>, owner: Option<Owner>) -> Self {
-        Self {
-            driver: driver.into(),
-            owner,
-            resources: DriverResources::default(),
-            sync_delay: DEFAULT_SYNC_DELAY,
-            mutation_cache_ttl: DEFAULT_MUTATION_CACHE_TTL,
-            reconcile_pool_with_name: None,
-            on_error: None,
-        }
-    }
-}
 
 /// The publisher's counters, shared with its task.
 #[derive(Debug, Default)]
@@ -190,8 +125,10 @@ struct Worker {
     counters: Arc<Counters>,
 }
 
+/// The error handler when none is given: a warning with the error (its
+/// message names the pool, slice or node).
 fn log_error(error: &Error) {
-    tracing::warn!(error = %error, "ResourceSlice publisher");
+    tracing::warn!(%error, "ResourceSlice publisher error");
 }
 
 impl Worker {
@@ -350,28 +287,24 @@ impl Worker {
 
     /// The target of the slices, once the owner's UID is known.
     fn target(&self) -> Target {
-        let owner = self.owner.as_ref().map(|owner| match owner {
-            Owner::Node { name, uid } => OwnerReference {
-                api_version: "v1".into(),
-                kind: "Node".into(),
-                name: name.clone(),
-                uid: uid.clone().unwrap_or_default(),
+        let owner = self.owner.as_ref().map(|owner| {
+            let (api_version, kind, uid) = match owner {
+                Owner::Node { uid, .. } => ("v1", "Node", uid.as_deref().unwrap_or_default()),
+                Owner::Object {
+                    api_version,
+                    kind,
+                    uid,
+                    ..
+                } => (api_version.as_str(), kind.as_str(), uid.as_str()),
+            };
+            OwnerReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: owner.name().into(),
+                uid: uid.into(),
                 controller: Some(true),
                 block_owner_deletion: None,
-            },
-            Owner::Object {
-                api_version,
-                kind,
-                name,
-                uid,
-            } => OwnerReference {
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                name: name.clone(),
-                uid: uid.clone(),
-                controller: Some(true),
-                block_owner_deletion: None,
-            },
+            }
         });
         Target {
             driver: self.driver.clone(),
@@ -434,45 +367,73 @@ impl Worker {
         }
         self.delete(name, &plan.deletes).await?;
         for (index, slice) in plan.updates {
-            let slice_name = slice.metadata.name.clone().unwrap_or_default();
-            let stored = self
-                .slices
-                .replace(&slice_name, &PostParams::default(), &slice)
-                .await
-                .map_err(|source| Error::Api {
-                    write: Write::Update,
-                    pool: name.into(),
-                    slice: slice_name.clone(),
-                    source,
-                })?;
-            self.counters.updates.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(driver = %self.driver, pool = %name, slice = %slice_name, "updated slice");
-            self.stored(Write::Update, name, index, &slice, stored);
+            self.update(name, index, slice).await?;
         }
+        let mut result = Ok(());
         let mut added = false;
         for (index, slice) in plan.creates {
-            let generate_name = slice.metadata.generate_name.clone().unwrap_or_default();
-            let stored = self
-                .slices
-                .create(&PostParams::default(), &slice)
-                .await
-                .map_err(|source| Error::Api {
-                    write: Write::Create,
-                    pool: name.into(),
-                    slice: generate_name,
-                    source,
-                })?;
-            self.counters.creates.fetch_add(1, Ordering::Relaxed);
+            result = self.create(name, index, slice).await;
+            if result.is_err() {
+                break;
+            }
             added = true;
-            tracing::debug!(
-                driver = %self.driver,
-                pool = %name,
-                slice = stored.metadata.name.as_deref().unwrap_or_default(),
-                "created slice"
-            );
-            self.stored(Write::Create, name, index, &slice, stored);
         }
+        // Also after a failed create: the slices created before it count.
         self.recheck_after_creates(name, start, added);
+        result
+    }
+
+    /// Updates the slice at `index` of `pool` in place (the object carries
+    /// the resourceVersion it was read at).
+    async fn update(
+        &mut self,
+        pool: &str,
+        index: usize,
+        slice: ResourceSlice,
+    ) -> Result<(), Error> {
+        let slice_name = slice.metadata.name.clone().unwrap_or_default();
+        let stored = self
+            .slices
+            .replace(&slice_name, &PostParams::default(), &slice)
+            .await
+            .map_err(|source| Error::Api {
+                write: Write::Update,
+                pool: pool.into(),
+                slice: slice_name.clone(),
+                source,
+            })?;
+        self.counters.updates.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(driver = %self.driver, pool, slice = %slice_name, "updated slice");
+        self.stored(Write::Update, pool, index, &slice, stored);
+        Ok(())
+    }
+
+    /// Creates the slice at `index` of `pool` (the server completes its
+    /// `generateName`).
+    async fn create(
+        &mut self,
+        pool: &str,
+        index: usize,
+        slice: ResourceSlice,
+    ) -> Result<(), Error> {
+        let stored = self
+            .slices
+            .create(&PostParams::default(), &slice)
+            .await
+            .map_err(|source| Error::Api {
+                write: Write::Create,
+                pool: pool.into(),
+                slice: slice.metadata.generate_name.clone().unwrap_or_default(),
+                source,
+            })?;
+        self.counters.creates.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            driver = %self.driver,
+            pool,
+            slice = stored.metadata.name.as_deref().unwrap_or_default(),
+            "created slice"
+        );
+        self.stored(Write::Create, pool, index, &slice, stored);
         Ok(())
     }
 

@@ -9,7 +9,11 @@ use std::fmt;
 /// Some fields of a slice were dropped by the API server: probably
 /// feature gates it has off. The publisher keeps what the server stored
 /// as its desired state for that slice, so it does not rewrite it forever.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "pool {pool:?}, slice #{slice}: some fields were dropped by the apiserver, probably because these features are disabled: {}",
+    features.join(" ")
+)]
 pub struct DroppedFieldsError {
     /// The pool.
     pub pool: String,
@@ -18,20 +22,6 @@ pub struct DroppedFieldsError {
     /// The feature gates probably off ("unknown" when no guess fits).
     pub features: Vec<&'static str>,
 }
-
-impl fmt::Display for DroppedFieldsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "pool {:?}, slice #{}: some fields were dropped by the apiserver, probably because these features are disabled: {}",
-            self.pool,
-            self.slice,
-            self.features.join(" ")
-        )
-    }
-}
-
-impl std::error::Error for DroppedFieldsError {}
 
 /// A write the publisher makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

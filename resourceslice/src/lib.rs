@@ -32,17 +32,17 @@ mod controller;
 mod error;
 mod kubelet;
 mod names;
+mod options;
 mod queue;
 mod split;
 mod sync;
 mod types;
 mod validate;
 
-pub use controller::{
-    DEFAULT_MUTATION_CACHE_TTL, DEFAULT_SYNC_DELAY, ErrorHandler, Options, Publisher,
-};
+pub use controller::Publisher;
 pub use error::{DroppedFieldsError, Error, Write};
 pub use kubelet::{DEFAULT_GRACE_PERIOD, DriverPresence, wipe_node};
+pub use options::{DEFAULT_MUTATION_CACHE_TTL, DEFAULT_SYNC_DELAY, ErrorHandler, Options};
 pub use types::{DriverResources, NodeSelection, Owner, Pool, Slice, Stats};
 pub use validate::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_DEVICES_PER_SLICE, MAX_DEVICES_WITH_TAINTS_OR_COUNTERS,

@@ -78,29 +78,31 @@ async fn field_selectors_match_driver_node_pool_and_the_empty_node() {
 #[tokio::test]
 async fn delete_collection_removes_only_the_selected_slices() {
     let (mem, api) = seeded().await;
-    let deleted = api
-        .delete_collection(
-            &DeleteParams::default(),
-            &ListParams::default().fields("spec.nodeName=node-1"),
-        )
-        .await
-        .unwrap();
-    let deleted = deleted.left().unwrap();
-    assert_eq!(names(&deleted.items), ["a1", "b1"]);
+    let delete_where = |fields: &'static str| {
+        let api = api.clone();
+        async move {
+            api.delete_collection(
+                &DeleteParams::default(),
+                &ListParams::default().fields(fields),
+            )
+            .await
+            .unwrap()
+            .left()
+            .unwrap()
+            .items
+        }
+    };
+    assert_eq!(
+        names(&delete_where("spec.nodeName=node-1").await),
+        ["a1", "b1"]
+    );
     assert_eq!(names(&mem.list::<ResourceSlice>()), ["a2", "an"]);
     assert_eq!(
         mem.requests()
             .count(Verb::DeleteCollection, "resourceslices", None),
         1
     );
-    let none = api
-        .delete_collection(
-            &DeleteParams::default(),
-            &ListParams::default().fields("spec.nodeName=node-9"),
-        )
-        .await
-        .unwrap();
-    assert!(none.left().unwrap().items.is_empty());
+    assert!(delete_where("spec.nodeName=node-9").await.is_empty());
 }
 
 #[tokio::test]

@@ -74,10 +74,13 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
             None => (s, 1),
         },
     };
-    number
+    let seconds = number
         .parse::<u64>()
-        .map(|n| Duration::from_secs(n * unit))
-        .map_err(|e| format!("{s:?} is not a duration such as 30s: {e}"))
+        .map_err(|e| format!("{s:?} is not a duration such as 30s: {e}"))?;
+    seconds
+        .checked_mul(unit)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{s:?} is too long"))
 }
 
 /// The devices file.
@@ -157,6 +160,7 @@ async fn client(kubeconfig: Option<&Path>, server: Option<&str>) -> anyhow::Resu
     Ok(kube::Client::try_from(config)?)
 }
 
+/// When the file was last modified: a change means it is read again.
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }

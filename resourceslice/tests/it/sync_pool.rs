@@ -643,27 +643,28 @@ fn three(generations: [i64; 3], count: i64) -> (Vec<String>, Vec<ResourceSlice>)
     (names, slices)
 }
 
+/// A pool of generation 0 with one device a slice.
+fn one_each(devices: &[Device]) -> Pool {
+    pool(0, devices.iter().map(|d| vec![d.clone()]).collect())
+}
+
+/// The slices `names` kept, holding one of `devices` each, in order.
+fn kept_each(names: &[String], generation: i64, count: i64, devices: &[Device]) -> Vec<Want> {
+    names
+        .iter()
+        .zip(devices)
+        .map(|(name, device)| kept(name, generation, count, vec![device.clone()]))
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn multiple_resourceslices_existing_no_changes() {
     let (n, initial) = three([1, 1, 1], 3);
-    Row::new(
-        initial,
-        pool(
-            0,
-            vec![
-                vec![dev("device-1")],
-                vec![dev("device-2")],
-                vec![dev("device-3")],
-            ],
-        ),
-    )
-    .want(vec![
-        kept(&n[0], 1, 3, vec![dev("device-1")]),
-        kept(&n[1], 1, 3, vec![dev("device-2")]),
-        kept(&n[2], 1, 3, vec![dev("device-3")]),
-    ])
-    .run("multiple-resourceslices-existing-no-changes")
-    .await;
+    let devices = [dev("device-1"), dev("device-2"), dev("device-3")];
+    Row::new(initial, one_each(&devices))
+        .want(kept_each(&n, 1, 3, &devices))
+        .run("multiple-resourceslices-existing-no-changes")
+        .await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -684,91 +685,56 @@ async fn multiple_resourceslices_existing_with_different_resource_pool_generatio
 #[tokio::test(start_paused = true)]
 async fn multiple_resourceslices_existing_one_changed() {
     let (n, initial) = three([1, 1, 1], 3);
-    Row::new(
-        initial,
-        pool(
-            0,
-            vec![
-                vec![dev("device-1")],
-                vec![dev_attrs("device-2")],
-                vec![dev("device-3")],
-            ],
-        ),
-    )
-    .want(vec![
-        kept(&n[0], 1, 3, vec![dev("device-1")]),
-        kept(&n[1], 1, 3, vec![dev_attrs("device-2")]),
-        kept(&n[2], 1, 3, vec![dev("device-3")]),
-    ])
-    .stats(0, 1, 0)
-    .run("multiple-resourceslices-existing-one-changed")
-    .await;
+    let devices = [dev("device-1"), dev_attrs("device-2"), dev("device-3")];
+    Row::new(initial, one_each(&devices))
+        .want(kept_each(&n, 1, 3, &devices))
+        .stats(0, 1, 0)
+        .run("multiple-resourceslices-existing-one-changed")
+        .await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn multiple_resourceslices_existing_two_changed() {
     let (n, initial) = three([1, 1, 1], 3);
-    Row::new(
-        initial,
-        pool(
-            0,
-            vec![
-                vec![dev("device-1")],
-                vec![dev_attrs("device-2")],
-                vec![dev_attrs("device-3")],
-            ],
-        ),
-    )
-    .want(vec![
-        kept(&n[0], 2, 3, vec![dev("device-1")]),
-        kept(&n[1], 2, 3, vec![dev_attrs("device-2")]),
-        kept(&n[2], 2, 3, vec![dev_attrs("device-3")]),
-    ])
-    .stats(0, 3, 0)
-    .run("multiple-resourceslices-existing-two-changed")
-    .await;
+    let devices = [
+        dev("device-1"),
+        dev_attrs("device-2"),
+        dev_attrs("device-3"),
+    ];
+    Row::new(initial, one_each(&devices))
+        .want(kept_each(&n, 2, 3, &devices))
+        .stats(0, 3, 0)
+        .run("multiple-resourceslices-existing-two-changed")
+        .await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn multiple_resourceslices_existing_one_removed() {
     let (n, initial) = three([1, 1, 1], 3);
-    Row::new(
-        initial,
-        pool(0, vec![vec![dev("device-1")], vec![dev("device-2")]]),
-    )
-    .want(vec![
-        kept(&n[0], 2, 2, vec![dev("device-1")]),
-        kept(&n[1], 2, 2, vec![dev("device-2")]),
-    ])
-    .stats(0, 2, 1)
-    .run("multiple-resourceslices-existing-one-removed")
-    .await;
+    let devices = [dev("device-1"), dev("device-2")];
+    Row::new(initial, one_each(&devices))
+        .want(kept_each(&n, 2, 2, &devices))
+        .stats(0, 2, 1)
+        .run("multiple-resourceslices-existing-one-removed")
+        .await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn multiple_resourceslices_existing_one_added() {
     let (n, initial) = three([1, 1, 1], 3);
-    Row::new(
-        initial,
-        pool(
-            0,
-            vec![
-                vec![dev("device-1")],
-                vec![dev("device-2")],
-                vec![dev("device-3")],
-                vec![dev("device-4")],
-            ],
-        ),
-    )
-    .want(vec![
-        kept(&n[0], 2, 4, vec![dev("device-1")]),
-        kept(&n[1], 2, 4, vec![dev("device-2")]),
-        kept(&n[2], 2, 4, vec![dev("device-3")]),
-        created(&gen_name(3), 2, 4, vec![dev("device-4")]),
-    ])
-    .stats(1, 3, 0)
-    .run("multiple-resourceslices-existing-one-added")
-    .await;
+    let devices = [
+        dev("device-1"),
+        dev("device-2"),
+        dev("device-3"),
+        dev("device-4"),
+    ];
+    let mut want = kept_each(&n, 2, 4, &devices);
+    want.push(created(&gen_name(3), 2, 4, vec![dev("device-4")]));
+    Row::new(initial, one_each(&devices))
+        .want(want)
+        .stats(1, 3, 0)
+        .run("multiple-resourceslices-existing-one-added")
+        .await;
 }
 
 #[tokio::test(start_paused = true)]
