@@ -18,9 +18,15 @@
 //!   deletionTimestamp (now, grace 0, generation bumped) and stays until an
 //!   update removes its last finalizer.
 //! - Other objects are removed at once.
+//!
+//! DELETE on a collection (`deletecollection`) deletes, one by one as
+//! above, every object the request's namespace, label and field selectors
+//! match, with the same DeleteOptions, and answers with the list of what
+//! it deleted (the generic registry's `DeleteCollection`).
 
 use super::object::{self, i64_at, rfc3339_in, rfc3339_shift, set_at, str_at, value_at};
 use super::resources::ResourceKind;
+use super::selectors::Filter;
 use super::status::ApiError;
 use super::store::Store;
 use serde_json::{Value, json};
@@ -53,6 +59,27 @@ pub(crate) fn delete(
         return Ok(mark_as_deleting(store, kind, &stored));
     }
     remove_now(store, kind, &stored)
+}
+
+/// Deletes every object of `kind` that `filter` matches (DELETE on the
+/// collection), each as [`delete`] does with the same `options`. Returns
+/// the answers of the single deletes, in key order; stops at the first
+/// refusal (a failed precondition), as the real server reports the first
+/// error.
+pub(crate) fn delete_collection(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    filter: &Filter,
+    options: Option<&Value>,
+) -> Result<Vec<Arc<Value>>, ApiError> {
+    let keys: Vec<(String, String)> = store
+        .iter(kind)
+        .filter(|(_, obj)| filter.matches(obj))
+        .map(|(key, _)| key.clone())
+        .collect();
+    keys.iter()
+        .map(|(ns, name)| delete(store, kind, ns, name, options))
+        .collect()
 }
 
 /// Fails with 409 when a precondition of the DeleteOptions does not hold.

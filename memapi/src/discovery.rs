@@ -8,7 +8,14 @@ use super::resources::{self, KINDS};
 use serde_json::{Value, json};
 
 const VERBS: &[&str] = &[
-    "create", "delete", "get", "list", "patch", "update", "watch",
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
 /// `/version`

@@ -8,7 +8,7 @@ use super::discovery;
 use super::ops::{self, Origin};
 use super::patch::PatchType;
 use super::reactors::{Action, RequestInfo, Verb};
-use super::resources::Part;
+use super::resources::{Part, ResourceKind};
 use super::reviews;
 use super::route::{self, Query, ResourceRoute, Route};
 use super::selectors::{FieldSelector, Filter, LabelSelector};
@@ -277,6 +277,7 @@ fn verb_of(method: &http::Method, res: &ResourceRoute, query: &Query) -> Result<
         http::Method::PUT if one => Verb::Update,
         http::Method::PATCH if one => Verb::Patch,
         http::Method::DELETE if one => Verb::Delete,
+        http::Method::DELETE => Verb::DeleteCollection,
         _ => {
             return Err(ApiError::method_not_allowed(format!(
                 "{method} is not supported on this URL"
@@ -454,6 +455,18 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
             )?;
             Ok(req.respond_object(200, &obj))
         }
+        Verb::DeleteCollection => {
+            let options = req.delete_options()?;
+            let filter = req.filter()?;
+            let answers = delete::delete_collection(
+                &mut lock(&shared.store),
+                kind,
+                &filter,
+                options.as_ref(),
+            )?;
+            let metadata = json!({ "resourceVersion": lock(&shared.store).rv().to_string() });
+            Ok(list_response(kind, &metadata, &answers))
+        }
     }
 }
 
@@ -531,8 +544,18 @@ fn list(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBo
             &table::table(kind, &refs, Some(metadata), req.include_object()),
         ));
     }
+    Ok(list_response(kind, &metadata, &items))
+}
+
+/// A `<Kind>List` of `items` with this list metadata: the answer to a list
+/// and to a DeleteCollection.
+fn list_response(
+    kind: &ResourceKind,
+    metadata: &Value,
+    items: &[Arc<Value>],
+) -> http::Response<ResponseBody> {
     let items: Vec<&Value> = items.iter().map(AsRef::as_ref).collect();
-    Ok(json_response(
+    json_response(
         200,
         &json!({
             "kind": format!("{}List", kind.kind),
@@ -540,7 +563,7 @@ fn list(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBo
             "metadata": metadata,
             "items": items,
         }),
-    ))
+    )
 }
 
 fn watch(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseBody>, ApiError> {

@@ -37,6 +37,13 @@
 //!   until a DELETE with `gracePeriodSeconds: 0` (what a kubelet sends) or
 //!   [`MemApi::remove`]; finalizers hold every kind, pods included (see
 //!   `delete.rs`);
+//! - validation of resource.k8s.io/v1 ResourceSlices on create and update
+//!   (node selection, device limits, names, immutable driver, pool and
+//!   node; see `validation/slices.rs`; device taints without `timeAdded`
+//!   get the time of the write), with field selectors on
+//!   `spec.driver`, `spec.nodeName` (an empty value matches slices
+//!   without one, as on the real server) and `spec.pool.name`; a server
+//!   with feature gates off can be imitated with [`MemApi::drop_fields`];
 //! - admission (see `admission.rs`): PersistentVolumeClaimResize (a claim
 //!   grows only when Bound and its storage class allows expansion, else
 //!   403) and, when [`MemApiConfig::protection_finalizers`] is set, the
@@ -60,8 +67,10 @@
 //! `apply.rs` knows the key; `metadata.generation` is counted on spec
 //! changes of every kind (1.20 leaves it unset on PVs, PVCs and pods);
 //! core/v1 and events.k8s.io/v1 events are stored apart; a strategic merge
-//! patch behaves as a merge patch; `deletecollection` is not served; no
-//! kubelet ends a pod's grace period; namespaces need not exist.
+//! patch behaves as a merge patch; `deletecollection` deletes the
+//! matching objects one by one under one lock (no partial progress is
+//! visible to other requests); no kubelet ends a pod's grace period;
+//! namespaces need not exist.
 
 mod admission;
 mod apply;
@@ -395,6 +404,28 @@ impl MemApi {
     /// in-stream 410, as after an etcd compaction.
     pub fn compact(&self) {
         lock(&self.shared.store).compact();
+    }
+
+    /// Makes every create and update through the API of the resource
+    /// `plural` (e.g. "resourceslices") drop the fields at `paths`, as a
+    /// server with a feature gate off drops the fields that gate guards:
+    /// the write succeeds and the stored object lacks them. A path is
+    /// dotted, and a segment ending in `[]` stands for each element of
+    /// that array: `spec.devices[].taints` (DRADeviceTaints),
+    /// `spec.sharedCounters` and `spec.devices[].consumesCounters`
+    /// (DRAPartitionableDevices), `spec.devices[].bindingConditions`
+    /// (DRADeviceBindingConditions), `spec.devices[].allowMultipleAllocations`
+    /// (DRAConsumableCapacity). Replaces the paths set before for that
+    /// resource; an empty list drops nothing. The test levers store
+    /// objects as given.
+    pub fn drop_fields(&self, plural: &str, paths: &[&str]) -> Result<(), MemApiError> {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.plural == plural)
+            .ok_or_else(|| ApiError::from_code(404, format!("memapi does not serve {plural}")))?;
+        lock(&self.shared.store)
+            .set_dropped_fields(kind, paths.iter().map(ToString::to_string).collect());
+        Ok(())
     }
 
     /// The current (latest) resourceVersion.

@@ -46,6 +46,39 @@ pub(crate) fn remove_at(obj: &mut Value, path: &str) {
     }
 }
 
+/// Removes the field at a dotted path in which a segment ending in `[]`
+/// stands for every element of the array it names
+/// (`spec.devices[].taints`), wherever present.
+pub(crate) fn remove_each(obj: &mut Value, path: &str) {
+    let (head, rest) = match path.split_once('.') {
+        Some((h, r)) => (h, Some(r)),
+        None => (path, None),
+    };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    match (head.strip_suffix("[]"), rest) {
+        (Some(field), Some(rest)) => {
+            if let Some(items) = map.get_mut(field).and_then(Value::as_array_mut) {
+                for item in items {
+                    remove_each(item, rest);
+                }
+            }
+        }
+        (Some(field), None) => {
+            map.remove(field);
+        }
+        (None, None) => {
+            map.remove(head);
+        }
+        (None, Some(rest)) => {
+            if let Some(child) = map.get_mut(head) {
+                remove_each(child, rest);
+            }
+        }
+    }
+}
+
 /// Makes the field at `path` in `to` what it is in `from`: copied when
 /// present there, removed when absent.
 pub(crate) fn copy_at(from: &Value, to: &mut Value, path: &str) {

@@ -122,6 +122,8 @@ pub(crate) fn create(
     apply_defaults(kind, &mut obj);
     set_create_phase(kind, &mut obj, keep);
     if origin == Origin::Api {
+        store.drop_fields(kind, &mut obj);
+        stamp_taint_times(kind, &mut obj);
         admission::admit_create(store, kind, &mut obj);
         validation::on_create(kind, &obj)?;
     }
@@ -237,11 +239,39 @@ pub(crate) fn update(
         object::copy_at(&stored, &mut new, path);
     }
     apply_defaults(kind, &mut new);
+    store.drop_fields(kind, &mut new);
+    stamp_taint_times(kind, &mut new);
     validation::on_update(kind, &new, &stored, part)?;
     if part == Part::Main && kind.group.is_empty() && kind.plural == "persistentvolumeclaims" {
         admission::validate_claim_update(store, &new, &stored)?;
     }
     Ok(store_over(store, kind, &stored, new))
+}
+
+/// Sets `timeAdded` to now on every device taint of a ResourceSlice that
+/// has none, as the API server does on create and update.
+fn stamp_taint_times(kind: &ResourceKind, obj: &mut Value) {
+    if !kind.is_resource_slice() {
+        return;
+    }
+    let Some(devices) = obj
+        .pointer_mut("/spec/devices")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    let now = now_rfc3339();
+    for taint in devices
+        .iter_mut()
+        .filter_map(|d| d.get_mut("taints").and_then(Value::as_array_mut))
+        .flatten()
+    {
+        if taint.get("timeAdded").is_none_or(Value::is_null)
+            && let Some(t) = taint.as_object_mut()
+        {
+            t.insert("timeAdded".into(), json!(now));
+        }
+    }
 }
 
 /// The update strategies (`PrepareForUpdate`) of Kubernetes 1.20: what an

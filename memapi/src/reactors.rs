@@ -36,8 +36,10 @@ pub enum Verb {
     Update,
     /// PATCH.
     Patch,
-    /// DELETE.
+    /// DELETE of one object.
     Delete,
+    /// DELETE of a collection (with label and field selectors).
+    DeleteCollection,
 }
 
 impl Verb {
@@ -45,7 +47,7 @@ impl Verb {
     pub fn is_write(self) -> bool {
         matches!(
             self,
-            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
         )
     }
 }
@@ -60,6 +62,7 @@ impl fmt::Display for Verb {
             Verb::Update => "update",
             Verb::Patch => "patch",
             Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
         };
         f.write_str(s)
     }

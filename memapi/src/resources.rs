@@ -70,6 +70,12 @@ impl ResourceKind {
         matches!(self.group, "authentication.k8s.io" | "authorization.k8s.io")
     }
 
+    /// Whether this row is the ResourceSlice kind (validated, see
+    /// `validation/slices.rs`).
+    pub fn is_resource_slice(&self) -> bool {
+        self.group == "resource.k8s.io" && self.plural == "resourceslices"
+    }
+
     /// Whether this row is the Pod kind (deleted gracefully, see `delete.rs`).
     pub fn is_pod(&self) -> bool {
         self.group.is_empty() && self.plural == "pods"
@@ -241,6 +247,18 @@ pub static KINDS: &[ResourceKind] = &[
         has_status: false,
         short_names: &[],
         fields: &[],
+        defaults: &[],
+        create_phase: None,
+    },
+    ResourceKind {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceslices",
+        kind: "ResourceSlice",
+        namespaced: false,
+        has_status: false,
+        short_names: &[],
+        fields: &["spec.driver", "spec.nodeName", "spec.pool.name"],
         defaults: &[],
         create_phase: None,
     },

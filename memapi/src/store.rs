@@ -106,6 +106,10 @@ pub(crate) struct Store {
     /// finalizer, as from the StorageObjectInUseProtection admission plugin
     /// (see [`MemApiConfig::protection_finalizers`](super::MemApiConfig)).
     pub protection_finalizers: bool,
+    /// Fields each resource drops from what clients write, as a server
+    /// with a feature gate off drops the gated fields (see
+    /// [`MemApi::drop_fields`](super::MemApi::drop_fields)).
+    dropped_fields: BTreeMap<ResKey, Vec<String>>,
 }
 
 fn res_key(kind: &ResourceKind) -> ResKey {
@@ -124,6 +128,26 @@ impl Store {
             watchers: Vec::new(),
             rng: Rng::new(seed),
             protection_finalizers: false,
+            dropped_fields: BTreeMap::new(),
+        }
+    }
+
+    /// Makes writes through the API to `kind` drop the fields at `paths`
+    /// (replacing what was set before; none: drop nothing).
+    pub(crate) fn set_dropped_fields(&mut self, kind: &ResourceKind, paths: Vec<String>) {
+        self.dropped_fields.insert(res_key(kind), paths);
+    }
+
+    /// Removes from an object written through the API the fields its
+    /// resource drops.
+    pub(crate) fn drop_fields(&self, kind: &ResourceKind, obj: &mut Value) {
+        for path in self
+            .dropped_fields
+            .get(&res_key(kind))
+            .into_iter()
+            .flatten()
+        {
+            object::remove_each(obj, path);
         }
     }
 

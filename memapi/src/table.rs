@@ -41,6 +41,13 @@ fn columns(kind: &ResourceKind) -> &'static [Column] {
             ("StorageClass", "string", ""),
             AGE,
         ],
+        ("resource.k8s.io", "resourceslices") => &[
+            NAME,
+            ("Node", "string", ""),
+            ("Driver", "string", ""),
+            ("Pool", "string", ""),
+            AGE,
+        ],
         _ => &[NAME, AGE],
     }
 }
@@ -114,6 +121,13 @@ fn cells(kind: &ResourceKind, obj: &Value) -> Vec<Value> {
             s("status.capacity.storage"),
             json!(access_modes(obj, "status.accessModes")),
             s("spec.storageClassName"),
+            json!(age(obj)),
+        ],
+        ("resource.k8s.io", "resourceslices") => vec![
+            name,
+            s("spec.nodeName"),
+            s("spec.driver"),
+            s("spec.pool.name"),
             json!(age(obj)),
         ],
         _ => vec![name, json!(age(obj))],

@@ -164,6 +164,7 @@ fn verb_label(verb: Verb) -> &'static str {
         Verb::Update => "update",
         Verb::Patch => "patch",
         Verb::Delete => "delete",
+        Verb::DeleteCollection => "deletecollection",
         Verb::Get | Verb::List | Verb::Watch => "read",
     }
 }

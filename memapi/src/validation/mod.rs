@@ -2,7 +2,8 @@
 //! `pkg/apis/core/validation`), for the rules a controller can run into:
 //! events (`legacyValidateEvent`, `ValidateEventCreate`) and the update
 //! rules of volumes and claims (`ValidatePersistentVolumeUpdate`,
-//! `ValidatePersistentVolumeClaimUpdate`).
+//! `ValidatePersistentVolumeClaimUpdate`), and resource.k8s.io/v1
+//! ResourceSlices (`slices.rs`).
 //!
 //! A refusal is a 422 Invalid whose message, reason and `details.causes`
 //! are built as apimachinery's `NewInvalid` builds them, so a client sees
@@ -15,6 +16,7 @@
 
 mod events;
 mod names;
+mod slices;
 mod volumes;
 
 use super::resources::{Part, ResourceKind};
@@ -30,6 +32,12 @@ pub(crate) enum ErrorType {
     Invalid,
     /// A change that is not allowed (`Forbidden`).
     Forbidden,
+    /// A value given twice in a list of unique values (`Duplicate value`).
+    Duplicate,
+    /// A list longer than allowed (`Too many`).
+    TooMany,
+    /// A string longer than allowed (`Too long`).
+    TooLong,
 }
 
 impl ErrorType {
@@ -39,6 +47,9 @@ impl ErrorType {
             Self::Required => "FieldValueRequired",
             Self::Invalid => "FieldValueInvalid",
             Self::Forbidden => "FieldValueForbidden",
+            Self::Duplicate => "FieldValueDuplicate",
+            Self::TooMany => "FieldValueTooMany",
+            Self::TooLong => "FieldValueTooLong",
         }
     }
 
@@ -48,6 +59,9 @@ impl ErrorType {
             Self::Required => "Required value",
             Self::Invalid => "Invalid value",
             Self::Forbidden => "Forbidden",
+            Self::Duplicate => "Duplicate value",
+            Self::TooMany => "Too many",
+            Self::TooLong => "Too long",
         }
     }
 }
@@ -93,12 +107,46 @@ impl FieldError {
         }
     }
 
+    /// `field: Duplicate value: <value>`.
+    pub(crate) fn duplicate(field: &str, value: impl Into<Value>) -> Self {
+        Self {
+            ty: ErrorType::Duplicate,
+            field: field.to_string(),
+            value: value.into(),
+            detail: String::new(),
+        }
+    }
+
+    /// `field: Too many: <count>: must have at most <max> items`.
+    pub(crate) fn too_many(field: &str, count: usize, max: usize) -> Self {
+        Self {
+            ty: ErrorType::TooMany,
+            field: field.to_string(),
+            value: count.into(),
+            detail: format!("must have at most {max} items"),
+        }
+    }
+
+    /// `field: Too long: may not be more than <max> bytes`.
+    pub(crate) fn too_long(field: &str, max: usize) -> Self {
+        Self {
+            ty: ErrorType::TooLong,
+            field: field.to_string(),
+            value: Value::Null,
+            detail: format!("may not be more than {max} bytes"),
+        }
+    }
+
     /// The error without its field path, as `field.Error.ErrorBody`:
     /// strings quoted, numbers and booleans bare, anything else as JSON.
     fn body(&self) -> String {
         let mut s = match self.ty {
-            ErrorType::Required | ErrorType::Forbidden => self.ty.text().to_string(),
-            ErrorType::Invalid => format!("{}: {}", self.ty.text(), render_value(&self.value)),
+            ErrorType::Required | ErrorType::Forbidden | ErrorType::TooLong => {
+                self.ty.text().to_string()
+            }
+            ErrorType::Invalid | ErrorType::Duplicate | ErrorType::TooMany => {
+                format!("{}: {}", self.ty.text(), render_value(&self.value))
+            }
         };
         if !self.detail.is_empty() {
             s.push_str(": ");
@@ -150,6 +198,8 @@ fn reported_group(kind: &ResourceKind) -> &'static str {
 pub(crate) fn on_create(kind: &ResourceKind, obj: &Value) -> Result<(), ApiError> {
     let errs = if kind.kind == "Event" {
         events::validate_create(kind, obj)
+    } else if kind.is_resource_slice() {
+        slices::validate(obj)
     } else {
         Vec::new()
     };
@@ -168,6 +218,7 @@ pub(crate) fn on_update(
         (_, "events", _) => events::validate_update(kind, new),
         ("", "persistentvolumes", Part::Main) => volumes::validate_pv_update(new, old),
         ("", "persistentvolumeclaims", Part::Main) => volumes::validate_pvc_update(new, old),
+        ("resource.k8s.io", "resourceslices", _) => slices::validate_update(new, old),
         _ => Vec::new(),
     };
     check(reported_group(kind), kind.kind, object_name(new), &errs)

@@ -13,6 +13,7 @@ mod levers;
 mod list;
 mod reactors;
 mod resource;
+mod slices;
 mod strict;
 mod support;
 mod watch;

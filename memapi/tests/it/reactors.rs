@@ -391,7 +391,7 @@ async fn bad_requests_get_status_bodies() {
             "",
             404,
         ),
-        ("DELETE", "/api/v1/persistentvolumes", json_ct, "", 405),
+        ("PUT", "/api/v1/persistentvolumes", json_ct, "{}", 405),
         ("GET", "/api/v1/persistentvolumes?limit=x", json_ct, "", 400),
         (
             "GET",
