@@ -108,9 +108,8 @@ impl fmt::Debug for FreedHook {
 /// outcome.
 #[derive(Debug)]
 pub struct Reservation {
-    cache: Arc<ShadowCache>,
     volume: Arc<PersistentVolume>,
-    claim: ObjectKey,
+    hold: VolumeHold,
 }
 
 impl Reservation {
@@ -118,12 +117,27 @@ impl Reservation {
     pub fn volume(&self) -> &Arc<PersistentVolume> {
         &self.volume
     }
+
+    /// Keeps the volume held without keeping the volume: a hold that
+    /// outlives the binding (shadow mode's, until the cluster shows what
+    /// became of the claim) costs a name, not a whole object.
+    pub fn into_hold(self) -> VolumeHold {
+        self.hold
+    }
 }
 
-impl Drop for Reservation {
+/// A volume held for one claim, by name: searches for other claims pass
+/// it by until this is dropped.
+#[derive(Debug)]
+pub struct VolumeHold {
+    cache: Arc<ShadowCache>,
+    name: String,
+    claim: ObjectKey,
+}
+
+impl Drop for VolumeHold {
     fn drop(&mut self) {
-        let name = self.volume.metadata.name.as_deref().unwrap_or("");
-        let freed = write(&self.cache.volumes).release(name, &self.claim);
+        let freed = write(&self.cache.volumes).release(&self.name, &self.claim);
         if freed {
             self.cache.freed.call();
         }
@@ -324,11 +338,12 @@ impl ShadowCache {
         // The binding reads it next.
         self.recent_volumes
             .put(name.to_owned(), Arc::clone(&volume));
-        Ok(Some(Reservation {
+        let hold = VolumeHold {
             cache: Arc::clone(self),
-            volume,
+            name: name.to_owned(),
             claim: key,
-        }))
+        };
+        Ok(Some(Reservation { volume, hold }))
     }
 
     /// How many changes of volumes and reservations the index has seen

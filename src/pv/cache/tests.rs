@@ -394,6 +394,44 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
 }
 
 #[test]
+fn a_hold_keeps_the_volume_held_but_not_its_copy() {
+    let cache = Arc::new(ShadowCache::default());
+    cache
+        .offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc())
+        .expect("offer");
+    let a = claim("a", "uid-a", "1Gi").build();
+    let b = claim("b", "uid-b", "1Gi").build();
+    let reservation = cache
+        .reserve_best_match(&a, false)
+        .expect("match")
+        .expect("v1 for a");
+    let copy = Arc::downgrade(reservation.volume());
+    let hold = reservation.into_hold();
+    // Push the found copy out of the cache's recently read volumes.
+    for i in 0..100 {
+        cache
+            .offer_volume(volume(&format!("w{i}"), "5Gi").rv("1").arc())
+            .expect("offer");
+        let _ = cache.volume(&VolumeName::new(&format!("w{i}")));
+    }
+    assert!(
+        copy.upgrade().is_none(),
+        "the hold keeps no copy of the volume"
+    );
+    assert!(cache.is_reserved(&VolumeName::new("v1")));
+    let for_b = cache.reserve_best_match(&b, false).expect("match");
+    assert_ne!(
+        for_b
+            .as_ref()
+            .and_then(|r| r.volume().metadata.name.as_deref()),
+        Some("v1"),
+        "b never gets the volume a holds"
+    );
+    drop(hold);
+    assert!(!cache.is_reserved(&VolumeName::new("v1")));
+}
+
+#[test]
 fn reads_see_every_store_whether_kept_unpacked_or_not() {
     let cache = ShadowCache::default();
     let key = ObjectKey::new("myns", "c");

@@ -250,7 +250,7 @@ impl Controller {
                 // The bind was not sent: the volume stays held for the claim
                 // until the cluster shows what became of it.
                 let name = volume.metadata.name.clone().unwrap_or_default();
-                shadow.hold(uid, &name, Box::new(reservation));
+                shadow.hold(uid, &name, Box::new(reservation.into_hold()));
             }
             return Ok(Next::nothing());
         }
