@@ -106,3 +106,66 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     assert_eq!(volumes, 0.0);
     running.stop().await;
 }
+
+/// Writes of every kind the server was asked for since its counters were
+/// reset, as `verb resource/subresource`.
+fn writes(api: &MemApi) -> Vec<String> {
+    api.requests()
+        .log()
+        .iter()
+        .filter(|entry| entry.verb.is_write())
+        .map(|entry| {
+            format!(
+                "{} {}/{}",
+                entry.verb,
+                entry.resource,
+                entry.subresource.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
+    let api = MemApi::new();
+    for i in 0..20 {
+        api.create(&volume(&format!("volume-{i:02}"), "1Gi").build())
+            .expect("seed");
+        api.create(&claim(&format!("claim-{i:02}"), &format!("uid-{i:02}"), "1Gi").build())
+            .expect("seed");
+    }
+    for i in 0..5 {
+        api.create(&volume(&format!("spare-{i}"), "5Gi").build())
+            .expect("seed");
+    }
+    let config = || pv::Config {
+        resync_period: PERIOD,
+        ..pv::Config::default()
+    };
+    let first = Running::start_with(&api, config()).await;
+    first.settle().await;
+    api.delete::<PersistentVolumeClaim>(Some("default"), "claim-00")
+        .expect("delete a claim of a retained volume");
+    first.settle().await;
+    first.stop().await;
+    let released = api
+        .get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "volume-00")
+        .expect("volume");
+    assert_eq!(
+        released.status.and_then(|s| s.phase).as_deref(),
+        Some("Released")
+    );
+
+    api.reset_requests();
+    let second = Running::start_with(&api, config()).await;
+    second.settle().await;
+    tokio::time::sleep(PERIOD * 3).await;
+    second.settle().await;
+    assert_eq!(
+        writes(&api),
+        Vec::<String>::new(),
+        "bound pairs, free volumes and a retained volume are settled"
+    );
+    assert!(synced(&second, "volume") >= 25.0, "every volume was synced");
+    second.stop().await;
+}
