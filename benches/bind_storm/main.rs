@@ -11,7 +11,7 @@
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
-//!     [--stall 90] [--timeout 1800]
+//!     [--stall 90] [--timeout 1800] [--ceiling]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
 //! ```
@@ -20,6 +20,7 @@
 // are its assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod ceiling;
 mod cluster;
 mod plot;
 mod process;
@@ -56,6 +57,10 @@ struct Args {
     repeat: usize,
     /// The commit measured (see [`commit`]), read once before the first run.
     commit: Option<String>,
+    /// Whether to probe the server's write ceiling first (`--ceiling`).
+    probe_ceiling: bool,
+    /// The ceiling found, in writes a second.
+    ceiling: Option<f64>,
 }
 
 impl Args {
@@ -73,6 +78,8 @@ impl Args {
             stall: Duration::from_secs(90),
             repeat: 1,
             commit: None,
+            probe_ceiling: false,
+            ceiling: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -87,6 +94,7 @@ impl Args {
                 "--kubeconfig" => args.kubeconfig = Some(value().into()),
                 "--upstream" => args.which = Which::Upstream,
                 "--plain" => args.plain = true,
+                "--ceiling" => args.probe_ceiling = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
                 "--repeat" => args.repeat = value().parse().expect("runs per N"),
@@ -404,6 +412,15 @@ async fn run(args: &Args, n: usize) -> Value {
         "pv_writes_per_pair": per_pair(writes.volume),
         "pvc_writes_per_pair": per_pair(writes.claim),
         "conflicts_409": if writes.known { json!(writes.conflicts) } else { Value::Null },
+        "ceiling_writes_per_second": args.ceiling,
+        "efficiency": match (args.ceiling, writes.known) {
+            // Pairs a second against the pairs a second the server could
+            // take at the controller's writes per pair.
+            (Some(ceiling), true) => json!(
+                (n as f64 / seconds) / (ceiling / ((writes.volume + writes.claim) / n as f64))
+            ),
+            _ => Value::Null,
+        },
         "claims_pending": pending,
         "claims_oversized": oversized,
         "bindings_broken": broken,
@@ -579,6 +596,9 @@ async fn main() {
         return;
     }
     args.commit = commit(args.out.as_deref());
+    if args.probe_ceiling {
+        args.ceiling = Some(write_ceiling(&args).await);
+    }
     let mut results = Vec::new();
     // Round by round, so that every N sees the machine as it is at the
     // time (a shared machine's speed drifts by more than the growth
@@ -593,6 +613,25 @@ async fn main() {
         }
     }
     summary(&results);
+}
+
+/// The server's write ceiling for the controller's write mix, measured on
+/// a server as the runs get it, with no controller running.
+async fn write_ceiling(args: &Args) -> f64 {
+    let dir = std::env::temp_dir().join("bind-storm");
+    std::fs::create_dir_all(&dir).expect("work dir");
+    let server = match &args.kubeconfig {
+        Some(path) => Server::real(path).await,
+        None => Server::memapi(&dir).await,
+    };
+    server.clean_up().await;
+    let found = ceiling::probe(&server).await;
+    server.clean_up().await;
+    println!(
+        "write ceiling: {:.0} writes/s ({} writers)",
+        found.writes_per_second, found.writers
+    );
+    found.writes_per_second
 }
 
 /// Appends one run to the `--out` file, if any.

@@ -412,7 +412,7 @@ fn a_hold_keeps_the_volume_held_but_not_its_copy() {
         cache
             .offer_volume(volume(&format!("w{i}"), "5Gi").rv("1").arc())
             .expect("offer");
-        let _ = cache.volume(&VolumeName::new(&format!("w{i}")));
+        let _ = cache.volume(&VolumeName::new(format!("w{i}")));
     }
     assert!(
         copy.upgrade().is_none(),

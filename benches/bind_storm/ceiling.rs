@@ -1,0 +1,188 @@
+//! The API server's write ceiling for the controller's write mix: N
+//! concurrent writers, each taking its own pairs of the storm's shape
+//! through the four writes of a bind (volume spec, claim spec, claim
+//! status, volume status), each write on the answer of the one before;
+//! N doubles until the writes a second stop rising. A storm's pairs per
+//! second against `ceiling / writes per pair` is then how close the
+//! controller comes to what the server can take.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::cluster::Server;
+use crate::workload::{self, Shape};
+
+/// The name prefix of the probe's claims and volumes.
+const PREFIX: &str = "ceil";
+
+/// How long each number of writers writes.
+const STEP: Duration = Duration::from_secs(5);
+
+/// The most writers tried.
+const MAX_WRITERS: usize = 256;
+
+/// The probe's finding.
+pub(crate) struct Ceiling {
+    /// The most writes a second any number of writers reached.
+    pub(crate) writes_per_second: f64,
+    /// With how many writers.
+    pub(crate) writers: usize,
+}
+
+/// One pair a writer keeps writing, as the server last answered.
+struct Pair {
+    volume: PersistentVolume,
+    claim: PersistentVolumeClaim,
+}
+
+/// Measures the ceiling on `server`, seeding its own pairs (removed with
+/// the storm's objects by the server's clean-up).
+pub(crate) async fn probe(server: &Server) -> Ceiling {
+    let shape = Shape::of(0, true);
+    let claims = (0..MAX_WRITERS)
+        .map(|i| workload::claim_of(PREFIX, i, &shape, "default"))
+        .collect();
+    server.create_claims(claims).await;
+    let volumes = (0..MAX_WRITERS)
+        .map(|i| workload::volume_of(PREFIX, i, &shape, None))
+        .collect();
+    server.create_volumes(volumes).await;
+    let client = server.client();
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
+    let mut pairs = Vec::new();
+    for i in 0..MAX_WRITERS {
+        let name = workload::name(PREFIX, i);
+        pairs.push(Pair {
+            volume: volumes.get(&name).await.expect("probe volume"),
+            claim: claims.get(&name).await.expect("probe claim"),
+        });
+    }
+    let mut best = Ceiling {
+        writes_per_second: 0.0,
+        writers: 0,
+    };
+    let mut writers = 1;
+    let mut flat = 0;
+    while writers <= MAX_WRITERS && flat < 2 {
+        let (rate, back) = step(&volumes, &claims, pairs, writers).await;
+        pairs = back;
+        eprintln!("ceiling probe: {writers} writers, {rate:.0} writes/s");
+        if rate > best.writes_per_second * 1.05 {
+            flat = 0;
+        } else {
+            flat += 1;
+        }
+        if rate > best.writes_per_second {
+            best = Ceiling {
+                writes_per_second: rate,
+                writers,
+            };
+        }
+        writers *= 2;
+    }
+    best
+}
+
+/// `writers` writers for [`STEP`], the first `writers` pairs one each:
+/// writes a second, and the pairs as last written.
+async fn step(
+    volumes: &Api<PersistentVolume>,
+    claims: &Api<PersistentVolumeClaim>,
+    mut pairs: Vec<Pair>,
+    writers: usize,
+) -> (f64, Vec<Pair>) {
+    let written = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let rest = pairs.split_off(writers);
+    let start = Instant::now();
+    let tasks: Vec<_> = pairs
+        .into_iter()
+        .map(|pair| {
+            let (volumes, claims) = (volumes.clone(), claims.clone());
+            let (written, stop) = (Arc::clone(&written), Arc::clone(&stop));
+            tokio::spawn(async move { write_loop(&volumes, &claims, pair, &written, &stop).await })
+        })
+        .collect();
+    tokio::time::sleep(STEP).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut back = Vec::new();
+    for task in tasks {
+        back.push(task.await.expect("writer"));
+    }
+    let rate = written.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    back.extend(rest);
+    (rate, back)
+}
+
+/// The four writes of a bind, over and over on one pair, until `stop`:
+/// each round sets the claimRef and the volume name again (alternating
+/// their bind annotation, so every write changes the object) and flips
+/// both phases between Bound and Available/Pending.
+async fn write_loop(
+    volumes: &Api<PersistentVolume>,
+    claims: &Api<PersistentVolumeClaim>,
+    mut pair: Pair,
+    written: &AtomicU64,
+    stop: &AtomicBool,
+) -> Pair {
+    let params = PostParams::default();
+    let name = pair.volume.metadata.name.clone().unwrap_or_default();
+    let mut round = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        round += 1;
+        let bound = round % 2 == 1;
+        let mark = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            meta.annotations
+                .get_or_insert_with(Default::default)
+                .insert(
+                    "pv.kubernetes.io/bound-by-controller".into(),
+                    round.to_string(),
+                );
+        };
+        mark(&mut pair.volume.metadata);
+        if let Some(spec) = pair.volume.spec.as_mut() {
+            spec.claim_ref = Some(ObjectReference {
+                kind: Some("PersistentVolumeClaim".into()),
+                namespace: Some("default".into()),
+                name: pair.claim.metadata.name.clone(),
+                uid: pair.claim.metadata.uid.clone(),
+                ..ObjectReference::default()
+            });
+        }
+        pair.volume = volumes
+            .replace(&name, &params, &pair.volume)
+            .await
+            .expect("volume spec");
+        mark(&mut pair.claim.metadata);
+        if let Some(spec) = pair.claim.spec.as_mut() {
+            spec.volume_name = Some(name.clone());
+        }
+        pair.claim = claims
+            .replace(&name, &params, &pair.claim)
+            .await
+            .expect("claim spec");
+        let claim_phase = if bound { "Bound" } else { "Pending" };
+        pair.claim.status.get_or_insert_with(Default::default).phase = Some(claim_phase.into());
+        pair.claim = claims
+            .replace_status(&name, &params, &pair.claim)
+            .await
+            .expect("claim status");
+        let volume_phase = if bound { "Bound" } else { "Available" };
+        pair.volume
+            .status
+            .get_or_insert_with(Default::default)
+            .phase = Some(volume_phase.into());
+        pair.volume = volumes
+            .replace_status(&name, &params, &pair.volume)
+            .await
+            .expect("volume status");
+        written.fetch_add(4, Ordering::Relaxed);
+    }
+    pair
+}
