@@ -2,17 +2,22 @@
 //! concurrent writers, each taking its own pairs of the storm's shape
 //! through the four writes of a bind (volume spec, claim spec, claim
 //! status, volume status), each write on the answer of the one before;
-//! N doubles until the writes a second stop rising. A storm's pairs per
-//! second against `ceiling / writes per pair` is then how close the
-//! controller comes to what the server can take.
+//! N doubles until the writes a second stop rising. The server sends the
+//! changes to the watches a storm run has open (the controller's of
+//! volumes and claims, the bench's of claims), as it must during a run. A
+//! storm's pairs per second against `ceiling / writes per pair` is then
+//! how close the controller comes to what the server can take.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::PostParams;
+use kube::runtime::watcher::{self, watcher};
+use tokio::task::JoinHandle;
 
 use crate::cluster::Server;
 use crate::workload::{self, Shape};
@@ -54,7 +59,12 @@ pub(crate) async fn probe(server: &Server) -> Ceiling {
     server.create_volumes(volumes).await;
     let client = server.client();
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "default");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let watches = [
+        drain(Api::<PersistentVolume>::all(client.clone())),
+        drain(Api::<PersistentVolumeClaim>::all(client.clone())),
+        drain(Api::<PersistentVolumeClaim>::all(client)),
+    ];
     let mut pairs = Vec::new();
     for i in 0..MAX_WRITERS {
         let name = workload::name(PREFIX, i);
@@ -86,7 +96,21 @@ pub(crate) async fn probe(server: &Server) -> Ceiling {
         }
         writers *= 2;
     }
+    for watch in watches {
+        watch.abort();
+    }
     best
+}
+
+/// A watch of every object of `api`, its events read and dropped.
+fn drain<K>(api: Api<K>) -> JoinHandle<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+        while events.next().await.is_some() {}
+    })
 }
 
 /// `writers` writers for [`STEP`], the first `writers` pairs one each:
