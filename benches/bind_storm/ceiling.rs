@@ -45,16 +45,16 @@ struct Pair {
     claim: PersistentVolumeClaim,
 }
 
-/// Measures the ceiling on `server`, seeding its own pairs (removed with
-/// the storm's objects by the server's clean-up).
-pub(crate) async fn probe(server: &Server) -> Ceiling {
-    let shape = Shape::of(0, true);
+/// Measures the ceiling on `server`, seeding its own pairs of the storm's
+/// shapes (the `plain` mix or the full one; removed with the storm's
+/// objects by the server's clean-up).
+pub(crate) async fn probe(server: &Server, plain: bool) -> Ceiling {
     let claims = (0..MAX_WRITERS)
-        .map(|i| workload::claim_of(PREFIX, i, &shape, "default"))
+        .map(|i| workload::claim_of(PREFIX, i, &Shape::of(i, plain), "default"))
         .collect();
     server.create_claims(claims).await;
     let volumes = (0..MAX_WRITERS)
-        .map(|i| workload::volume_of(PREFIX, i, &shape, None))
+        .map(|i| workload::volume_of(PREFIX, i, &Shape::of(i, plain), None))
         .collect();
     server.create_volumes(volumes).await;
     let client = server.client();

@@ -625,7 +625,7 @@ async fn write_ceiling(args: &Args) -> f64 {
         None => Server::memapi(&dir).await,
     };
     server.clean_up().await;
-    let found = ceiling::probe(&server).await;
+    let found = ceiling::probe(&server, args.plain).await;
     server.clean_up().await;
     println!(
         "write ceiling: {:.0} writes/s ({} writers)",
