@@ -11,7 +11,7 @@
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
-//!     [--stall 90] [--timeout 1800] [--ceiling]
+//!     [--stall 90] [--timeout 1800] [--ceiling] [--cold-start]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
 //! ```
@@ -22,6 +22,7 @@
 
 mod ceiling;
 mod cluster;
+mod cold;
 mod plot;
 mod process;
 mod workload;
@@ -61,6 +62,9 @@ struct Args {
     probe_ceiling: bool,
     /// The ceiling found, in writes a second.
     ceiling: Option<f64>,
+    /// Whether to start a second controller on the settled cluster after
+    /// the storm (`--cold-start`).
+    cold_start: bool,
 }
 
 impl Args {
@@ -80,6 +84,7 @@ impl Args {
             commit: None,
             probe_ceiling: false,
             ceiling: None,
+            cold_start: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -95,6 +100,7 @@ impl Args {
                 "--upstream" => args.which = Which::Upstream,
                 "--plain" => args.plain = true,
                 "--ceiling" => args.probe_ceiling = true,
+                "--cold-start" => args.cold_start = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
                 "--repeat" => args.repeat = value().parse().expect("runs per N"),
@@ -388,6 +394,18 @@ async fn run(args: &Args, n: usize) -> Value {
     let (pending, oversized, broken) = check(server.client(), n).await;
     let rss_after = controller.peak_rss_mib();
     drop(controller);
+    let cold_start = if args.cold_start && args.which == Which::Ours {
+        let objects = n + latencies.len();
+        cold::measure(
+            &mut server,
+            objects,
+            &args.extra,
+            &dir.join("cold-start.log"),
+        )
+        .await
+    } else {
+        Value::Null
+    };
     if server.is_real() {
         server.clean_up().await;
     }
@@ -429,6 +447,7 @@ async fn run(args: &Args, n: usize) -> Value {
         "peak_rss_mib_with_latency_runs": rss_after,
         "baseline_rss_mib": baseline,
         "bytes_per_object": (rss - baseline) * 1_048_576.0 / (2.0 * n as f64),
+        "cold_start": cold_start,
         "latency_ms": {
             "tries": latencies.len(),
             "median": percentile(&latencies, 0.5),
