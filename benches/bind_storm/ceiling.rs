@@ -1,13 +1,16 @@
 //! The API server's write ceiling for the controller's write mix: N
-//! concurrent writers, each taking its own pairs of the storm's shape
-//! through the four writes of a bind (volume spec, claim spec, claim
-//! status, volume status), each write on the answer of the one before;
-//! N doubles until the writes a second stop rising. The server sends the
+//! concurrent writers, each taking its own pairs of the storm's shape in
+//! turn through the four writes of a bind (volume spec, claim spec, claim
+//! status, volume status), each write on the answer of the one before; N
+//! doubles until the writes a second stop rising. The pairs are many
+//! (writes spread over many objects, as a storm's are), so the server
+//! is not measured on a few objects it keeps hot. The server sends the
 //! changes to the watches a storm run has open (the controller's of
 //! volumes and claims, the bench's of claims), as it must during a run. A
 //! storm's pairs per second against `ceiling / writes per pair` is then
 //! how close the controller comes to what the server can take.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,12 +18,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher::{self, watcher};
 use tokio::task::JoinHandle;
 
 use crate::cluster::Server;
-use crate::workload::{self, Shape};
+use crate::workload::{self, LABEL, Shape};
 
 /// The name prefix of the probe's claims and volumes.
 const PREFIX: &str = "ceil";
@@ -31,6 +34,9 @@ const STEP: Duration = Duration::from_secs(5);
 /// The most writers tried.
 const MAX_WRITERS: usize = 256;
 
+/// How many pairs the writers share.
+const PAIRS: usize = 4096;
+
 /// The probe's finding.
 pub(crate) struct Ceiling {
     /// The most writes a second any number of writers reached.
@@ -39,7 +45,7 @@ pub(crate) struct Ceiling {
     pub(crate) writers: usize,
 }
 
-/// One pair a writer keeps writing, as the server last answered.
+/// One pair of the probe, as the server last answered.
 struct Pair {
     volume: PersistentVolume,
     claim: PersistentVolumeClaim,
@@ -49,11 +55,11 @@ struct Pair {
 /// shapes (the `plain` mix or the full one; removed with the storm's
 /// objects by the server's clean-up).
 pub(crate) async fn probe(server: &Server, plain: bool) -> Ceiling {
-    let claims = (0..MAX_WRITERS)
+    let claims = (0..PAIRS)
         .map(|i| workload::claim_of(PREFIX, i, &Shape::of(i, plain), "default"))
         .collect();
     server.create_claims(claims).await;
-    let volumes = (0..MAX_WRITERS)
+    let volumes = (0..PAIRS)
         .map(|i| workload::volume_of(PREFIX, i, &Shape::of(i, plain), None))
         .collect();
     server.create_volumes(volumes).await;
@@ -65,14 +71,33 @@ pub(crate) async fn probe(server: &Server, plain: bool) -> Ceiling {
         drain(Api::<PersistentVolumeClaim>::all(client.clone())),
         drain(Api::<PersistentVolumeClaim>::all(client)),
     ];
-    let mut pairs = Vec::new();
-    for i in 0..MAX_WRITERS {
-        let name = workload::name(PREFIX, i);
-        pairs.push(Pair {
-            volume: volumes.get(&name).await.expect("probe volume"),
-            claim: claims.get(&name).await.expect("probe claim"),
-        });
-    }
+    let is_probe = |name: &Option<String>| {
+        name.as_deref()
+            .is_some_and(|n| n.starts_with(&format!("{PREFIX}-")))
+    };
+    let listed = ListParams::default().labels(&format!("{}={}", LABEL.0, LABEL.1));
+    let mut by_name: HashMap<String, PersistentVolume> = volumes
+        .list(&listed)
+        .await
+        .expect("probe volumes")
+        .items
+        .into_iter()
+        .filter(|v| is_probe(&v.metadata.name))
+        .map(|v| (v.metadata.name.clone().unwrap_or_default(), v))
+        .collect();
+    let mut pairs: Vec<Pair> = claims
+        .list(&listed)
+        .await
+        .expect("probe claims")
+        .items
+        .into_iter()
+        .filter(|c| is_probe(&c.metadata.name))
+        .filter_map(|claim| {
+            let volume = by_name.remove(claim.metadata.name.as_deref()?)?;
+            Some(Pair { volume, claim })
+        })
+        .collect();
+    assert_eq!(pairs.len(), PAIRS, "every probe pair listed");
     let mut best = Ceiling {
         writes_per_second: 0.0,
         writers: 0,
@@ -113,52 +138,58 @@ where
     })
 }
 
-/// `writers` writers for [`STEP`], the first `writers` pairs one each:
+/// `writers` writers for [`STEP`], the pairs dealt out among them:
 /// writes a second, and the pairs as last written.
 async fn step(
     volumes: &Api<PersistentVolume>,
     claims: &Api<PersistentVolumeClaim>,
-    mut pairs: Vec<Pair>,
+    pairs: Vec<Pair>,
     writers: usize,
 ) -> (f64, Vec<Pair>) {
     let written = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let rest = pairs.split_off(writers);
+    let mut shares: Vec<Vec<Pair>> = (0..writers).map(|_| Vec::new()).collect();
+    for (i, pair) in pairs.into_iter().enumerate() {
+        shares[i % writers].push(pair);
+    }
     let start = Instant::now();
-    let tasks: Vec<_> = pairs
+    let tasks: Vec<_> = shares
         .into_iter()
-        .map(|pair| {
+        .map(|share| {
             let (volumes, claims) = (volumes.clone(), claims.clone());
             let (written, stop) = (Arc::clone(&written), Arc::clone(&stop));
-            tokio::spawn(async move { write_loop(&volumes, &claims, pair, &written, &stop).await })
+            tokio::spawn(async move { write_loop(&volumes, &claims, share, &written, &stop).await })
         })
         .collect();
     tokio::time::sleep(STEP).await;
     stop.store(true, Ordering::Relaxed);
     let mut back = Vec::new();
     for task in tasks {
-        back.push(task.await.expect("writer"));
+        back.extend(task.await.expect("writer"));
     }
     let rate = written.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-    back.extend(rest);
     (rate, back)
 }
 
-/// The four writes of a bind, over and over on one pair, until `stop`:
-/// each round sets the claimRef and the volume name again (alternating
-/// their bind annotation, so every write changes the object) and flips
-/// both phases between Bound and Available/Pending.
+/// The four writes of a bind on each pair of `share` in turn, over and
+/// over, until `stop`: each round sets the claimRef and the volume name
+/// again (with a new bind annotation, so every write changes the object)
+/// and flips both phases between Bound and Available/Pending.
 async fn write_loop(
     volumes: &Api<PersistentVolume>,
     claims: &Api<PersistentVolumeClaim>,
-    mut pair: Pair,
+    mut share: Vec<Pair>,
     written: &AtomicU64,
     stop: &AtomicBool,
-) -> Pair {
+) -> Vec<Pair> {
     let params = PostParams::default();
-    let name = pair.volume.metadata.name.clone().unwrap_or_default();
     let mut round = 0u64;
+    let mut turn = 0;
     while !stop.load(Ordering::Relaxed) {
+        let count = share.len();
+        let pair = &mut share[turn];
+        turn = (turn + 1) % count;
+        let name = pair.volume.metadata.name.clone().unwrap_or_default();
         round += 1;
         let bound = round % 2 == 1;
         let mark = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -208,5 +239,5 @@ async fn write_loop(
             .expect("volume status");
         written.fetch_add(4, Ordering::Relaxed);
     }
-    pair
+    share
 }
