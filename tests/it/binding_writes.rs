@@ -2,7 +2,7 @@
 //! bound pair, conflicts, and what the shadow cache saves; plus recovery
 //! from injected faults and from invalid objects.
 
-use crate::harness::{Running, check_invariants, recorded_events};
+use crate::harness::{Running, check_invariants, recorded_events, seed_pairs};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Reactor, Verb};
 use testkit::*;
@@ -135,12 +135,7 @@ async fn a_reserved_volume_is_never_offered_to_a_second_claim() {
 #[tokio::test(start_paused = true)]
 async fn binding_completes_after_injected_faults() {
     let api = MemApi::new();
-    for i in 0..20 {
-        api.create(&volume(&format!("volume-{i:02}"), "1Gi").build())
-            .expect("seed");
-        api.create(&claim(&format!("claim-{i:02}"), &format!("uid-{i:02}"), "1Gi").build())
-            .expect("seed");
-    }
+    seed_pairs(&api, 20);
     api.add_reactor(
         Reactor::on(Verb::Update, "persistentvolumes")
             .error(409)

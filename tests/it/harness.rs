@@ -448,6 +448,19 @@ pub(crate) async fn settle(api: &MemApi, idle: &IdleProbe) {
     let _ = tokio::time::timeout(SETTLE_LIMIT, wait_settled(api, idle, SETTLE_QUIET)).await;
 }
 
+/// Creates `n` pairs that fit each other: a 1Gi volume `volume-NN` and a
+/// 1Gi claim `claim-NN` (UID `uid-NN`) in `default`.
+pub(crate) fn seed_pairs(api: &MemApi, n: usize) {
+    for i in 0..n {
+        api.create(&testkit::volume(&format!("volume-{i:02}"), "1Gi").build())
+            .expect("seed");
+        api.create(
+            &testkit::claim(&format!("claim-{i:02}"), &format!("uid-{i:02}"), "1Gi").build(),
+        )
+        .expect("seed");
+    }
+}
+
 /// Checks the binding invariants on the server's objects.
 pub(crate) fn check_invariants(api: &MemApi) -> Vec<String> {
     let volumes = api.list::<PersistentVolume>();

@@ -9,7 +9,7 @@ use memapi::MemApi;
 use pv_controller::pv;
 use testkit::*;
 
-use crate::harness::Running;
+use crate::harness::{Running, seed_pairs};
 use crate::pod_harness::value;
 
 const PERIOD: Duration = Duration::from_secs(5);
@@ -128,12 +128,7 @@ fn writes(api: &MemApi) -> Vec<String> {
 #[tokio::test(start_paused = true)]
 async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
     let api = MemApi::new();
-    for i in 0..20 {
-        api.create(&volume(&format!("volume-{i:02}"), "1Gi").build())
-            .expect("seed");
-        api.create(&claim(&format!("claim-{i:02}"), &format!("uid-{i:02}"), "1Gi").build())
-            .expect("seed");
-    }
+    seed_pairs(&api, 20);
     for i in 0..5 {
         api.create(&volume(&format!("spare-{i}"), "5Gi").build())
             .expect("seed");
