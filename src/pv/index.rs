@@ -122,19 +122,25 @@ struct Hold {
 
 /// All volumes the controller knows, with the structures that make
 /// [`VolumeIndex::find_best_match`] fast. See the module documentation.
+///
+/// Each volume's name is held once and shared by every structure that
+/// files it, as are the claim keys volumes are filed under and the buckets
+/// (a handful of distinct ones, whatever the number of volumes).
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
-    volumes: BTreeMap<String, Entry>,
-    free: HashMap<Bucket, BySize>,
+    volumes: BTreeMap<Name, Entry>,
+    free: HashMap<Arc<Bucket>, BySize>,
     /// The same free volumes, each bucket's grouped by label set: a claim
     /// with a selector checks it once per label set instead of once per
     /// volume.
-    labelled: HashMap<Bucket, BTreeMap<Arc<Labels>, BySize>>,
-    claimed: HashMap<ObjectKey, BTreeSet<String>>,
+    labelled: HashMap<Arc<Bucket>, BTreeMap<Arc<Labels>, BySize>>,
+    /// The volumes whose claimRef names a claim, by that claim, in name
+    /// order (nearly always one).
+    claimed: HashMap<Arc<ObjectKey>, Vec<Name>>,
     /// Volumes held for the claim whose binding is under way.
     reserved: HashMap<String, Hold>,
-    /// Every class name seen, shared by the volumes' [`Traits`].
-    classes: HashSet<Arc<str>>,
+    /// Every bucket seen, shared by the volumes' [`Traits`].
+    buckets: HashSet<Arc<Bucket>>,
     /// Bumped by every change of a volume or a reservation, so an
     /// explanation made earlier is known to still hold.
     changes: u64,
@@ -150,31 +156,32 @@ struct Entry {
 /// What matching needs of a volume, read once at insertion.
 #[derive(Debug)]
 struct Traits {
-    class: Arc<str>,
-    modes: AccessModes,
+    /// Its access modes, class, volume mode and VolumeAttributesClass.
+    bucket: Arc<Bucket>,
     capacity: Amount,
-    volume_mode: VolumeMode,
-    vac: Option<String>,
     deleting: bool,
     place: Place,
 }
+
+/// A volume's name, shared by every structure of the index that files it.
+type Name = Arc<str>;
 
 /// Where a searchable volume is filed.
 #[derive(Debug)]
 enum Place {
     /// Free (unclaimed, Available or new, not being deleted): offered to
-    /// any fitting claim. Its labels are shared with every free volume of
-    /// the bucket that has the same.
-    Free(Bucket, Arc<Labels>),
+    /// any fitting claim of its bucket. Its labels are shared with every
+    /// free volume of the bucket that has the same.
+    Free(Arc<Labels>),
     /// Has a claimRef: offered only to the claim it names.
-    Claimed(ObjectKey),
+    Claimed(Arc<ObjectKey>),
     /// Unclaimed but Bound, Released, Failed or being deleted: offered to
     /// no one.
     Unavailable,
 }
 
 /// Volume names by capacity, ties by name.
-type BySize = BTreeSet<(Amount, String)>;
+type BySize = BTreeSet<(Amount, Name)>;
 
 /// A volume's labels, as a key of [`VolumeIndex::labelled`].
 type Labels = BTreeMap<String, String>;
@@ -195,7 +202,7 @@ fn offerable_phase(phase: Option<&str>) -> bool {
 }
 
 /// Everything that must be equal between an unclaimed volume and a claim.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct Bucket {
     modes: AccessModes,
     class: String,
@@ -204,37 +211,31 @@ struct Bucket {
 }
 
 impl Traits {
+    /// What matching needs of `volume`; `None` when it can never match.
+    /// Its bucket, labels and claim key are fresh copies, for the index to
+    /// swap for the ones it shares.
     fn read(volume: &PersistentVolume) -> Option<Self> {
         let capacity = volume_capacity(volume).ok()?;
-        let modes = volume_access_modes(volume).ok()?;
-        let volume_mode = volume_mode(volume);
-        let vac = volume_vac(volume).map(str::to_owned);
+        let bucket = Bucket {
+            modes: volume_access_modes(volume).ok()?,
+            class: volume_class(volume).to_owned(),
+            volume_mode: volume_mode(volume),
+            vac: volume_vac(volume).map(str::to_owned),
+        };
         let deleting = is_being_deleted(&volume.metadata);
         let spec = volume.spec.as_ref();
         let claim_ref = spec.and_then(|s| s.claim_ref.as_ref());
         let offerable = offerable_phase(volume.status.as_ref().and_then(|s| s.phase.as_deref()));
         let place = match claim_ref {
-            Some(r) => Place::Claimed(ObjectKey::new(
-                r.namespace.clone().unwrap_or_default(),
-                r.name.clone().unwrap_or_default(),
+            Some(r) => Place::Claimed(Arc::new(ObjectKey::of_reference(r))),
+            None if offerable && !deleting => Place::Free(Arc::new(
+                volume.metadata.labels.clone().unwrap_or_default(),
             )),
-            None if offerable && !deleting => Place::Free(
-                Bucket {
-                    modes,
-                    class: volume_class(volume).to_owned(),
-                    volume_mode: volume_mode.clone(),
-                    vac: vac.clone(),
-                },
-                Arc::new(volume.metadata.labels.clone().unwrap_or_default()),
-            ),
             None => Place::Unavailable,
         };
         Some(Self {
-            class: Arc::from(volume_class(volume)),
-            modes,
+            bucket: Arc::new(bucket),
             capacity,
-            volume_mode,
-            vac,
             deleting,
             place,
         })
@@ -268,51 +269,62 @@ impl VolumeIndex {
     ) -> Result<bool, serde_json::Error> {
         let volume = volume.borrow();
         self.changes += 1;
-        let name = volume.metadata.name.clone().unwrap_or_default();
-        let listed = self.is_listed(&name);
+        let name = volume.metadata.name.as_deref().unwrap_or_default();
+        let listed = self.is_listed(name);
         let stored = Stored::new(volume, listed)?;
-        let was_free = self.is_free(&name);
-        self.forget(&name);
+        let was_free = self.is_free(name);
+        let name = match self.forget(name) {
+            Some((shared, _)) => shared,
+            None => Name::from(name),
+        };
         let mut traits = Traits::read(volume);
         if let Some(traits) = &mut traits {
-            match self.classes.get(&*traits.class) {
-                Some(shared) => traits.class = Arc::clone(shared),
-                None => {
-                    self.classes.insert(Arc::clone(&traits.class));
-                }
-            }
-            match &mut traits.place {
-                Place::Free(bucket, labels) => {
-                    self.free
-                        .entry(bucket.clone())
-                        .or_default()
-                        .insert((traits.capacity, name.clone()));
-                    let groups = self.labelled.entry(bucket.clone()).or_default();
-                    if let Some((shared, _)) = groups.get_key_value(&**labels) {
-                        *labels = Arc::clone(shared);
-                    }
-                    groups
-                        .entry(Arc::clone(labels))
-                        .or_default()
-                        .insert((traits.capacity, name.clone()));
-                }
-                Place::Claimed(key) => {
-                    self.claimed
-                        .entry(key.clone())
-                        .or_default()
-                        .insert(name.clone());
-                }
-                Place::Unavailable => {}
-            }
+            self.file(&name, traits);
         }
         self.volumes.insert(
-            name.clone(),
+            Arc::clone(&name),
             Entry {
                 volume: stored,
                 traits,
             },
         );
-        Ok(!was_free && self.is_free(&name) && !self.reserved.contains_key(&name))
+        Ok(!was_free && self.is_free(&name) && !self.reserved.contains_key(&*name))
+    }
+
+    /// Files the volume `name` where `traits` place it, swapping their
+    /// bucket, labels and claim key for the ones the index shares.
+    fn file(&mut self, name: &Name, traits: &mut Traits) {
+        match self.buckets.get(&traits.bucket) {
+            Some(shared) => traits.bucket = Arc::clone(shared),
+            None => {
+                self.buckets.insert(Arc::clone(&traits.bucket));
+            }
+        }
+        let bucket = &traits.bucket;
+        match &mut traits.place {
+            Place::Free(labels) => {
+                let item = (traits.capacity, Arc::clone(name));
+                self.free
+                    .entry(Arc::clone(bucket))
+                    .or_default()
+                    .insert(item.clone());
+                let groups = self.labelled.entry(Arc::clone(bucket)).or_default();
+                if let Some((shared, _)) = groups.get_key_value(&**labels) {
+                    *labels = Arc::clone(shared);
+                }
+                groups.entry(Arc::clone(labels)).or_default().insert(item);
+            }
+            Place::Claimed(key) => {
+                if let Some((shared, _)) = self.claimed.get_key_value(&**key) {
+                    *key = Arc::clone(shared);
+                }
+                let names = self.claimed.entry(Arc::clone(key)).or_default();
+                if let Err(at) = names.binary_search(name) {
+                    names.insert(at, Arc::clone(name));
+                }
+            }
+            Place::Unavailable => {}
+        }
     }
 
     /// Marks the volume of that name as shown by a watch (not only known
@@ -361,7 +373,7 @@ impl VolumeIndex {
     /// Removes the volume of that name, returning it if it was there.
     pub fn remove(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
         self.changes += 1;
-        self.forget(name)?.volume.object()
+        self.forget(name)?.1.volume.object()
     }
 
     /// How many changes of volumes and reservations the index has seen:
@@ -370,14 +382,15 @@ impl VolumeIndex {
         self.changes
     }
 
-    /// Removes the volume of that name and its filing, returning its entry
-    /// if it was there.
-    fn forget(&mut self, name: &str) -> Option<Entry> {
-        let entry = self.volumes.remove(name)?;
+    /// Removes the volume of that name and its filing, returning its
+    /// shared name and its entry if it was there.
+    fn forget(&mut self, name: &str) -> Option<(Name, Entry)> {
+        let (name, entry) = self.volumes.remove_entry(name)?;
         if let Some(traits) = &entry.traits {
+            let bucket = &traits.bucket;
             match &traits.place {
-                Place::Free(bucket, labels) => {
-                    let item = (traits.capacity, name.to_owned());
+                Place::Free(labels) => {
+                    let item = (traits.capacity, Arc::clone(&name));
                     if let Some(set) = self.free.get_mut(bucket) {
                         set.remove(&item);
                         if set.is_empty() {
@@ -397,9 +410,9 @@ impl VolumeIndex {
                     }
                 }
                 Place::Claimed(key) => {
-                    if let Some(set) = self.claimed.get_mut(key) {
-                        set.remove(name);
-                        if set.is_empty() {
+                    if let Some(names) = self.claimed.get_mut(key) {
+                        names.retain(|n| *n != name);
+                        if names.is_empty() {
                             self.claimed.remove(key);
                         }
                     }
@@ -407,7 +420,7 @@ impl VolumeIndex {
                 Place::Unavailable => {}
             }
         }
-        Some(entry)
+        Some((name, entry))
     }
 
     /// A copy of the volume of that name, if present.
@@ -422,7 +435,7 @@ impl VolumeIndex {
 
     /// The names of all volumes, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.volumes.keys().map(String::as_str)
+        self.volumes.keys().map(|name| &**name)
     }
 
     /// How many volumes are stored, searchable or not.
@@ -507,8 +520,8 @@ impl VolumeIndex {
 
         let fits = |t: &Traits| {
             t.capacity >= request
-                && t.volume_mode == volume_mode
-                && t.vac.as_deref() == vac
+                && t.bucket.volume_mode == volume_mode
+                && t.bucket.vac.as_deref() == vac
                 && !t.deleting
         };
         let key = ObjectKey::of(claim);
@@ -519,7 +532,7 @@ impl VolumeIndex {
             .flatten()
             .filter_map(|name| self.volumes.get(name))
             .filter_map(|e| Some((e.traits.as_ref().filter(|t| fits(t))?, &e.volume)))
-            .filter_map(|(t, stored)| Some((t.modes, stored.object()?)))
+            .filter_map(|(t, stored)| Some((t.bucket.modes, stored.object()?)))
             .filter(|(_, v)| is_volume_bound_to_claim(v, claim))
             .collect();
 
@@ -557,12 +570,12 @@ impl VolumeIndex {
         selector: Option<&Selector<'_>>,
         key: &ObjectKey,
     ) -> Option<&str> {
-        let not_held = |(_, name): &&(Amount, String)| {
+        let not_held = |(_, name): &&(Amount, Name)| {
             self.reserved
-                .get(name)
+                .get(&**name)
                 .is_none_or(|hold| hold.claim == *key)
         };
-        let start = (request, String::new());
+        let start = (request, Name::from(""));
         let groups = self.labelled.get(bucket);
         if let (Some(selector), Some(groups)) = (selector, groups)
             && groups.len() <= MAX_LABEL_GROUPS
@@ -572,7 +585,7 @@ impl VolumeIndex {
                 .filter(|(labels, _)| selector.matches_labels(Some(labels)))
                 .filter_map(|(_, set)| set.range(start.clone()..).find(not_held))
                 .min()
-                .map(|(_, name)| name.as_str());
+                .map(|(_, name)| &**name);
         }
         self.free
             .get(bucket)?
@@ -584,12 +597,12 @@ impl VolumeIndex {
                         .get(name)
                         .and_then(|e| e.traits.as_ref())
                         .is_some_and(|t| match &t.place {
-                            Place::Free(_, labels) => s.matches_labels(Some(labels)),
+                            Place::Free(labels) => s.matches_labels(Some(labels)),
                             Place::Claimed(_) | Place::Unavailable => false,
                         })
                 })
             })
-            .map(|(_, name)| name.as_str())
+            .map(|(_, name)| &**name)
     }
 }
 

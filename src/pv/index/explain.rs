@@ -211,27 +211,27 @@ impl VolumeIndex {
                 // Only what the claim could get or asked for: its class,
                 // pre-bound to it, the volume it names, the search's choice.
                 entry.traits.as_ref().is_none_or(|t| {
-                    *t.class == *wanted.class
-                        || matches!(&t.place, Place::Claimed(key) if *key == wanted.key)
-                }) || name.as_str() == named
-                    || chosen.as_deref() == Some(name.as_str())
+                    *t.bucket.class == *wanted.class
+                        || matches!(&t.place, Place::Claimed(key) if **key == wanted.key)
+                }) || &***name == named
+                    || chosen.as_deref() == Some(&***name)
             })
             .map(|(name, entry)| {
-                let verdict = if chosen.as_deref() == Some(name.as_str()) {
+                let verdict = if chosen.as_deref() == Some(&**name) {
                     Verdict::Chosen
                 } else {
                     self.verdict(name, entry, &wanted)
                 };
                 Candidate {
-                    name: name.clone(),
+                    name: name.to_string(),
                     class: entry
                         .traits
                         .as_ref()
-                        .map(|t| t.class.to_string())
+                        .map(|t| t.bucket.class.clone())
                         .unwrap_or_default(),
                     capacity: entry.traits.as_ref().map(|t| human(t.capacity)),
                     pre_bound: entry.traits.as_ref().is_some_and(
-                        |t| matches!(&t.place, Place::Claimed(key) if *key == wanted.key),
+                        |t| matches!(&t.place, Place::Claimed(key) if **key == wanted.key),
                     ),
                     verdict,
                 }
@@ -244,17 +244,17 @@ impl VolumeIndex {
         let Some(traits) = entry.traits.as_ref() else {
             return Verdict::Unreadable;
         };
-        let pre_bound = matches!(&traits.place, Place::Claimed(key) if *key == wanted.key);
-        if !pre_bound && &*traits.class != wanted.class {
+        let pre_bound = matches!(&traits.place, Place::Claimed(key) if **key == wanted.key);
+        if !pre_bound && traits.bucket.class != wanted.class {
             return Verdict::OtherClass {
-                class: traits.class.to_string(),
+                class: traits.bucket.class.clone(),
             };
         }
         if traits.deleting {
             return Verdict::BeingDeleted;
         }
         match &traits.place {
-            Place::Claimed(key) if *key != wanted.key => {
+            Place::Claimed(key) if **key != wanted.key => {
                 return Verdict::ClaimedBy {
                     claim: key.to_string(),
                 };
@@ -279,18 +279,18 @@ impl VolumeIndex {
             }
             Place::Free(..) => {}
         }
-        if !traits.modes.is_superset_of(wanted.modes) {
+        if !traits.bucket.modes.is_superset_of(wanted.modes) {
             return Verdict::LacksAccessModes {
-                missing: missing_modes(traits.modes, wanted.modes),
+                missing: missing_modes(traits.bucket.modes, wanted.modes),
             };
         }
-        if traits.volume_mode.as_str() != wanted.volume_mode {
+        if traits.bucket.volume_mode.as_str() != wanted.volume_mode {
             return Verdict::OtherVolumeMode {
-                volume: traits.volume_mode.as_str().to_string(),
+                volume: traits.bucket.volume_mode.as_str().to_string(),
                 claim: wanted.volume_mode.clone(),
             };
         }
-        if traits.vac.as_deref() != wanted.vac {
+        if traits.bucket.vac.as_deref() != wanted.vac {
             return Verdict::OtherAttributesClass;
         }
         if traits.capacity < wanted.request {
@@ -305,7 +305,7 @@ impl VolumeIndex {
         if wanted.delay_binding {
             return Verdict::WaitsForConsumer;
         }
-        if let (Some(selector), Place::Free(_, labels)) = (&wanted.selector, &traits.place)
+        if let (Some(selector), Place::Free(labels)) = (&wanted.selector, &traits.place)
             && !selector.matches_labels(Some(labels))
         {
             return Verdict::SelectorMismatch;
