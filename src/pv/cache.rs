@@ -44,7 +44,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use crate::pv::index::{Candidate, MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::ObjectName;
-use crate::pv::packed::{Recent, Settled, Stored};
+use crate::pv::packed::{Partner, Recent, Settled, Stored, Version};
 use crate::runtime::informer::{Store, StoreError};
 use crate::runtime::keys::ObjectKey;
 
@@ -160,20 +160,22 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 /// integers, and the offered one not smaller.
 fn not_older(
     object: impl Fn() -> ObjectName,
-    stored: Option<&str>,
+    stored: Option<&Version>,
     offered: Option<&str>,
 ) -> Result<bool, CacheError> {
-    let parse = |version: Option<&str>| {
-        let version = version.unwrap_or("");
-        version
-            .parse::<i64>()
-            .map_err(|_| CacheError::ResourceVersion {
-                object: object(),
-                version: version.to_owned(),
-            })
+    let invalid = |version: String| CacheError::ResourceVersion {
+        object: object(),
+        version,
     };
-    let stored = parse(stored)?;
-    let offered = parse(offered)?;
+    let parse = |version: &str| version.parse::<i64>().map_err(|_| invalid(version.to_owned()));
+    let stored = match stored {
+        Some(Version::Number(number)) => {
+            i64::try_from(*number).map_err(|_| invalid(number.to_string()))?
+        }
+        Some(Version::Text(text)) => parse(text)?,
+        None => parse("")?,
+    };
+    let offered = parse(offered.unwrap_or(""))?;
     Ok(offered >= stored)
 }
 
@@ -483,7 +485,11 @@ impl ShadowCache {
     /// nothing left to write (see [`Settled`]); ignored when the cache
     /// holds another version of the claim by now.
     pub fn settle_claim(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
-        let Some(settled) = settled_with(ObjectName::of_volume(volume), &volume.metadata) else {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        let Some(name) = read(&self.volumes).shared_name(name) else {
+            return;
+        };
+        let Some(settled) = settled_with(Partner::Volume(name), &volume.metadata) else {
             return;
         };
         if let Some(stored) = write(&self.claims).get_mut(&ObjectKey::of(claim)) {
@@ -494,11 +500,16 @@ impl ShadowCache {
     /// Records that a sync of `volume` found it bound to `claim` with
     /// nothing left to write, as [`ShadowCache::settle_claim`].
     pub fn settle_volume(&self, volume: &PersistentVolume, claim: &PersistentVolumeClaim) {
-        let Some(settled) = settled_with(ObjectName::of_claim(claim), &claim.metadata) else {
+        let Some(claim_version) = claim.metadata.resource_version.as_deref() else {
             return;
         };
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        write(&self.volumes).settle(name, volume.metadata.resource_version.as_deref(), settled);
+        write(&self.volumes).settle_with_claim(
+            name,
+            volume.metadata.resource_version.as_deref(),
+            &ObjectKey::of(claim),
+            Version::new(claim_version),
+        );
     }
 
     /// The claims and volumes a periodic resync syncs, each in key order:
@@ -515,10 +526,10 @@ impl ShadowCache {
                 return false;
             };
             let current = match &settled.partner {
-                ObjectName::Volume(name) => index.version(name.as_str()).flatten(),
-                ObjectName::Claim(key) => claims.get(key).and_then(Stored::version),
+                Partner::Volume(name) => index.version(name).flatten(),
+                Partner::Claim(key) => claims.get(&**key).and_then(Stored::version),
             };
-            current == Some(&*settled.version)
+            current == Some(&settled.version)
         };
         let claim_keys = claims
             .iter()
@@ -605,12 +616,12 @@ impl CacheError {
 /// What a sync found an object settled with: `partner` at the version
 /// `meta` gives, if it has one.
 fn settled_with(
-    partner: ObjectName,
+    partner: Partner,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Option<Settled> {
     Some(Settled {
         partner,
-        version: meta.resource_version.as_deref()?.into(),
+        version: Version::new(meta.resource_version.as_deref()?),
     })
 }
 

@@ -63,7 +63,7 @@ use crate::pv::objects::{
     claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
     volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::pv::packed::{Settled, Stored};
+use crate::pv::packed::{Partner, Settled, Stored, Version};
 use crate::runtime::keys::ObjectKey;
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
@@ -342,17 +342,38 @@ impl VolumeIndex {
 
     /// The stored resourceVersion of the volume of that name: `None` when
     /// no such volume is stored, `Some(None)` when it has none.
-    pub fn version(&self, name: &str) -> Option<Option<&str>> {
+    pub(crate) fn version(&self, name: &str) -> Option<Option<&Version>> {
         self.volumes.get(name).map(|e| e.volume.version())
     }
 
-    /// Records what a sync of `version` of the volume of that name found it
-    /// settled with (see [`Settled`]); ignored when another version is
-    /// stored now.
-    pub(crate) fn settle(&mut self, name: &str, version: Option<&str>, settled: Settled) {
-        if let Some(entry) = self.volumes.get_mut(name) {
-            entry.volume.settle(version, settled);
-        }
+    /// Records that a sync of `version` of the volume of that name found it
+    /// settled with `claim` at `claim_version` (see [`Settled`]); ignored
+    /// when another version is stored now.
+    pub(crate) fn settle_with_claim(
+        &mut self,
+        name: &str,
+        version: Option<&str>,
+        claim: &ObjectKey,
+        claim_version: Version,
+    ) {
+        let Some(entry) = self.volumes.get_mut(name) else {
+            return;
+        };
+        let partner = match entry.traits.as_ref().map(|t| &t.place) {
+            Some(Place::Claimed(key)) if **key == *claim => Arc::clone(key),
+            _ => Arc::new(claim.clone()),
+        };
+        let settled = Settled {
+            partner: Partner::Claim(partner),
+            version: claim_version,
+        };
+        entry.volume.settle(version, settled);
+    }
+
+    /// The index's own copy of the name of that volume, if it is stored,
+    /// for others to share.
+    pub(crate) fn shared_name(&self, name: &str) -> Option<Name> {
+        self.volumes.get_key_value(name).map(|(name, _)| Arc::clone(name))
     }
 
     /// What a sync of the stored version of the volume of that name found

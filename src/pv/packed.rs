@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::pv::objects::ObjectName;
+use crate::runtime::keys::ObjectKey;
 
 mod dictionary;
 
@@ -83,7 +83,7 @@ pub(crate) enum UnpackError {
 pub(crate) struct Stored<K> {
     packed: Packed<K>,
     /// Its resourceVersion, compared with every newer offer.
-    version: Option<Box<str>>,
+    version: Option<Version>,
     /// Whether a watch has shown it: the answer of the controller's own
     /// write alone (a volume it has just created, a write that crossed the
     /// object's deletion) does not make an object listed.
@@ -101,9 +101,56 @@ pub(crate) struct Stored<K> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Settled {
     /// The volume a claim is bound to, or the claim a volume is bound to.
-    pub(crate) partner: ObjectName,
+    pub(crate) partner: Partner,
     /// The partner's resourceVersion when the sync read it.
-    pub(crate) version: Box<str>,
+    pub(crate) version: Version,
+}
+
+/// The other half of a settled binding, its name shared with the volume
+/// index, which holds it anyway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Partner {
+    /// The volume of that name.
+    Volume(Arc<str>),
+    /// The claim of that key.
+    Claim(Arc<ObjectKey>),
+}
+
+/// A resourceVersion as the cache keeps it: a number, which is what API
+/// servers send, in place; any other text as it came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Version {
+    /// A decimal number written without sign or leading zeros.
+    Number(u64),
+    /// Any other text.
+    Text(Box<str>),
+}
+
+impl Version {
+    /// The version written as `text`.
+    pub(crate) fn new(text: &str) -> Self {
+        match text.parse::<u64>() {
+            Ok(number) if !text.starts_with(['+', '0']) || text == "0" => Self::Number(number),
+            _ => Self::Text(text.into()),
+        }
+    }
+
+    /// Whether this is the version written as `text`.
+    pub(crate) fn is(&self, text: &str) -> bool {
+        match self {
+            Self::Number(number) => Self::new(text) == Self::Number(*number),
+            Self::Text(own) => **own == *text,
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(number) => write!(f, "{number}"),
+            Self::Text(text) => f.write_str(text),
+        }
+    }
 }
 
 impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
@@ -111,7 +158,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
     pub(crate) fn new(object: &K, listed: bool) -> Result<Self, serde_json::Error> {
         Ok(Self {
             packed: Packed::pack(object)?,
-            version: object.meta().resource_version.as_deref().map(Box::from),
+            version: object.meta().resource_version.as_deref().map(Version::new),
             listed,
             settled: None,
         })
@@ -126,7 +173,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
             Err(error) => {
                 tracing::error!(
                     %error,
-                    version = self.version.as_deref(),
+                    version = self.version.as_ref().map(tracing::field::display),
                     "a cached object does not read back"
                 );
                 None
@@ -137,8 +184,8 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
 
 impl<K> Stored<K> {
     /// The stored resourceVersion.
-    pub(crate) fn version(&self) -> Option<&str> {
-        self.version.as_deref()
+    pub(crate) fn version(&self) -> Option<&Version> {
+        self.version.as_ref()
     }
 
     /// Whether a watch has shown the object.
@@ -160,7 +207,9 @@ impl<K> Stored<K> {
     /// `settled`; ignored when another version is stored now, which that
     /// sync did not read.
     pub(crate) fn settle(&mut self, version: Option<&str>, settled: Settled) {
-        if version.is_some() && self.version() == version {
+        if let Some(version) = version
+            && self.version().is_some_and(|own| own.is(version))
+        {
             self.settled = Some(Box::new(settled));
         }
     }
@@ -247,7 +296,7 @@ mod tests {
             .build();
         let stored = Stored::new(&v, true).expect("packed");
         assert_eq!(stored.object().as_deref(), Some(&v));
-        assert_eq!(stored.version(), Some("7"));
+        assert_eq!(stored.version(), Some(&Version::Number(7)));
         assert!(stored.listed());
 
         let c = claim("c", "uid", "5Gi")
@@ -278,6 +327,22 @@ mod tests {
             packed.compressed.len()
         );
         assert_eq!(packed.unpack().expect("unpacked").as_ref(), &v);
+    }
+
+    #[test]
+    fn versions_keep_their_text() {
+        for text in ["0", "7", "18446744073709551615"] {
+            assert!(matches!(Version::new(text), Version::Number(_)), "{text}");
+            assert!(Version::new(text).is(text));
+            assert_eq!(Version::new(text).to_string(), text);
+        }
+        for text in ["", "07", "+7", "-7", "18446744073709551616", "abc"] {
+            assert_eq!(Version::new(text), Version::Text(text.into()));
+            assert!(Version::new(text).is(text));
+            assert_eq!(Version::new(text).to_string(), text);
+        }
+        assert!(!Version::new("7").is("07"));
+        assert!(!Version::new("07").is("7"));
     }
 
     #[test]
