@@ -11,6 +11,13 @@ use pv_controller::{
     default_identity, ephemeral, parse_bind_address, pv, resourceclaim,
 };
 
+/// jemalloc, whose size classes keep the controller's many small long-lived
+/// objects apart from a sync's short-lived copies: at 100,000 pairs it
+/// needs 40% less memory than the C library's allocator, and a fifth less
+/// CPU (docs/performance.md).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let options = Options::parse();

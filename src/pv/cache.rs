@@ -167,7 +167,11 @@ fn not_older(
         object: object(),
         version,
     };
-    let parse = |version: &str| version.parse::<i64>().map_err(|_| invalid(version.to_owned()));
+    let parse = |version: &str| {
+        version
+            .parse::<i64>()
+            .map_err(|_| invalid(version.to_owned()))
+    };
     let stored = match stored {
         Some(Version::Number(number)) => {
             i64::try_from(*number).map_err(|_| invalid(number.to_string()))?

@@ -228,9 +228,9 @@ impl Traits {
         let offerable = offerable_phase(volume.status.as_ref().and_then(|s| s.phase.as_deref()));
         let place = match claim_ref {
             Some(r) => Place::Claimed(Arc::new(ObjectKey::of_reference(r))),
-            None if offerable && !deleting => Place::Free(Arc::new(
-                volume.metadata.labels.clone().unwrap_or_default(),
-            )),
+            None if offerable && !deleting => {
+                Place::Free(Arc::new(volume.metadata.labels.clone().unwrap_or_default()))
+            }
             None => Place::Unavailable,
         };
         Some(Self {
@@ -373,7 +373,9 @@ impl VolumeIndex {
     /// The index's own copy of the name of that volume, if it is stored,
     /// for others to share.
     pub(crate) fn shared_name(&self, name: &str) -> Option<Name> {
-        self.volumes.get_key_value(name).map(|(name, _)| Arc::clone(name))
+        self.volumes
+            .get_key_value(name)
+            .map(|(name, _)| Arc::clone(name))
     }
 
     /// What a sync of the stored version of the volume of that name found
