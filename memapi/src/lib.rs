@@ -428,6 +428,20 @@ impl MemApi {
         Ok(())
     }
 
+    /// Makes the open and future watches of the API miss the next `count`
+    /// changes of the resource `plural` (e.g. "persistentvolumes"), as a
+    /// watch stream that loses events: the changes are stored and the
+    /// history keeps them (a watch resumed from an older version gets
+    /// them), but no watch open meanwhile is told. Observers are told.
+    pub fn lose_events(&self, plural: &str, count: usize) -> Result<(), MemApiError> {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.plural == plural)
+            .ok_or_else(|| ApiError::from_code(404, format!("memapi does not serve {plural}")))?;
+        lock(&self.shared.store).lose_events(kind, count);
+        Ok(())
+    }
+
     /// The current (latest) resourceVersion.
     pub fn resource_version(&self) -> u64 {
         lock(&self.shared.store).rv()

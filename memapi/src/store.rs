@@ -110,6 +110,9 @@ pub(crate) struct Store {
     /// with a feature gate off drops the gated fields (see
     /// [`MemApi::drop_fields`](super::MemApi::drop_fields)).
     dropped_fields: BTreeMap<ResKey, Vec<String>>,
+    /// How many of the next changes of each resource the watches of the
+    /// API miss (see [`MemApi::lose_events`](super::MemApi::lose_events)).
+    lost_events: BTreeMap<ResKey, usize>,
 }
 
 fn res_key(kind: &ResourceKind) -> ResKey {
@@ -129,7 +132,14 @@ impl Store {
             rng: Rng::new(seed),
             protection_finalizers: false,
             dropped_fields: BTreeMap::new(),
+            lost_events: BTreeMap::new(),
         }
+    }
+
+    /// Makes the watches of the API miss the next `count` changes of
+    /// `kind`.
+    pub(crate) fn lose_events(&mut self, kind: &ResourceKind, count: usize) {
+        self.lost_events.insert(res_key(kind), count);
     }
 
     /// Makes writes through the API to `kind` drop the fields at `paths`
@@ -253,9 +263,17 @@ impl Store {
     }
 
     fn record(&mut self, change: Change) {
+        let lost = match self.lost_events.get_mut(&res_key(change.kind)) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                true
+            }
+            _ => false,
+        };
         self.watchers.retain(|w| {
-            w.event_for(&change)
-                .is_none_or(|item| w.tx.send(item).is_ok())
+            (lost && w.cuttable
+                || w.event_for(&change)
+                    .is_none_or(|item| w.tx.send(item).is_ok()))
                 && !w.tx.is_closed()
         });
         self.history.push_back(change);

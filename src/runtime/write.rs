@@ -358,6 +358,25 @@ impl<K: Kind> Writer<K> {
         Ok(answer)
     }
 
+    /// After a 409, reads the object `key` (its write lock held) and stores
+    /// the answer, so the retry decides on the server's copy. Normally the
+    /// watch has brought it already; when a watch lost the change, this is
+    /// what repairs the store, where retrying from the store's copy would
+    /// meet the same 409 forever.
+    async fn reread(&self, api: &kube::Api<K>, key: &ObjectKey) {
+        match api.get_opt(&key.name).await {
+            Ok(Some(found)) => {
+                if let Err(error) = self.store(found) {
+                    tracing::warn!(object = %describe::<K>(key), %error, "re-read after a conflict not stored");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::debug!(object = %describe::<K>(key), %error, "re-read after a conflict failed");
+            }
+        }
+    }
+
     /// Creates `object` and stores the answer.
     pub(crate) async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
@@ -588,6 +607,11 @@ impl<K: Whole> Writer<K> {
             Part::Status => api.replace_status(&key.name, &params, &changed).await,
         };
         self.count("update", part.subresource(), outcome(&result));
+        if let Err(kube::Error::Api(status)) = &result
+            && status.is_conflict()
+        {
+            self.reread(&api, &key).await;
+        }
         let written = result.map_err(|source| WriteError::Api {
             action: match part {
                 Part::Spec => format!("update {}", describe::<K>(&key)),

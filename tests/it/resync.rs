@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use pv_controller::pv;
 use testkit::*;
@@ -163,4 +163,65 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
     );
     assert!(synced(&second, "volume") >= 25.0, "every volume was synced");
     second.stop().await;
+}
+
+/// A watch that lost a change of a volume leaves the controller's copy
+/// stale: the bind written on it meets a 409, and the controller then reads
+/// the volume again, so the retry binds on the server's copy (keeping the
+/// change it never saw) instead of meeting the same 409 forever.
+#[tokio::test(start_paused = true)]
+async fn a_change_a_watch_lost_is_repaired_by_the_retry_after_a_conflict() {
+    let api = MemApi::new();
+    api.create(&volume("volume", "1Gi").build()).expect("seed");
+    let running = Running::start_with(
+        &api,
+        pv::Config {
+            resync_period: PERIOD,
+            ..pv::Config::default()
+        },
+    )
+    .await;
+    running.settle().await;
+
+    api.lose_events("persistentvolumes", 1).expect("served");
+    let mut labelled = api.get::<PersistentVolume>(None, "volume").expect("volume");
+    labelled
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("team".into(), "a".into());
+    api.put(&labelled).expect("label");
+    api.reset_requests();
+    api.create(&claim("claim", "uid", "1Gi").build())
+        .expect("claim");
+
+    let deadline = tokio::time::Instant::now() + PERIOD * 12;
+    let bound = loop {
+        let claim = api
+            .get::<PersistentVolumeClaim>(Some("default"), "claim")
+            .expect("claim");
+        let phase = claim.status.and_then(|s| s.phase);
+        if phase.as_deref() == Some("Bound") || tokio::time::Instant::now() >= deadline {
+            break phase;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(bound.as_deref(), Some("Bound"));
+    let volume = api.get::<PersistentVolume>(None, "volume").expect("volume");
+    assert_eq!(
+        volume
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("team"))
+            .map(String::as_str),
+        Some("a"),
+        "the change the watch lost is kept"
+    );
+    assert_eq!(
+        api.requests().total_with_code(409),
+        1,
+        "one conflict, then the bind on the server's copy"
+    );
+    running.stop().await;
 }

@@ -263,3 +263,30 @@ async fn until_init_done_after_init(
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_event_reaches_no_open_watch_and_the_next_one_does() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    let mut observer = mem.observe::<PersistentVolume>().unwrap();
+    mem.lose_events("persistentvolumes", 1).unwrap();
+    mem.create(&pv("lost", "1Gi")).unwrap();
+    mem.create(&pv("seen", "1Gi")).unwrap();
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(o.name_any(), "seen", "the lost change is skipped"),
+        other => panic!("expected seen, got {other:?}"),
+    }
+    assert!(
+        mem.get::<PersistentVolume>(None, "lost").is_some(),
+        "stored"
+    );
+    let observed: Vec<String> = observer
+        .drain()
+        .into_iter()
+        .map(|o| o.object.name_any())
+        .collect();
+    assert_eq!(observed, ["lost", "seen"], "observers are told");
+    assert!(mem.lose_events("widgets", 1).is_err());
+}
