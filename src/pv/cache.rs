@@ -516,6 +516,18 @@ impl ShadowCache {
         );
     }
 
+    /// Records that a sync of `volume` found it free (no claimRef, not held
+    /// for a claim, Available) with nothing left to write, having read no
+    /// other object; ignored when the cache holds another version by now.
+    pub fn settle_free_volume(&self, volume: &PersistentVolume) {
+        let name = volume.metadata.name.as_deref().unwrap_or("");
+        write(&self.volumes).settle(
+            name,
+            volume.metadata.resource_version.as_deref(),
+            Settled { partner: None },
+        );
+    }
+
     /// The claims and volumes a periodic resync syncs, each in key order:
     /// every stored one except those a sync found settled with a partner
     /// still stored at the version that sync read. Their sync would read
@@ -529,11 +541,14 @@ impl ShadowCache {
             let Some(settled) = settled else {
                 return false;
             };
-            let current = match &settled.partner {
+            let Some((partner, version)) = &settled.partner else {
+                return true;
+            };
+            let current = match partner {
                 Partner::Volume(name) => index.version(name).flatten(),
                 Partner::Claim(key) => claims.get(&**key).and_then(Stored::version),
             };
-            current == Some(&settled.version)
+            current == Some(version)
         };
         let claim_keys = claims
             .iter()
@@ -624,8 +639,7 @@ fn settled_with(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Option<Settled> {
     Some(Settled {
-        partner,
-        version: Version::new(meta.resource_version.as_deref()?),
+        partner: Some((partner, Version::new(meta.resource_version.as_deref()?))),
     })
 }
 

@@ -364,10 +364,18 @@ impl VolumeIndex {
             _ => Arc::new(claim.clone()),
         };
         let settled = Settled {
-            partner: Partner::Claim(partner),
-            version: claim_version,
+            partner: Some((Partner::Claim(partner), claim_version)),
         };
         entry.volume.settle(version, settled);
+    }
+
+    /// Records what a sync of `version` of the volume of that name found it
+    /// settled with (see [`Settled`]); ignored when another version is
+    /// stored now.
+    pub(crate) fn settle(&mut self, name: &str, version: Option<&str>, settled: Settled) {
+        if let Some(entry) = self.volumes.get_mut(name) {
+            entry.volume.settle(version, settled);
+        }
     }
 
     /// The index's own copy of the name of that volume, if it is stored,

@@ -93,17 +93,18 @@ pub(crate) struct Stored<K> {
     settled: Option<Box<Settled>>,
 }
 
-/// The other half of a binding that a sync of an object found complete,
-/// with nothing left to write: which object, at which version. A sync of a
-/// bound claim or volume reads nothing but the two objects, so while both
-/// keep these versions another sync would find nothing to do either, and
-/// the periodic resync passes the object by.
+/// What a sync of an object that found nothing left to write read besides
+/// the object: the other half of a binding it found complete, at which
+/// version, or nothing (a free volume). A sync of a bound claim or volume
+/// reads nothing but the two objects, and a sync of a free volume nothing
+/// but the volume, so while they keep these versions another sync would
+/// find nothing to do either, and the periodic resync passes the object by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Settled {
-    /// The volume a claim is bound to, or the claim a volume is bound to.
-    pub(crate) partner: Partner,
-    /// The partner's resourceVersion when the sync read it.
-    pub(crate) version: Version,
+    /// The volume a claim is bound to, or the claim a volume is bound to,
+    /// with its resourceVersion when the sync read it; `None` for a free
+    /// volume.
+    pub(crate) partner: Option<(Partner, Version)>,
 }
 
 /// The other half of a settled binding, its name shared with the volume

@@ -1,6 +1,7 @@
 //! The periodic resync on a settled cluster: bindings a sync found complete
-//! are passed by while neither of their two objects changes; everything
-//! else is synced at every period.
+//! are passed by while neither of their two objects changes, and free
+//! volumes found Available while they do not change; everything else is
+//! synced at every period.
 
 use std::time::Duration;
 
@@ -48,6 +49,7 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     }
     api.create(&claim("too-big", "uid-big", "100Gi").build())
         .expect("seed");
+    api.create(&volume("spare", "5Gi").build()).expect("seed");
     let running = Running::start_with(
         &api,
         pv::Config {
@@ -70,8 +72,9 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     assert_eq!(bound, 3);
 
     // Settling took several periods: every binding has been found complete
-    // by now, and only the claim still waiting is synced at each period
-    // (three or four periods, depending on where the sleep falls).
+    // by now, and the spare volume found Available, and only the claim
+    // still waiting is synced at each period (three or four periods,
+    // depending on where the sleep falls).
     let (claims, volumes) = syncs_over_three_periods(&running).await;
     assert!(
         (3.0..=4.0).contains(&claims),
@@ -103,6 +106,20 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
         (3.0..=4.0).contains(&claims),
         "claims synced {claims} times"
     );
+    assert_eq!(volumes, 0.0);
+
+    // A user labels the spare volume: its own event syncs it once, and the
+    // resync passes it by again.
+    let mut spare = api.get::<PersistentVolume>(None, "spare").expect("spare");
+    spare
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("team".into(), "a".into());
+    api.put(&spare).expect("label");
+    let (_, volumes) = syncs_over_three_periods(&running).await;
+    assert_eq!(volumes, 1.0);
+    let (_, volumes) = syncs_over_three_periods(&running).await;
     assert_eq!(volumes, 0.0);
     running.stop().await;
 }

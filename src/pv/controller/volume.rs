@@ -74,7 +74,7 @@ impl Controller {
         let volume = &self.anneal_volume(volume).await?;
         let claim = self.claim_of_volume(volume).await?;
         match classify_volume(volume, claim) {
-            VolumeSituation::Unclaimed | VolumeSituation::PreBound => {
+            situation @ (VolumeSituation::Unclaimed | VolumeSituation::PreBound) => {
                 if self.cache.is_reserved(&VolumeName::of(volume)) {
                     // A claim's binding is under way: the volume becomes
                     // Bound, or free again when the binding fails (then the
@@ -82,6 +82,11 @@ impl Controller {
                     tracing::debug!("volume held for a claim being bound, phase left as is");
                 } else {
                     self.make_available(volume).await?;
+                    if valid && matches!(situation, VolumeSituation::Unclaimed) {
+                        // As for a bound volume below: nothing was written
+                        // unless the phase lagged.
+                        self.cache.settle_free_volume(volume);
+                    }
                 }
                 Ok(Next::nothing())
             }
