@@ -170,7 +170,7 @@ impl Controller {
             })
             .await?;
         tracing::info!("volume released from its claim");
-        self.make_available(&stored).await
+        self.make_available(&stored).await.map(drop)
     }
 }
 

@@ -81,10 +81,8 @@ impl Controller {
                     // next resync makes it Available).
                     tracing::debug!("volume held for a claim being bound, phase left as is");
                 } else {
-                    self.make_available(volume).await?;
-                    if valid && matches!(situation, VolumeSituation::Unclaimed) {
-                        // As for a bound volume below: nothing was written
-                        // unless the phase lagged.
+                    let wrote = self.make_available(volume).await?;
+                    if !wrote && valid && matches!(situation, VolumeSituation::Unclaimed) {
                         self.cache.settle_free_volume(volume);
                     }
                 }

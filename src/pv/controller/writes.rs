@@ -99,11 +99,12 @@ impl Controller {
     }
 
     /// Makes a volume Available (the shadow cache tells the claims waiting
-    /// for a volume when this frees it).
-    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<()> {
-        self.change_phase(basis, VolumePhase::Available, None)
-            .await
-            .map(drop)
+    /// for a volume when this frees it); returns whether it wrote.
+    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<bool> {
+        Ok(self
+            .change_phase(basis, VolumePhase::Available, None)
+            .await?
+            .1)
     }
 
     /// Sets a volume's phase and, only when this write changed the phase,
