@@ -607,19 +607,22 @@ impl<K: Whole> Writer<K> {
             Part::Status => api.replace_status(&key.name, &params, &changed).await,
         };
         self.count("update", part.subresource(), outcome(&result));
-        if let Err(kube::Error::Api(status)) = &result
+        let source = match result {
+            Ok(written) => return self.store(written),
+            Err(source) => source,
+        };
+        if let kube::Error::Api(status) = &source
             && status.is_conflict()
         {
             self.reread(&api, &key).await;
         }
-        let written = result.map_err(|source| WriteError::Api {
+        Err(WriteError::Api {
             action: match part {
                 Part::Spec => format!("update {}", describe::<K>(&key)),
                 Part::Status => format!("update status of {}", describe::<K>(&key)),
             },
             source,
-        })?;
-        self.store(written)
+        })
     }
 }
 

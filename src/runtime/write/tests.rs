@@ -234,7 +234,8 @@ async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and
             Edit::Unchanged
         }
     };
-    let (first, next) = one_decision(async {
+    // Boxed, as the workers' futures are: an update's future is large.
+    let (first, next) = Box::pin(one_decision(async {
         let first = writer
             .update(&stored, Part::Spec, label("yes"))
             .await
@@ -243,14 +244,19 @@ async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and
             first,
             writer.update(&stored, Part::Spec, refuse_if_touched).await,
         )
-    })
+    }))
     .await;
     assert_eq!(first.metadata.labels.as_ref().unwrap()["touched"], "yes");
     assert!(
         next.is_err(),
         "the same decision's next write sees its answer"
     );
-    let later = one_decision(writer.update(&stored, Part::Spec, refuse_if_touched)).await;
+    let later = Box::pin(one_decision(writer.update(
+        &stored,
+        Part::Spec,
+        refuse_if_touched,
+    )))
+    .await;
     assert!(
         later.is_ok(),
         "an answer the cluster never took does not outlive its decision: {later:?}"
