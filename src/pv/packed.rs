@@ -6,7 +6,7 @@
 //! non-empty map (labels, annotations, capacity) is a B-tree node of about
 //! 540 bytes: a bound volume costs about 5.5 KB, a bound claim about 3 KB.
 //! Its JSON text is 700 to 900 bytes, and compressed against a dictionary
-//! of what most volumes and claims share ([`dictionary`]) 100 to 200. With
+//! of what most volumes and claims share ([`dictionary`]) 100 to 270. With
 //! thousands of objects that is the controller's memory, while a sync reads
 //! a handful of objects, and unpacking one takes a few microseconds. The
 //! text is exactly what the controller had (every field, known to the type,
