@@ -1,7 +1,7 @@
 //! The text every packed object is compressed against: a bound volume and a
 //! bound claim as the controller writes them, with the fields, annotations
 //! and values most objects share. An object's own text then packs to its
-//! names, UIDs, versions and sizes, about a sixth of its length.
+//! names, UIDs, versions and sizes, a sixth to a third of its length.
 //!
 //! The samples are read into their types and written back once, so the
 //! dictionary has the exact field order every packed object has. It is the
