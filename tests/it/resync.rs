@@ -15,6 +15,24 @@ use crate::pod_harness::value;
 
 const PERIOD: Duration = Duration::from_secs(5);
 
+/// The binder's configuration with the resync period of these tests.
+fn every_period() -> pv::Config {
+    pv::Config {
+        resync_period: PERIOD,
+        ..pv::Config::default()
+    }
+}
+
+/// `object` with the label `team=a` added, as a user's edit.
+fn labelled<K: kube::Resource>(mut object: K) -> K {
+    object
+        .meta_mut()
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("team".into(), "a".into());
+    object
+}
+
 /// How many syncs of `kind` ended well so far.
 fn synced(running: &Running, kind: &str) -> f64 {
     value(
@@ -50,14 +68,7 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     api.create(&claim("too-big", "uid-big", "100Gi").build())
         .expect("seed");
     api.create(&volume("spare", "5Gi").build()).expect("seed");
-    let running = Running::start_with(
-        &api,
-        pv::Config {
-            resync_period: PERIOD,
-            ..pv::Config::default()
-        },
-    )
-    .await;
+    let running = Running::start_with(&api, every_period()).await;
     running.settle().await;
     let bound = api
         .list::<PersistentVolumeClaim>()
@@ -85,15 +96,10 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     // A user labels one bound claim: its own event syncs the claim, and
     // the next resync syncs its volume once, whose binding record names the
     // claim's older version; then both are passed by again.
-    let mut labelled = api
+    let claim = api
         .get::<PersistentVolumeClaim>(Some("default"), "claim-1")
         .expect("claim");
-    labelled
-        .metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert("team".into(), "a".into());
-    api.put(&labelled).expect("label");
+    api.put(&labelled(claim)).expect("label");
     let (claims, volumes) = syncs_over_three_periods(&running).await;
     assert!(
         (4.0..=5.0).contains(&claims),
@@ -110,13 +116,8 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
 
     // A user labels the spare volume: its own event syncs it once, and the
     // resync passes it by again.
-    let mut spare = api.get::<PersistentVolume>(None, "spare").expect("spare");
-    spare
-        .metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert("team".into(), "a".into());
-    api.put(&spare).expect("label");
+    let spare = api.get::<PersistentVolume>(None, "spare").expect("spare");
+    api.put(&labelled(spare)).expect("label");
     let (_, volumes) = syncs_over_three_periods(&running).await;
     assert_eq!(volumes, 1.0);
     let (_, volumes) = syncs_over_three_periods(&running).await;
@@ -150,18 +151,14 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
         api.create(&volume(&format!("spare-{i}"), "5Gi").build())
             .expect("seed");
     }
-    let config = || pv::Config {
-        resync_period: PERIOD,
-        ..pv::Config::default()
-    };
-    let first = Running::start_with(&api, config()).await;
+    let first = Running::start_with(&api, every_period()).await;
     first.settle().await;
     api.delete::<PersistentVolumeClaim>(Some("default"), "claim-00")
         .expect("delete a claim of a retained volume");
     first.settle().await;
     first.stop().await;
     let released = api
-        .get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "volume-00")
+        .get::<PersistentVolume>(None, "volume-00")
         .expect("volume");
     assert_eq!(
         released.status.and_then(|s| s.phase).as_deref(),
@@ -169,7 +166,7 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
     );
 
     api.reset_requests();
-    let second = Running::start_with(&api, config()).await;
+    let second = Running::start_with(&api, every_period()).await;
     second.settle().await;
     tokio::time::sleep(PERIOD * 3).await;
     second.settle().await;
@@ -190,24 +187,12 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
 async fn a_change_a_watch_lost_is_repaired_by_the_retry_after_a_conflict() {
     let api = MemApi::new();
     api.create(&volume("volume", "1Gi").build()).expect("seed");
-    let running = Running::start_with(
-        &api,
-        pv::Config {
-            resync_period: PERIOD,
-            ..pv::Config::default()
-        },
-    )
-    .await;
+    let running = Running::start_with(&api, every_period()).await;
     running.settle().await;
 
     api.lose_events("persistentvolumes", 1).expect("served");
-    let mut labelled = api.get::<PersistentVolume>(None, "volume").expect("volume");
-    labelled
-        .metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert("team".into(), "a".into());
-    api.put(&labelled).expect("label");
+    let volume = api.get::<PersistentVolume>(None, "volume").expect("volume");
+    api.put(&labelled(volume)).expect("label");
     api.reset_requests();
     api.create(&claim("claim", "uid", "1Gi").build())
         .expect("claim");
