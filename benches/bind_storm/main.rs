@@ -132,9 +132,18 @@ fn is_storm(name: &str) -> bool {
 }
 
 /// When each claim was first seen Bound, from a watch of the bench's claims.
-#[derive(Clone, Default)]
+/// The watch ends with the tracker: a watch left running would keep its
+/// run's server, and every object of it, alive in the bench's process
+/// through the rounds that follow, and slow them down.
 struct Tracker {
     bound: Arc<Mutex<Bound>>,
+    watch: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
 }
 
 /// What the tracker saw: when each claim was first Bound, and how many of
@@ -150,12 +159,12 @@ struct Bound {
 impl Tracker {
     /// Watches the bench's claims; returns once the first list is in.
     async fn start(client: kube::Client) -> Self {
-        let tracker = Self::default();
+        let bound = Arc::new(Mutex::new(Bound::default()));
         let (ready, listed) = tokio::sync::oneshot::channel();
         let api: Api<PersistentVolumeClaim> = Api::all(client);
         let config = watcher::Config::default().labels(&format!("{}={}", LABEL.0, LABEL.1));
-        let bound = Arc::clone(&tracker.bound);
-        tokio::spawn(async move {
+        let seen = Arc::clone(&bound);
+        let watch = tokio::spawn(async move {
             let mut ready = Some(ready);
             let mut events = std::pin::pin!(watcher(api, config).default_backoff());
             while let Some(event) = events.next().await {
@@ -165,10 +174,10 @@ impl Tracker {
                         let phase = c.status.as_ref().and_then(|s| s.phase.as_deref());
                         if phase == Some("Bound") {
                             let name = c.metadata.name.clone().unwrap_or_default();
-                            let mut bound = bound.lock().expect("tracker");
+                            let mut seen = seen.lock().expect("tracker");
                             let storm = is_storm(&name);
-                            if bound.at.insert(name, now).is_none() && storm {
-                                bound.storm += 1;
+                            if seen.at.insert(name, now).is_none() && storm {
+                                seen.storm += 1;
                             }
                         }
                     }
@@ -182,7 +191,7 @@ impl Tracker {
             }
         });
         listed.await.expect("first list of claims");
-        tracker
+        Self { bound, watch }
     }
 
     /// How many of the storm's claims were seen Bound.

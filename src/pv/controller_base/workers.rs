@@ -114,6 +114,11 @@ pub(super) fn resync(
     let (claims, volumes) = cache.unsettled();
     let claims = claim_queue.not_waiting(claims);
     let volumes = volume_queue.not_waiting(parking.not_parked(volumes));
+    tracing::debug!(
+        claims = claims.len(),
+        volumes = volumes.len(),
+        "resync queues the unsettled claims and volumes"
+    );
     for key in binding_order(cache.claims_of(claims)) {
         claim_queue.add_resync(key);
     }
