@@ -93,19 +93,7 @@ impl Controller {
 
     /// CPU seconds used so far (user + system).
     pub(crate) fn cpu_seconds(&self) -> f64 {
-        let stat =
-            fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name in parentheses: state is field 3,
-        // utime 14 and stime 15 (in clock ticks, 100 per second on Linux).
-        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| f.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        (ticks(11) + ticks(12)) / 100.0
+        cpu_seconds(&self.child.id().to_string())
     }
 
     /// Peak resident memory so far, in MiB.
@@ -124,6 +112,23 @@ impl Controller {
     pub(crate) fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+}
+
+/// CPU seconds (user + system) the process `pid` used so far ("self" for
+/// the bench's own).
+pub(crate) fn cpu_seconds(pid: &str) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name in parentheses: state is field 3,
+    // utime 14 and stime 15 (in clock ticks, 100 per second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 impl Drop for Controller {
