@@ -35,7 +35,7 @@
 //! is released: claims that found nothing may fit now.
 
 use std::borrow::Borrow;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -75,7 +75,8 @@ pub enum CacheError {
 #[derive(Debug, Default)]
 pub struct ShadowCache {
     volumes: RwLock<VolumeIndex>,
-    claims: RwLock<BTreeMap<ObjectKey, Stored<PersistentVolumeClaim>>>,
+    /// Every claim by key, hashed as the index's volumes are.
+    claims: RwLock<HashMap<ObjectKey, Stored<PersistentVolumeClaim>>>,
     /// The volumes read or written last, unpacked; changed only under the
     /// `volumes` lock (a read lock is enough for what a read unpacked: no
     /// store can happen meanwhile).
@@ -302,7 +303,9 @@ impl ShadowCache {
 
     /// The names of all stored volumes, in order.
     pub fn volume_names(&self) -> Vec<VolumeName> {
-        read(&self.volumes).names().map(VolumeName::new).collect()
+        let mut names: Vec<VolumeName> = read(&self.volumes).names().map(VolumeName::new).collect();
+        names.sort_unstable();
+        names
     }
 
     /// How many volumes are stored.
@@ -477,7 +480,9 @@ impl ShadowCache {
 
     /// The keys of all stored claims, in order.
     pub fn claim_keys(&self) -> Vec<ObjectKey> {
-        read(&self.claims).keys().cloned().collect()
+        let mut keys: Vec<ObjectKey> = read(&self.claims).keys().cloned().collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// How many claims are stored.
@@ -550,16 +555,20 @@ impl ShadowCache {
             };
             current == Some(version)
         };
-        let claim_keys = claims
+        let mut claim_keys: Vec<ObjectKey> = claims
             .iter()
             .filter(|(_, stored)| !unchanged(stored.settled()))
             .map(|(key, _)| key.clone())
             .collect();
-        let volume_names = index
+        let mut volume_names: Vec<VolumeName> = index
             .names()
             .filter(|name| !unchanged(index.settled(name)))
             .map(VolumeName::new)
             .collect();
+        drop(index);
+        drop(claims);
+        claim_keys.sort_unstable();
+        volume_names.sort_unstable();
         (claim_keys, volume_names)
     }
 }

@@ -128,7 +128,10 @@ struct Hold {
 /// (a handful of distinct ones, whatever the number of volumes).
 #[derive(Debug, Default)]
 pub struct VolumeIndex {
-    volumes: BTreeMap<Name, Entry>,
+    /// Every volume by name, hashed: a lookup costs the same with ten
+    /// volumes or a hundred thousand. Nothing needs the volumes in name
+    /// order but the few callers that sort what they take.
+    volumes: HashMap<Name, Entry>,
     free: HashMap<Arc<Bucket>, BySize>,
     /// The same free volumes, each bucket's grouped by label set: a claim
     /// with a selector checks it once per label set instead of once per
@@ -136,7 +139,7 @@ pub struct VolumeIndex {
     labelled: HashMap<Arc<Bucket>, BTreeMap<Arc<Labels>, BySize>>,
     /// The volumes whose claimRef names a claim, by that claim, in name
     /// order (nearly always one).
-    claimed: HashMap<Arc<ObjectKey>, Vec<Name>>,
+    claimed: HashMap<Arc<ObjectKey>, Filed>,
     /// Volumes held for the claim whose binding is under way.
     reserved: HashMap<String, Hold>,
     /// Every bucket seen, shared by the volumes' [`Traits`].
@@ -182,6 +185,61 @@ enum Place {
 
 /// Volume names by capacity, ties by name.
 type BySize = BTreeSet<(Amount, Name)>;
+
+/// The names of the volumes filed under one claim, in name order. Nearly
+/// always one, held in place: a list of its own for each of a hundred
+/// thousand bound volumes would cost 64 bytes a volume.
+#[derive(Debug)]
+enum Filed {
+    One(Name),
+    /// Two or more, sorted.
+    Many(Vec<Name>),
+}
+
+impl Filed {
+    /// Adds `name`, unless it is there already.
+    fn insert(&mut self, name: &Name) {
+        match self {
+            Filed::One(one) if one == name => {}
+            Filed::One(one) => {
+                let mut names = vec![Arc::clone(one), Arc::clone(name)];
+                names.sort_unstable();
+                *self = Filed::Many(names);
+            }
+            Filed::Many(names) => {
+                if let Err(at) = names.binary_search(name) {
+                    names.insert(at, Arc::clone(name));
+                }
+            }
+        }
+    }
+
+    /// Removes `name`; returns whether no name is left.
+    fn remove(&mut self, name: &str) -> bool {
+        match self {
+            Filed::One(one) => **one == *name,
+            Filed::Many(names) => {
+                names.retain(|n| **n != *name);
+                match names.as_slice() {
+                    [] => true,
+                    [one] => {
+                        let one = Arc::clone(one);
+                        *self = Filed::One(one);
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Name> {
+        match self {
+            Filed::One(one) => std::slice::from_ref(one).iter(),
+            Filed::Many(names) => names.iter(),
+        }
+    }
+}
 
 /// A volume's labels, as a key of [`VolumeIndex::labelled`].
 type Labels = BTreeMap<String, String>;
@@ -318,10 +376,10 @@ impl VolumeIndex {
                 if let Some((shared, _)) = self.claimed.get_key_value(&**key) {
                     *key = Arc::clone(shared);
                 }
-                let names = self.claimed.entry(Arc::clone(key)).or_default();
-                if let Err(at) = names.binary_search(name) {
-                    names.insert(at, Arc::clone(name));
-                }
+                self.claimed
+                    .entry(Arc::clone(key))
+                    .and_modify(|names| names.insert(name))
+                    .or_insert_with(|| Filed::One(Arc::clone(name)));
             }
             Place::Unavailable => {}
         }
@@ -441,11 +499,10 @@ impl VolumeIndex {
                     }
                 }
                 Place::Claimed(key) => {
-                    if let Some(names) = self.claimed.get_mut(key) {
-                        names.retain(|n| *n != name);
-                        if names.is_empty() {
-                            self.claimed.remove(key);
-                        }
+                    if let Some(names) = self.claimed.get_mut(key)
+                        && names.remove(&name)
+                    {
+                        self.claimed.remove(key);
                     }
                 }
                 Place::Unavailable => {}
@@ -459,12 +516,12 @@ impl VolumeIndex {
         self.volumes.get(name)?.volume.object()
     }
 
-    /// Copies of all volumes, in name order.
+    /// Copies of all volumes, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> {
         self.volumes.values().filter_map(|e| e.volume.object())
     }
 
-    /// The names of all volumes, in order.
+    /// The names of all volumes, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.volumes.keys().map(|name| &**name)
     }
@@ -560,7 +617,7 @@ impl VolumeIndex {
             .claimed
             .get(&key)
             .into_iter()
-            .flatten()
+            .flat_map(Filed::iter)
             .filter_map(|name| self.volumes.get(name))
             .filter_map(|e| Some((e.traits.as_ref().filter(|t| fits(t))?, &e.volume)))
             .filter_map(|(t, stored)| Some((t.bucket.modes, stored.object()?)))

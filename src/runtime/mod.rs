@@ -24,5 +24,6 @@ pub(crate) mod runner;
 pub(crate) mod server;
 pub(crate) mod shadow_mode;
 pub(crate) mod shared;
+pub(crate) mod sparse;
 pub(crate) mod workload;
 pub(crate) mod write;

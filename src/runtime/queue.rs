@@ -35,6 +35,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::runtime::sparse::shrink_when_sparse;
+
 /// First retry delay of a failing key (client-go's default item limiter).
 pub(crate) const BACKOFF_BASE: Duration = Duration::from_millis(5);
 
@@ -371,6 +373,8 @@ impl<K: Clone + Eq + Hash> State<K> {
             None => self.resyncs.pop_first()?,
         };
         self.waiting.remove(&key);
+        let (len, capacity) = (self.waiting.len(), self.waiting.capacity());
+        shrink_when_sparse(len, capacity, |to| self.waiting.shrink_to(to));
         self.processing.insert(key.clone(), seq);
         Some(key)
     }

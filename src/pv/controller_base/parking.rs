@@ -25,6 +25,7 @@ use crate::pv::keys::VolumeName;
 use crate::pv::objects::is_new_volume;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::{Mark, WorkQueue};
+use crate::runtime::sparse::shrink_when_sparse;
 
 #[derive(Debug, Default)]
 struct State {
@@ -34,6 +35,25 @@ struct State {
     parked_names: HashSet<VolumeName>,
     /// Volumes whose claims had their turn: their next sync runs.
     cleared: HashSet<VolumeName>,
+}
+
+impl State {
+    /// Gives back the memory of a burst of parked volumes once most have
+    /// gone (see [`shrink_when_sparse`]).
+    fn shrink_when_sparse(&mut self) {
+        let Self {
+            parked,
+            parked_names,
+            cleared,
+        } = self;
+        shrink_when_sparse(parked.len(), parked.capacity(), |to| parked.shrink_to(to));
+        shrink_when_sparse(parked_names.len(), parked_names.capacity(), |to| {
+            parked_names.shrink_to(to);
+        });
+        shrink_when_sparse(cleared.len(), cleared.capacity(), |to| {
+            cleared.shrink_to(to)
+        });
+    }
 }
 
 /// The parked new volumes. Cheap to clone; clones share the state.
@@ -66,6 +86,9 @@ impl Parking {
     pub(super) fn hold(&self, name: &VolumeName, volume: &PersistentVolume) -> bool {
         let mut state = self.lock();
         let cleared = state.cleared.remove(name);
+        if cleared {
+            state.shrink_when_sparse();
+        }
         if cleared || !is_new_volume(volume) {
             return false;
         }
@@ -100,6 +123,7 @@ impl Parking {
             state.cleared.insert(name.clone());
             self.volume_queue.add(name);
         }
+        state.shrink_when_sparse();
     }
 
     /// The names of `names` that are not parked, in their order: a parked

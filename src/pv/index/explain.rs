@@ -236,7 +236,11 @@ impl VolumeIndex {
                     verdict,
                 }
             })
-            .collect())
+            .collect::<Vec<_>>())
+        .map(|mut candidates| {
+            candidates.sort_by(|a, b| a.name.cmp(&b.name));
+            candidates
+        })
     }
 
     /// The first rule of the search `entry` fails for the claim.

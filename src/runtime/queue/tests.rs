@@ -333,3 +333,23 @@ async fn an_earlier_due_time_rearms_a_waiting_worker() {
         .expect("joined");
     assert_eq!(key, Some("soon"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_queue_drained_after_a_burst_gives_its_table_back() {
+    let queue: WorkQueue<u32> = WorkQueue::new();
+    for key in 0..100_000 {
+        queue.add_resync(key);
+    }
+    let full = queue.lock().waiting.capacity();
+    for _ in 0..99_990 {
+        let key = queue.get().await.expect("a key");
+        queue.done(&key);
+    }
+    assert_eq!(queue.len(), 10);
+    let left = queue.lock().waiting.capacity();
+    assert!(left < full / 16, "{left} of {full} slots kept for 10 keys");
+    for expected in 99_990..100_000 {
+        assert_eq!(queue.get().await, Some(expected), "what is left keeps its order");
+        queue.done(&expected);
+    }
+}
