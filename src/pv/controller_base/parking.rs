@@ -51,7 +51,7 @@ impl State {
             parked_names.shrink_to(to);
         });
         shrink_when_sparse(cleared.len(), cleared.capacity(), |to| {
-            cleared.shrink_to(to)
+            cleared.shrink_to(to);
         });
     }
 }

@@ -349,7 +349,11 @@ async fn a_queue_drained_after_a_burst_gives_its_table_back() {
     let left = queue.lock().waiting.capacity();
     assert!(left < full / 16, "{left} of {full} slots kept for 10 keys");
     for expected in 99_990..100_000 {
-        assert_eq!(queue.get().await, Some(expected), "what is left keeps its order");
+        assert_eq!(
+            queue.get().await,
+            Some(expected),
+            "what is left keeps its order"
+        );
         queue.done(&expected);
     }
 }
