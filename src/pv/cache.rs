@@ -8,10 +8,14 @@
 //! is offered here, and the sync logic reads from here (upstream's
 //! `ctrl.volumes` / `ctrl.claims` with `storeObjectUpdate`).
 //!
-//! An offer is kept when its resourceVersion is not older than the stored
-//! one, comparing both as integers: equal versions are accepted so a periodic
-//! resync still syncs, older ones are dropped. A resourceVersion that is not
-//! an integer is an error.
+//! An offer is kept when its resourceVersion is newer than the stored one,
+//! comparing both as integers; older ones are dropped. An offer of the
+//! stored version is the stored object itself (the API server never gives
+//! two contents one resourceVersion): the watch event of the controller's
+//! own write, whose answer is stored already, or an object listed again.
+//! Nothing is stored again for it, so the object stays unpacked where it
+//! was kept and a sync's record that it is settled holds; the caller syncs
+//! it all the same. A resourceVersion that is not an integer is an error.
 //!
 //! The cache is the controller's only copy of volumes and claims (there is
 //! no separate informer store of them), and it holds each one packed
@@ -35,6 +39,7 @@
 //! is released: claims that found nothing may fit now.
 
 use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -157,13 +162,14 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether an offered version may replace the stored one: both must be
-/// integers, and the offered one not smaller.
-fn not_older(
+/// How an offered version compares with the stored one (both must be
+/// integers): `Greater` replaces it, `Equal` is the stored object itself,
+/// `Less` is dropped.
+fn compare_versions(
     object: impl Fn() -> ObjectName,
     stored: Option<&Version>,
     offered: Option<&str>,
-) -> Result<bool, CacheError> {
+) -> Result<Ordering, CacheError> {
     let invalid = |version: String| CacheError::ResourceVersion {
         object: object(),
         version,
@@ -181,7 +187,7 @@ fn not_older(
         None => parse("")?,
     };
     let offered = parse(offered.unwrap_or(""))?;
-    Ok(offered >= stored)
+    Ok(offered.cmp(&stored))
 }
 
 impl ShadowCache {
@@ -196,7 +202,7 @@ impl ShadowCache {
     }
 
     /// Offers a volume known from the answer of a write: stores it (and
-    /// re-files it in the index) unless the stored version is newer.
+    /// re-files it in the index) unless the stored version is as new.
     /// Returns whether it was stored.
     pub fn offer_volume(
         &self,
@@ -229,8 +235,9 @@ impl ShadowCache {
             let name = volume.metadata.name.as_deref().unwrap_or("");
             if let Some(stored) = index.version(name) {
                 let object = || ObjectName::of_volume(volume);
-                let keep = not_older(object, stored, volume.metadata.resource_version.as_deref())?;
-                if !keep {
+                let offered = volume.metadata.resource_version.as_deref();
+                let order = compare_versions(object, stored, offered)?;
+                if order != Ordering::Greater {
                     if listed {
                         index.set_listed(name);
                     }
@@ -377,7 +384,7 @@ impl ShadowCache {
     }
 
     /// Offers a claim known from the answer of a write: stores it unless
-    /// the stored version is newer. Returns whether it was stored.
+    /// the stored version is as new. Returns whether it was stored.
     pub fn offer_claim(
         &self,
         claim: impl Into<Arc<PersistentVolumeClaim>>,
@@ -408,12 +415,9 @@ impl ShadowCache {
         let mut was_listed = false;
         if let Some(stored) = claims.get_mut(&key) {
             let object = || ObjectName::Claim(key.clone());
-            let keep = not_older(
-                object,
-                stored.version(),
-                claim.metadata.resource_version.as_deref(),
-            )?;
-            if !keep {
+            let offered = claim.metadata.resource_version.as_deref();
+            let order = compare_versions(object, stored.version(), offered)?;
+            if order != Ordering::Greater {
                 if listed {
                     stored.set_listed();
                 }

@@ -1,5 +1,6 @@
 //! The shadow cache's promises: the newest version of each object wins
-//! (equal versions too), versions compare as numbers, objects read back as
+//! (an equal version is the object stored already), versions compare as
+//! numbers, objects read back as
 //! they were offered, only what a watch has shown counts as listed, the
 //! volume index follows every change, a poisoned lock does not stop it, and
 //! a binding found settled stays so only while neither object changes.
@@ -15,14 +16,14 @@ fn rv_of_volume(cache: &ShadowCache, name: &str) -> Option<String> {
 }
 
 #[test]
-fn volume_versions_newer_replace_older_dropped_equal_accepted() {
+fn volume_versions_newer_replace_older_and_equal_ones_are_not_stored_again() {
     let cache = ShadowCache::default();
     // (offered resourceVersion, stored?, version held afterwards)
     let steps = [
         ("1", true, "1"),
         ("2", true, "2"),
         ("1", false, "2"),
-        ("2", true, "2"),
+        ("2", false, "2"),
         ("10", true, "10"),
         ("2", false, "10"),
         ("9", false, "10"),
@@ -44,18 +45,23 @@ fn volume_versions_newer_replace_older_dropped_equal_accepted() {
 }
 
 #[test]
-fn equal_version_replaces_the_object() {
+fn an_equal_version_is_the_object_stored_already() {
+    // The API server never gives two contents one resourceVersion: an
+    // offer of the stored version (a watch event of the controller's own
+    // write, a relist) stores nothing again, listed or not.
     let cache = ShadowCache::default();
     let first = volume("v", "1Gi").rv("5").build();
-    let resync = volume("v", "1Gi")
+    let again = volume("v", "1Gi")
         .rv("5")
         .annotation("seen", "again")
         .build();
-    assert_eq!(cache.offer_volume(first), Ok(true));
-    assert_eq!(cache.offer_volume(resync.clone()), Ok(true));
-    assert_eq!(
-        cache.volume(&VolumeName::new("v")).as_deref(),
-        Some(&resync)
+    assert_eq!(cache.offer_volume(first.clone()), Ok(true));
+    assert_eq!(cache.offer_volume(again.clone()), Ok(false));
+    assert_eq!(cache.offer_listed_volume(&again), Ok(false));
+    assert_eq!(cache.volume(&VolumeName::new("v")).as_deref(), Some(&first));
+    assert!(
+        cache.listed_volume(&VolumeName::new("v")).is_some(),
+        "the watch has shown it"
     );
 }
 
@@ -80,7 +86,8 @@ fn claim_versions_compare_numerically() {
     );
     assert_eq!(
         cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("10").arc()),
-        Ok(true)
+        Ok(false),
+        "the stored version is not stored again"
     );
     assert_eq!(
         cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("11").arc()),
@@ -563,8 +570,9 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
         (vec![], vec!["free".to_owned(), "v".to_owned()])
     );
 
-    // The same version offered again (a relist) forgets the record: the
-    // resync syncs the object once more, which is only safe.
+    // The same version offered again (a relist, the watch event of the
+    // controller's own write) is the object the record was made of: the
+    // record holds.
     cache
         .offer_listed_claim(bound_claim("4").build())
         .expect("offer");
@@ -573,5 +581,5 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
     cache
         .offer_listed_claim(bound_claim("4").build())
         .expect("offer");
-    assert_eq!(unsettled(&cache).0, vec!["default/c".to_owned()]);
+    assert_eq!(unsettled(&cache).0, Vec::<String>::new());
 }
