@@ -191,6 +191,18 @@ fn compare_versions(
 }
 
 impl ShadowCache {
+    /// A cache that keeps the last `recent` volumes and the last `recent`
+    /// claims read or written unpacked ([`Recent`]): at least as many as
+    /// the controller's workers have in flight, or their reads unpack again
+    /// what a moment ago was at hand.
+    pub fn with_recent(recent: usize) -> Self {
+        Self {
+            recent_volumes: Recent::new(recent),
+            recent_claims: Recent::new(recent),
+            ..Self::default()
+        }
+    }
+
     /// Installs what to call whenever a volume becomes free for every claim
     /// (see the module documentation); the wiring installs it once, later
     /// calls are ignored. The hook runs outside the cache's locks and should

@@ -16,11 +16,9 @@
 //! copy, and read the answer of the one before), so the last few objects
 //! read or written are also kept unpacked ([`Recent`]).
 
-use std::borrow::Borrow;
-use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,6 +26,9 @@ use serde::de::DeserializeOwned;
 use crate::runtime::keys::ObjectKey;
 
 mod dictionary;
+mod recent;
+
+pub(crate) use recent::{RECENT, Recent};
 
 /// An object of type `K` held as its JSON text, compressed.
 pub(crate) struct Packed<K> {
@@ -216,70 +217,6 @@ impl<K> Stored<K> {
     }
 }
 
-/// How many objects of a kind [`Recent`] keeps: more than the workers of a
-/// kind sync at once, each touching one volume and one claim.
-const RECENT: usize = 64;
-
-/// The objects of one kind read or written last, unpacked, by key: at most
-/// [`RECENT`] of them, the oldest dropped first. Its owner keeps it exactly
-/// as new as the packed objects: every store of a key replaces or forgets
-/// its entry there, under the lock that guards the store.
-pub(crate) struct Recent<Q, K> {
-    slots: Mutex<VecDeque<(Q, Arc<K>)>>,
-}
-
-impl<Q, K> Default for Recent<Q, K> {
-    fn default() -> Self {
-        Self {
-            slots: Mutex::new(VecDeque::with_capacity(RECENT)),
-        }
-    }
-}
-
-impl<Q, K> fmt::Debug for Recent<Q, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Recent")
-    }
-}
-
-impl<Q: PartialEq, K> Recent<Q, K> {
-    fn slots(&self) -> std::sync::MutexGuard<'_, VecDeque<(Q, Arc<K>)>> {
-        // Every change below leaves the list whole, so a poisoned lock is
-        // used as it is.
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The object kept for `key`.
-    pub(crate) fn get<B>(&self, key: &B) -> Option<Arc<K>>
-    where
-        Q: Borrow<B>,
-        B: PartialEq + ?Sized,
-    {
-        let slots = self.slots();
-        let (_, object) = slots.iter().find(|(k, _)| k.borrow() == key)?;
-        Some(Arc::clone(object))
-    }
-
-    /// Keeps `object` for `key`, in place of what was kept for it.
-    pub(crate) fn put(&self, key: Q, object: Arc<K>) {
-        let mut slots = self.slots();
-        slots.retain(|(k, _)| *k != key);
-        if slots.len() >= RECENT {
-            slots.pop_front();
-        }
-        slots.push_back((key, object));
-    }
-
-    /// Drops what is kept for `key`.
-    pub(crate) fn forget<B>(&self, key: &B)
-    where
-        Q: Borrow<B>,
-        B: PartialEq + ?Sized,
-    {
-        self.slots().retain(|(k, _)| k.borrow() != key);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use testkit::{claim, volume};
@@ -344,21 +281,5 @@ mod tests {
         }
         assert!(!Version::new("7").is("07"));
         assert!(!Version::new("07").is("7"));
-    }
-
-    #[test]
-    fn recent_keeps_the_last_objects_by_key() {
-        let recent: Recent<String, u32> = Recent::default();
-        recent.put("a".to_owned(), Arc::new(1));
-        recent.put("a".to_owned(), Arc::new(2));
-        assert_eq!(recent.get("a").as_deref(), Some(&2));
-        recent.forget("a");
-        assert_eq!(recent.get("a"), None);
-        for i in 0..=RECENT {
-            recent.put(i.to_string(), Arc::new(u32::try_from(i).expect("small")));
-        }
-        assert_eq!(recent.get("0"), None, "the oldest is dropped");
-        assert_eq!(recent.get("1").as_deref(), Some(&1));
-        assert_eq!(recent.slots().len(), RECENT);
     }
 }

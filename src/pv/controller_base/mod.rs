@@ -23,6 +23,7 @@ use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
 use crate::pv::metrics::{PvMetrics, StateCollector};
+use crate::pv::packed::RECENT;
 use crate::runtime::informer::Store;
 use crate::runtime::kinds::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
@@ -89,7 +90,11 @@ pub(crate) fn build(
     shared: &mut Shared,
     config: &Config,
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
-    let cache = Arc::new(ShadowCache::default());
+    // Every claim worker has a claim and a volume in flight, every volume
+    // worker a volume and maybe its claim: twice that many of each kind
+    // kept unpacked, and never fewer than the default.
+    let in_flight = config.claim_workers + config.volume_workers;
+    let cache = Arc::new(ShadowCache::with_recent(RECENT.max(2 * in_flight)));
     let informers = &mut shared.informers;
     informers.provide::<PersistentVolume>(Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>)?;
     informers.provide::<PersistentVolumeClaim>(
