@@ -90,9 +90,10 @@ pub(crate) fn build(
     shared: &mut Shared,
     config: &Config,
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
-    // Every claim worker has a claim and a volume in flight, every volume
-    // worker a volume and maybe its claim: twice that many of each kind
-    // kept unpacked, and never fewer than the default.
+    // Each worker has at most one claim and one volume in flight; each kind
+    // keeps twice as many unpacked as there are workers (a worker's next
+    // read comes after the other workers' reads and writes), and never
+    // fewer than the default.
     let in_flight = config.claim_workers + config.volume_workers;
     let cache = Arc::new(ShadowCache::with_recent(RECENT.max(2 * in_flight)));
     let informers = &mut shared.informers;
