@@ -147,7 +147,7 @@ async fn several_workers_never_reserve_one_volume() {
 /// one, exactly as one worker syncing them one by one would decide.
 #[tokio::test(start_paused = true)]
 async fn claims_reserve_volumes_in_queue_order_whatever_the_workers() {
-    for claim_workers in [1, 2, 8] {
+    for claim_workers in [1, 2, 8, 128] {
         let api = MemApi::new();
         api.create(&volume("volume-rwo-10", "10Gi").modes(&[RWO]).build())
             .expect("seed");

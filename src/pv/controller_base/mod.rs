@@ -60,9 +60,10 @@ pub struct Config {
 }
 
 /// Default of [`Config::claim_workers`]: binding is four writes one after
-/// another, each a round trip to the API server, so this many claims in
-/// flight keep a server busy that answers a write in a few milliseconds.
-pub const DEFAULT_CLAIM_WORKERS: usize = 16;
+/// another, each a round trip to the API server, and a busy server takes
+/// the most writes a second with a hundred or more in flight
+/// (docs/performance.md); an idle worker costs nothing.
+pub const DEFAULT_CLAIM_WORKERS: usize = 128;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.
 pub const DEFAULT_VOLUME_WORKERS: usize = 4;
