@@ -6,10 +6,12 @@
 //! reserves and passes the turn on. So two claims that fit one volume get
 //! it oldest first, exactly as one worker syncing them one by one would,
 //! while the searches never run inside the queue's lock. A turn whose
-//! worker stops (its future dropped) counts as passed.
+//! worker stops (its future dropped) counts as passed. A pass wakes only the
+//! worker whose turn comes next, so a hundred workers cost no more a claim
+//! than a few.
 
-use std::collections::BTreeSet;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
@@ -21,13 +23,14 @@ struct State {
     next: u64,
     /// Later turns already passed, out of order.
     passed: BTreeSet<u64>,
+    /// The workers waiting, by their turn.
+    waiting: HashMap<u64, Arc<Notify>>,
 }
 
 /// The turnstile of one queue's workers.
 #[derive(Debug, Default)]
 pub(super) struct InOrder {
     state: Mutex<State>,
-    moved: Notify,
 }
 
 /// A turn that may go now; passed on when dropped.
@@ -58,19 +61,25 @@ impl InOrder {
             in_order: self,
             turn: turn.0,
         };
+        let woken = {
+            let mut state = self.lock();
+            if state.next >= turn.0 {
+                return going;
+            }
+            Arc::clone(state.waiting.entry(turn.0).or_default())
+        };
         loop {
-            let moved = self.moved.notified();
-            tokio::pin!(moved);
-            moved.as_mut().enable();
+            // A wake-up sent before this wait is kept for it.
+            woken.notified().await;
             if self.lock().next >= turn.0 {
                 return going;
             }
-            moved.await;
         }
     }
 
     fn pass(&self, turn: u64) {
         let mut state = self.lock();
+        state.waiting.remove(&turn);
         if turn < state.next {
             return;
         }
@@ -82,14 +91,20 @@ impl InOrder {
             }
             state.next = next + 1;
         }
+        let next = state.waiting.get(&state.next).map(Arc::clone);
         drop(state);
-        self.moved.notify_waiters();
+        if let Some(next) = next {
+            next.notify_one();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
 
     use super::*;
 
@@ -110,6 +125,51 @@ mod tests {
             task.await.expect("task");
         }
         assert_eq!(*order.lock().expect("order"), [0, 1, 2, 3]);
+    }
+
+    /// Counts the polls of the future it wraps.
+    struct Counted<F> {
+        polls: Arc<AtomicUsize>,
+        inner: Pin<Box<F>>,
+    }
+
+    impl<F: Future> Future for Counted<F> {
+        type Output = F::Output;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            self.polls.fetch_add(1, Ordering::Relaxed);
+            self.inner.as_mut().poll(cx)
+        }
+    }
+
+    /// Sixty-four workers wait, the later turns first; each pass wakes the
+    /// one worker whose turn comes next, not every worker still waiting
+    /// (which made the cost of a claim grow with the number of workers).
+    #[tokio::test]
+    async fn a_pass_wakes_only_the_turn_that_comes_next() {
+        const WAITING: u64 = 64;
+        let in_order = Arc::new(InOrder::default());
+        let polls = Arc::new(AtomicUsize::new(0));
+        let first = in_order.wait(Turn(0)).await;
+        let mut tasks = Vec::new();
+        for turn in (1..=WAITING).rev() {
+            let in_order = Arc::clone(&in_order);
+            tasks.push(tokio::spawn(Counted {
+                polls: Arc::clone(&polls),
+                inner: Box::pin(async move { drop(in_order.wait(Turn(turn)).await) }),
+            }));
+        }
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let registered = polls.load(Ordering::Relaxed);
+        assert_eq!(registered, 64, "every worker polled once and waiting");
+        drop(first);
+        for task in tasks {
+            task.await.expect("task");
+        }
+        let woken = polls.load(Ordering::Relaxed) - registered;
+        assert_eq!(woken, 64, "one wake-up a turn, {woken} polls in all");
     }
 
     #[tokio::test]
