@@ -287,7 +287,10 @@ async fn losing_the_lease_stops_every_write_at_once() {
             .delay(Duration::from_secs(4))
             .always(),
     );
-    for i in 0..20 {
+    // More claims than workers, so that some are still to be written when
+    // the deadline passes, whatever the number of workers.
+    let pairs = 2 * pv::DEFAULT_CLAIM_WORKERS;
+    for i in 0..pairs {
         seed_pair(&api, i);
     }
     while gate.is_open() {
@@ -313,7 +316,7 @@ async fn losing_the_lease_stops_every_write_at_once() {
         "no write of the controller landed after the renew deadline"
     );
     assert!(
-        bound_claims(&api) < 20,
+        bound_claims(&api) < pairs,
         "the test must catch writes in flight"
     );
 }
