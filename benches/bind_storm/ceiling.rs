@@ -19,6 +19,10 @@
 //!    run pile up in etcd (20,000 pairs written twice over: about 2,500
 //!    writes a second in the first pass, 2,100 in the second).
 //!
+//! With `--ceiling` the sustained pass runs once more after the runs, with
+//! the writers that won it ([`after`]): the server's pace once the storm's
+//! writes are in etcd, beside the one measured before them.
+//!
 //! The server sends the changes to the watches a storm run has open (the
 //! controller's of volumes and claims, the bench's of claims), as it must
 //! during a run. A storm's pairs per second against `ceiling / writes per
@@ -46,6 +50,9 @@ const PREFIX: &str = "ceil";
 /// The name prefix of the sustained passes' claims and volumes (with the
 /// pass's number).
 const SUSTAINED_PREFIX: &str = "ceil-run";
+
+/// The name prefix of the pass after the runs.
+const AFTER_PREFIX: &str = "ceil-after";
 
 /// How long each number of writers writes.
 const STEP: Duration = Duration::from_secs(5);
@@ -78,14 +85,7 @@ struct Pair {
 /// removed with the storm's objects by the server's clean-up).
 pub(crate) async fn probe(server: &Server, plain: bool, storm: usize) -> Ceiling {
     let mut pairs = seed(server, PREFIX, PAIRS, plain).await;
-    let client = server.client();
-    let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
-    let watches = [
-        drain(Api::<PersistentVolume>::all(client.clone())),
-        drain(Api::<PersistentVolumeClaim>::all(client.clone())),
-        drain(Api::<PersistentVolumeClaim>::all(client)),
-    ];
+    let (volumes, claims, watches) = writers_and_watches(server);
     let (mut best_rate, mut best_writers) = (0.0, 1);
     let mut writers = 1;
     let mut flat = 0;
@@ -137,6 +137,38 @@ pub(crate) async fn probe(server: &Server, plain: bool, storm: usize) -> Ceiling
         burst_writes_per_second: best_rate,
         writers: sustained.1,
     }
+}
+
+/// The sustained pass once more, with `writers` writers on `storm` fresh
+/// pairs: writes a second, on a server that has taken the runs' writes.
+pub(crate) async fn after(server: &Server, plain: bool, storm: usize, writers: usize) -> f64 {
+    let (volumes, claims, watches) = writers_and_watches(server);
+    let fresh = seed(server, AFTER_PREFIX, storm, plain).await;
+    let rate = once_each(&volumes, &claims, fresh, writers).await;
+    for watch in watches {
+        watch.abort();
+    }
+    rate
+}
+
+/// The writers' APIs, and the watches a storm run has open (the
+/// controller's of volumes and claims, the bench's of claims).
+fn writers_and_watches(
+    server: &Server,
+) -> (
+    Api<PersistentVolume>,
+    Api<PersistentVolumeClaim>,
+    [JoinHandle<()>; 3],
+) {
+    let client = server.client();
+    let volumes = Api::all(client.clone());
+    let claims = Api::namespaced(client.clone(), "default");
+    let watches = [
+        drain(Api::<PersistentVolume>::all(client.clone())),
+        drain(Api::<PersistentVolumeClaim>::all(client.clone())),
+        drain(Api::<PersistentVolumeClaim>::all(client)),
+    ];
+    (volumes, claims, watches)
 }
 
 /// Creates `count` pairs named `prefix`-i of the storm's shapes, none

@@ -683,18 +683,41 @@ async fn main() {
         }
     }
     summary(&results);
+    if let Some(ceiling) = &args.ceiling {
+        write_ceiling_after(&args, ceiling).await;
+    }
+}
+
+/// The sustained pass again after the runs, with the writers that won it
+/// before them, printed beside the ceiling the runs were held against.
+async fn write_ceiling_after(args: &Args, before: &ceiling::Ceiling) {
+    let server = probe_server(args).await;
+    server.clean_up().await;
+    let storm = args.pairs.iter().copied().max().unwrap_or(1000);
+    let rate = ceiling::after(&server, args.plain, storm, before.writers).await;
+    server.clean_up().await;
+    println!(
+        "write ceiling after the runs: {rate:.0} writes/s sustained over {storm} pairs ({} writers), against {:.0} before them",
+        before.writers, before.writes_per_second
+    );
+}
+
+/// The server the ceiling is measured on: the runs' real one, or a memapi
+/// of its own.
+async fn probe_server(args: &Args) -> Server {
+    let dir = std::env::temp_dir().join("bind-storm");
+    std::fs::create_dir_all(&dir).expect("work dir");
+    match &args.kubeconfig {
+        Some(path) => Server::real(path).await,
+        None => Server::memapi(&dir).await,
+    }
 }
 
 /// The server's write ceiling for the controller's write mix, measured on
 /// a server as the runs get it, with no controller running, for a storm
 /// of the largest N of the runs.
 async fn write_ceiling(args: &Args) -> ceiling::Ceiling {
-    let dir = std::env::temp_dir().join("bind-storm");
-    std::fs::create_dir_all(&dir).expect("work dir");
-    let server = match &args.kubeconfig {
-        Some(path) => Server::real(path).await,
-        None => Server::memapi(&dir).await,
-    };
+    let server = probe_server(args).await;
     server.clean_up().await;
     let storm = args.pairs.iter().copied().max().unwrap_or(1000);
     let found = ceiling::probe(&server, args.plain, storm).await;
