@@ -41,6 +41,8 @@ use kube::runtime::watcher::{self, watcher};
 use serde_json::{Value, json};
 
 use cluster::Server;
+use process::{Controller, Which};
+use workload::{LABEL, Shape};
 
 /// The bench serves memapi in its own process, on the same two cores as
 /// the controller, so memapi's cost is part of every run's time. jemalloc,
@@ -49,8 +51,6 @@ use cluster::Server;
 /// runs would measure that more than the controller.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-use process::{Controller, Which};
-use workload::{LABEL, Shape};
 
 struct Args {
     pairs: Vec<usize>,
@@ -693,13 +693,19 @@ async fn main() {
 async fn write_ceiling_after(args: &Args, before: &ceiling::Ceiling) {
     let server = probe_server(args).await;
     server.clean_up().await;
-    let storm = args.pairs.iter().copied().max().unwrap_or(1000);
+    let storm = largest_storm(args);
     let rate = ceiling::after(&server, args.plain, storm, before.writers).await;
     server.clean_up().await;
     println!(
         "write ceiling after the runs: {rate:.0} writes/s sustained over {storm} pairs ({} writers), against {:.0} before them",
         before.writers, before.writes_per_second
     );
+}
+
+/// The pairs of the invocation's largest storm, which the ceiling's
+/// sustained passes write as many of.
+fn largest_storm(args: &Args) -> usize {
+    args.pairs.iter().copied().max().unwrap_or(1000)
 }
 
 /// The server the ceiling is measured on: the runs' real one, or a memapi
@@ -719,7 +725,7 @@ async fn probe_server(args: &Args) -> Server {
 async fn write_ceiling(args: &Args) -> ceiling::Ceiling {
     let server = probe_server(args).await;
     server.clean_up().await;
-    let storm = args.pairs.iter().copied().max().unwrap_or(1000);
+    let storm = largest_storm(args);
     let found = ceiling::probe(&server, args.plain, storm).await;
     server.clean_up().await;
     println!(
