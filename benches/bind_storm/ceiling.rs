@@ -2,9 +2,9 @@
 //! passes.
 //!
 //! 1. **Burst.** N concurrent writers, each taking its own pairs of the
-//!    storm's shape in turn through the four writes of a bind (volume spec,
-//!    claim spec, claim status, volume status), each write on the answer of
-//!    the one before, for 5 s; N doubles until the writes a second stop
+//!    storm's shape in turn through the four writes of a bind in the
+//!    controller's order (volume spec, claim spec, volume status, claim
+//!    status), each write on the answer of the one before, for 5 s; N doubles until the writes a second stop
 //!    rising. The pairs are many (writes spread over many objects, as a
 //!    storm's are), so the server is not measured on a few objects it keeps
 //!    hot. This finds the number of writers that gets the most out of the
@@ -361,12 +361,6 @@ async fn bind(
         .replace(&name, &params, &pair.claim)
         .await
         .expect("claim spec");
-    let claim_phase = if bound { "Bound" } else { "Pending" };
-    pair.claim.status.get_or_insert_with(Default::default).phase = Some(claim_phase.into());
-    pair.claim = claims
-        .replace_status(&name, &params, &pair.claim)
-        .await
-        .expect("claim status");
     let volume_phase = if bound { "Bound" } else { "Available" };
     pair.volume
         .status
@@ -376,4 +370,10 @@ async fn bind(
         .replace_status(&name, &params, &pair.volume)
         .await
         .expect("volume status");
+    let claim_phase = if bound { "Bound" } else { "Pending" };
+    pair.claim.status.get_or_insert_with(Default::default).phase = Some(claim_phase.into());
+    pair.claim = claims
+        .replace_status(&name, &params, &pair.claim)
+        .await
+        .expect("claim status");
 }

@@ -98,6 +98,72 @@ async fn a_thousand_pairs_all_bind_with_four_writes_each_and_no_conflict() {
     bind_pairs(1000).await;
 }
 
+/// The four writes of a bind take turns between the two objects (volume
+/// spec, claim spec, volume status, claim status), so the API server never
+/// gets two writes of one object a round trip apart; a real server then
+/// often checks the second against a watch cache one version behind, and
+/// runs the update twice.
+#[tokio::test(start_paused = true)]
+async fn a_bind_never_writes_one_object_twice_in_a_row() {
+    let api = MemApi::new();
+    seed_pairs(&api, 1);
+    api.reset_requests();
+    run_until_settled(&api).await;
+
+    let writes: Vec<(String, Option<String>)> = api
+        .requests()
+        .log()
+        .iter()
+        .filter(|entry| entry.verb == Verb::Update)
+        .map(|entry| (entry.resource.clone(), entry.subresource.clone()))
+        .collect();
+    let status = Some("status".to_string());
+    assert_eq!(
+        writes,
+        vec![
+            ("persistentvolumes".to_string(), None),
+            ("persistentvolumeclaims".to_string(), None),
+            ("persistentvolumes".to_string(), status.clone()),
+            ("persistentvolumeclaims".to_string(), status),
+        ]
+    );
+}
+
+/// A bind that stops after the claim's spec (its volume's Bound write
+/// fails) is completed by the next sync: both end Bound, the claim once.
+#[tokio::test(start_paused = true)]
+async fn a_bind_stopped_before_the_volume_phase_is_completed() {
+    let api = MemApi::new();
+    seed_pairs(&api, 5);
+    api.add_reactor(
+        Reactor::on(Verb::Update, "persistentvolumes")
+            .subresource("status")
+            .error(500)
+            .times(5),
+    );
+    api.reset_requests();
+    run_until_settled(&api).await;
+
+    assert!(
+        api.list::<PersistentVolumeClaim>()
+            .iter()
+            .all(|c| phase_of_claim(c) == "Bound"),
+        "every claim ends Bound; events {:?}",
+        recorded_events(&api)
+    );
+    assert!(
+        api.list::<PersistentVolume>().iter().all(|v| v
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            == Some("Bound"))
+    );
+    let w = writes(&api);
+    assert_eq!(w.claim_spec, 5, "each claim's volumeName written once");
+    assert_eq!(w.volume_status, 10, "five failed Bound writes, five stored");
+    assert_eq!(check_invariants(&api), Vec::<String>::new());
+}
+
 /// Two claims, one volume: the shadow cache keeps the reserved volume from
 /// being offered to the second claim, so there is one reservation and no
 /// conflict.

@@ -33,10 +33,10 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
         let volume = self.bind_volume_to_claim(volume, claim).await?;
+        let claim = self.bind_claim_to_volume(claim, &volume).await?;
         let volume = self
             .set_volume_phase(&volume, VolumePhase::Bound, None)
             .await?;
-        let claim = self.bind_claim_to_volume(claim, &volume).await?;
         self.set_claim_status(&claim, ClaimPhase::Bound, Some(&volume))
             .await?;
         tracing::debug!("binding complete");
@@ -65,7 +65,7 @@ impl Controller {
         Ok(stored)
     }
 
-    /// Step 3: the claim's volumeName and annotations. Refused when the
+    /// Step 2: the claim's volumeName and annotations. Refused when the
     /// newest copy is another incarnation of the claim or names another
     /// volume.
     async fn bind_claim_to_volume(

@@ -38,17 +38,23 @@
 //! 1. the volume's spec gets the claimRef (this is the reservation: once it
 //!    is stored, no other claim can take the volume, because a volume whose
 //!    claimRef names another claim never matches);
-//! 2. the volume's status becomes Bound;
-//! 3. the claim's spec gets `volumeName` and the annotations;
+//! 2. the claim's spec gets `volumeName` and the annotations;
+//! 3. the volume's status becomes Bound;
 //! 4. the claim's status becomes Bound, with the volume's capacity and modes.
 //!
 //! The volume goes first because it is the shared resource; a crash after
 //! any step leaves a state that the next sync recognises and completes
 //! ("complete bind after crash"), and a crash before step 1 leaves nothing.
+//! The two objects take turns so that no object is written twice in a row:
+//! the API server checks an update against its watch cache, which under
+//! load is often a version behind an object written one round trip
+//! earlier; the server then reads the object from etcd and runs the whole
+//! update a second time. Upstream writes the volume's spec and status, then
+//! the claim's.
 //!
 //! Four writes, not five: a new volume (Pending, no claimRef) is offered to
 //! claims at once, without waiting for its own Pending -> Available write,
-//! and a volume bound before that write never gets it (step 2 makes it
+//! and a volume bound before that write never gets it (step 3 makes it
 //! Bound). Within the process, the volume a claim is about to bind is
 //! reserved in the volume index under the index's lock (see
 //! [`crate::pv::cache::ShadowCache::reserve_best_match`]) until the sync
