@@ -138,7 +138,25 @@ pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
+/// Whether a sync of `claim` searches for a volume: it is unbound and names
+/// none.
+fn searches_for_volume(claim: &PersistentVolumeClaim) -> bool {
+    !has_annotation(&claim.metadata, ANN_BIND_COMPLETED) && requested_volume(claim).is_none()
+}
+
 impl Controller {
+    /// Whether the next sync of this claim, as the cache holds it now,
+    /// searches for a volume, and so must reserve in the order claims left
+    /// the queue ([`Self::reserve_in_order`]). A claim that changes before
+    /// its sync still gets a volume, from the sync's own search.
+    pub(crate) fn searches_in_order(&self, key: &ObjectKey) -> bool {
+        self.cache.is_listed_claim(key)
+            && self
+                .cache
+                .claim(key)
+                .is_some_and(|claim| searches_for_volume(&claim))
+    }
+
     /// Reserves the volume the next sync of this claim would bind, when
     /// that sync would search for one (an unbound claim naming no volume).
     /// The wiring calls it as the claim leaves the queue, one claim at a
@@ -148,8 +166,7 @@ impl Controller {
     /// the sync's own search finds the volume held for it.
     pub(crate) fn reserve_in_order(&self, key: &ObjectKey) -> Option<Reservation> {
         let claim = self.cache.claim(key)?;
-        let unbound = !has_annotation(&claim.metadata, ANN_BIND_COMPLETED);
-        if !unbound || requested_volume(&claim).is_some() {
+        if !searches_for_volume(&claim) {
             return None;
         }
         let delay_binding = self.is_delay_binding(&claim).ok()?;

@@ -5,7 +5,11 @@
 //! search it waits until every earlier turn has reserved (or passed), then
 //! reserves and passes the turn on. So two claims that fit one volume get
 //! it oldest first, exactly as one worker syncing them one by one would,
-//! while the searches never run inside the queue's lock. A turn whose
+//! while the searches never run inside the queue's lock. A sync that
+//! searches for no volume (its claim is bound, or names its volume) skips
+//! its turn: it neither waits for the claims ahead nor holds up the ones
+//! behind, so the turns a storm's own watch events queue cost nothing. A
+//! turn whose
 //! worker stops (its future dropped) counts as passed. A pass wakes only the
 //! worker whose turn comes next, so a hundred workers cost no more a claim
 //! than a few.
@@ -75,6 +79,12 @@ impl InOrder {
                 return going;
             }
         }
+    }
+
+    /// Passes `turn` without waiting for the turns before it: for a sync
+    /// that reserves nothing, so that it never waits on the claims ahead.
+    pub(super) fn skip(&self, turn: Turn) {
+        self.pass(turn.0);
     }
 
     fn pass(&self, turn: u64) {
@@ -170,6 +180,19 @@ mod tests {
         }
         let woken = polls.load(Ordering::Relaxed) - registered;
         assert_eq!(woken, 64, "one wake-up a turn, {woken} polls in all");
+    }
+
+    /// A skipped turn neither waits for the turns before it nor holds up
+    /// the ones after it.
+    #[tokio::test]
+    async fn a_skipped_turn_waits_for_nothing_and_holds_up_nothing() {
+        let in_order = InOrder::default();
+        let first = in_order.wait(Turn(0)).await;
+        in_order.skip(Turn(1));
+        drop(first);
+        let third =
+            tokio::time::timeout(std::time::Duration::from_secs(1), in_order.wait(Turn(2))).await;
+        assert!(third.is_ok(), "turn 1 was skipped: passed");
     }
 
     #[tokio::test]

@@ -57,13 +57,15 @@ pub(super) struct ClaimWork {
 impl ClaimWork {
     /// Syncs the newest cached version of the claim, keeps the set of
     /// claims waiting for a volume up to date, and does what the decision
-    /// says should follow. Before the sync, in the order claims left the
-    /// queue, it notes the epoch of freed volumes and reserves the volume
-    /// the sync will bind ([`InOrder`]), so that several workers reserve as
-    /// one would; the reservation is held until the sync ends.
+    /// says should follow. Before the sync of a claim that searches for a
+    /// volume, in the order claims left the queue, it notes the epoch of
+    /// freed volumes and reserves the volume the sync will bind
+    /// ([`InOrder`]), so that several workers reserve as one would; the
+    /// reservation is held until the sync ends. Any other claim skips its
+    /// turn.
     pub(super) async fn sync(self: Arc<Self>, key: ObjectKey, turn: Turn) -> Result<Outcome> {
         let cache = self.controller.cache();
-        let (epoch, reservation) = {
+        let (epoch, reservation) = if self.controller.searches_in_order(&key) {
             let _going = self.in_order.wait(turn).await;
             let epoch = self.follow_up.epoch();
             let reservation = cache
@@ -71,6 +73,9 @@ impl ClaimWork {
                 .then(|| self.controller.reserve_in_order(&key))
                 .flatten();
             (epoch, reservation)
+        } else {
+            self.in_order.skip(turn);
+            (self.follow_up.epoch(), None)
         };
         let newest = cache
             .is_listed_claim(&key)
