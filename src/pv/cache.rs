@@ -42,10 +42,13 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{
+    Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
+use crate::pv::census::{Census, ClaimTally, VolumeTally};
 use crate::pv::index::{Candidate, MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::ObjectName;
@@ -88,6 +91,11 @@ pub struct ShadowCache {
     recent_volumes: Recent<String, PersistentVolume>,
     /// The claims read or written last, under the `claims` lock likewise.
     recent_claims: Recent<ObjectKey, PersistentVolumeClaim>,
+    /// What the state gauges count the stored volumes under; changed only
+    /// under the `volumes` write lock.
+    volume_census: Mutex<Census<VolumeTally>>,
+    /// Likewise for claims, under the `claims` write lock.
+    claim_census: Mutex<Census<ClaimTally>>,
     freed: FreedHook,
 }
 
@@ -155,6 +163,11 @@ impl Drop for VolumeHold {
 /// data behind the lock is consistent.
 fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks a census, recovering a poisoned lock as [`read`] does.
+fn count<T>(census: &Mutex<Census<T>>) -> MutexGuard<'_, Census<T>> {
+    census.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Locks for writing, recovering a poisoned lock as [`read`] does.
@@ -256,10 +269,17 @@ impl ShadowCache {
                     return Ok(false);
                 }
             }
+            let counted = index.tally(name);
             let freed = index.insert(volume).map_err(|error| CacheError::Pack {
                 object: ObjectName::of_volume(volume),
                 reason: error.to_string(),
             })?;
+            let mut census = count(&self.volume_census);
+            index.set_tally(name, census.enter(VolumeTally::of(volume)));
+            if let Some(counted) = counted {
+                census.leave(counted);
+            }
+            drop(census);
             if listed {
                 index.set_listed(name);
             }
@@ -305,6 +325,9 @@ impl ShadowCache {
     pub fn remove_volume(&self, name: &VolumeName) -> Option<Arc<PersistentVolume>> {
         let mut index = write(&self.volumes);
         self.recent_volumes.forget(name.as_str());
+        if let Some(counted) = index.tally(name.as_str()) {
+            count(&self.volume_census).leave(counted);
+        }
         index.remove(name.as_str())
     }
 
@@ -437,11 +460,17 @@ impl ShadowCache {
             }
             was_listed = stored.listed();
         }
-        let stored =
+        let mut stored =
             Stored::new(claim, listed || was_listed).map_err(|error| CacheError::Pack {
                 object: ObjectName::Claim(key.clone()),
                 reason: error.to_string(),
             })?;
+        let mut census = count(&self.claim_census);
+        stored.set_tally(census.enter(ClaimTally::of(claim)));
+        if let Some(counted) = claims.get(&key).and_then(Stored::tally) {
+            census.leave(counted);
+        }
+        drop(census);
         match shared {
             Some(shared) => self.recent_claims.put(key.clone(), Arc::clone(shared)),
             None => self.recent_claims.forget(&key),
@@ -471,7 +500,11 @@ impl ShadowCache {
     pub fn remove_claim(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
         let mut claims = write(&self.claims);
         self.recent_claims.forget(key);
-        claims.remove(key)?.object()
+        let stored = claims.remove(key)?;
+        if let Some(counted) = stored.tally() {
+            count(&self.claim_census).leave(counted);
+        }
+        stored.object()
     }
 
     /// Every stored claim, in key order, each unpacked only as the iterator
@@ -499,6 +532,16 @@ impl ShadowCache {
         let mut keys: Vec<ObjectKey> = read(&self.claims).keys().cloned().collect();
         keys.sort_unstable();
         keys
+    }
+
+    /// How many stored volumes the state gauges count under each tally.
+    pub(crate) fn volume_census(&self) -> Vec<(VolumeTally, u64)> {
+        count(&self.volume_census).counts()
+    }
+
+    /// How many stored claims the state gauges count under each tally.
+    pub(crate) fn claim_census(&self) -> Vec<(ClaimTally, u64)> {
+        count(&self.claim_census).counts()
     }
 
     /// How many claims are stored.

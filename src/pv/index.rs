@@ -58,6 +58,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
+use crate::pv::census::TallyId;
 use crate::pv::objects::{
     AccessModes, ObjectError, VolumeMode, VolumePhase, claim_access_modes, claim_class,
     claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
@@ -396,6 +397,19 @@ impl VolumeIndex {
     /// Whether the volume of that name is stored and a watch has shown it.
     pub fn is_listed(&self, name: &str) -> bool {
         self.volumes.get(name).is_some_and(|e| e.volume.listed())
+    }
+
+    /// What the state gauges count the volume of that name under, once
+    /// counted.
+    pub(crate) fn tally(&self, name: &str) -> Option<TallyId> {
+        self.volumes.get(name)?.volume.tally()
+    }
+
+    /// Records what the state gauges count the volume of that name under.
+    pub(crate) fn set_tally(&mut self, name: &str, tally: TallyId) {
+        if let Some(entry) = self.volumes.get_mut(name) {
+            entry.volume.set_tally(tally);
+        }
     }
 
     /// The stored resourceVersion of the volume of that name: `None` when

@@ -1,25 +1,22 @@
 //! The PersistentVolume controller's own series, under upstream's names
 //! and labels (`pv_collector_*`, `volume_operation_total_*`,
 //! `retroactive_storageclass_*`), registered into the process's registry.
-//! The `pv_collector_*` gauges and the queue and cache sizes are not
-//! updated as things happen: a [`StateCollector`] computes them from the
-//! shadow cache and the queues when Prometheus scrapes, as upstream's
-//! collector does.
+//! The `pv_collector_*` gauges and the queue and cache sizes are set when
+//! Prometheus scrapes, as upstream's collector does: a [`StateCollector`]
+//! reads them from the shadow cache's census ([`crate::pv::census`]) and
+//! the queues.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolume;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts};
 
 use crate::pv::cache::ShadowCache;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{
-    ClaimPhase, VolumeMode, VolumePhase, claim_phase, claim_vac, volume_mode, volume_phase,
-};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::queue::WorkQueue;
@@ -149,7 +146,7 @@ pub(crate) fn plugin_name(volume: &PersistentVolume) -> String {
 }
 
 /// Computes the state gauges at scrape time: upstream's `pv_collector_*`
-/// from the shadow cache, and the queue depths and cache sizes.
+/// from the shadow cache's census, and the queue depths and cache sizes.
 pub(crate) struct StateCollector {
     cache: Arc<ShadowCache>,
     volume_queue: WorkQueue<VolumeName>,
@@ -269,28 +266,31 @@ impl StateCollector {
         })
     }
 
-    /// Sets every gauge from the cache, which is gone through one object
-    /// at a time.
+    /// Sets every gauge from the cache's census and the queues.
     fn fill(&self, gauges: &StateGauges) {
         let (mut bound_pv, mut unbound_pv, mut total_pv) =
             (Counts::new(), Counts::new(), Counts::new());
-        for v in self.cache.volumes() {
-            let by_bound = if is_bound_volume(&v) {
+        for (tally, n) in self.cache.volume_census() {
+            let by_bound = if tally.bound {
                 &mut bound_pv
             } else {
                 &mut unbound_pv
             };
-            count(by_bound, vec![volume_class_field(&v)]);
-            count(&mut total_pv, vec![plugin_name(&v), volume_mode_label(&v)]);
+            add(by_bound, vec![tally.class], n);
+            add(&mut total_pv, vec![tally.plugin, tally.mode], n);
         }
         let (mut bound_pvc, mut unbound_pvc) = (Counts::new(), Counts::new());
-        for c in self.cache.claims() {
-            let by_bound = if is_bound_claim(&c) {
+        for (tally, n) in self.cache.claim_census() {
+            let by_bound = if tally.bound {
                 &mut bound_pvc
             } else {
                 &mut unbound_pvc
             };
-            count(by_bound, claim_labels(&c));
+            add(
+                by_bound,
+                vec![tally.namespace, tally.class, tally.attributes_class],
+                n,
+            );
         }
         for (gauge, counts) in [
             (&gauges.bound_pv, bound_pv),
@@ -348,47 +348,9 @@ impl Collector for StateCollector {
 /// Objects counted by their label values.
 type Counts = BTreeMap<Vec<String>, f64>;
 
-/// Counts one object under its label values.
-fn count(counts: &mut Counts, labels: Vec<String>) {
-    *counts.entry(labels).or_insert(0.0) += 1.0;
-}
-
-fn is_bound_volume(volume: &PersistentVolume) -> bool {
-    volume_phase(volume) == Some(VolumePhase::Bound)
-}
-
-fn is_bound_claim(claim: &PersistentVolumeClaim) -> bool {
-    claim_phase(claim) == Some(ClaimPhase::Bound)
-}
-
-/// `spec.storageClassName` only (not the beta annotation), as upstream's
-/// collector reads it.
-fn volume_class_field(volume: &PersistentVolume) -> String {
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.storage_class_name.clone())
-        .unwrap_or_default()
-}
-
-fn volume_mode_label(volume: &PersistentVolume) -> String {
-    match volume_mode(volume) {
-        VolumeMode::Filesystem => "Filesystem".to_string(),
-        VolumeMode::Block => "Block".to_string(),
-        VolumeMode::Other(mode) => mode,
-    }
-}
-
-fn claim_labels(claim: &PersistentVolumeClaim) -> Vec<String> {
-    vec![
-        claim.metadata.namespace.clone().unwrap_or_default(),
-        claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.storage_class_name.clone())
-            .unwrap_or_default(),
-        claim_vac(claim).unwrap_or("").to_string(),
-    ]
+/// Adds `n` objects under their label values.
+fn add(counts: &mut Counts, labels: Vec<String>, n: u64) {
+    *counts.entry(labels).or_insert(0.0) += n as f64;
 }
 
 #[cfg(test)]

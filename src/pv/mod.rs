@@ -11,6 +11,7 @@
 //! when. [`VolumePlugin`] is the interface a storage back end implements.
 
 pub(crate) mod cache;
+pub(crate) mod census;
 pub(crate) mod constants;
 pub(crate) mod controller;
 pub(crate) mod controller_base;

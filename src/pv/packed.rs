@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::pv::census::TallyId;
 use crate::runtime::keys::ObjectKey;
 
 mod dictionary;
@@ -92,6 +93,9 @@ pub(crate) struct Stored<K> {
     /// Set when a sync of this very version found its binding complete;
     /// a newer version is stored without it.
     settled: Option<Box<Settled>>,
+    /// What the state gauges count it under ([`crate::pv::census`]), once
+    /// the cache has counted it.
+    tally: Option<TallyId>,
 }
 
 /// What a sync of an object that found nothing left to write read besides
@@ -163,6 +167,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
             version: object.meta().resource_version.as_deref().map(Version::new),
             listed,
             settled: None,
+            tally: None,
         })
     }
 
@@ -198,6 +203,16 @@ impl<K> Stored<K> {
     /// Marks the object as shown by a watch.
     pub(crate) fn set_listed(&mut self) {
         self.listed = true;
+    }
+
+    /// What the state gauges count it under, once counted.
+    pub(crate) fn tally(&self) -> Option<TallyId> {
+        self.tally
+    }
+
+    /// Records what the state gauges count it under.
+    pub(crate) fn set_tally(&mut self, tally: TallyId) {
+        self.tally = Some(tally);
     }
 
     /// What a sync of the stored version found it settled with, if it did.

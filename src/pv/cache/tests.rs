@@ -583,3 +583,93 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
         .expect("offer");
     assert_eq!(unsettled(&cache).0, Vec::<String>::new());
 }
+
+/// The census the state gauges read follows every store, replacement and
+/// removal, without unpacking anything at read time.
+#[test]
+fn the_census_counts_what_is_stored_under_its_tally() {
+    let cache = ShadowCache::default();
+    let sorted = |mut counts: Vec<(VolumeTally, u64)>| {
+        counts.sort_unstable_by(|a, b| (&a.0.class, a.0.bound).cmp(&(&b.0.class, b.0.bound)));
+        counts
+            .into_iter()
+            .map(|(t, n)| (t.class, t.bound, t.plugin, t.mode, n))
+            .collect::<Vec<_>>()
+    };
+    for (name, class) in [("v1", "gold"), ("v2", "gold"), ("v3", "")] {
+        cache
+            .offer_volume(volume(name, "1Gi").class(class).csi("d").rv("1").arc())
+            .expect("offer");
+    }
+    let csi = "kubernetes.io/csi:d".to_string();
+    let fs = "Filesystem".to_string();
+    assert_eq!(
+        sorted(cache.volume_census()),
+        [
+            (String::new(), false, csi.clone(), fs.clone(), 1),
+            ("gold".to_string(), false, csi.clone(), fs.clone(), 2),
+        ]
+    );
+    cache
+        .offer_volume(
+            volume("v1", "1Gi")
+                .class("gold")
+                .csi("d")
+                .phase("Bound")
+                .rv("2")
+                .arc(),
+        )
+        .expect("offer");
+    // An older version changes nothing.
+    cache
+        .offer_volume(
+            volume("v2", "1Gi")
+                .class("gold")
+                .csi("d")
+                .phase("Bound")
+                .rv("1")
+                .arc(),
+        )
+        .expect("offer");
+    cache.remove_volume(&VolumeName::new("v3"));
+    assert_eq!(
+        sorted(cache.volume_census()),
+        [
+            ("gold".to_string(), false, csi.clone(), fs.clone(), 1),
+            ("gold".to_string(), true, csi, fs, 1),
+        ]
+    );
+
+    cache
+        .offer_claim(
+            claim("c1", "u1", "1Gi")
+                .namespace("a")
+                .class("gold")
+                .rv("1")
+                .arc(),
+        )
+        .expect("offer");
+    cache
+        .offer_claim(claim("c2", "u2", "1Gi").namespace("b").rv("1").arc())
+        .expect("offer");
+    cache
+        .offer_listed_claim(
+            claim("c1", "u1", "1Gi")
+                .namespace("a")
+                .class("gold")
+                .phase("Bound")
+                .rv("2")
+                .build(),
+        )
+        .expect("offer");
+    cache.remove_claim(&ObjectKey::new("b", "c2"));
+    let claims: Vec<_> = cache
+        .claim_census()
+        .into_iter()
+        .map(|(t, n)| (t.bound, t.namespace, t.class, t.attributes_class, n))
+        .collect();
+    assert_eq!(
+        claims,
+        [(true, "a".to_string(), "gold".to_string(), String::new(), 1)]
+    );
+}
