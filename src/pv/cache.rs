@@ -467,15 +467,13 @@ impl ShadowCache {
             })?;
         let mut census = count(&self.claim_census);
         stored.set_tally(census.enter(ClaimTally::of(claim)));
-        if let Some(counted) = claims.get(&key).and_then(Stored::tally) {
-            census.leave(counted);
-        }
-        drop(census);
         match shared {
             Some(shared) => self.recent_claims.put(key.clone(), Arc::clone(shared)),
             None => self.recent_claims.forget(&key),
         }
-        claims.insert(key, stored);
+        if let Some(counted) = claims.insert(key, stored).and_then(|old| old.tally()) {
+            census.leave(counted);
+        }
         Ok(true)
     }
 
