@@ -15,6 +15,7 @@ pub(crate) mod informer;
 pub(crate) mod keys;
 pub(crate) mod kinds;
 pub(crate) mod leader;
+pub(crate) mod lean;
 pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;

@@ -37,6 +37,7 @@ use tokio::sync::OwnedMutexGuard;
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Whole};
+use crate::runtime::lean::Lean;
 use crate::runtime::metrics::{Metrics, WriteOutcome};
 use crate::runtime::shadow_mode::{ShadowMode, View};
 
@@ -601,11 +602,7 @@ impl<K: Whole> Writer<K> {
             return Ok(answer);
         }
         let api = K::api(&self.door.client, &key.namespace);
-        let params = PostParams::default();
-        let result = match part {
-            Part::Spec => api.replace(&key.name, &params, &changed).await,
-            Part::Status => api.replace_status(&key.name, &params, &changed).await,
-        };
+        let result = replace(&self.door.client, &api, &key.name, part, &changed).await;
         self.count("update", part.subresource(), outcome(&result));
         let source = match result {
             Ok(written) => return self.store(written),
@@ -624,6 +621,30 @@ impl<K: Whole> Writer<K> {
             source,
         })
     }
+}
+
+/// Replaces the object `name` of `api`, or its status, with `object`; the
+/// answer is decoded without its managedFields ([`Lean`]), which the store
+/// would drop anyway.
+async fn replace<K: Kind>(
+    client: &Client,
+    api: &kube::Api<K>,
+    name: &str,
+    part: Part,
+    object: &K,
+) -> Result<K, kube::Error> {
+    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+    let request = kube::core::Request::new(api.resource_url());
+    let params = PostParams::default();
+    let request = match part {
+        Part::Spec => request.replace(name, &params, body),
+        Part::Status => request.replace_subresource("status", name, &params, body),
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    client
+        .request::<Lean<K>>(request)
+        .await
+        .map(|Lean(answer)| answer)
 }
 
 #[cfg(test)]

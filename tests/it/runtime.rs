@@ -129,6 +129,45 @@ async fn the_process_lists_and_watches_each_kind_once() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_big_kind_is_listed_in_pages_of_five_hundred() {
+    let api = MemApi::new();
+    for i in 0..1_201 {
+        api.create(&volume(&format!("pv-{i:04}"), "1Gi").build())
+            .expect("volume");
+    }
+    let app = App::start(clients(&api), AppConfig::default())
+        .await
+        .expect("the process starts");
+    let idle = app.idle_probe();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run(async move {
+        let _ = stopped.await;
+    }));
+    settle(&api, &idle).await;
+    let _ = stop.send(());
+    running.await.expect("join").expect("a clean stop");
+
+    let stats = api.requests();
+    assert_eq!(
+        stats.count(Verb::List, "persistentvolumes", None),
+        3,
+        "1,201 volumes in pages of 500"
+    );
+    assert_eq!(stats.count(Verb::List, "persistentvolumeclaims", None), 1);
+    assert_eq!(
+        api.list::<PersistentVolume>()
+            .iter()
+            .filter(
+                |volume| volume.status.as_ref().and_then(|s| s.phase.as_deref())
+                    == Some("Available")
+            )
+            .count(),
+        1_201,
+        "every listed volume was synced"
+    );
+}
+
 /// `pv_controller_api_writes_total` by (controller, resource, verb,
 /// subresource), every result together.
 fn counted_writes(metrics: &Metrics) -> BTreeMap<(String, String, String, String), u64> {

@@ -8,12 +8,14 @@
 
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
+
+use crate::runtime::lean::Lean;
 
 /// Why a watch stopped.
 #[derive(Debug, thiserror::Error)]
@@ -36,14 +38,16 @@ pub enum WatchFailure {
     TaskFailed(String),
 }
 
-/// Objects per page of a list. A page is decoded whole, managedFields and
-/// all, before anything can be trimmed, and every kind lists at the same
-/// time: pages of 100 instead of the client's 500 keep that
-/// start-up peak small, for a few more list requests.
-const LIST_PAGE_SIZE: u32 = 100;
+/// Objects per page of a list, as client-go lists. The next page is asked
+/// for once the last one is in the store, so every page is a round trip:
+/// 20,000 volumes and 20,000 claims on kube-apiserver 1.20 list in 1.0 s
+/// in pages of 500 against 1.8 s in pages of 100. A page is decoded whole
+/// before it is trimmed, which at 500 objects of a storm is a few MiB.
+const LIST_PAGE_SIZE: u32 = 500;
 
 /// A watcher of every `K` with the default backoff, so a broken watch is
-/// retried; its lists come in pages of [`LIST_PAGE_SIZE`].
+/// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
+/// are decoded without their managedFields ([`Lean`]).
 pub(super) fn watch<K>(
     client: &Client,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
@@ -51,7 +55,15 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    watcher(Api::<K>::all(client.clone()), config).default_backoff()
+    watcher(Api::<Lean<K>>::all(client.clone()), config)
+        .default_backoff()
+        .map_ok(|event| match event {
+            Event::Apply(Lean(object)) => Event::Apply(object),
+            Event::Delete(Lean(object)) => Event::Delete(object),
+            Event::Init => Event::Init,
+            Event::InitApply(Lean(object)) => Event::InitApply(object),
+            Event::InitDone => Event::InitDone,
+        })
 }
 
 /// Drives a watch stream of `kind`, handing each event to `on_event`. Fails when the watch has failed without a single success (a
