@@ -18,9 +18,18 @@ use pv_controller::{
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let options = Options::parse();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.runtime_threads)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run(options))
+}
+
+/// Runs the command or the controllers the flags ask for.
+async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(Command::Explain {
         claim,
         admin_address,

@@ -62,6 +62,13 @@ pub struct Options {
     #[arg(long = "watch-failure-limit", default_value = "3m", value_parser = parse_duration)]
     pub watch_failure_limit: Duration,
 
+    /// How many threads run the process's work. One is enough for the
+    /// three controllers of a large cluster, and on a control-plane node,
+    /// whose cores the API server and etcd share, a second costs more CPU
+    /// in wake-ups between the threads than it brings (docs/performance.md).
+    #[arg(long = "runtime-threads", default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub runtime_threads: usize,
+
     /// How many long operations (provision, delete, recycle) run at once;
     /// more wait their turn.
     #[arg(long = "max-concurrent-operations", default_value_t = crate::runtime::operations::DEFAULT_CONCURRENCY)]
