@@ -19,9 +19,11 @@
 //!    run pile up in etcd (20,000 pairs written twice over: about 2,500
 //!    writes a second in the first pass, 2,100 in the second).
 //!
-//! With `--ceiling` the sustained pass runs once more after the runs, with
+//! With `--ceiling` the sustained pass runs once more after each run, with
 //! the writers that won it ([`after`]): the server's pace once the storm's
-//! writes are in etcd, beside the one measured before them.
+//! writes are in etcd, beside the one measured before it. Each run reports
+//! its efficiency against the pace before it, and against the mean of the
+//! two (the server it ran on sat between them).
 //!
 //! The server sends the changes to the watches a storm run has open (the
 //! controller's of volumes and claims, the bench's of claims), as it must

@@ -453,6 +453,17 @@ async fn run(args: &Args, n: usize) -> Value {
     if server.is_real() {
         server.clean_up().await;
     }
+    let ceiling_after = match &args.ceiling {
+        Some(before) => Some(write_ceiling_after(&server, args.plain, n, before).await),
+        None => None,
+    };
+    // The server's sustained pace before the run and after it, on the
+    // history the run left in etcd: the run happened between the two.
+    let around = args
+        .ceiling
+        .as_ref()
+        .zip(ceiling_after)
+        .map(|(before, after)| (before.writes_per_second + after) / 2.0);
     let efficiency = |ceiling: Option<f64>| match (ceiling, writes.known) {
         (Some(ceiling), true) => {
             json!((n as f64 / seconds) / (ceiling / ((writes.volume + writes.claim) / n as f64)))
@@ -489,6 +500,9 @@ async fn run(args: &Args, n: usize) -> Value {
         // the best 5 s of the burst pass.
         "efficiency": efficiency(args.ceiling.as_ref().map(|c| c.writes_per_second)),
         "efficiency_against_burst": efficiency(args.ceiling.as_ref().map(|c| c.burst_writes_per_second)),
+        "ceiling_after_writes_per_second": ceiling_after,
+        // Against the mean of the sustained pace before and after the run.
+        "efficiency_around": efficiency(around),
         "claims_pending": pending,
         "claims_oversized": oversized,
         "bindings_broken": broken,
@@ -683,23 +697,25 @@ async fn main() {
         }
     }
     summary(&results);
-    if let Some(ceiling) = &args.ceiling {
-        write_ceiling_after(&args, ceiling).await;
-    }
 }
 
-/// The sustained pass again after the runs, with the writers that won it
-/// before them, printed beside the ceiling the runs were held against.
-async fn write_ceiling_after(args: &Args, before: &ceiling::Ceiling) {
-    let server = probe_server(args).await;
+/// The sustained pass again after a run of `storm` pairs, on the run's
+/// server once its objects are gone, with the writers that won it before:
+/// the server's pace on the history the run left in etcd.
+async fn write_ceiling_after(
+    server: &Server,
+    plain: bool,
+    storm: usize,
+    before: &ceiling::Ceiling,
+) -> f64 {
     server.clean_up().await;
-    let storm = largest_storm(args);
-    let rate = ceiling::after(&server, args.plain, storm, before.writers).await;
+    let rate = ceiling::after(server, plain, storm, before.writers).await;
     server.clean_up().await;
-    println!(
-        "write ceiling after the runs: {rate:.0} writes/s sustained over {storm} pairs ({} writers), against {:.0} before them",
+    eprintln!(
+        "write ceiling after the run: {rate:.0} writes/s sustained over {storm} pairs ({} writers), against {:.0} before",
         before.writers, before.writes_per_second
     );
+    rate
 }
 
 /// The pairs of the invocation's largest storm, which the ceiling's
