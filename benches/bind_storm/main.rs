@@ -450,7 +450,8 @@ async fn run(args: &Args, n: usize) -> Value {
     } else {
         Value::Null
     };
-    if server.is_real() {
+    // The after pass below writes on a server without the run's objects.
+    if server.is_real() || args.ceiling.is_some() {
         server.clean_up().await;
     }
     let ceiling_after = match &args.ceiling {
@@ -700,15 +701,15 @@ async fn main() {
 }
 
 /// The sustained pass again after a run of `storm` pairs, on the run's
-/// server once its objects are gone, with the writers that won it before:
-/// the server's pace on the history the run left in etcd.
+/// server once its objects are gone (the caller cleans up), with the
+/// writers that won it before: the server's pace on the history the run
+/// left in etcd.
 async fn write_ceiling_after(
     server: &Server,
     plain: bool,
     storm: usize,
     before: &ceiling::Ceiling,
 ) -> f64 {
-    server.clean_up().await;
     let rate = ceiling::after(server, plain, storm, before.writers).await;
     server.clean_up().await;
     eprintln!(
