@@ -413,6 +413,17 @@ impl ShadowCache {
         read(&self.volumes).explain(claim, delay_binding)
     }
 
+    /// The nearest misses among the stored volumes for `claim`, for an
+    /// event (see [`VolumeIndex::nearest_misses`]), read under the index's
+    /// lock.
+    pub fn nearest_misses(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+    ) -> Result<Option<String>, MatchError> {
+        read(&self.volumes).nearest_misses(claim, delay_binding)
+    }
+
     /// Whether the volume of that name is held for a claim being bound.
     pub fn is_reserved(&self, name: &VolumeName) -> bool {
         read(&self.volumes).is_reserved(name.as_str())
@@ -592,11 +603,20 @@ impl ShadowCache {
 
     /// The claims and volumes a periodic resync syncs, each in key order:
     /// every stored one except those a sync found settled with a partner
-    /// still stored at the version that sync read. Their sync would read
-    /// the same two objects again and find nothing to do.
+    /// still stored at the version that sync read (their sync would read
+    /// the same two objects again and find nothing to do), and those the
+    /// caller passes by (`claim_wanted`, `volume_wanted` say false: a key
+    /// already waiting in its queue, say). Passed-by keys are never copied,
+    /// so a resync in the middle of a storm, when nearly every key waits,
+    /// costs no copy of every key.
     ///
     /// The only place that holds both locks; it takes the claims' first.
-    pub fn unsettled(&self) -> (Vec<ObjectKey>, Vec<VolumeName>) {
+    /// The filters may take locks of their own that never wait for these.
+    pub fn unsettled(
+        &self,
+        claim_wanted: impl Fn(&ObjectKey) -> bool,
+        volume_wanted: impl Fn(&str) -> bool,
+    ) -> (Vec<ObjectKey>, Vec<VolumeName>) {
         let claims = read(&self.claims);
         let index = read(&self.volumes);
         let unchanged = |settled: Option<&Settled>| {
@@ -614,12 +634,12 @@ impl ShadowCache {
         };
         let mut claim_keys: Vec<ObjectKey> = claims
             .iter()
-            .filter(|(_, stored)| !unchanged(stored.settled()))
+            .filter(|(key, stored)| !unchanged(stored.settled()) && claim_wanted(key))
             .map(|(key, _)| key.clone())
             .collect();
         let mut volume_names: Vec<VolumeName> = index
             .names()
-            .filter(|name| !unchanged(index.settled(name)))
+            .filter(|name| !unchanged(index.settled(name)) && volume_wanted(name))
             .map(VolumeName::new)
             .collect();
         drop(index);

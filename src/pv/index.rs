@@ -778,7 +778,6 @@ impl<'a> Selector<'a> {
 
 mod explain;
 pub(crate) use explain::human;
-pub(crate) use explain::nearest_misses;
 pub use explain::{Candidate, Verdict};
 
 #[cfg(test)]

@@ -4,24 +4,29 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use crate::runtime::keys::ObjectKey;
 
-/// The name of a PersistentVolume (cluster-scoped).
+/// The name of a PersistentVolume (cluster-scoped). Copies share one
+/// string: the queue, the parking and a resync each hold every volume's
+/// name at the start of a storm, and a copy costs a count, not a string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct VolumeName(String);
+pub struct VolumeName(Arc<str>);
 
 impl VolumeName {
     /// The volume named `name`.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self(name.into())
+    pub fn new(name: impl AsRef<str>) -> Self {
+        Self(Arc::from(name.as_ref()))
     }
 
     /// The name of a volume object; empty when the object has no name.
     pub fn of(volume: &PersistentVolume) -> Self {
-        Self(volume.metadata.name.clone().unwrap_or_default())
+        Self(Arc::from(
+            volume.metadata.name.as_deref().unwrap_or_default(),
+        ))
     }
 
     /// The name as a string.
@@ -31,7 +36,7 @@ impl VolumeName {
 
     /// The volume's key in the process's stores.
     pub(crate) fn key(&self) -> ObjectKey {
-        ObjectKey::cluster(self.0.clone())
+        ObjectKey::cluster(self.0.to_string())
     }
 }
 

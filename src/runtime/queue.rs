@@ -25,6 +25,7 @@
 //!
 //! Delays and backoff use `tokio::time`, so tests can run with paused time.
 
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::hash::Hash;
@@ -158,14 +159,16 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.add_in(key, Lane::Resync);
     }
 
-    /// The keys of `keys` that are not waiting for a worker already (a key
-    /// being processed or delayed counts as not waiting), in their order:
-    /// adding a waiting key changes nothing, so a caller that must read
-    /// each object to order them can pass those by.
-    pub(crate) fn not_waiting(&self, mut keys: Vec<K>) -> Vec<K> {
-        let state = self.lock();
-        keys.retain(|key| !state.waiting.contains_key(key));
-        keys
+    /// Whether `key` is waiting for a worker already (a key being processed
+    /// or delayed is not): adding a waiting key changes nothing, so a
+    /// caller about to read or copy many objects to queue them can pass
+    /// those by first.
+    pub(crate) fn is_waiting<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.lock().waiting.contains_key(key)
     }
 
     fn add_in(&self, key: K, lane: Lane) {

@@ -490,7 +490,7 @@ fn reads_see_every_store_whether_kept_unpacked_or_not() {
 
 /// Names of what the resync would sync: claims as "ns/name", then volumes.
 fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
-    let (claims, volumes) = cache.unsettled();
+    let (claims, volumes) = cache.unsettled(|_| true, |_| true);
     (
         claims.iter().map(ToString::to_string).collect(),
         volumes
@@ -498,6 +498,22 @@ fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
             .map(|name| name.as_str().to_owned())
             .collect(),
     )
+}
+
+#[test]
+fn the_resync_walk_passes_by_what_its_caller_does_not_want() {
+    let cache = ShadowCache::default();
+    for name in ["a", "b"] {
+        cache
+            .offer_listed_claim(claim(name, name, "1Gi").build())
+            .expect("offer");
+        cache
+            .offer_listed_volume(volume(name, "1Gi").build())
+            .expect("offer");
+    }
+    let (claims, volumes) = cache.unsettled(|key| key.name != "a", |name| name != "b");
+    assert_eq!(claims, [ObjectKey::new("default", "b")]);
+    assert_eq!(volumes, [VolumeName::new("a")]);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use super::Controller;
 use crate::pv::constants::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
 };
-use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex, nearest_misses};
+use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
 };
@@ -241,11 +241,7 @@ impl Controller {
             );
             return false;
         }
-        let misses = self
-            .cache
-            .explain(claim, delay)
-            .ok()
-            .and_then(|candidates| nearest_misses(&candidates, claim_class(claim)));
+        let misses = self.cache.nearest_misses(claim, delay).ok().flatten();
         let message = match misses {
             Some(misses) => bounded(format!("{base}; {misses}")),
             None => base.to_string(),

@@ -61,9 +61,12 @@ pub struct Config {
 
 /// Default of [`Config::claim_workers`]: binding is four writes one after
 /// another, each a round trip to the API server, and a busy server takes
-/// the most writes a second with a hundred or more in flight
-/// (docs/performance.md); an idle worker costs nothing.
-pub const DEFAULT_CLAIM_WORKERS: usize = 128;
+/// the most writes a second, spending the least CPU on each, with well
+/// over a hundred in flight (its writes to etcd are batched); each busy
+/// worker holds its objects and a connection, so this many keep 100,000
+/// pairs under 1 KB an object (docs/performance.md). An idle worker costs
+/// nothing.
+pub const DEFAULT_CLAIM_WORKERS: usize = 192;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.
 pub const DEFAULT_VOLUME_WORKERS: usize = 4;
@@ -92,11 +95,10 @@ pub(crate) fn build(
     config: &Config,
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
     // Each worker has at most one claim and one volume in flight; each kind
-    // keeps twice as many unpacked as there are workers (a worker's next
-    // read comes after the other workers' reads and writes), and never
-    // fewer than the default.
+    // keeps as many unpacked as there are workers, and never fewer than the
+    // default.
     let in_flight = config.claim_workers + config.volume_workers;
-    let cache = Arc::new(ShadowCache::with_recent(RECENT.max(2 * in_flight)));
+    let cache = Arc::new(ShadowCache::with_recent(RECENT.max(in_flight)));
     let informers = &mut shared.informers;
     informers.provide::<PersistentVolume>(Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>)?;
     informers.provide::<PersistentVolumeClaim>(

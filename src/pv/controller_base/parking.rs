@@ -126,13 +126,11 @@ impl Parking {
         state.shrink_when_sparse();
     }
 
-    /// The names of `names` that are not parked, in their order: a parked
-    /// volume is queued again when the claims ahead of it had their turn,
-    /// and a change to it is queued as any other, so a resync need not.
-    pub(super) fn not_parked(&self, mut names: Vec<VolumeName>) -> Vec<VolumeName> {
-        let state = self.lock();
-        names.retain(|name| !state.parked_names.contains(name));
-        names
+    /// Whether the volume `name` is parked: a parked volume is queued again
+    /// when the claims ahead of it had their turn, and a change to it is
+    /// queued as any other, so a resync need not.
+    pub(super) fn is_parked(&self, name: &str) -> bool {
+        self.lock().parked_names.contains(name)
     }
 
     /// The volume is gone: nothing waits for it any more.
@@ -211,8 +209,11 @@ mod tests {
         let parking = Parking::new(claims.clone(), WorkQueue::new());
         claims.add(ObjectKey::new("ns", "a"));
         assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
-        let names = vec![name("v0"), name("v1"), name("v2")];
-        assert_eq!(parking.not_parked(names), [name("v0"), name("v2")]);
+        let parked: Vec<bool> = ["v0", "v1", "v2"]
+            .into_iter()
+            .map(|name| parking.is_parked(name))
+            .collect();
+        assert_eq!(parked, [false, true, false]);
     }
 
     #[tokio::test]

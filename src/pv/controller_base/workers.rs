@@ -116,9 +116,10 @@ pub(super) fn resync(
     claim_queue: &WorkQueue<ObjectKey>,
     parking: &Parking,
 ) {
-    let (claims, volumes) = cache.unsettled();
-    let claims = claim_queue.not_waiting(claims);
-    let volumes = volume_queue.not_waiting(parking.not_parked(volumes));
+    let (claims, volumes) = cache.unsettled(
+        |key| !claim_queue.is_waiting(key),
+        |name| !volume_queue.is_waiting(name) && !parking.is_parked(name),
+    );
     tracing::debug!(
         claims = claims.len(),
         volumes = volumes.len(),

@@ -433,5 +433,56 @@ proptest! {
                 &candidate.verdict
             );
         }
+        // The event's nearest misses, kept a few at a time, are those of
+        // the whole explanation sorted.
+        let class = crate::pv::objects::claim_class(&claim_object);
+        prop_assert_eq!(
+            index.nearest_misses(&claim_object, claim.delay).ok().flatten(),
+            misses_of_all(&explained, class)
+        );
     }
+}
+
+/// The nearest misses from the whole explanation: the volumes of the
+/// class (and any that fits) sorted by distance and name, three named and
+/// the rest counted.
+fn misses_of_all(candidates: &[super::Candidate], class: &str) -> Option<String> {
+    let mut in_class: Vec<&super::Candidate> = candidates
+        .iter()
+        .filter(|c| c.class == class || c.verdict.fits())
+        .collect();
+    if in_class.is_empty() {
+        return None;
+    }
+    in_class.sort_by(|a, b| (a.verdict.distance(), &a.name).cmp(&(b.verdict.distance(), &b.name)));
+    let named: Vec<String> = in_class
+        .iter()
+        .take(3)
+        .map(|c| format!("{} {}", c.name, c.verdict.describe()))
+        .collect();
+    let mut counts: BTreeMap<(u8, &str), usize> = BTreeMap::new();
+    for c in in_class.iter().skip(3) {
+        *counts
+            .entry((c.verdict.distance(), c.verdict.tally()))
+            .or_default() += 1;
+    }
+    let class_name = if class.is_empty() {
+        "without a class".to_string()
+    } else {
+        format!("in class {class:?}")
+    };
+    let mut text = format!(
+        "nearest of {} volumes {class_name}: {}",
+        in_class.len(),
+        named.join(", ")
+    );
+    if !counts.is_empty() {
+        let rest: Vec<String> = counts
+            .iter()
+            .map(|((_, tally), count)| format!("{count} {tally}"))
+            .collect();
+        text.push_str("; ");
+        text.push_str(&rest.join(", "));
+    }
+    Some(text)
 }

@@ -182,6 +182,57 @@ impl VolumeIndex {
         claim: &PersistentVolumeClaim,
         delay_binding: bool,
     ) -> Result<Vec<Candidate>, MatchError> {
+        let key = ObjectKey::of(claim);
+        let mut candidates = Vec::new();
+        self.judge(claim, delay_binding, |name, entry, verdict| {
+            candidates.push(Candidate {
+                name: name.to_string(),
+                class: entry
+                    .traits
+                    .as_ref()
+                    .map(|t| t.bucket.class.clone())
+                    .unwrap_or_default(),
+                capacity: entry.traits.as_ref().map(|t| human(t.capacity)),
+                pre_bound: entry
+                    .traits
+                    .as_ref()
+                    .is_some_and(|t| matches!(&t.place, Place::Claimed(k) if **k == key)),
+                verdict,
+            });
+        })?;
+        candidates.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(candidates)
+    }
+
+    /// The nearest misses among the volumes [`VolumeIndex::explain`] judges,
+    /// in a few words for an event ([`Misses`]); `None` when the claim's
+    /// class has no volume. Only the few volumes it names are kept while
+    /// the rest are counted, so a claim left Pending among 100,000 volumes
+    /// costs no list of all of them.
+    pub fn nearest_misses(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+    ) -> Result<Option<String>, MatchError> {
+        let class = claim_class(claim);
+        let mut misses = Misses::default();
+        self.judge(claim, delay_binding, |name, entry, verdict| {
+            let volume_class = entry.traits.as_ref().map_or("", |t| &*t.bucket.class);
+            if volume_class == class || verdict.fits() {
+                misses.add(name, verdict);
+            }
+        })?;
+        Ok(misses.text(class))
+    }
+
+    /// Calls `each` with every volume [`VolumeIndex::explain`] lists and
+    /// its verdict, in the index's order.
+    fn judge(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+        mut each: impl FnMut(&str, &Entry, Verdict),
+    ) -> Result<(), MatchError> {
         let chosen = self
             .find_best_match(claim, delay_binding)?
             .and_then(|volume| volume.metadata.name.clone());
@@ -204,43 +255,25 @@ impl VolumeIndex {
             .as_ref()
             .and_then(|s| s.volume_name.as_deref())
             .unwrap_or_default();
-        Ok(self
-            .volumes
-            .iter()
-            .filter(|(name, entry)| {
-                // Only what the claim could get or asked for: its class,
-                // pre-bound to it, the volume it names, the search's choice.
-                entry.traits.as_ref().is_none_or(|t| {
-                    *t.bucket.class == *wanted.class
-                        || matches!(&t.place, Place::Claimed(key) if **key == wanted.key)
-                }) || &***name == named
-                    || chosen.as_deref() == Some(&***name)
-            })
-            .map(|(name, entry)| {
-                let verdict = if chosen.as_deref() == Some(&**name) {
-                    Verdict::Chosen
-                } else {
-                    self.verdict(name, entry, &wanted)
-                };
-                Candidate {
-                    name: name.to_string(),
-                    class: entry
-                        .traits
-                        .as_ref()
-                        .map(|t| t.bucket.class.clone())
-                        .unwrap_or_default(),
-                    capacity: entry.traits.as_ref().map(|t| human(t.capacity)),
-                    pre_bound: entry.traits.as_ref().is_some_and(
-                        |t| matches!(&t.place, Place::Claimed(key) if **key == wanted.key),
-                    ),
-                    verdict,
-                }
-            })
-            .collect::<Vec<_>>())
-        .map(|mut candidates| {
-            candidates.sort_by(|a, b| a.name.cmp(&b.name));
-            candidates
-        })
+        for (name, entry) in &self.volumes {
+            // Only what the claim could get or asked for: its class,
+            // pre-bound to it, the volume it names, the search's choice.
+            let listed = entry.traits.as_ref().is_none_or(|t| {
+                *t.bucket.class == *wanted.class
+                    || matches!(&t.place, Place::Claimed(key) if **key == wanted.key)
+            }) || &**name == named
+                || chosen.as_deref() == Some(&**name);
+            if !listed {
+                continue;
+            }
+            let verdict = if chosen.as_deref() == Some(&**name) {
+                Verdict::Chosen
+            } else {
+                self.verdict(name, entry, &wanted)
+            };
+            each(name, entry, verdict);
+        }
+        Ok(())
     }
 
     /// The first rule of the search `entry` fails for the claim.
@@ -348,51 +381,79 @@ fn missing_modes(offered: AccessModes, wanted: AccessModes) -> Vec<String> {
 /// The nearest misses in a few words, for an event: at most three volumes
 /// of the claim's class named, nearest first, then the rest counted by
 /// verdict (`pv-a too small (1Gi < 2Gi), pv-b lacks ReadWriteMany; 9
-/// smaller, 2 bound elsewhere`). `None` when the class has no volume.
-pub(crate) fn nearest_misses(candidates: &[Candidate], class: &str) -> Option<String> {
-    let mut in_class: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.class == class || matches!(c.verdict, Verdict::Fits | Verdict::Chosen))
-        .collect();
-    if in_class.is_empty() {
-        return None;
-    }
-    in_class.sort_by(|a, b| {
-        a.verdict
-            .distance()
-            .cmp(&b.verdict.distance())
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let named: Vec<String> = in_class
-        .iter()
-        .take(NAMED)
-        .map(|c| format!("{} {}", c.name, c.verdict.describe()))
-        .collect();
-    let mut counts: BTreeMap<(u8, &'static str), usize> = BTreeMap::new();
-    for candidate in in_class.iter().skip(NAMED) {
-        *counts
-            .entry((candidate.verdict.distance(), candidate.verdict.tally()))
+/// smaller, 2 bound elsewhere`). Fed one volume at a time, it keeps only
+/// the volumes it names.
+#[derive(Default)]
+struct Misses {
+    /// The nearest volumes so far, nearest first (by verdict distance,
+    /// then name); at most [`NAMED`].
+    nearest: Vec<(String, Verdict)>,
+    /// Every volume fed, by verdict distance and tally.
+    counts: BTreeMap<(u8, &'static str), usize>,
+    /// How many volumes were fed.
+    total: usize,
+}
+
+impl Misses {
+    /// Counts the volume `name` with its verdict, and keeps it when it is
+    /// among the nearest so far.
+    fn add(&mut self, name: &str, verdict: Verdict) {
+        self.total += 1;
+        *self
+            .counts
+            .entry((verdict.distance(), verdict.tally()))
             .or_default() += 1;
+        let rank = (verdict.distance(), name);
+        let at = self
+            .nearest
+            .partition_point(|(kept, v)| (v.distance(), kept.as_str()) < rank);
+        if at < NAMED {
+            self.nearest.insert(at, (name.to_string(), verdict));
+            self.nearest.truncate(NAMED);
+        }
     }
-    let class_name = if class.is_empty() {
-        "without a class".to_string()
-    } else {
-        format!("in class {class:?}")
-    };
-    let mut text = format!(
-        "nearest of {} volumes {class_name}: {}",
-        in_class.len(),
-        named.join(", ")
-    );
-    if !counts.is_empty() {
-        let rest: Vec<String> = counts
+
+    /// The event's text for a claim of `class`; `None` when no volume was
+    /// fed.
+    fn text(mut self, class: &str) -> Option<String> {
+        if self.total == 0 {
+            return None;
+        }
+        for (_, verdict) in &self.nearest {
+            let key = (verdict.distance(), verdict.tally());
+            if let Some(count) = self.counts.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.counts.remove(&key);
+                }
+            }
+        }
+        let named: Vec<String> = self
+            .nearest
             .iter()
-            .map(|((_, tally), count)| format!("{count} {tally}"))
+            .map(|(name, verdict)| format!("{name} {}", verdict.describe()))
             .collect();
-        text.push_str("; ");
-        text.push_str(&rest.join(", "));
+        let class_name = if class.is_empty() {
+            "without a class".to_string()
+        } else {
+            format!("in class {class:?}")
+        };
+        let mut text = format!(
+            "nearest of {} volumes {class_name}: {}",
+            self.total,
+            named.join(", ")
+        );
+        if !self.counts.is_empty() {
+            let rest: Vec<String> = self
+                .counts
+                .iter()
+                .map(|((_, tally), count)| format!("{count} {tally}"))
+                .collect();
+            text.push_str("; ");
+            text.push_str(&rest.join(", "));
+        }
+        Some(text)
     }
-    Some(text)
 }
 
 /// An amount of bytes as people write it: `2Gi`, `500Mi`, `1500`.

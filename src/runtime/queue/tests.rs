@@ -223,7 +223,11 @@ async fn only_keys_waiting_in_a_lane_count_as_waiting() {
     queue.add_after("delayed", Duration::from_secs(5));
     assert_eq!(try_get(&queue).await, Some("taken"));
     let keys = vec!["new", "change", "resync", "taken", "delayed", "new2"];
-    assert_eq!(queue.not_waiting(keys), ["new", "taken", "delayed", "new2"]);
+    let not_waiting: Vec<&str> = keys
+        .into_iter()
+        .filter(|key| !queue.is_waiting(key))
+        .collect();
+    assert_eq!(not_waiting, ["new", "taken", "delayed", "new2"]);
 }
 
 #[tokio::test(start_paused = true)]
