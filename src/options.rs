@@ -539,7 +539,7 @@ mod tests {
         assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
         assert_eq!(options.watch_failure_limit, Duration::from_secs(180));
         assert_eq!(options.max_concurrent_operations, 32);
-        assert_eq!(options.concurrent_claim_syncs, 192);
+        assert_eq!(options.concurrent_claim_syncs, 256);
         assert_eq!(options.concurrent_volume_syncs, 4);
         assert_eq!(options.concurrent_ephemeralvolume_syncs, 5);
         assert_eq!(options.concurrent_resourceclaim_syncs, 50);

@@ -345,7 +345,7 @@ impl ShadowCache {
 
     /// The names of all stored volumes, in order.
     pub fn volume_names(&self) -> Vec<VolumeName> {
-        let mut names: Vec<VolumeName> = read(&self.volumes).names().map(VolumeName::new).collect();
+        let mut names: Vec<VolumeName> = read(&self.volumes).names().collect();
         names.sort_unstable();
         names
     }
@@ -615,7 +615,7 @@ impl ShadowCache {
     pub fn unsettled(
         &self,
         claim_wanted: impl Fn(&ObjectKey) -> bool,
-        volume_wanted: impl Fn(&str) -> bool,
+        volume_wanted: impl Fn(&VolumeName) -> bool,
     ) -> (Vec<ObjectKey>, Vec<VolumeName>) {
         let claims = read(&self.claims);
         let index = read(&self.volumes);
@@ -639,8 +639,7 @@ impl ShadowCache {
             .collect();
         let mut volume_names: Vec<VolumeName> = index
             .names()
-            .filter(|name| !unchanged(index.settled(name)) && volume_wanted(name))
-            .map(VolumeName::new)
+            .filter(|name| !unchanged(index.settled(name.as_str())) && volume_wanted(name))
             .collect();
         drop(index);
         drop(claims);

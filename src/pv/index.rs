@@ -59,6 +59,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
 use crate::pv::census::TallyId;
+use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     AccessModes, ObjectError, VolumeMode, VolumePhase, claim_access_modes, claim_class,
     claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
@@ -535,9 +536,12 @@ impl VolumeIndex {
         self.volumes.values().filter_map(|e| e.volume.object())
     }
 
-    /// The names of all volumes, in no particular order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.volumes.keys().map(|name| &**name)
+    /// The names of all volumes, in no particular order, each sharing the
+    /// index's string.
+    pub fn names(&self) -> impl Iterator<Item = VolumeName> + '_ {
+        self.volumes
+            .keys()
+            .map(|name| VolumeName::from(Arc::clone(name)))
     }
 
     /// How many volumes are stored, searchable or not.

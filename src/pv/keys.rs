@@ -40,6 +40,13 @@ impl VolumeName {
     }
 }
 
+/// A name already shared (the volume index's), without a copy.
+impl From<Arc<str>> for VolumeName {
+    fn from(name: Arc<str>) -> Self {
+        Self(name)
+    }
+}
+
 impl Borrow<str> for VolumeName {
     fn borrow(&self) -> &str {
         &self.0

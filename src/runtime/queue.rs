@@ -25,7 +25,6 @@
 //!
 //! Delays and backoff use `tokio::time`, so tests can run with paused time.
 
-use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::hash::Hash;
@@ -88,11 +87,13 @@ pub(crate) struct Mark(u64);
 
 struct State<K> {
     /// Keys ready for a worker, by sequence number, one map per lane; none
-    /// of them is being processed.
-    changes: BTreeMap<u64, K>,
-    resyncs: BTreeMap<u64, K>,
+    /// of them is being processed. A waiting key is held once, shared by its
+    /// lane and `waiting`: a start on a full cluster queues every key at
+    /// once, and a second copy of 100,000 keys is megabytes.
+    changes: BTreeMap<u64, Arc<K>>,
+    resyncs: BTreeMap<u64, Arc<K>>,
     /// The lane and sequence number of each waiting key.
-    waiting: HashMap<K, (Lane, u64)>,
+    waiting: HashMap<Arc<K>, (Lane, u64)>,
     /// Keys added while being processed, with the lane to queue them in
     /// again when they are done.
     again: HashMap<K, Lane>,
@@ -163,11 +164,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// or delayed is not): adding a waiting key changes nothing, so a
     /// caller about to read or copy many objects to queue them can pass
     /// those by first.
-    pub(crate) fn is_waiting<Q>(&self, key: &Q) -> bool
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
+    pub(crate) fn is_waiting(&self, key: &K) -> bool {
         self.lock().waiting.contains_key(key)
     }
 
@@ -324,7 +321,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 }
 
 impl<K: Clone + Eq + Hash> State<K> {
-    fn lane(&mut self, lane: Lane) -> &mut BTreeMap<u64, K> {
+    fn lane(&mut self, lane: Lane) -> &mut BTreeMap<u64, Arc<K>> {
         match lane {
             Lane::Change => &mut self.changes,
             Lane::Resync => &mut self.resyncs,
@@ -348,9 +345,9 @@ impl<K: Clone + Eq + Hash> State<K> {
             }
             // A change for a key waiting in the resync lane: it moves ahead,
             // keeping its sequence number.
-            self.resyncs.remove(&seq);
-            self.changes.insert(seq, key.clone());
-            self.waiting.insert(key, (lane, seq));
+            let shared = self.resyncs.remove(&seq).unwrap_or_else(|| Arc::new(key));
+            self.changes.insert(seq, Arc::clone(&shared));
+            self.waiting.insert(shared, (lane, seq));
             return true;
         }
         if self.processing.contains_key(&key) {
@@ -365,19 +362,22 @@ impl<K: Clone + Eq + Hash> State<K> {
 
     fn queue(&mut self, key: K, lane: Lane) {
         let seq = self.next_seq();
-        self.lane(lane).insert(seq, key.clone());
+        let key = Arc::new(key);
+        self.lane(lane).insert(seq, Arc::clone(&key));
         self.waiting.insert(key, (lane, seq));
     }
 
     /// Hands the oldest key of the most urgent lane to a worker.
     fn take(&mut self) -> Option<K> {
-        let (seq, key) = match self.changes.pop_first() {
+        let (seq, shared) = match self.changes.pop_first() {
             Some(entry) => entry,
             None => self.resyncs.pop_first()?,
         };
-        self.waiting.remove(&key);
+        self.waiting.remove(&*shared);
         let (len, capacity) = (self.waiting.len(), self.waiting.capacity());
         shrink_when_sparse(len, capacity, |to| self.waiting.shrink_to(to));
+        // The lane's entry and `waiting`'s were the only holders.
+        let key = Arc::try_unwrap(shared).unwrap_or_else(|shared| K::clone(&shared));
         self.processing.insert(key.clone(), seq);
         Some(key)
     }

@@ -511,7 +511,7 @@ fn the_resync_walk_passes_by_what_its_caller_does_not_want() {
             .offer_listed_volume(volume(name, "1Gi").build())
             .expect("offer");
     }
-    let (claims, volumes) = cache.unsettled(|key| key.name != "a", |name| name != "b");
+    let (claims, volumes) = cache.unsettled(|key| key.name != "a", |name| name.as_str() != "b");
     assert_eq!(claims, [ObjectKey::new("default", "b")]);
     assert_eq!(volumes, [VolumeName::new("a")]);
 }

@@ -63,10 +63,10 @@ pub struct Config {
 /// another, each a round trip to the API server, and a busy server takes
 /// the most writes a second, spending the least CPU on each, with well
 /// over a hundred in flight (its writes to etcd are batched); each busy
-/// worker holds its objects and a connection, so this many keep 100,000
-/// pairs under 1 KB an object (docs/performance.md). An idle worker costs
-/// nothing.
-pub const DEFAULT_CLAIM_WORKERS: usize = 192;
+/// worker holds its objects and a connection, about 100 KB, and this many
+/// keep 100,000 pairs under 1 KB an object (docs/performance.md). An idle
+/// worker costs nothing.
+pub const DEFAULT_CLAIM_WORKERS: usize = 256;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.
 pub const DEFAULT_VOLUME_WORKERS: usize = 4;

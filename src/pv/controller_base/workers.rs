@@ -118,7 +118,7 @@ pub(super) fn resync(
 ) {
     let (claims, volumes) = cache.unsettled(
         |key| !claim_queue.is_waiting(key),
-        |name| !volume_queue.is_waiting(name) && !parking.is_parked(name),
+        |name| !volume_queue.is_waiting(name) && !parking.is_parked(name.as_str()),
     );
     tracing::debug!(
         claims = claims.len(),
