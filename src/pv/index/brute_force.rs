@@ -445,7 +445,7 @@ proptest! {
 
 /// The nearest misses from the whole explanation: the volumes of the
 /// class (and any that fits) sorted by distance and name, three named and
-/// the rest counted.
+/// the rest counted, in the event's words.
 fn misses_of_all(candidates: &[super::Candidate], class: &str) -> Option<String> {
     let mut in_class: Vec<&super::Candidate> = candidates
         .iter()
@@ -460,29 +460,16 @@ fn misses_of_all(candidates: &[super::Candidate], class: &str) -> Option<String>
         .take(3)
         .map(|c| format!("{} {}", c.name, c.verdict.describe()))
         .collect();
-    let mut counts: BTreeMap<(u8, &str), usize> = BTreeMap::new();
+    let mut counts: BTreeMap<(u8, &'static str), usize> = BTreeMap::new();
     for c in in_class.iter().skip(3) {
         *counts
             .entry((c.verdict.distance(), c.verdict.tally()))
             .or_default() += 1;
     }
-    let class_name = if class.is_empty() {
-        "without a class".to_string()
-    } else {
-        format!("in class {class:?}")
-    };
-    let mut text = format!(
-        "nearest of {} volumes {class_name}: {}",
+    Some(super::explain::misses_text(
+        class,
         in_class.len(),
-        named.join(", ")
-    );
-    if !counts.is_empty() {
-        let rest: Vec<String> = counts
-            .iter()
-            .map(|((_, tally), count)| format!("{count} {tally}"))
-            .collect();
-        text.push_str("; ");
-        text.push_str(&rest.join(", "));
-    }
-    Some(text)
+        &named,
+        &counts,
+    ))
 }

@@ -433,27 +433,37 @@ impl Misses {
             .iter()
             .map(|(name, verdict)| format!("{name} {}", verdict.describe()))
             .collect();
-        let class_name = if class.is_empty() {
-            "without a class".to_string()
-        } else {
-            format!("in class {class:?}")
-        };
-        let mut text = format!(
-            "nearest of {} volumes {class_name}: {}",
-            self.total,
-            named.join(", ")
-        );
-        if !self.counts.is_empty() {
-            let rest: Vec<String> = self
-                .counts
-                .iter()
-                .map(|((_, tally), count)| format!("{count} {tally}"))
-                .collect();
-            text.push_str("; ");
-            text.push_str(&rest.join(", "));
-        }
-        Some(text)
+        Some(misses_text(class, self.total, &named, &self.counts))
     }
+}
+
+/// The event's words for the nearest misses of a claim of `class`: how
+/// many volumes were judged, the ones `named` (each "name verdict"), and
+/// the rest counted by verdict distance and tally.
+pub(super) fn misses_text(
+    class: &str,
+    total: usize,
+    named: &[String],
+    rest: &BTreeMap<(u8, &'static str), usize>,
+) -> String {
+    let class_name = if class.is_empty() {
+        "without a class".to_string()
+    } else {
+        format!("in class {class:?}")
+    };
+    let mut text = format!(
+        "nearest of {total} volumes {class_name}: {}",
+        named.join(", ")
+    );
+    if !rest.is_empty() {
+        let counted: Vec<String> = rest
+            .iter()
+            .map(|((_, tally), count)| format!("{count} {tally}"))
+            .collect();
+        text.push_str("; ");
+        text.push_str(&counted.join(", "));
+    }
+    text
 }
 
 /// An amount of bytes as people write it: `2Gi`, `500Mi`, `1500`.
