@@ -761,6 +761,12 @@ impl Running {
         &self.controller
     }
 
+    /// Whether the controller has nothing queued, being synced or waiting
+    /// for a retry now (claims waiting for a volume count as idle).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.idle.is_idle()
+    }
+
     /// Waits until the controller has nothing left to do and every event it
     /// recorded is written.
     pub(crate) async fn settle(&self) {

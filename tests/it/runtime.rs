@@ -335,11 +335,14 @@ async fn claims_that_fit_one_volume_bind_oldest_first_under_sixteen_workers() {
             },
         )
         .await;
-        // Every claim found no volume and waits for one.
-        while api
-            .list::<PersistentVolumeClaim>()
-            .iter()
-            .any(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Pending"))
+        // Every claim found no volume and waits for one: Pending (as the
+        // server creates it) and its first sync over. A claim still being
+        // synced when the volume comes is queued again behind the others.
+        while !running.is_idle()
+            || api
+                .list::<PersistentVolumeClaim>()
+                .iter()
+                .any(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Pending"))
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
