@@ -18,6 +18,11 @@
 //!   shows on `/metrics` whatever it was;
 //! - a timeout on every request but watches (which end on their own
 //!   `timeoutSeconds`), so no sync hangs on an answer that never comes.
+//!
+//! Both clients name the controller in a `User-Agent` header
+//! ([`USER_AGENT`]): the API server takes its first word as the field
+//! manager of every write, so `kubectl get -o yaml --show-managed-fields`
+//! and the audit log say `pv-controller` where they would say `unknown`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,10 +34,24 @@ use http::{Method, Request};
 use kube::Client;
 use kube::client::ClientBuilder;
 use tokio::time::Instant;
+use tower::util::MapRequestLayer;
 use tower::{BoxError, Layer, Service};
 
 use crate::runtime::ratelimit::RateLimitLayer;
 use crate::runtime::requests::RequestCounts;
+
+/// What the clients send as their `User-Agent`: the program and its
+/// version, as kube-controller-manager sends its own.
+pub(crate) const USER_AGENT: &str = concat!("pv-controller/", env!("CARGO_PKG_VERSION"));
+
+/// Sets the `User-Agent` of a request that has none.
+fn with_user_agent(mut request: Request<kube::client::Body>) -> Request<kube::client::Body> {
+    request
+        .headers_mut()
+        .entry(http::header::USER_AGENT)
+        .or_insert(http::HeaderValue::from_static(USER_AGENT));
+    request
+}
 
 /// How the controller's client talks to the API server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,13 +110,16 @@ impl Clients {
         let gate = WriteGate::default();
         let requests = RequestCounts::default();
         let timeout = TimeoutLayer(options.request_timeout);
+        let user_agent = MapRequestLayer::new(with_user_agent);
         let controller = controller
+            .with_layer(&user_agent)
             .with_layer(&timeout)
             .with_layer(&requests.layer("controller"))
             .with_layer(&gate)
             .with_layer(&RateLimitLayer::new(options.qps, options.burst))
             .build();
         let lease = lease
+            .with_layer(&user_agent)
             .with_layer(&timeout)
             .with_layer(&requests.layer("lease"))
             .build();

@@ -179,3 +179,39 @@ async fn every_answer_is_counted_by_client_method_and_code() {
         assert!(text.contains(line), "{line} missing:\n{text}");
     }
 }
+
+#[tokio::test]
+async fn both_clients_name_the_controller_as_their_user_agent() {
+    use tower::ServiceExt;
+
+    let api = MemApi::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let recording = || {
+        let seen = Arc::clone(&seen);
+        api.service()
+            .map_request(move |request: Request<kube::client::Body>| {
+                let agent = request
+                    .headers()
+                    .get(http::header::USER_AGENT)
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                seen.lock().expect("seen").push(agent);
+                request
+            })
+    };
+    let clients = Clients::build(
+        ClientBuilder::new(recording(), "default"),
+        ClientBuilder::new(recording(), "default"),
+        ClientOptions::default(),
+    );
+    let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
+    volumes.list(&Default::default()).await.expect("list");
+    let leases: Api<Lease> = Api::namespaced(clients.lease.clone(), "default");
+    leases.list(&Default::default()).await.expect("list");
+    let seen = seen.lock().expect("seen").clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for agent in &seen {
+        assert!(agent.starts_with("pv-controller/"), "{agent}");
+    }
+}
