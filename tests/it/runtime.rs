@@ -14,6 +14,7 @@ use pv_controller::{App, AppConfig, Metrics, Options};
 use testkit::{claim, storage_class, volume};
 
 use crate::harness::{Running, SETTLE_QUIET, clients, settle};
+use crate::pod_harness::value;
 
 /// Every kind the process watches, as the API server names it.
 const KINDS: [&str; 7] = [
@@ -335,14 +336,11 @@ async fn claims_that_fit_one_volume_bind_oldest_first_under_sixteen_workers() {
             },
         )
         .await;
-        // Every claim found no volume and waits for one: Pending (as the
-        // server creates it) and its first sync over. A claim still being
-        // synced when the volume comes is queued again behind the others.
-        while !running.is_idle()
-            || api
-                .list::<PersistentVolumeClaim>()
-                .iter()
-                .any(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Pending"))
+        // Every claim found no volume and waits for one, its sync over (a
+        // claim still being synced when the volume comes is queued again
+        // behind the others). Pending alone says nothing: the server
+        // creates claims Pending.
+        while value(&running.metrics, "pv_controller_waiting_claims") != 16.0 || !running.is_idle()
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
