@@ -25,6 +25,10 @@
 //! its efficiency against the pace before it, and against the mean of the
 //! two (the server it ran on sat between them).
 //!
+//! The writers send the controller's User-Agent, so the server records a
+//! second field manager on each object, as it does when the controller
+//! writes an object the bench created: the same work for every write.
+//!
 //! The server sends the changes to the watches a storm run has open (the
 //! controller's of volumes and claims, the bench's of claims), as it must
 //! during a run. A storm's pairs per second against `ceiling / writes per
@@ -162,9 +166,10 @@ fn writers_and_watches(
     Api<PersistentVolumeClaim>,
     [JoinHandle<()>; 3],
 ) {
+    let writer = server.writer_client();
+    let volumes = Api::all(writer.clone());
+    let claims = Api::namespaced(writer, "default");
     let client = server.client();
-    let volumes = Api::all(client.clone());
-    let claims = Api::namespaced(client.clone(), "default");
     let watches = [
         drain(Api::<PersistentVolume>::all(client.clone())),
         drain(Api::<PersistentVolumeClaim>::all(client.clone())),

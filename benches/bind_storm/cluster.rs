@@ -19,6 +19,11 @@ use crate::workload::LABEL;
 /// Requests the bench itself has in flight when it creates or deletes.
 const CONCURRENCY: usize = 64;
 
+/// The User-Agent the controller sends. The API server takes its first
+/// word as the field manager of a write, so an object the bench created
+/// and the controller then wrote carries two managers' fields.
+const CONTROLLER_USER_AGENT: &str = concat!("pv-controller/", env!("CARGO_PKG_VERSION"));
+
 /// Writes of volumes and claims made during a run, as the server counted.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Writes {
@@ -38,6 +43,8 @@ pub(crate) enum Server {
     },
     Real {
         client: Client,
+        /// The ceiling probe's writer: as [`Server::writer_client`] says.
+        writer: Client,
         kubeconfig: PathBuf,
         before: BTreeMap<String, f64>,
     },
@@ -71,9 +78,16 @@ impl Server {
             .await
             .expect("kubeconfig");
         config.read_timeout = Some(std::time::Duration::from_secs(300));
+        let mut writer = config.clone();
+        writer.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(CONTROLLER_USER_AGENT),
+        ));
         let client = Client::try_from(config).expect("client");
+        let writer = Client::try_from(writer).expect("writer client");
         Self::Real {
             client,
+            writer,
             kubeconfig: kubeconfig.to_path_buf(),
             before: BTreeMap::new(),
         }
@@ -90,6 +104,18 @@ impl Server {
         match self {
             Self::Mem { api, .. } => api.client(),
             Self::Real { client, .. } => client.clone(),
+        }
+    }
+
+    /// A client for writes that stand in for the controller's: it sends
+    /// the controller's User-Agent, so the server keeps the same field
+    /// managers on an object the probe wrote as on one the controller
+    /// wrote (the bench's seeding, and then the writer), and does the
+    /// same work for each write.
+    pub(crate) fn writer_client(&self) -> Client {
+        match self {
+            Self::Mem { api, .. } => api.client(),
+            Self::Real { writer, .. } => writer.clone(),
         }
     }
 
