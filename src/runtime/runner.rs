@@ -9,7 +9,12 @@
 //!    with warm stores is fit to take over);
 //! 2. competes for the one Lease (or leads at once without election) and,
 //!    while it leads, runs every workload: handlers queue work only from
-//!    now on ([`Leading`]);
+//!    now on ([`Leading`]). A replica that wins the Lease first lists every
+//!    kind again and starts its workers only once those lists are in: its
+//!    watches may lag behind what the last leader wrote and saw (a lost
+//!    event, a watch slow to resume), and a decision made on such a store
+//!    (a claim already deleted, still waiting for a volume) would provision,
+//!    bind or recycle a second time;
 //! 3. stops on a shutdown (each worker finishes the key it holds, then the
 //!    recorded events are written and the Lease released, so a follower
 //!    takes over at once), on the loss of the Lease (every sync and
@@ -30,7 +35,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventRecorder;
-use crate::runtime::informer::{Informers, WatchFailure, Watches};
+use crate::runtime::informer::{FIRST_LIST, Informers, WatchFailure, Watches};
 use crate::runtime::leader::LeaderElector;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::server::{Liveness, Readiness};
@@ -177,7 +182,7 @@ impl Runner {
     /// themselves.
     pub(crate) async fn sync_caches(&mut self) -> Result<(), RunError> {
         self.start_watches();
-        let Watches { tasks, synced } = &mut self.watches;
+        let Watches { tasks, synced, .. } = &mut self.watches;
         tokio::select! {
             biased;
             failure = Watches::failure_of(tasks) => return Err(failure.into()),
@@ -198,8 +203,9 @@ impl Runner {
         let role = watch::Sender::new(Role::Follower);
         let result = {
             let metrics = Arc::clone(&self.metrics);
+            let elected = election.is_some();
             let campaign = compete(election.as_mut(), &role, &metrics, !self.shadow);
-            self.lead(campaign, role.subscribe(), shutdown).await
+            Box::pin(self.lead(campaign, elected, role.subscribe(), shutdown)).await
         };
         self.metrics.set_leader(false);
         let lost = *role.borrow() == Role::Lost;
@@ -220,6 +226,7 @@ impl Runner {
     async fn lead(
         &mut self,
         campaign: impl Future<Output = ()>,
+        elected: bool,
         mut role: watch::Receiver<Role>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), RunError> {
@@ -227,6 +234,8 @@ impl Runner {
         let mut shutdown = pin!(shutdown);
         self.start_watches();
         let mut tasks: Option<Tasks> = None;
+        // The list request the workers wait for, once this replica leads.
+        let mut leading_list: Option<u64> = None;
         let stop = CancellationToken::new();
         let end = loop {
             let now = *role.borrow_and_update();
@@ -234,14 +243,25 @@ impl Runner {
                 self.abort(tasks.take(), &stop).await;
                 return Err(RunError::LeadershipLost);
             }
-            if now == Role::Leader && tasks.is_none() && self.readiness.is_ready() {
+            if now == Role::Leader && leading_list.is_none() {
+                leading_list = Some(if elected {
+                    tracing::info!("listing every kind again before leading");
+                    self.watches.relist()
+                } else {
+                    FIRST_LIST
+                });
+            }
+            let listed = leading_list.is_some_and(|request| self.watches.listed(request));
+            if tasks.is_none() && listed && self.readiness.is_ready() {
                 tasks = Some(self.start_workloads(&stop));
             }
             let Watches {
                 tasks: watches,
                 synced,
+                ..
             } = &mut self.watches;
             let filling = !self.readiness.is_ready();
+            let relisting = leading_list.filter(|_| !listed);
             tokio::select! {
                 () = &mut campaign => {}
                 () = &mut shutdown => break End::Shutdown,
@@ -250,6 +270,7 @@ impl Runner {
                     tracing::info!("every kind's first list is in");
                     self.readiness.set_ready();
                 }
+                () = Watches::wait_for(synced, relisting.unwrap_or(FIRST_LIST)), if relisting.is_some() => {}
                 changed = role.changed() => if changed.is_err() {
                     break End::Failed(RunError::LeadershipLost);
                 },

@@ -368,3 +368,52 @@ async fn a_queue_of_controller_traffic_never_costs_the_lease() {
     assert!(lease_writes >= 55, "renewed every 2 s: {lease_writes}");
     leader.task.abort();
 }
+
+/// A follower whose claim watch missed a deletion must not act on the
+/// claim once it leads: it lists every kind again first. Without that, the
+/// new leader binds the deleted claim to the next volume that fits (the
+/// volume's claimRef written, then the volume released for a claim that
+/// never used it, and reclaimed by its policy).
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_lists_again_before_acting_on_a_watch_that_missed_a_deletion() {
+    let api = MemApi::new();
+    let mut a = start(&api, "a").await;
+    until_holder(&api, "a").await;
+    let b = start(&api, "b").await;
+    api.create(&claim("gone", "uid-gone", "1Gi").build())
+        .unwrap();
+    settle(&api, &a.idle).await;
+    assert!(b.readiness.is_ready(), "b holds the claim in its store");
+
+    // Every open watch misses the claim's deletion.
+    api.lose_events("persistentvolumeclaims", 1).unwrap();
+    assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "gone"));
+    let _ = a.stop.take().map(|stop| stop.send(()));
+    (&mut a.task).await.unwrap();
+
+    // A volume the deleted claim would fit, seen by b before it leads.
+    api.create(&volume("fits", "1Gi").build()).unwrap();
+    until_holder(&api, "b").await;
+    settle(&api, &b.idle).await;
+
+    let fits = api.get::<PersistentVolume>(None, "fits").unwrap();
+    assert_eq!(
+        fits.spec.and_then(|spec| spec.claim_ref),
+        None,
+        "the new leader bound the volume to a claim deleted before it led"
+    );
+    assert_eq!(
+        fits.status.and_then(|status| status.phase).as_deref(),
+        Some("Available")
+    );
+    assert_eq!(
+        b.metrics.api_writes_to("persistentvolumes", ""),
+        0,
+        "no volume spec written"
+    );
+    assert_eq!(
+        b.metrics.api_writes_to("persistentvolumeclaims", ""),
+        0,
+        "no claim written"
+    );
+}

@@ -98,7 +98,8 @@ impl Controller {
     /// decided from an older copy, after its volume was made and released
     /// again (the claim deleted, or bound to another volume), must not
     /// make that volume a second time; the cache is never older than the
-    /// decision that released it.
+    /// decision that released it (a new leader lists every kind again
+    /// before it acts).
     fn still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> bool {
         self.cache.claim(&ObjectKey::of(claim)).is_some_and(|now| {
             now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()

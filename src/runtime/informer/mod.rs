@@ -63,28 +63,43 @@ pub(crate) enum Change<'a, K> {
 /// A subscriber to one kind's changes.
 pub(crate) type Handler<K> = Box<dyn Fn(&Change<'_, K>) + Send + Sync>;
 
-/// Turns true, for good, once a kind's first complete list is in its
-/// store. Cheap to clone.
+/// How far a kind's lists have come: the number of the latest list
+/// request ([`Watches::relist`]) whose list is complete in the store; 0
+/// until the first list, which answers request 1. Cheap to clone.
 #[derive(Clone, Debug)]
-pub(crate) struct Synced(Arc<tokio::sync::watch::Sender<bool>>);
+pub(crate) struct Synced(Arc<tokio::sync::watch::Sender<u64>>);
 
 impl Default for Synced {
     fn default() -> Self {
-        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+        Self(Arc::new(tokio::sync::watch::Sender::new(0)))
     }
 }
 
 impl Synced {
-    fn set(&self) {
-        self.0.send_replace(true);
+    fn set(&self, request: u64) {
+        self.0.send_if_modified(|done| {
+            let newer = request > *done;
+            if newer {
+                *done = request;
+            }
+            newer
+        });
     }
 
-    /// Waits until the first complete list is in.
-    pub(crate) async fn wait(&self) {
+    /// Whether the list of `request`, or of a later one, is in.
+    fn listed(&self, request: u64) -> bool {
+        *self.0.borrow() >= request
+    }
+
+    /// Waits until the list of `request`, or of a later one, is in.
+    pub(crate) async fn wait_for(&self, request: u64) {
         // The sender lives as long as `self`, so the wait cannot fail.
-        let _ = self.0.subscribe().wait_for(|synced| *synced).await;
+        let _ = self.0.subscribe().wait_for(|done| *done >= request).await;
     }
 }
+
+/// The number of the list every watch starts with.
+pub(crate) const FIRST_LIST: u64 = 1;
 
 /// What the process has been asked to watch of one kind.
 struct Slot<K> {
@@ -116,8 +131,15 @@ trait Pending: Send {
         self: Box<Self>,
         client: &Client,
         failure_limit: Duration,
-        synced: Synced,
+        lists: Lists,
     ) -> BoxFuture<'static, Result<(), WatchFailure>>;
+}
+
+/// A kind's side of the list requests: the requests it is asked to list
+/// for, and where it says how far it has come.
+struct Lists {
+    requested: tokio::sync::watch::Receiver<u64>,
+    synced: Synced,
 }
 
 impl<K: Kind> Pending for Slot<K> {
@@ -133,27 +155,37 @@ impl<K: Kind> Pending for Slot<K> {
         mut self: Box<Self>,
         client: &Client,
         failure_limit: Duration,
-        synced: Synced,
+        lists: Lists,
     ) -> BoxFuture<'static, Result<(), WatchFailure>> {
         let mut informer = Informer {
             store: self.fix_store(),
             handlers: std::mem::take(&mut self.handlers),
             listing: None,
-            synced,
+            request: FIRST_LIST,
+            synced: lists.synced,
         };
-        let stream = watch::watch::<K>(client).modify(K::trim);
-        Box::pin(watch::pump(K::NAME, stream, failure_limit, move |event| {
-            informer.on_event(event);
-        }))
+        let client = client.clone();
+        let streams = move || watch::watch::<K>(&client).modify(K::trim);
+        Box::pin(watch::pump(
+            K::NAME,
+            streams,
+            lists.requested,
+            failure_limit,
+            move |request, event| {
+                informer.request = request;
+                informer.on_event(event);
+            },
+        ))
     }
 }
 
-/// A running informer: the kind's store, its handlers, and the keys a list
-/// under way has shown so far.
+/// A running informer: the kind's store, its handlers, the keys a list
+/// under way has shown so far, and the list request its watch answers.
 struct Informer<K> {
     store: Arc<dyn Store<K>>,
     handlers: Vec<Handler<K>>,
     listing: Option<HashSet<ObjectKey>>,
+    request: u64,
     synced: Synced,
 }
 
@@ -207,7 +239,7 @@ impl<K: Kind> Informer<K> {
                     }
                 }
                 self.tell(&Change::Listed);
-                self.synced.set();
+                self.synced.set(self.request);
             }
         }
     }
@@ -307,13 +339,20 @@ impl Informers {
     /// until its task is dropped; one that fails without a single success
     /// for `failure_limit` (or ends) ends its task with the failure.
     pub(crate) fn start(self, client: &Client, failure_limit: Duration) -> Watches {
-        let mut watches = Watches::default();
+        let mut watches = Watches {
+            requests: tokio::sync::watch::Sender::new(FIRST_LIST),
+            ..Watches::default()
+        };
         for slot in self.slots {
             let synced = Synced::default();
             watches.synced.push((slot.name(), synced.clone()));
+            let lists = Lists {
+                requested: watches.requests.subscribe(),
+                synced,
+            };
             watches
                 .tasks
-                .spawn(slot.start(client, failure_limit, synced));
+                .spawn(slot.start(client, failure_limit, lists));
         }
         watches
     }
@@ -324,16 +363,39 @@ impl Informers {
 pub(crate) struct Watches {
     /// One task per kind.
     pub(crate) tasks: JoinSet<Result<(), WatchFailure>>,
-    /// Each kind's first list.
+    /// How far each kind's lists have come.
     pub(crate) synced: Vec<(&'static str, Synced)>,
+    /// The latest list request, to every watch.
+    requests: tokio::sync::watch::Sender<u64>,
 }
 
 impl Watches {
     /// Waits until every kind's first list of `synced` is in its store.
     pub(crate) async fn wait(synced: &[(&'static str, Synced)]) {
+        Self::wait_for(synced, FIRST_LIST).await;
+    }
+
+    /// Waits until every kind of `synced` has listed for `request` (or a
+    /// later request).
+    pub(crate) async fn wait_for(synced: &[(&'static str, Synced)], request: u64) {
         for (_, synced) in synced {
-            synced.wait().await;
+            synced.wait_for(request).await;
         }
+    }
+
+    /// Whether every kind has listed for `request` (or a later request).
+    pub(crate) fn listed(&self, request: u64) -> bool {
+        self.synced.iter().all(|(_, synced)| synced.listed(request))
+    }
+
+    /// Asks every watch to list its kind from the server again, and returns
+    /// the request's number: once [`Watches::wait_for`] it returns, every
+    /// store holds what the server held at the moment of the request or
+    /// later. A watch that lags (events lost, or slow to resume) can hold an
+    /// object long gone; a new leader must not act on that.
+    pub(crate) fn relist(&self) -> u64 {
+        self.requests.send_modify(|request| *request += 1);
+        *self.requests.borrow()
     }
 
     /// The first watch of `tasks` to end: each should run as long as the

@@ -46,6 +46,7 @@ fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Told) {
             recorded.lock().expect("seen").push(told(change));
         })],
         listing: None,
+        request: FIRST_LIST,
         synced: Synced::default(),
     };
     (informer, store, seen)
@@ -74,7 +75,7 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
             "listed"
         ]
     );
-    informer.synced.wait().await;
+    informer.synced.wait_for(FIRST_LIST).await;
     informer.on_event(Event::Apply(pod("a", "2")));
     informer.on_event(Event::Delete(pod("c", "3")));
     assert_eq!(

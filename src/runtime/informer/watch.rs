@@ -66,42 +66,61 @@ where
         })
 }
 
-/// Drives a watch stream of `kind`, handing each event to `on_event`. Fails when the watch has failed without a single success (a
-/// complete list, or a change) for `failure_limit`, or when the stream
-/// ends. The start of a relist is no success: the watcher announces one
-/// before every attempt, failing or not.
-pub(super) async fn pump<K, S, F>(
+/// Drives the watch streams `streams` makes of `kind`, handing each event,
+/// with the number of the list request its stream answers, to `on_event`.
+/// A new request on `requested` replaces the stream with a fresh one, which
+/// lists the kind from the server before it watches again. Fails when the
+/// watch has failed without a single success (a complete list, or a
+/// change) for `failure_limit`, or when the stream ends. The start of a
+/// relist is no success: the watcher announces one before every attempt,
+/// failing or not.
+pub(super) async fn pump<K, S, M, F>(
     kind: &'static str,
-    stream: S,
+    mut streams: M,
+    mut requested: tokio::sync::watch::Receiver<u64>,
     failure_limit: Duration,
     mut on_event: F,
 ) -> Result<(), WatchFailure>
 where
+    M: FnMut() -> S,
     S: Stream<Item = Result<Event<K>, watcher::Error>>,
-    F: FnMut(Event<K>),
+    F: FnMut(u64, Event<K>),
 {
-    let mut stream = std::pin::pin!(stream);
+    let mut request = *requested.borrow_and_update();
+    let mut stream = Box::pin(streams());
+    let mut requests_open = true;
     let mut failing_since: Option<Instant> = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => {
-                if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
-                    failing_since = None;
+    loop {
+        tokio::select! {
+            biased;
+            changed = requested.changed(), if requests_open => match changed {
+                Ok(()) => {
+                    request = *requested.borrow_and_update();
+                    tracing::debug!(kind, request, "listing again on request");
+                    stream = Box::pin(streams());
                 }
-                on_event(event);
-            }
-            Err(error) => {
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                tracing::warn!(kind, %error, "watch failed, retrying");
-                if since.elapsed() >= failure_limit {
-                    return Err(WatchFailure::Failing {
-                        kind,
-                        limit: failure_limit,
-                        last_error: error.to_string(),
-                    });
+                Err(_) => requests_open = false,
+            },
+            item = stream.next() => match item {
+                None => return Err(WatchFailure::Ended(kind)),
+                Some(Ok(event)) => {
+                    if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+                        failing_since = None;
+                    }
+                    on_event(request, event);
                 }
-            }
+                Some(Err(error)) => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    tracing::warn!(kind, %error, "watch failed, retrying");
+                    if since.elapsed() >= failure_limit {
+                        return Err(WatchFailure::Failing {
+                            kind,
+                            limit: failure_limit,
+                            last_error: error.to_string(),
+                        });
+                    }
+                }
+            },
         }
     }
-    Err(WatchFailure::Ended(kind))
 }
