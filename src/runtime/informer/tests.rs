@@ -4,6 +4,7 @@
 
 use std::sync::Mutex;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::runtime::watcher::Event;
 
@@ -122,4 +123,71 @@ fn each_kind_has_one_store_and_one_slot() {
     assert!(informers.provide::<PersistentVolume>(provided).is_err());
     assert!(informers.mem_store::<PersistentVolume>().is_err());
     assert!(first.store().is_none(), "fixed only when the watches start");
+}
+
+/// A list request replaces the watch's stream mid-list: the list under way
+/// is abandoned, and only the new stream's complete list answers the
+/// request, with the object it vanished from gone from the store.
+#[tokio::test(start_paused = true)]
+async fn a_list_request_lists_again_and_only_the_new_list_answers_it() {
+    let (mut informer, store, seen) = informer();
+    let synced = informer.synced.clone();
+    let (requests, requested) = tokio::sync::watch::channel(FIRST_LIST);
+    let lists = [
+        vec![
+            Event::Init,
+            Event::InitApply(pod("a", "1")),
+            Event::InitDone,
+        ],
+        // Abandoned before its end by the request below.
+        vec![Event::Init, Event::InitApply(pod("b", "2"))],
+        vec![
+            Event::Init,
+            Event::InitApply(pod("b", "2")),
+            Event::InitDone,
+        ],
+    ];
+    let mut streams = lists.into_iter().map(|events| {
+        futures::stream::iter(
+            events
+                .into_iter()
+                .map(Ok::<_, kube::runtime::watcher::Error>),
+        )
+        .chain(futures::stream::pending())
+    });
+    let pump = tokio::spawn(watch::pump(
+        "pod",
+        move || futures::stream::iter(streams.next()).flatten().boxed(),
+        requested,
+        Duration::from_secs(60),
+        move |request, event| {
+            informer.request = request;
+            informer.on_event(event);
+        },
+    ));
+    tokio::time::timeout(Duration::from_secs(5), synced.wait_for(FIRST_LIST))
+        .await
+        .expect("the first list answers request 1");
+    assert_eq!(store.keys(), [ObjectKey::new("ns", "a")]);
+
+    requests.send_replace(2);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(!synced.listed(2), "the abandoned list answers nothing");
+    requests.send_replace(3);
+    tokio::time::timeout(Duration::from_secs(5), synced.wait_for(3))
+        .await
+        .expect("the list made for request 3 answers it");
+    assert_eq!(store.keys(), [ObjectKey::new("ns", "b")]);
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "listed",
+            "applied ns/b listing=true",
+            "applied ns/b listing=true",
+            "deleted ns/a last=true",
+            "listed"
+        ]
+    );
+    pump.abort();
 }
