@@ -12,6 +12,10 @@
 //! object the store holds but the list did not show as deleted: it vanished
 //! while the watch was down, and no delete event will ever say so.
 //!
+//! A list request ([`Watches::relist`]) has every watch list its kind from
+//! the server again, so a store that lagged is brought up to date; the
+//! runner makes one when the process wins the Lease.
+//!
 //! kube's `watcher` is the primitive underneath: it lists in pages,
 //! watches, resumes and relists; everything above it is here.
 
@@ -389,9 +393,9 @@ impl Watches {
     }
 
     /// Asks every watch to list its kind from the server again, and returns
-    /// the request's number: once [`Watches::wait_for`] it returns, every
-    /// store holds what the server held at the moment of the request or
-    /// later. A watch that lags (events lost, or slow to resume) can hold an
+    /// the request's number: once [`Watches::wait_for`] returns for it,
+    /// every store holds what the server held at the moment of the request
+    /// or later. A watch that lags (events lost, or slow to resume) can hold an
     /// object long gone; a new leader must not act on that.
     pub(crate) fn relist(&self) -> u64 {
         self.requests.send_modify(|request| *request += 1);
