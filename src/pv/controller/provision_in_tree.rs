@@ -19,7 +19,7 @@ use super::delete::Deletion;
 use super::writes::{Edit, Part};
 use crate::pv::constants::{
     ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE,
-    FINALIZER_PV_CONTROLLER, reasons,
+    ANN_STORAGE_PROVISIONER, FINALIZER_PV_CONTROLLER, reasons,
 };
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
@@ -52,6 +52,8 @@ impl Controller {
             );
             return self.provisioning_failed(&claim, message);
         }
+        let repeat = annotation(&claim.metadata, ANN_STORAGE_PROVISIONER)
+            == Some(class.provisioner.as_str());
         let claim = self
             .set_claim_provisioner(&claim, &class.provisioner)
             .await?;
@@ -66,6 +68,10 @@ impl Controller {
         }
         if !self.still_wants_provisioning(&claim) {
             tracing::debug!(volume = %pv_name, "claim gone or bound meanwhile, nothing to provision");
+            return Ok(());
+        }
+        if repeat && !self.server_still_wants_provisioning(&claim).await? {
+            tracing::debug!(volume = %pv_name, "claim gone or bound on the server, nothing to provision");
             return Ok(());
         }
         let request = match self.provision_request(&claim, &class, plugin.as_ref(), &pv_name) {
@@ -104,6 +110,19 @@ impl Controller {
         self.cache.claim(&ObjectKey::of(claim)).is_some_and(|now| {
             now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
         })
+    }
+
+    /// Whether the claim, as the API server has it now, still waits for a
+    /// volume. Asked only when the claim was handed to this provisioner
+    /// before (a retry, a restart, a new leader): then no claim write
+    /// confirmed it, and with its volume not found, the claim may be gone
+    /// with it (a volume is released and deleted only after its claim is
+    /// gone, so this read, made after the volume's, sees that).
+    async fn server_still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> Result<bool> {
+        let now = self.writers.claims.refresh(&ObjectKey::of(claim)).await?;
+        Ok(now.is_some_and(|now| {
+            now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
+        }))
     }
 
     /// What the plugin is asked for: the class's policy, parameters and

@@ -110,6 +110,32 @@ async fn a_claim_deleted_since_gets_none() {
     assert_eq!(Box::pin(provision_with_cache_holding(None)).await, (0, 0));
 }
 
+/// A repeated provisioning (the claim handed to the plugin already, so no
+/// claim write reaches the server) of a claim the cache still holds but the
+/// server deleted, its first volume released and deleted meanwhile: the
+/// claim read from the server stops it.
+#[tokio::test]
+async fn a_claim_deleted_on_the_server_but_still_cached_gets_none() {
+    let api = MemApi::new();
+    let controller = crate::pv::controller::testing::controller(&api);
+    let stored = api.create(&decided()).expect("claim");
+    controller
+        .cache()
+        .offer_claim(Arc::new(stored.clone()))
+        .expect("cache claim");
+    assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "c"));
+    let plugin = Arc::new(Counting::default());
+    let class = Arc::new(storage_class("fast", PLUGIN, "Immediate"));
+    Box::pin(controller.provision_in_tree(Arc::new(stored), plugin.clone(), class))
+        .await
+        .expect("provisioning");
+    assert_eq!(plugin.0.load(Ordering::SeqCst), 0, "no storage made");
+    assert!(
+        api.list::<PersistentVolume>().is_empty(),
+        "no volume stored"
+    );
+}
+
 #[tokio::test]
 async fn a_claim_re_created_since_gets_none_for_the_old_one() {
     let mut replaced = decided();
