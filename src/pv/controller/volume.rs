@@ -150,7 +150,10 @@ impl Controller {
     /// The claim a volume's claimRef names, if it exists with the claimRef's
     /// UID. A claim missing from the shadow cache is looked up on the server
     /// before the volume is released: releasing because of a stale cache would
-    /// reclaim a volume in use.
+    /// reclaim a volume in use. A released volume's claim found in the cache
+    /// is looked up on the server too: the volume was released because the
+    /// claim was gone, and binding it again to a copy the cache kept would
+    /// release it a second time (a second reclaim).
     async fn claim_of_volume(
         &self,
         volume: &PersistentVolume,
@@ -161,13 +164,13 @@ impl Controller {
         };
         let cached = self.cache.claim(&key);
         let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.as_deref());
-        if cached_uid == Some(uid) {
-            return Ok(cached);
-        }
         let reclaiming = matches!(
             volume_phase(volume),
             Some(VolumePhase::Released | VolumePhase::Failed)
         );
+        if cached_uid == Some(uid) && !reclaiming {
+            return Ok(cached);
+        }
         if cached.is_none() && reclaiming {
             return Ok(None);
         }
@@ -245,3 +248,6 @@ fn has_unusable_claim_ref(volume: &PersistentVolume) -> bool {
                     || r.name.as_deref().unwrap_or("").is_empty())
         })
 }
+
+#[cfg(test)]
+mod tests;
