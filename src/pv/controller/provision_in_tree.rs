@@ -29,6 +29,12 @@ use crate::pv::objects::{
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
 use crate::runtime::keys::ObjectKey;
 
+/// Whether `now`, a later copy of `claim`, is the same claim (by UID) and
+/// still names no volume.
+fn still_waits(now: &PersistentVolumeClaim, claim: &PersistentVolumeClaim) -> bool {
+    now.metadata.uid == claim.metadata.uid && requested_volume(now).is_none()
+}
+
 /// The name of the volume provisioned for a claim.
 pub(super) fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
     format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or(""))
@@ -107,9 +113,9 @@ impl Controller {
     /// decision that released it (a new leader lists every kind again
     /// before it acts).
     fn still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> bool {
-        self.cache.claim(&ObjectKey::of(claim)).is_some_and(|now| {
-            now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
-        })
+        self.cache
+            .claim(&ObjectKey::of(claim))
+            .is_some_and(|now| still_waits(&now, claim))
     }
 
     /// Whether the claim, as the API server has it now, still waits for a
@@ -120,9 +126,7 @@ impl Controller {
     /// gone, so this read, made after the volume's, sees that).
     async fn server_still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> Result<bool> {
         let now = self.writers.claims.refresh(&ObjectKey::of(claim)).await?;
-        Ok(now.is_some_and(|now| {
-            now.metadata.uid == claim.metadata.uid && requested_volume(&now).is_none()
-        }))
+        Ok(now.is_some_and(|now| still_waits(&now, claim)))
     }
 
     /// What the plugin is asked for: the class's policy, parameters and
