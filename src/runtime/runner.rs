@@ -14,7 +14,10 @@
 //!    watches may lag behind what the last leader wrote and saw (a lost
 //!    event, a watch slow to resume), and a decision made on such a store
 //!    (a claim already deleted, still waiting for a volume) would provision,
-//!    bind or recycle a second time;
+//!    bind or recycle a second time. The runner makes one attempt at the
+//!    Lease before the watches start, so a replica that wins it then (a
+//!    lone replica, the usual start) lists once: its lists began after it
+//!    led;
 //! 3. stops on a shutdown (each worker finishes the key it holds, then the
 //!    recorded events are written and the Lease released, so a follower
 //!    takes over at once), on the loss of the Lease (every sync and
@@ -201,11 +204,19 @@ impl Runner {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), RunError> {
         let role = watch::Sender::new(Role::Follower);
+        // One attempt at the Lease before the watches start: lists that
+        // begin after this replica holds it already hold everything an
+        // earlier leader wrote, so leading needs no second list.
+        let watching = self.informers.is_none();
+        let held = match election.as_mut() {
+            Some(elector) if !watching => first_attempt(elector).await,
+            _ => false,
+        };
         let result = {
             let metrics = Arc::clone(&self.metrics);
-            let elected = election.is_some();
-            let campaign = compete(election.as_mut(), &role, &metrics, !self.shadow);
-            Box::pin(self.lead(campaign, elected, role.subscribe(), shutdown)).await
+            let relist = election.is_some() && !held;
+            let campaign = compete(election.as_mut(), held, &role, &metrics, !self.shadow);
+            Box::pin(self.lead(campaign, relist, role.subscribe(), shutdown)).await
         };
         self.metrics.set_leader(false);
         let lost = *role.borrow() == Role::Lost;
@@ -223,10 +234,12 @@ impl Runner {
         result
     }
 
+    /// Leads while `role` says so; `relist` makes a replica that comes to
+    /// lead list every kind again before its workers start.
     async fn lead(
         &mut self,
         campaign: impl Future<Output = ()>,
-        elected: bool,
+        relist: bool,
         mut role: watch::Receiver<Role>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), RunError> {
@@ -244,7 +257,7 @@ impl Runner {
                 return Err(RunError::LeadershipLost);
             }
             if now == Role::Leader && leading_list.is_none() {
-                leading_list = Some(if elected {
+                leading_list = Some(if relist {
                     tracing::info!("listing every kind again before leading");
                     self.watches.relist()
                 } else {
@@ -354,19 +367,43 @@ impl Runner {
     }
 }
 
+/// How long the attempt at the Lease before the watches start may take;
+/// past it the watches start and the campaign goes on beside them.
+const FIRST_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One attempt at the Lease, bounded by [`FIRST_ATTEMPT_TIMEOUT`]: whether
+/// this replica holds it now. A failed or slow attempt is no error: the
+/// campaign tries again.
+async fn first_attempt(elector: &mut LeaderElector) -> bool {
+    match tokio::time::timeout(FIRST_ATTEMPT_TIMEOUT, elector.try_acquire_or_renew()).await {
+        Ok(Ok(held)) => held,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "cannot acquire the leader lease");
+            false
+        }
+        Err(_) => {
+            tracing::warn!(timeout = ?FIRST_ATTEMPT_TIMEOUT, "the first attempt at the leader lease timed out");
+            false
+        }
+    }
+}
+
 /// Leads at once without an election (reported as leading unless
-/// `report_leader` is false: shadow mode); with one, acquires the Lease,
-/// holds it, and reports its loss. Never returns.
+/// `report_leader` is false: shadow mode); with one, acquires the Lease
+/// (unless `held` already), holds it, and reports its loss. Never returns.
 async fn compete(
     election: Option<&mut LeaderElector>,
+    held: bool,
     role: &watch::Sender<Role>,
     metrics: &Metrics,
     report_leader: bool,
 ) {
     if let Some(elector) = election {
-        metrics.set_leader(false);
-        tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
-        elector.acquire().await;
+        if !held {
+            metrics.set_leader(false);
+            tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
+            elector.acquire().await;
+        }
         tracing::info!(identity = %elector.identity(), "leading");
         metrics.set_leader(true);
         role.send_replace(Role::Leader);

@@ -417,3 +417,28 @@ async fn a_new_leader_lists_again_before_acting_on_a_watch_that_missed_a_deletio
         "no claim written"
     );
 }
+
+/// A replica that wins the Lease at its first attempt lists every kind
+/// once: its first lists began after it held the Lease, so they already
+/// hold everything an earlier leader wrote. A replica that won the Lease
+/// only after its lists began lists again (the test above).
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_leads_from_its_first_attempt_lists_each_kind_once() {
+    let api = MemApi::new();
+    for i in 0..3 {
+        seed_pair(&api, i);
+    }
+    let a = start(&api, "a").await;
+    until_holder(&api, "a").await;
+    settle(&api, &a.idle).await;
+
+    assert_eq!(bound_claims(&api), 3, "the leader bound the claims");
+    let stats = api.requests();
+    for resource in ["persistentvolumes", "persistentvolumeclaims"] {
+        assert_eq!(
+            stats.count(Verb::List, resource, None),
+            1,
+            "{resource} listed once"
+        );
+    }
+}
