@@ -13,7 +13,8 @@
 //!   resourceVersion it read: of several candidates only one update succeeds,
 //!   the others get 409 Conflict.
 //! - The leader renews (`renewTime`) every retry period; if it cannot renew
-//!   for the renew deadline, it has lost the lease and must stop writing.
+//!   within the renew deadline after its last successful renewal began, it
+//!   has lost the lease and must stop writing.
 //! - On shutdown the leader releases the Lease: it clears `holderIdentity`,
 //!   so a follower takes over at its next retry instead of waiting for the
 //!   lease to expire.
@@ -119,6 +120,9 @@ pub struct LeaderElector {
     config: LeaseConfig,
     observed: Option<Observed>,
     gate: WriteGate,
+    /// When the gate closes unless a renewal succeeds first: the renew
+    /// deadline after the last successful attempt began.
+    held_until: Option<Instant>,
 }
 
 impl LeaderElector {
@@ -132,6 +136,7 @@ impl LeaderElector {
             config,
             observed: None,
             gate,
+            held_until: None,
         }
     }
 
@@ -163,7 +168,9 @@ impl LeaderElector {
         let began = Instant::now();
         let held = self.attempt().await?;
         if held {
-            self.gate.open_until(began + self.config.renew_deadline);
+            let until = began + self.config.renew_deadline;
+            self.gate.open_until(until);
+            self.held_until = Some(until);
         }
         Ok(held)
     }
@@ -306,12 +313,16 @@ impl LeaderElector {
         }
     }
 
-    /// Renews every retry period; returns when a renewal has not succeeded
-    /// within the renew deadline, that is when leadership is lost.
+    /// Renews every retry period; returns when no renewal has succeeded
+    /// within the renew deadline after the last successful one began, that
+    /// is when leadership is lost: the moment the write gate closes, so
+    /// nothing the controller runs outlives the gate by a retry period (a
+    /// plugin's call to storage outside the API server, which the gate
+    /// does not stop).
     pub async fn hold(&mut self) {
         loop {
             tokio::time::sleep(self.config.retry_period).await;
-            let deadline = Instant::now() + self.config.renew_deadline;
+            let deadline = self.held_until.unwrap_or_else(Instant::now);
             let renewed = tokio::time::timeout_at(deadline, self.renew_until_success()).await;
             if renewed.is_err() {
                 self.gate.close();
@@ -474,6 +485,30 @@ mod tests {
         assert!(gate.is_open(), "a renewal opens it again");
         a.release().await.unwrap();
         assert!(!gate.is_open(), "released: closed");
+    }
+
+    /// A leader whose renewals fail gives up when its gate closes, the
+    /// renew deadline after its last successful renewal began, and not a
+    /// retry period later.
+    #[tokio::test(start_paused = true)]
+    async fn a_leader_whose_renewals_fail_gives_up_when_the_gate_closes() {
+        let api = MemApi::new();
+        let gate = WriteGate::default();
+        let mut a = LeaderElector::new(api.client(), config("a"), gate.clone());
+        let acquired = Instant::now();
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        api.add_reactor(
+            memapi::Reactor::on(memapi::Verb::Update, "leases")
+                .error(500)
+                .always(),
+        );
+        a.hold().await;
+        assert!(!gate.is_open());
+        assert_eq!(
+            acquired.elapsed(),
+            a.config().renew_deadline,
+            "leadership ends as the gate closes"
+        );
     }
 
     #[test]
