@@ -76,7 +76,7 @@ async fn bind(n: usize) {
     let deadline = start + Duration::from_secs(600);
     while api
         .requests()
-        .count(Verb::Update, "persistentvolumeclaims", Some("status"))
+        .count(Verb::Patch, "persistentvolumeclaims", Some("status"))
         < n as u64
     {
         if Instant::now() > deadline {
@@ -89,10 +89,10 @@ async fn bind(n: usize) {
     let stats = api.requests();
     let _ = stop.send(());
     let _ = running.await;
-    let pv_writes = stats.count(Verb::Update, "persistentvolumes", None)
-        + stats.count(Verb::Update, "persistentvolumes", Some("status"));
-    let pvc_writes = stats.count(Verb::Update, "persistentvolumeclaims", None)
-        + stats.count(Verb::Update, "persistentvolumeclaims", Some("status"));
+    let pv_writes = stats.count(Verb::Patch, "persistentvolumes", None)
+        + stats.count(Verb::Patch, "persistentvolumes", Some("status"));
+    let pvc_writes = stats.count(Verb::Patch, "persistentvolumeclaims", None)
+        + stats.count(Verb::Patch, "persistentvolumeclaims", Some("status"));
     let bound = api
         .list::<PersistentVolumeClaim>()
         .iter()

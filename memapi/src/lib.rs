@@ -49,6 +49,12 @@
 //!   403) and, when [`MemApiConfig::protection_finalizers`] is set, the
 //!   StorageObjectInUseProtection finalizers on new PVs and PVCs.
 //!
+//! memapi has no schema: it keeps every field a write sends, also those
+//! the client's compiled types do not know, so it stands in for an API
+//! server newer than its client (a write that sends an object back whole
+//! erases such fields; one that patches what it changed keeps them;
+//! [`MemApi::get_value`] reads them).
+//!
 //! Validation and admission apply to requests through the API; the test
 //! levers ([`MemApi::create`], [`MemApi::put`], [`MemApi::load_yaml`],
 //! [`MemApi::remove`]) store and remove objects as the test wrote them.
@@ -295,6 +301,22 @@ impl MemApi {
         };
         let obj = lock(&self.shared.store).get(kind, ns, name)?;
         from_value(&obj).ok()
+    }
+
+    /// The stored object of the resource `plural` as JSON, every field
+    /// included: also those the client's compiled types do not know (memapi
+    /// has no schema and keeps whatever a write sends, as a server newer
+    /// than its clients keeps its new fields), which a typed read drops.
+    /// `namespace` is ignored for cluster kinds.
+    pub fn get_value(&self, plural: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let kind = KINDS.iter().find(|k| k.plural == plural)?;
+        let ns = if kind.namespaced {
+            namespace.unwrap_or("default")
+        } else {
+            ""
+        };
+        let obj = lock(&self.shared.store).get(kind, ns, name)?;
+        Some((*obj).clone())
     }
 
     /// All stored objects of a kind, in all namespaces, sorted by namespace/name.

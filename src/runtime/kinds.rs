@@ -31,12 +31,6 @@ pub(crate) trait Kind:
     fn api(client: &Client, namespace: &str) -> Api<Self>;
 }
 
-/// A kind whose trim keeps everything an update carries (only
-/// `managedFields` go, and an update without them leaves the server's as
-/// they are): a controller may edit the stored copy and write it back
-/// whole. Other kinds are only created, patched or deleted.
-pub(crate) trait Whole: Kind {}
-
 /// Drops server-side apply's bookkeeping, which on a real API server is
 /// larger than the rest of most objects and which nothing here reads.
 fn drop_managed_fields<K: Resource>(object: &mut K) {
@@ -52,7 +46,6 @@ impl Kind for PersistentVolume {
         drop_managed_fields(self);
     }
 }
-impl Whole for PersistentVolume {}
 
 impl Kind for PersistentVolumeClaim {
     const NAME: &'static str = "persistentvolumeclaim";
@@ -63,7 +56,6 @@ impl Kind for PersistentVolumeClaim {
         drop_managed_fields(self);
     }
 }
-impl Whole for PersistentVolumeClaim {}
 
 impl Kind for StorageClass {
     const NAME: &'static str = "storageclass";
@@ -97,7 +89,6 @@ impl Kind for ResourceClaim {
         drop_managed_fields(self);
     }
 }
-impl Whole for ResourceClaim {}
 
 impl Kind for ResourceClaimTemplate {
     const NAME: &'static str = "resourceclaimtemplate";

@@ -16,6 +16,7 @@ pub(crate) mod keys;
 pub(crate) mod kinds;
 pub(crate) mod leader;
 pub(crate) mod lean;
+pub(crate) mod merge_patch;
 pub(crate) mod metrics;
 pub(crate) mod operations;
 pub(crate) mod queue;

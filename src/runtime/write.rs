@@ -15,6 +15,10 @@
 //!    older than the basis), with an edit that re-checks on that copy what
 //!    the decision assumed and refuses when the object moved on
 //!    ([`Edit::Refused`]), and sends nothing when the edit changed nothing;
+//!    what it sends is a merge patch of only the fields the edit changed,
+//!    conditional on the copy's resourceVersion, so a field the compiled
+//!    types do not know (a newer API server's) is never erased
+//!    ([`merge_patch`]);
 //! 3. sends the request, classifies its failure (a 409 and a refused edit
 //!    alike are conflicts: retried at once from fresh data), and counts it
 //!    once in `pv_controller_api_writes_total`, by controller, resource,
@@ -36,8 +40,9 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::{Kind, Whole};
+use crate::runtime::kinds::Kind;
 use crate::runtime::lean::Lean;
+use crate::runtime::merge_patch;
 use crate::runtime::metrics::{Metrics, WriteOutcome};
 use crate::runtime::shadow_mode::{ShadowMode, View};
 
@@ -555,11 +560,12 @@ impl<K: Kind> Writer<K> {
     }
 }
 
-impl<K: Whole> Writer<K> {
-    /// Edits the newest copy of `basis` with `edit` and writes `part` of it
-    /// when the edit changed it (carrying the copy's resourceVersion, so a
-    /// change by anyone else since is a 409); returns the object as it now
-    /// is.
+impl<K: Kind> Writer<K> {
+    /// Edits the newest copy of `basis` with `edit` and, when the edit
+    /// changed `part` of it, sends what changed as a merge patch carrying
+    /// the copy's resourceVersion (so a change by anyone else since is a
+    /// 409, and fields the edit did not touch stay as the server has them);
+    /// returns the object as it now is.
     pub(crate) async fn update(
         &self,
         basis: &Arc<K>,
@@ -601,9 +607,13 @@ impl<K: Whole> Writer<K> {
             keep_unsent(key, Arc::clone(&answer));
             return Ok(answer);
         }
+        let Some(patch) = conditional_patch(newest.as_ref(), &changed, part)? else {
+            // The edit changed nothing the server keeps in this part.
+            return Ok(newest);
+        };
         let api = K::api(&self.door.client, &key.namespace);
-        let result = replace(&self.door.client, &api, &key.name, part, &changed).await;
-        self.count("update", part.subresource(), outcome(&result));
+        let result = send_patch(&self.door.client, &api, &key.name, part, &patch).await;
+        self.count("patch", part.subresource(), outcome(&result));
         let source = match result {
             Ok(written) => return self.store(written),
             Err(source) => source,
@@ -623,22 +633,65 @@ impl<K: Whole> Writer<K> {
     }
 }
 
-/// Replaces the object `name` of `api`, or its status, with `object`; the
-/// answer is decoded without its managedFields ([`Lean`]), which the store
-/// would drop anyway.
-async fn replace<K: Kind>(
+/// The merge patch that makes `part` of `newest` into that of `changed`,
+/// carrying `newest`'s resourceVersion so the server refuses it (409) when
+/// the object changed since; `None` when that part did not change. Only
+/// what the edit changed is named, so every field the compiled types do
+/// not know (a newer server's) stays as the server holds it.
+fn conditional_patch<K: Kind>(
+    newest: &K,
+    changed: &K,
+    part: Part,
+) -> Result<Option<serde_json::Value>, WriteError> {
+    let encode = |object: &K| {
+        serde_json::to_value(object).map_err(|error| WriteError::Api {
+            action: format!("encode {}", describe::<K>(&ObjectKey::of(object))),
+            source: kube::Error::SerdeError(error),
+        })
+    };
+    let (before, after) = (encode(newest)?, encode(changed)?);
+    let Some(mut patch) = merge_patch::diff(&before, &after) else {
+        return Ok(None);
+    };
+    let Some(members) = patch.as_object_mut() else {
+        return Ok(None);
+    };
+    // The server ignores the other part of a write to one part; leaving it
+    // out keeps the request as small as the change.
+    members.remove(match part {
+        Part::Spec => "status",
+        Part::Status => "spec",
+    });
+    if members.is_empty() {
+        return Ok(None);
+    }
+    if let Some(version) = &newest.meta().resource_version {
+        let metadata = members
+            .entry("metadata")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(metadata) = metadata.as_object_mut() {
+            metadata.insert("resourceVersion".to_string(), version.clone().into());
+        }
+    }
+    Ok(Some(patch))
+}
+
+/// Sends `patch` as a JSON merge patch to the object `name` of `api`, or to
+/// its status; the answer is decoded without its managedFields ([`Lean`]),
+/// which the store would drop anyway.
+async fn send_patch<K: Kind>(
     client: &Client,
     api: &kube::Api<K>,
     name: &str,
     part: Part,
-    object: &K,
+    patch: &serde_json::Value,
 ) -> Result<K, kube::Error> {
-    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
     let request = kube::core::Request::new(api.resource_url());
-    let params = PostParams::default();
+    let params = PatchParams::default();
+    let patch = Patch::Merge(patch);
     let request = match part {
-        Part::Spec => request.replace(name, &params, body),
-        Part::Status => request.replace_subresource("status", name, &params, body),
+        Part::Spec => request.patch(name, &params, &patch),
+        Part::Status => request.patch_subresource("status", name, &params, &patch),
     }
     .map_err(kube::Error::BuildRequest)?;
     client

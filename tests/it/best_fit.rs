@@ -73,7 +73,7 @@ async fn a_claim_there_before_the_controller_gets_the_smallest_new_volume() {
                 assert_eq!(phase_of_volume(&api, other).as_deref(), Some("Available"));
             }
             let stats = api.requests();
-            let volume_status = stats.count(Verb::Update, "persistentvolumes", Some("status"));
+            let volume_status = stats.count(Verb::Patch, "persistentvolumes", Some("status"));
             assert_eq!(
                 volume_status, 3,
                 "Bound for the small one, Available for the others, nothing for the small one's Pending"
@@ -103,7 +103,7 @@ async fn several_workers_never_reserve_one_volume() {
         }
     }
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumes")
+        Reactor::on(Verb::Patch, "persistentvolumes")
             .delay(Duration::from_millis(50))
             .always(),
     );
@@ -129,7 +129,7 @@ async fn several_workers_never_reserve_one_volume() {
     assert_eq!(bound, 10, "every volume is bound, each once");
     let stats = api.requests();
     assert_eq!(
-        stats.count(Verb::Update, "persistentvolumes", None),
+        stats.count(Verb::Patch, "persistentvolumes", None),
         10,
         "one reservation write per volume"
     );
@@ -163,7 +163,7 @@ async fn claims_reserve_volumes_in_queue_order_whatever_the_workers() {
             .expect("seed");
         }
         api.add_reactor(
-            Reactor::on(Verb::Update, "persistentvolumeclaims")
+            Reactor::on(Verb::Patch, "persistentvolumeclaims")
                 .name("claim-large")
                 .delay(Duration::from_secs(1))
                 .times(1),

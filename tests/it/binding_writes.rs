@@ -33,10 +33,10 @@ struct Writes {
 fn writes(api: &MemApi) -> Writes {
     let stats = api.requests();
     Writes {
-        volume_spec: stats.count(Verb::Update, "persistentvolumes", None),
-        volume_status: stats.count(Verb::Update, "persistentvolumes", Some("status")),
-        claim_spec: stats.count(Verb::Update, "persistentvolumeclaims", None),
-        claim_status: stats.count(Verb::Update, "persistentvolumeclaims", Some("status")),
+        volume_spec: stats.count(Verb::Patch, "persistentvolumes", None),
+        volume_status: stats.count(Verb::Patch, "persistentvolumes", Some("status")),
+        claim_spec: stats.count(Verb::Patch, "persistentvolumeclaims", None),
+        claim_status: stats.count(Verb::Patch, "persistentvolumeclaims", Some("status")),
         conflicts: stats.total_with_code(409),
     }
 }
@@ -114,7 +114,7 @@ async fn a_bind_never_writes_one_object_twice_in_a_row() {
         .requests()
         .log()
         .iter()
-        .filter(|entry| entry.verb == Verb::Update)
+        .filter(|entry| entry.verb == Verb::Patch)
         .map(|entry| (entry.resource.clone(), entry.subresource.clone()))
         .collect();
     let status = Some("status".to_string());
@@ -136,7 +136,7 @@ async fn a_bind_stopped_before_the_volume_phase_is_completed() {
     let api = MemApi::new();
     seed_pairs(&api, 5);
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumes")
+        Reactor::on(Verb::Patch, "persistentvolumes")
             .subresource("status")
             .error(500)
             .times(5),
@@ -203,18 +203,18 @@ async fn binding_completes_after_injected_faults() {
     let api = MemApi::new();
     seed_pairs(&api, 20);
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumes")
+        Reactor::on(Verb::Patch, "persistentvolumes")
             .error(409)
             .times(3),
     );
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumeclaims")
+        Reactor::on(Verb::Patch, "persistentvolumeclaims")
             .subresource("status")
             .error(500)
             .times(3),
     );
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumeclaims")
+        Reactor::on(Verb::Patch, "persistentvolumeclaims")
             .drop_connection()
             .times(2),
     );

@@ -96,7 +96,7 @@ fn served_writes(api: &MemApi) -> u64 {
     ["persistentvolumes", "persistentvolumeclaims"]
         .iter()
         .flat_map(|r| [(*r, None), (*r, Some("status"))])
-        .map(|(r, s)| stats.count(Verb::Update, r, s))
+        .map(|(r, s)| stats.count(Verb::Patch, r, s))
         .sum()
 }
 
@@ -283,7 +283,7 @@ async fn losing_the_lease_stops_every_write_at_once() {
             .always(),
     );
     api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumeclaims")
+        Reactor::on(Verb::Patch, "persistentvolumeclaims")
             .delay(Duration::from_secs(4))
             .always(),
     );

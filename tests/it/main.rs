@@ -45,3 +45,4 @@ mod resync;
 mod runtime;
 mod shadow;
 mod supervision;
+mod unknown_fields;

@@ -351,7 +351,7 @@ async fn metrics_parse_and_count_the_objects() {
         ("persistentvolumeclaims", "status"),
     ] {
         let served = requests.count(
-            Verb::Update,
+            Verb::Patch,
             resource,
             (!subresource.is_empty()).then_some(subresource),
         );

@@ -713,7 +713,7 @@ async fn while_a_volume_create_is_retried(
             .after_commit(),
     );
     let claim_writes = api.add_reactor(
-        Reactor::on(Verb::Update, "persistentvolumeclaims")
+        Reactor::on(Verb::Patch, "persistentvolumeclaims")
             .error(500)
             .always(),
     );

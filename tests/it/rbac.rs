@@ -250,22 +250,22 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         "the ephemeral volume's claim was made"
     );
     let expected_work = [
-        ("", "persistentvolumes/status", "update"),
+        ("", "persistentvolumes/status", "patch"),
         ("", "persistentvolumes", "delete"),
         ("", "pods", "create"),
         ("", "pods", "delete"),
         ("", "events", "list"),
         ("", "events", "create"),
         ("", "events", "patch"),
-        ("", "persistentvolumeclaims", "update"),
+        ("", "persistentvolumeclaims", "patch"),
         ("", "persistentvolumeclaims", "create"),
         ("coordination.k8s.io", "leases", "update"),
         ("", "pods", "get"),
         ("", "pods/status", "patch"),
         ("resource.k8s.io", "resourceclaims", "create"),
-        ("resource.k8s.io", "resourceclaims", "update"),
+        ("resource.k8s.io", "resourceclaims", "patch"),
         ("resource.k8s.io", "resourceclaims", "delete"),
-        ("resource.k8s.io", "resourceclaims/status", "update"),
+        ("resource.k8s.io", "resourceclaims/status", "patch"),
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),
     ];

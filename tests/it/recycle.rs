@@ -517,13 +517,13 @@ async fn a_failed_volume_write_after_the_scrub_starts_no_second_recycler_pod() {
     api.create(&host_volume()).expect("seed");
     let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
-    api.add_reactor(memapi::Reactor::on(Verb::Update, "persistentvolumes").error(500));
+    api.add_reactor(memapi::Reactor::on(Verb::Patch, "persistentvolumes").error(500));
     finish_pod(&api, pod, "Succeeded", None);
     let volume = wait_for_phase(&api, "Available").await;
     assert!(volume.spec.and_then(|s| s.claim_ref).is_none());
     assert_eq!(
         api.requests()
-            .count_code(Verb::Update, "persistentvolumes", None, 500),
+            .count_code(Verb::Patch, "persistentvolumes", None, 500),
         1,
         "the volume write failed once"
     );

@@ -313,10 +313,10 @@ async fn every_write_of_every_controller_is_counted_once() {
         "deleted once it succeeded"
     );
     assert_eq!(by(pv::NAME, "persistentvolumes", "delete", ""), 1);
-    assert!(by(pv::NAME, "persistentvolumes", "update", "status") > 0);
-    assert!(by(pv::NAME, "persistentvolumeclaims", "update", "") > 0);
+    assert!(by(pv::NAME, "persistentvolumes", "patch", "status") > 0);
+    assert!(by(pv::NAME, "persistentvolumeclaims", "patch", "") > 0);
     for controller in [ephemeral, claims] {
-        assert_eq!(by(controller, "persistentvolumes", "update", ""), 0);
+        assert_eq!(by(controller, "persistentvolumes", "patch", ""), 0);
     }
 }
 

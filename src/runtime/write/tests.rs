@@ -71,8 +71,7 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
         first.metadata.resource_version
     );
     assert_eq!(
-        api.requests()
-            .count(Verb::Update, "persistentvolumes", None),
+        api.requests().count(Verb::Patch, "persistentvolumes", None),
         0
     );
     let refused = writer
@@ -87,8 +86,51 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
         1
     );
     assert_eq!(
-        metrics.api_writes_by("test", "persistentvolumes", "update"),
+        metrics.api_writes_by("test", "persistentvolumes", "patch"),
         1
+    );
+}
+
+/// An update names only what its edit changed and is conditional on the
+/// version it edited: a change by another client since (unseen by the
+/// store) is a 409, and the retry from the server's copy keeps that
+/// client's change and the fields the compiled types do not know.
+#[tokio::test]
+async fn an_update_is_conditional_and_keeps_what_it_did_not_change() {
+    let api = MemApi::new();
+    let (writer, _, _) = writer(&api);
+    let basis = writer.create(&volume("v1")).await.expect("create");
+    kube::Api::<PersistentVolume>::all(api.client())
+        .patch(
+            "v1",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({
+                "metadata": {"labels": {"theirs": "yes"}},
+                "spec": {"newerServerField": {"kept": true}},
+            })),
+        )
+        .await
+        .expect("another client writes");
+
+    let stale = writer.update(&basis, Part::Spec, label("ours")).await;
+    assert!(
+        stale.as_ref().is_err_and(WriteError::is_conflict),
+        "decided on an older version: {stale:?}"
+    );
+    writer
+        .update(&basis, Part::Spec, label("ours"))
+        .await
+        .expect("the retry edits the server's copy");
+    let stored = api
+        .get_value("persistentvolumes", None, "v1")
+        .expect("stored");
+    assert_eq!(
+        stored["metadata"]["labels"],
+        serde_json::json!({"theirs": "yes", "touched": "ours"})
+    );
+    assert_eq!(
+        stored["spec"]["newerServerField"],
+        serde_json::json!({"kept": true})
     );
 }
 
@@ -192,8 +234,8 @@ async fn two_writers_of_one_object_never_conflict() {
     }
     let stats = api.requests();
     assert_eq!(
-        stats.count_code(Verb::Update, "persistentvolumes", None, 409)
-            + stats.count_code(Verb::Update, "persistentvolumes", Some("status"), 409),
+        stats.count_code(Verb::Patch, "persistentvolumes", None, 409)
+            + stats.count_code(Verb::Patch, "persistentvolumes", Some("status"), 409),
         0,
         "the door serialises writers of one object"
     );

@@ -147,7 +147,7 @@ impl Run {
         // Claim writes held a second now and then: a window in which a
         // bind has reserved its volume but not yet written its claim.
         let slow = self.api.add_reactor(
-            Reactor::on(Verb::Update, "persistentvolumeclaims")
+            Reactor::on(Verb::Patch, "persistentvolumeclaims")
                 .delay(Duration::from_secs(1))
                 .probability(0.3),
         );
@@ -159,7 +159,7 @@ impl Run {
                     .probability(0.3),
             ),
             self.api.add_reactor(
-                Reactor::on(Verb::Update, "resourceclaims")
+                Reactor::on(Verb::Patch, "resourceclaims")
                     .main_resource()
                     .error(409)
                     .probability(0.3),

@@ -206,8 +206,8 @@ async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_ex
     assert_eq!(
         writes,
         vec![
-            (Verb::Update, Some("status".to_string())),
-            (Verb::Update, None),
+            (Verb::Patch, Some("status".to_string())),
+            (Verb::Patch, None),
             (Verb::Delete, None),
         ],
         "reservation and allocation cleared, finalizer removed, then deleted"
@@ -265,7 +265,7 @@ async fn a_claim_whose_finalizer_removal_failed_once_still_goes() {
     let running = Running::start(&api).await;
     running.settle(&api).await;
     api.add_reactor(
-        Reactor::on(Verb::Update, "resourceclaims")
+        Reactor::on(Verb::Patch, "resourceclaims")
             .main_resource()
             .error(500)
             .times(1),

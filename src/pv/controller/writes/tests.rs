@@ -80,7 +80,7 @@ async fn a_write_edits_the_newest_copy_and_skips_what_is_already_so() {
     );
     assert_eq!(
         api.requests()
-            .count(Verb::Update, "persistentvolumes", Some("status")),
+            .count(Verb::Patch, "persistentvolumes", Some("status")),
         0
     );
 }
