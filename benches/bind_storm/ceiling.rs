@@ -43,7 +43,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
 use kube::runtime::watcher::{self, watcher};
 use tokio::task::JoinHandle;
 
@@ -78,6 +79,47 @@ pub(crate) struct Ceiling {
     pub(crate) burst_writes_per_second: f64,
     /// With how many writers the sustained pass reached it.
     pub(crate) writers: usize,
+    /// How the writers wrote.
+    pub(crate) wire_form: WireForm,
+}
+
+/// How the probe's writers send a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WireForm {
+    /// PUT of the whole object or its status (`--wire-form replace`).
+    Replace,
+    /// A JSON merge patch of the fields the write changes, carrying the
+    /// resourceVersion, as the controller writes (`--wire-form
+    /// merge-patch`, the default).
+    MergePatch,
+}
+
+impl WireForm {
+    /// The form named on the command line.
+    pub(crate) fn parse(name: &str) -> Self {
+        match name {
+            "replace" => Self::Replace,
+            "merge-patch" => Self::MergePatch,
+            other => panic!("--wire-form is replace or merge-patch, not {other:?}"),
+        }
+    }
+
+    /// The form's name in the results.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Replace => "replace",
+            Self::MergePatch => "merge-patch",
+        }
+    }
+}
+
+/// The probe's writers: their APIs of volumes and claims, and the form
+/// their writes take.
+#[derive(Clone)]
+struct Writers {
+    volumes: Api<PersistentVolume>,
+    claims: Api<PersistentVolumeClaim>,
+    form: WireForm,
 }
 
 /// One pair of the probe, as the server last answered.
@@ -89,15 +131,15 @@ struct Pair {
 /// Measures the ceiling on `server` for a storm of `storm` pairs, seeding
 /// its own pairs of the storm's shapes (the `plain` mix or the full one;
 /// removed with the storm's objects by the server's clean-up).
-pub(crate) async fn probe(server: &Server, plain: bool, storm: usize) -> Ceiling {
+pub(crate) async fn probe(server: &Server, plain: bool, storm: usize, form: WireForm) -> Ceiling {
     let mut pairs = seed(server, PREFIX, PAIRS, plain).await;
-    let (volumes, claims, watches) = writers_and_watches(server);
+    let (writers_api, watches) = writers_and_watches(server, form);
     let (mut best_rate, mut best_writers) = (0.0, 1);
     let mut writers = 1;
     let mut flat = 0;
     while writers <= MAX_WRITERS && flat < 2 {
         let cpu = crate::process::cpu_seconds("self");
-        let (rate, back) = step(&volumes, &claims, pairs, writers).await;
+        let (rate, back) = step(&writers_api, pairs, writers).await;
         // The writers' own cost, to hold against the controller's CPU per
         // write in a storm (the watches' share included in both).
         let cpu_per_write =
@@ -127,7 +169,7 @@ pub(crate) async fn probe(server: &Server, plain: bool, storm: usize) -> Ceiling
         }
         let prefix = format!("{SUSTAINED_PREFIX}{pass}");
         let fresh = seed(server, &prefix, storm, plain).await;
-        let rate = once_each(&volumes, &claims, fresh, writers).await;
+        let rate = once_each(&writers_api, fresh, writers).await;
         eprintln!(
             "ceiling probe, sustained: {writers} writers bound {storm} fresh pairs once each at {rate:.0} writes/s"
         );
@@ -142,15 +184,22 @@ pub(crate) async fn probe(server: &Server, plain: bool, storm: usize) -> Ceiling
         writes_per_second: sustained.0,
         burst_writes_per_second: best_rate,
         writers: sustained.1,
+        wire_form: form,
     }
 }
 
 /// The sustained pass once more, with `writers` writers on `storm` fresh
 /// pairs: writes a second, on a server that has taken the runs' writes.
-pub(crate) async fn after(server: &Server, plain: bool, storm: usize, writers: usize) -> f64 {
-    let (volumes, claims, watches) = writers_and_watches(server);
+pub(crate) async fn after(
+    server: &Server,
+    plain: bool,
+    storm: usize,
+    writers: usize,
+    form: WireForm,
+) -> f64 {
+    let (writers_api, watches) = writers_and_watches(server, form);
     let fresh = seed(server, AFTER_PREFIX, storm, plain).await;
-    let rate = once_each(&volumes, &claims, fresh, writers).await;
+    let rate = once_each(&writers_api, fresh, writers).await;
     for watch in watches {
         watch.abort();
     }
@@ -159,23 +208,20 @@ pub(crate) async fn after(server: &Server, plain: bool, storm: usize, writers: u
 
 /// The writers' APIs, and the watches a storm run has open (the
 /// controller's of volumes and claims, the bench's of claims).
-fn writers_and_watches(
-    server: &Server,
-) -> (
-    Api<PersistentVolume>,
-    Api<PersistentVolumeClaim>,
-    [JoinHandle<()>; 3],
-) {
+fn writers_and_watches(server: &Server, form: WireForm) -> (Writers, [JoinHandle<()>; 3]) {
     let writer = server.writer_client();
-    let volumes = Api::all(writer.clone());
-    let claims = Api::namespaced(writer, "default");
+    let writers = Writers {
+        volumes: Api::all(writer.clone()),
+        claims: Api::namespaced(writer, "default"),
+        form,
+    };
     let client = server.client();
     let watches = [
         drain(Api::<PersistentVolume>::all(client.clone())),
         drain(Api::<PersistentVolumeClaim>::all(client.clone())),
         drain(Api::<PersistentVolumeClaim>::all(client)),
     ];
-    (volumes, claims, watches)
+    (writers, watches)
 }
 
 /// Creates `count` pairs named `prefix`-i of the storm's shapes, none
@@ -229,8 +275,7 @@ async fn seed(server: &Server, prefix: &str, count: usize, plain: bool) -> Vec<P
 /// empty, each pair through the four writes of a bind once: writes a
 /// second, from the first write to the last answer.
 async fn once_each(
-    volumes: &Api<PersistentVolume>,
-    claims: &Api<PersistentVolumeClaim>,
+    writers_api: &Writers,
     pairs: Vec<Pair>,
     writers: usize,
 ) -> f64 {
@@ -239,13 +284,13 @@ async fn once_each(
     let start = Instant::now();
     let tasks: Vec<_> = (0..writers)
         .map(|_| {
-            let (volumes, claims) = (volumes.clone(), claims.clone());
+            let writers_api = writers_api.clone();
             let (left, written) = (Arc::clone(&left), Arc::clone(&written));
             tokio::spawn(async move {
                 loop {
                     let next = left.lock().expect("pairs left").pop();
                     let Some(mut pair) = next else { break };
-                    bind(&volumes, &claims, &mut pair, 1).await;
+                    bind(&writers_api, &mut pair, 1).await;
                     written.fetch_add(4, Ordering::Relaxed);
                 }
             })
@@ -271,8 +316,7 @@ where
 /// `writers` writers for [`STEP`], the pairs dealt out among them:
 /// writes a second, and the pairs as last written.
 async fn step(
-    volumes: &Api<PersistentVolume>,
-    claims: &Api<PersistentVolumeClaim>,
+    writers_api: &Writers,
     pairs: Vec<Pair>,
     writers: usize,
 ) -> (f64, Vec<Pair>) {
@@ -286,9 +330,9 @@ async fn step(
     let tasks: Vec<_> = shares
         .into_iter()
         .map(|share| {
-            let (volumes, claims) = (volumes.clone(), claims.clone());
+            let writers_api = writers_api.clone();
             let (written, stop) = (Arc::clone(&written), Arc::clone(&stop));
-            tokio::spawn(async move { write_loop(&volumes, &claims, share, &written, &stop).await })
+            tokio::spawn(async move { write_loop(&writers_api, share, &written, &stop).await })
         })
         .collect();
     tokio::time::sleep(STEP).await;
@@ -306,8 +350,7 @@ async fn step(
 /// again (with a new bind annotation, so every write changes the object)
 /// and flips both phases between Bound and Available/Pending.
 async fn write_loop(
-    volumes: &Api<PersistentVolume>,
-    claims: &Api<PersistentVolumeClaim>,
+    writers_api: &Writers,
     mut share: Vec<Pair>,
     written: &AtomicU64,
     stop: &AtomicBool,
@@ -319,7 +362,7 @@ async fn write_loop(
         let pair = &mut share[turn];
         turn = (turn + 1) % count;
         round += 1;
-        bind(volumes, claims, pair, round).await;
+        bind(writers_api, pair, round).await;
         written.fetch_add(4, Ordering::Relaxed);
     }
     share
@@ -328,14 +371,8 @@ async fn write_loop(
 /// The four writes of a bind on `pair`: the claimRef and the volume name
 /// set (with a bind annotation naming `round`, so every write changes the
 /// object), and both phases Bound in odd rounds, Available/Pending in even
-/// ones.
-async fn bind(
-    volumes: &Api<PersistentVolume>,
-    claims: &Api<PersistentVolumeClaim>,
-    pair: &mut Pair,
-    round: u64,
-) {
-    let params = PostParams::default();
+/// ones; each write in the writers' [`WireForm`].
+async fn bind(writers: &Writers, pair: &mut Pair, round: u64) {
     let name = pair.volume.metadata.name.clone().unwrap_or_default();
     let bound = round % 2 == 1;
     let mark = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -346,41 +383,95 @@ async fn bind(
                 round.to_string(),
             );
     };
-    mark(&mut pair.volume.metadata);
-    if let Some(spec) = pair.volume.spec.as_mut() {
-        spec.claim_ref = Some(ObjectReference {
-            kind: Some("PersistentVolumeClaim".into()),
-            namespace: Some("default".into()),
-            name: pair.claim.metadata.name.clone(),
-            uid: pair.claim.metadata.uid.clone(),
-            ..ObjectReference::default()
-        });
-    }
-    pair.volume = volumes
-        .replace(&name, &params, &pair.volume)
-        .await
-        .expect("volume spec");
-    mark(&mut pair.claim.metadata);
-    if let Some(spec) = pair.claim.spec.as_mut() {
-        spec.volume_name = Some(name.clone());
-    }
-    pair.claim = claims
-        .replace(&name, &params, &pair.claim)
-        .await
-        .expect("claim spec");
+    let claim_ref = ObjectReference {
+        kind: Some("PersistentVolumeClaim".into()),
+        namespace: Some("default".into()),
+        name: pair.claim.metadata.name.clone(),
+        uid: pair.claim.metadata.uid.clone(),
+        ..ObjectReference::default()
+    };
     let volume_phase = if bound { "Bound" } else { "Available" };
-    pair.volume
-        .status
-        .get_or_insert_with(Default::default)
-        .phase = Some(volume_phase.into());
-    pair.volume = volumes
-        .replace_status(&name, &params, &pair.volume)
-        .await
-        .expect("volume status");
     let claim_phase = if bound { "Bound" } else { "Pending" };
-    pair.claim.status.get_or_insert_with(Default::default).phase = Some(claim_phase.into());
-    pair.claim = claims
-        .replace_status(&name, &params, &pair.claim)
-        .await
-        .expect("claim status");
+    match writers.form {
+        WireForm::Replace => {
+            let params = PostParams::default();
+            mark(&mut pair.volume.metadata);
+            if let Some(spec) = pair.volume.spec.as_mut() {
+                spec.claim_ref = Some(claim_ref);
+            }
+            pair.volume = writers
+                .volumes
+                .replace(&name, &params, &pair.volume)
+                .await
+                .expect("volume spec");
+            mark(&mut pair.claim.metadata);
+            if let Some(spec) = pair.claim.spec.as_mut() {
+                spec.volume_name = Some(name.clone());
+            }
+            pair.claim = writers
+                .claims
+                .replace(&name, &params, &pair.claim)
+                .await
+                .expect("claim spec");
+            pair.volume
+                .status
+                .get_or_insert_with(Default::default)
+                .phase = Some(volume_phase.into());
+            pair.volume = writers
+                .volumes
+                .replace_status(&name, &params, &pair.volume)
+                .await
+                .expect("volume status");
+            pair.claim.status.get_or_insert_with(Default::default).phase =
+                Some(claim_phase.into());
+            pair.claim = writers
+                .claims
+                .replace_status(&name, &params, &pair.claim)
+                .await
+                .expect("claim status");
+        }
+        WireForm::MergePatch => {
+            let params = PatchParams::default();
+            let version = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+                meta.resource_version.clone().unwrap_or_default()
+            };
+            let annotations = json!({"pv.kubernetes.io/bound-by-controller": round.to_string()});
+            let body = json!({
+                "metadata": {"resourceVersion": version(&pair.volume.metadata), "annotations": annotations},
+                "spec": {"claimRef": claim_ref},
+            });
+            pair.volume = writers
+                .volumes
+                .patch(&name, &params, &Patch::Merge(body))
+                .await
+                .expect("volume spec");
+            let body = json!({
+                "metadata": {"resourceVersion": version(&pair.claim.metadata), "annotations": annotations},
+                "spec": {"volumeName": name},
+            });
+            pair.claim = writers
+                .claims
+                .patch(&name, &params, &Patch::Merge(body))
+                .await
+                .expect("claim spec");
+            let body = json!({
+                "metadata": {"resourceVersion": version(&pair.volume.metadata)},
+                "status": {"phase": volume_phase},
+            });
+            pair.volume = writers
+                .volumes
+                .patch_status(&name, &params, &Patch::Merge(body))
+                .await
+                .expect("volume status");
+            let body = json!({
+                "metadata": {"resourceVersion": version(&pair.claim.metadata)},
+                "status": {"phase": claim_phase},
+            });
+            pair.claim = writers
+                .claims
+                .patch_status(&name, &params, &Patch::Merge(body))
+                .await
+                .expect("claim status");
+        }
+    }
 }

@@ -11,7 +11,7 @@
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
-//!     [--stall 90] [--timeout 1800] [--ceiling] [--cold-start]
+//!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace] [--cold-start]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
 //! ```
@@ -70,6 +70,8 @@ struct Args {
     probe_ceiling: bool,
     /// The ceiling found.
     ceiling: Option<ceiling::Ceiling>,
+    /// How the ceiling probe's writers write (`--wire-form`).
+    wire_form: ceiling::WireForm,
     /// Whether to start a second controller on the settled cluster after
     /// the storm (`--cold-start`).
     cold_start: bool,
@@ -92,6 +94,7 @@ impl Args {
             commit: None,
             probe_ceiling: false,
             ceiling: None,
+            wire_form: ceiling::WireForm::MergePatch,
             cold_start: false,
         };
         let mut it = std::env::args().skip(1);
@@ -108,6 +111,7 @@ impl Args {
                 "--upstream" => args.which = Which::Upstream,
                 "--plain" => args.plain = true,
                 "--ceiling" => args.probe_ceiling = true,
+                "--wire-form" => args.wire_form = ceiling::WireForm::parse(&value()),
                 "--cold-start" => args.cold_start = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
@@ -496,6 +500,7 @@ async fn run(args: &Args, n: usize) -> Value {
         "ceiling_writes_per_second": args.ceiling.as_ref().map(|c| c.writes_per_second),
         "ceiling_burst_writes_per_second": args.ceiling.as_ref().map(|c| c.burst_writes_per_second),
         "ceiling_writers": args.ceiling.as_ref().map(|c| c.writers),
+        "ceiling_wire_form": args.ceiling.as_ref().map(|c| c.wire_form.name()),
         // Pairs a second against the pairs a second the server could take
         // at the controller's writes per pair: the sustained ceiling, and
         // the best 5 s of the burst pass.
@@ -710,7 +715,7 @@ async fn write_ceiling_after(
     storm: usize,
     before: &ceiling::Ceiling,
 ) -> f64 {
-    let rate = ceiling::after(server, plain, storm, before.writers).await;
+    let rate = ceiling::after(server, plain, storm, before.writers, before.wire_form).await;
     server.clean_up().await;
     eprintln!(
         "write ceiling after the run: {rate:.0} writes/s sustained over {storm} pairs ({} writers), against {:.0} before",
@@ -743,7 +748,7 @@ async fn write_ceiling(args: &Args) -> ceiling::Ceiling {
     let server = probe_server(args).await;
     server.clean_up().await;
     let storm = largest_storm(args);
-    let found = ceiling::probe(&server, args.plain, storm).await;
+    let found = ceiling::probe(&server, args.plain, storm, args.wire_form).await;
     server.clean_up().await;
     println!(
         "write ceiling: {:.0} writes/s sustained over {storm} pairs, best 5 s {:.0} writes/s ({} writers)",
