@@ -197,7 +197,10 @@ mod tests {
         );
         c.apply(slice("a", "p", 5));
         c.delete(&slice("a", "p", 6));
-        assert!(c.pool("p").is_empty(), "the watched copy replaced the written one");
+        assert!(
+            c.pool("p").is_empty(),
+            "the watched copy replaced the written one"
+        );
     }
 
     #[test]
