@@ -1,10 +1,14 @@
-//! The Grafana dashboard of deploy/ (`deploy/base/grafana-dashboard.json`):
-//! its data source is a variable, every expression of its panels and
-//! variables parses as PromQL, and every series an expression names is one
-//! the process exports, read from live scrapes of the controllers on
-//! memapi: one process acting (binding, a claim left Pending, released
-//! volumes deleted and recycled, a delete that fails, a conflict, an
-//! ephemeral volume, a ResourceClaim from a template), one in shadow mode.
+//! What deploy/ gives Prometheus and Grafana, against the process: the
+//! dashboard (`deploy/base/grafana-dashboard.json`) has its data source as
+//! a variable and every expression of its panels and variables parses as
+//! PromQL; every alert of `deploy/base/prometheusrule.yaml` has unit tests
+//! (`deploy/test/prometheusrule.test.yaml`, run by promtool in
+//! `deploy/test/run-promtool.sh`) firing and silent; and every series the
+//! dashboard, the alerts and their tests name is one the process exports,
+//! read from live scrapes of the controllers on memapi: one process acting
+//! (binding, a claim left Pending, released volumes deleted and recycled,
+//! a delete that fails, a conflict, an ephemeral volume, a ResourceClaim
+//! from a template), one in shadow mode.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -296,12 +300,73 @@ async fn scrape_router(
         .collect()
 }
 
+/// A YAML file of deploy/ as JSON values.
+fn deploy_yaml(path: &str) -> Value {
+    let text =
+        std::fs::read_to_string(format!("{}/deploy/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+/// Each alert of deploy/base/prometheusrule.yaml: its name and expression.
+fn alerts() -> Vec<(String, String)> {
+    let rule = deploy_yaml("base/prometheusrule.yaml");
+    let mut alerts = Vec::new();
+    for group in rule["spec"]["groups"].as_array().unwrap() {
+        for rule in group["rules"].as_array().unwrap() {
+            alerts.push((
+                rule["alert"].as_str().unwrap().to_string(),
+                rule["expr"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    alerts
+}
+
+#[test]
+fn every_alert_is_tested_firing_and_silent() {
+    let tests = deploy_yaml("test/prometheusrule.test.yaml");
+    let mut firing = BTreeSet::new();
+    let mut silent = BTreeSet::new();
+    for case in tests["tests"].as_array().unwrap() {
+        for check in case["alert_rule_test"].as_array().unwrap() {
+            let name = check["alertname"].as_str().unwrap().to_string();
+            if check["exp_alerts"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+            {
+                firing.insert(name);
+            } else {
+                silent.insert(name);
+            }
+        }
+    }
+    for (alert, _) in alerts() {
+        assert!(firing.contains(&alert), "{alert} is never tested firing");
+        assert!(silent.contains(&alert), "{alert} is never tested silent");
+    }
+}
+
 #[tokio::test(start_paused = true)]
-async fn every_series_the_dashboard_names_is_exported() {
+async fn every_series_the_dashboard_and_the_alerts_name_is_exported() {
     let mut exported_names = exported(false).await;
     exported_names.extend(exported(true).await);
+    // Prometheus' own series of each scrape target.
+    exported_names.insert("up".to_string());
+    let mut named: Vec<(String, String)> = expressions(&dashboard());
+    named.extend(
+        alerts()
+            .into_iter()
+            .map(|(alert, expr)| (format!("alert {alert}"), expr)),
+    );
+    let tests = deploy_yaml("test/prometheusrule.test.yaml");
+    for case in tests["tests"].as_array().unwrap() {
+        for input in case["input_series"].as_array().unwrap() {
+            let series = input["series"].as_str().unwrap().to_string();
+            named.push(("an alert's unit test".to_string(), series));
+        }
+    }
     let mut missing = BTreeSet::new();
-    for (place, expr) in expressions(&dashboard()) {
+    for (place, expr) in named {
         let parsed = parser::parse(&as_sent(&expr)).unwrap();
         for name in metric_names(&parsed) {
             if !exported_names.contains(&name) {
@@ -311,6 +376,6 @@ async fn every_series_the_dashboard_names_is_exported() {
     }
     assert!(
         missing.is_empty(),
-        "series the dashboard names that the process does not export: {missing:#?}\nexported: {exported_names:#?}"
+        "series named that the process does not export: {missing:#?}\nexported: {exported_names:#?}"
     );
 }
