@@ -96,6 +96,9 @@ struct Line {
     label: String,
     color: RGBColor,
     dashed: bool,
+    /// Whether the values are written below the points (the CPU, which is
+    /// at most the wall clock) rather than above.
+    below: bool,
     /// (N, microseconds per pair).
     points: Vec<(f64, f64)>,
 }
@@ -158,6 +161,7 @@ fn draw_scale(runs: &[Value], path: &Path) -> Result<()> {
             lines.push(Line {
                 label,
                 color,
+                below: figure == "cpu_seconds",
                 dashed,
                 points,
             });
@@ -211,13 +215,14 @@ fn draw_scale(runs: &[Value], path: &Path) -> Result<()> {
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 30, y)], color.stroke_width(3))
             });
+        let place = if line.below { VPos::Top } else { VPos::Bottom };
         chart.draw_series(line.points.iter().map(|&(n, v)| {
             Text::new(
                 format!("{v:.0}"),
                 (n, v),
                 TextStyle::from((FONT, 15).into_font())
                     .color(&color)
-                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                    .pos(Pos::new(HPos::Left, place)),
             )
         }))?;
     }
