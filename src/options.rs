@@ -65,7 +65,7 @@ pub struct Options {
     /// How many threads run the process's work. One is enough for the
     /// three controllers of a large cluster, and on a control-plane node,
     /// whose cores the API server and etcd share, a second costs more CPU
-    /// in wake-ups between the threads than it brings (docs/performance.md).
+    /// in wake-ups between the threads than it brings (docs/performance-notes.md).
     #[arg(long = "runtime-threads", default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub runtime_threads: usize,
 

@@ -13,7 +13,7 @@
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
 //!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace] [--cold-start]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
-//! cargo bench --bench bind_storm -- --plot results.jsonl docs/performance.png
+//! cargo bench --bench bind_storm -- --plot docs/performance-results.jsonl docs/
 //! ```
 
 // A test or benchmark reports a failure by panicking: unwrap and expect
@@ -620,69 +620,11 @@ fn show(value: &Value) -> String {
     }
 }
 
-/// Draws the plot from the results of memapi runs of pv-controller with
-/// its default flags: wall-clock and CPU time per pair, full and plain mix.
-fn draw(input: &Path, output: &Path) {
-    let text = std::fs::read_to_string(input).expect("results file");
-    let runs: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    // Microseconds per pair for each N: the median of the runs of the
-    // version that ran it last (the file keeps every run, of every
-    // version, oldest first; runs without a commit count as one version).
-    let pick = |mix: &str, figure: &str| -> Vec<(f64, f64)> {
-        let mut by_n: std::collections::BTreeMap<u64, Vec<(Value, f64)>> = Default::default();
-        let runs = runs
-            .iter()
-            .filter(|r| r["server"] == "memapi" && r["controller"] == "pv-controller")
-            .filter(|r| r["mix"] == mix && r["controller_flags"] == "");
-        for r in runs {
-            if let (Some(n), Some(value)) = (r["pairs"].as_u64(), r[figure].as_f64()) {
-                by_n.entry(n)
-                    .or_default()
-                    .push((r["commit"].clone(), value / n as f64 * 1e6));
-            }
-        }
-        by_n.into_iter()
-            .filter_map(|(n, runs)| {
-                let (latest, _) = runs.last()?;
-                let mut values: Vec<f64> = runs
-                    .iter()
-                    .filter(|(commit, _)| commit == latest)
-                    .map(|(_, value)| *value)
-                    .collect();
-                Some((n as f64, median(&mut values)))
-            })
-            .collect()
-    };
-    let series = [
-        plot::Series {
-            color: [31, 119, 180],
-            points: pick("full", "seconds_to_all_bound"),
-        },
-        plot::Series {
-            color: [214, 39, 40],
-            points: pick("full", "cpu_seconds"),
-        },
-        plot::Series {
-            color: [44, 160, 44],
-            points: pick("plain", "seconds_to_all_bound"),
-        },
-        plot::Series {
-            color: [255, 127, 14],
-            points: pick("plain", "cpu_seconds"),
-        },
-    ];
-    plot::draw(&series, output).expect("write the plot");
-    println!("plot written to {}", output.display());
-}
-
 #[tokio::main]
 async fn main() {
     let mut args = Args::parse();
-    if let Some((input, output)) = &args.plot {
-        draw(input, output);
+    if let Some((input, dir)) = &args.plot {
+        plot::draw(input, dir).expect("draw the plots");
         return;
     }
     args.commit = commit(args.out.as_deref());

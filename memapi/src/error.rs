@@ -8,14 +8,12 @@ use super::status::ApiError;
 /// What can go wrong when a test drives memapi directly from Rust.
 #[derive(Debug, thiserror::Error)]
 pub enum MemApiError {
-    /// A YAML document could not be parsed.
-    #[error("cannot parse seed YAML document {index}: {source}")]
+    /// A YAML stream could not be parsed.
+    #[error("cannot parse seed YAML: {source}")]
     Yaml {
-        /// Zero-based position of the document in the stream.
-        index: usize,
-        /// The parser's complaint.
+        /// The parser's complaint, with the line and column.
         #[source]
-        source: serde_yaml_ng::Error,
+        source: serde_saphyr::Error,
     },
     /// A typed object could not be converted to or from JSON.
     #[error("cannot convert {what} to or from JSON: {source}")]

@@ -317,7 +317,7 @@ impl Req<'_> {
     /// The request body as an object (JSON, or YAML when sent as YAML).
     fn object(&self) -> Result<Value, ApiError> {
         let value: Value = if self.content_type.contains("yaml") {
-            serde_yaml_ng::from_slice(self.body)
+            serde_saphyr::from_slice(self.body)
                 .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?
         } else {
             serde_json::from_slice(self.body)

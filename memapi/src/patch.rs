@@ -43,7 +43,7 @@ fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
 
 /// Parses a server-side apply body (YAML or JSON) into an object.
 pub(crate) fn parse_apply(body: &[u8]) -> Result<Value, ApiError> {
-    let value: Value = serde_yaml_ng::from_slice(body)
+    let value: Value = serde_saphyr::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the apply body is not valid YAML: {e}")))?;
     if value.is_object() {
         Ok(value)

@@ -7,15 +7,14 @@ use super::ops::{self, Origin};
 use super::resources;
 use super::status::ApiError;
 use super::store::Store;
-use serde::Deserialize;
 use serde_json::Value;
 
 /// Parses every document into objects, expanding lists.
 pub(crate) fn parse(text: &str) -> Result<Vec<Value>, MemApiError> {
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(text).map_err(|source| MemApiError::Yaml { source })?;
     let mut objects = Vec::new();
-    for (index, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value =
-            Value::deserialize(doc).map_err(|source| MemApiError::Yaml { index, source })?;
+    for value in documents {
         expand(value, &mut objects);
     }
     Ok(objects)

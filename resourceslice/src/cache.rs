@@ -1,21 +1,28 @@
 //! The publisher's view of its own slices: what its watch reported, plus
 //! what it wrote itself and the watch has not shown yet (upstream's
-//! mutation cache). A slice it created stays in the view until the watch
-//! shows it or a time to live runs out, so a sync that runs before the
-//! watch caught up never creates a second slice for one index; an update
-//! it made stays until the watch shows that version or a later one.
+//! mutation cache). A slice it wrote stays in the view until the watch
+//! shows that version or a later one, or until the time to live since the
+//! write runs out (a moka cache forgets it), so a sync that runs before the
+//! watch caught up never creates a second slice for one index.
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
+use moka::sync::Cache;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
+
+/// The longest time to live the cache is built with: moka refuses more
+/// than 1,000 years, and a century forgets no sooner in practice.
+const LONGEST_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
 /// Slices by name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SliceCache {
     watched: BTreeMap<String, Arc<ResourceSlice>>,
-    written: BTreeMap<String, (Arc<ResourceSlice>, Instant)>,
+    /// Written copies the watch has not shown yet, each forgotten once the
+    /// time to live since its write has passed (on the process's clock, the
+    /// one the publisher schedules its check after creates by).
+    written: Cache<String, Arc<ResourceSlice>>,
     relist: Option<BTreeMap<String, Arc<ResourceSlice>>>,
 }
 
@@ -38,6 +45,16 @@ fn version(slice: &ResourceSlice) -> u64 {
 }
 
 impl SliceCache {
+    /// An empty view whose written copies are forgotten `ttl` after their
+    /// write.
+    pub(crate) fn new(ttl: Duration) -> Self {
+        Self {
+            watched: BTreeMap::new(),
+            written: Cache::builder().time_to_live(ttl.min(LONGEST_TTL)).build(),
+            relist: None,
+        }
+    }
+
     /// A slice added or changed; returns the pools it was and is in.
     pub(crate) fn apply(&mut self, slice: ResourceSlice) -> BTreeSet<String> {
         self.seen(&slice);
@@ -61,9 +78,9 @@ impl SliceCache {
         if self
             .written
             .get(&name)
-            .is_some_and(|(w, _)| version(w) <= version(slice))
+            .is_some_and(|w| version(&w) <= version(slice))
         {
-            self.written.remove(&name);
+            self.written.invalidate(&name);
         }
     }
 
@@ -93,7 +110,7 @@ impl SliceCache {
     }
 
     /// A slice the publisher created or updated, as the server answered.
-    pub(crate) fn wrote(&mut self, slice: ResourceSlice, now: Instant) {
+    pub(crate) fn wrote(&mut self, slice: ResourceSlice) {
         let name = name(&slice);
         if self
             .watched
@@ -102,41 +119,34 @@ impl SliceCache {
         {
             return;
         }
-        self.written.insert(name, (Arc::new(slice), now));
+        self.written.insert(name, Arc::new(slice));
     }
 
     /// A slice the publisher deleted.
     pub(crate) fn deleted(&mut self, slice: &ResourceSlice) {
         let name = name(slice);
-        self.written.remove(&name);
+        self.written.invalidate(&name);
         self.watched.remove(&name);
     }
 
     /// The slices of one pool: the newer of the watched and written copy
-    /// of each, and written slices the watch has not shown yet, unless
-    /// older than `ttl`.
-    pub(crate) fn pool(
-        &mut self,
-        pool: &str,
-        now: Instant,
-        ttl: Duration,
-    ) -> Vec<Arc<ResourceSlice>> {
-        self.written
-            .retain(|_, (_, at)| now.saturating_duration_since(*at) < ttl);
-        let mut out: BTreeMap<&str, &Arc<ResourceSlice>> = self
+    /// of each, and written slices the watch has not shown yet and the
+    /// cache has not forgotten.
+    pub(crate) fn pool(&self, pool: &str) -> Vec<Arc<ResourceSlice>> {
+        let mut out: BTreeMap<String, Arc<ResourceSlice>> = self
             .watched
             .iter()
             .filter(|(_, s)| s.spec.pool.name == pool)
-            .map(|(n, s)| (n.as_str(), s))
+            .map(|(n, s)| (n.clone(), Arc::clone(s)))
             .collect();
-        for (n, (s, _)) in &self.written {
+        for (n, s) in &self.written {
             if s.spec.pool.name == pool
-                && out.get(n.as_str()).is_none_or(|w| version(w) < version(s))
+                && out.get(n.as_str()).is_none_or(|w| version(w) < version(&s))
             {
-                out.insert(n, s);
+                out.insert(n.as_ref().clone(), s);
             }
         }
-        out.into_values().cloned().collect()
+        out.into_values().collect()
     }
 }
 
@@ -162,40 +172,61 @@ mod tests {
         slices.iter().map(|s| (name(s), version(s))).collect()
     }
 
+    const MINUTE: Duration = Duration::from_secs(60);
+
     #[test]
-    fn a_created_slice_stays_until_watched_or_expired() {
-        let now = Instant::now();
-        let ttl = Duration::from_secs(60);
-        let mut c = SliceCache::default();
-        c.wrote(slice("a", "p", 5), now);
-        assert_eq!(versions(&c.pool("p", now, ttl)), [("a".into(), 5)]);
-        assert!(c.pool("q", now, ttl).is_empty());
+    fn a_created_slice_stays_until_watched() {
+        let mut c = SliceCache::new(MINUTE);
+        c.wrote(slice("a", "p", 5));
+        assert_eq!(versions(&c.pool("p")), [("a".into(), 5)]);
+        assert!(c.pool("q").is_empty());
         c.init();
         c.init_done();
         assert_eq!(
-            versions(&c.pool("p", now, ttl)),
+            versions(&c.pool("p")),
             [("a".into(), 5)],
             "a list from before the create does not lose it"
         );
-        assert!(c.pool("p", now + ttl, ttl).is_empty(), "expired");
-        c.wrote(slice("b", "p", 7), now);
+        c.wrote(slice("b", "p", 7));
         c.apply(slice("b", "p", 7));
         c.delete(&slice("b", "p", 8));
-        assert!(c.pool("p", now, ttl).is_empty(), "watched, then deleted");
+        assert_eq!(
+            versions(&c.pool("p")),
+            [("a".into(), 5)],
+            "b watched, then deleted"
+        );
+        c.apply(slice("a", "p", 5));
+        c.delete(&slice("a", "p", 6));
+        assert!(
+            c.pool("p").is_empty(),
+            "the watched copy replaced the written one"
+        );
+    }
+
+    #[test]
+    fn a_written_slice_is_forgotten_once_its_time_to_live_has_passed() {
+        let mut c = SliceCache::new(Duration::ZERO);
+        c.wrote(slice("a", "p", 5));
+        assert!(c.pool("p").is_empty(), "expired");
+        c.apply(slice("a", "p", 3));
+        c.wrote(slice("a", "p", 4));
+        assert_eq!(
+            versions(&c.pool("p")),
+            [("a".into(), 3)],
+            "the watched copy stays"
+        );
     }
 
     #[test]
     fn the_newer_copy_wins() {
-        let now = Instant::now();
-        let ttl = Duration::from_secs(60);
-        let mut c = SliceCache::default();
+        let mut c = SliceCache::new(MINUTE);
         c.apply(slice("a", "p", 3));
-        c.wrote(slice("a", "p", 4), now);
-        assert_eq!(versions(&c.pool("p", now, ttl)), [("a".into(), 4)]);
+        c.wrote(slice("a", "p", 4));
+        assert_eq!(versions(&c.pool("p")), [("a".into(), 4)]);
         let pools = c.apply(slice("a", "q", 6));
         assert_eq!(pools, BTreeSet::from(["p".into(), "q".into()]));
-        assert!(c.pool("p", now, ttl).is_empty());
-        c.wrote(slice("a", "q", 5), now);
-        assert_eq!(versions(&c.pool("q", now, ttl)), [("a".into(), 6)]);
+        assert!(c.pool("p").is_empty());
+        c.wrote(slice("a", "q", 5));
+        assert_eq!(versions(&c.pool("q")), [("a".into(), 6)]);
     }
 }

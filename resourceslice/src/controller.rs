@@ -149,7 +149,7 @@ impl Worker {
             ttl: options.mutation_cache_ttl,
             on_error: options.on_error.unwrap_or_else(|| Arc::new(log_error)),
             desired: options.resources,
-            cache: SliceCache::default(),
+            cache: SliceCache::new(options.mutation_cache_ttl),
             queue: Queue::new(Instant::now()),
             last_add: BTreeMap::new(),
             counters,
@@ -336,7 +336,7 @@ impl Worker {
 
     async fn sync_pool(&mut self, name: &str) -> Result<(), Error> {
         let start = Instant::now();
-        let existing = self.cache.pool(name, start, self.ttl);
+        let existing = self.cache.pool(name);
         let Some(pool) = self.desired.pools.get(name).cloned() else {
             if !existing.is_empty() {
                 tracing::debug!(driver = %self.driver, pool = %name, "removing the slices of a removed pool");
@@ -484,7 +484,7 @@ impl Worker {
                 },
             });
         }
-        self.cache.wrote(stored, Instant::now());
+        self.cache.wrote(stored);
     }
 
     /// Deletes slices, each only if it is still the version seen (UID and

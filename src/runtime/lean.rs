@@ -5,8 +5,7 @@
 //! maps when decoded, and read by nothing here (every kind's trim drops
 //! it). Decoding every watch event, listed object and write answer through
 //! [`Lean`] skips those bytes instead of building the tree and dropping
-//! it (docs/performance.md, "What the controller spends besides the
-//! server").
+//! it (docs/performance-notes.md, "The controller's CPU per write").
 //!
 //! Only the object's own `metadata` is filtered: the key is matched at that
 //! one place, so an annotation, label or field named `managedFields`

@@ -5,7 +5,6 @@ use std::process::Command;
 
 use clap::Parser;
 use pv_controller::Options;
-use serde::Deserialize;
 use serde_json::Value;
 
 /// The objects of deploy/, or `None` (with a message) when kubectl is missing.
@@ -30,11 +29,7 @@ fn render_dir(directory: &str) -> Option<Vec<Value>> {
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).unwrap();
-    Some(
-        serde_yaml_ng::Deserializer::from_str(&text)
-            .map(|document| Value::deserialize(document).unwrap())
-            .collect(),
-    )
+    Some(serde_saphyr::from_multiple(&text).unwrap())
 }
 
 #[test]
@@ -49,6 +44,7 @@ fn kustomize_renders_every_object() {
             "ClusterRole",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
+            "ConfigMap",
             "Deployment",
             "Namespace",
             "PrometheusRule",
@@ -143,7 +139,7 @@ fn the_optional_network_policy_admits_the_monitoring_namespace_to_the_admin_port
         "/deploy/network-policy.yaml"
     ))
     .unwrap();
-    let policy: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let policy: Value = serde_saphyr::from_str(&text).unwrap();
     assert_eq!(policy["kind"], "NetworkPolicy");
     assert_eq!(
         policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
@@ -171,6 +167,7 @@ fn the_shadow_overlay_reads_only_and_takes_no_lease() {
             "ClusterRole",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
+            "ConfigMap",
             "Deployment",
             "Namespace",
             "Service",

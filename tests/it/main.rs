@@ -27,6 +27,7 @@ mod binary;
 mod binder;
 mod binding_writes;
 mod chaos;
+mod dashboard;
 mod delete;
 mod deploy;
 mod embedded;

@@ -24,7 +24,6 @@ use pv_controller::pv;
 use pv_controller::pv::Settings;
 use pv_controller::pv::VolumePlugins;
 use pv_controller::testing::stand_in_kubelet;
-use serde::Deserialize;
 use serde_json::Value;
 use testkit::*;
 
@@ -44,8 +43,7 @@ type Permission = (String, String, String);
 /// Every permission granted by the ClusterRoles and Roles of a YAML stream.
 fn granted(yaml: &str) -> BTreeSet<Permission> {
     let mut permissions = BTreeSet::new();
-    for document in serde_yaml_ng::Deserializer::from_str(yaml) {
-        let object = Value::deserialize(document).unwrap();
+    for object in serde_saphyr::from_multiple::<Value>(yaml).unwrap() {
         let kind = object["kind"].as_str().unwrap_or("");
         if kind == "ClusterRoleBinding" && object["roleRef"]["name"] == "system:auth-delegator" {
             // The bootstrap role's rules: what the secure port's reviews need.
@@ -315,12 +313,12 @@ fn shadow_grants() -> BTreeSet<Permission> {
         "/deploy/shadow/read-only-rbac.yaml"
     ))
     .unwrap();
-    let operations: Vec<Value> = serde_yaml_ng::from_str(&patch).unwrap();
+    let operations: Vec<Value> = serde_saphyr::from_str(&patch).unwrap();
     assert_eq!(operations.len(), 1, "one patch: the rules, replaced");
     assert_eq!(operations[0]["path"], "/rules");
     let role = serde_json::json!({ "kind": "ClusterRole", "rules": operations[0]["value"] });
     let delegator = "kind: ClusterRoleBinding\nroleRef:\n  name: system:auth-delegator\n";
-    let mut permissions = granted(&serde_yaml_ng::to_string(&role).unwrap());
+    let mut permissions = granted(&serde_saphyr::to_string(&role).unwrap());
     permissions.extend(granted(delegator));
     permissions
 }

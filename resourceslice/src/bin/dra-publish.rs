@@ -103,7 +103,7 @@ fn read_devices(path: &Path, selection: &NodeSelection) -> anyhow::Result<Driver
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let file: DevicesFile =
-        serde_yaml_ng::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     let pools = file
         .pools
         .into_iter()

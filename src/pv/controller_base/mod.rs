@@ -64,8 +64,8 @@ pub struct Config {
 /// the most writes a second, spending the least CPU on each, with well
 /// over a hundred in flight (its writes to etcd are batched); each busy
 /// worker holds its objects and a connection, about 100 KB, and this many
-/// keep 100,000 pairs under 1 KB an object (docs/performance.md). An idle
-/// worker costs nothing.
+/// keep 100,000 pairs under 1 KB an object (docs/performance-notes.md,
+/// "Claim workers"). An idle worker costs nothing.
 pub const DEFAULT_CLAIM_WORKERS: usize = 256;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.

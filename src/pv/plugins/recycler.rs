@@ -166,7 +166,7 @@ pub(crate) fn load_template(path: &Path) -> Result<Pod, TemplateError> {
         path: shown.clone(),
         source,
     })?;
-    let pod: Pod = serde_yaml_ng::from_str(&text).map_err(|e| TemplateError::Parse {
+    let pod: Pod = serde_saphyr::from_str(&text).map_err(|e| TemplateError::Parse {
         path: shown.clone(),
         message: e.to_string(),
     })?;

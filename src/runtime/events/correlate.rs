@@ -20,13 +20,15 @@
 //! [`Instant`]s (so tests run in paused time); the wall-clock timestamp only
 //! goes into the event objects.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::Hash;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
+use moka::policy::EvictionPolicy;
+use moka::sync::Cache;
 use tokio::time::Instant;
 
 use super::object::event_name;
@@ -139,14 +141,14 @@ enum DedupKey {
 
 /// The messages seen for a group of similar events, and when the last one
 /// came.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct SimilarEvents {
     messages: HashSet<String>,
     last_seen: Instant,
 }
 
 /// The event object an earlier occurrence was written as.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Observed {
     name: Option<String>,
     first_timestamp: Option<Time>,
@@ -156,7 +158,7 @@ struct Observed {
 /// A token bucket holding its tokens as time credit: one event costs
 /// [`SPAM_REFILL_INTERVAL`], and credit grows with time up to
 /// [`SPAM_BURST`] events' worth (exact integer arithmetic, no float drift).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct SpamBucket {
     credit: Duration,
     updated: Instant,
@@ -359,50 +361,46 @@ impl Correlator {
 }
 
 /// A map of at most `capacity` entries that forgets the least recently
-/// inserted one when full (golang-lru, as client-go's caches use). Every use
-/// of an entry is a `remove` followed by an `insert`, which makes it the most
-/// recent.
-#[derive(Debug)]
-struct Lru<K, V> {
-    entries: HashMap<K, (V, u64)>,
-    order: BTreeMap<u64, K>,
-    tick: u64,
-    capacity: usize,
+/// used one when full (golang-lru, as client-go's caches use): a moka cache
+/// with its LRU policy. Every use of an entry is a `remove` followed by an
+/// `insert`, which makes it the most recent; an insert applies the eviction
+/// at once, so the map never holds more than `capacity` entries.
+struct Lru<K, V>(Cache<K, V>);
+
+impl<K, V> std::fmt::Debug for Lru<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lru")
+            .field("entries", &self.0.entry_count())
+            .finish()
+    }
 }
 
-impl<K: Clone + Eq + Hash, V> Lru<K, V> {
+impl<K, V> Lru<K, V>
+where
+    K: Eq + Hash + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
     fn new(capacity: usize) -> Self {
-        Self {
-            entries: HashMap::new(),
-            order: BTreeMap::new(),
-            tick: 0,
-            capacity: capacity.max(1),
-        }
+        Self(
+            Cache::builder()
+                .max_capacity(u64::try_from(capacity.max(1)).unwrap_or(u64::MAX))
+                .eviction_policy(EvictionPolicy::lru())
+                .build(),
+        )
     }
 
-    fn remove(&mut self, key: &K) -> Option<V> {
-        let (value, tick) = self.entries.remove(key)?;
-        self.order.remove(&tick);
-        Some(value)
+    fn remove(&self, key: &K) -> Option<V> {
+        self.0.remove(key)
     }
 
-    fn insert(&mut self, key: K, value: V) {
-        self.tick += 1;
-        if let Some((_, tick)) = self.entries.insert(key.clone(), (value, self.tick)) {
-            self.order.remove(&tick);
-        }
-        self.order.insert(self.tick, key);
-        while self.entries.len() > self.capacity {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            self.entries.remove(&oldest);
-        }
+    fn insert(&self, key: K, value: V) {
+        self.0.insert(key, value);
+        self.0.run_pending_tasks();
     }
 
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.entries.len()
+    fn len(&self) -> u64 {
+        self.0.entry_count()
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use anyhow::{Context as _, bail};
-use serde_yaml_ng::{Mapping, Value};
+use serde_json::{Map, Value};
 use tokio::io::AsyncWriteExt;
 
 /// The kinds of `deploy/` applied: the ones that grant the controller its
@@ -69,8 +69,7 @@ pub(crate) async fn apply_deploy_rbac(kubeconfig: &Path) -> anyhow::Result<(Stri
     let rendered = kubectl(kubeconfig, &["kustomize", &deploy], None).await?;
     let mut kept = Vec::new();
     let mut account = None;
-    for document in serde_yaml_ng::Deserializer::from_str(&rendered) {
-        let object = <Value as serde::Deserialize>::deserialize(document)?;
+    for object in serde_saphyr::from_multiple::<Value>(&rendered)? {
         let kind = object["kind"].as_str().unwrap_or_default();
         if kind == "ServiceAccount" {
             account = Some((
@@ -85,7 +84,7 @@ pub(crate) async fn apply_deploy_rbac(kubeconfig: &Path) -> anyhow::Result<(Stri
             ));
         }
         if RBAC_KINDS.contains(&kind) {
-            kept.push(serde_yaml_ng::to_string(&object)?);
+            kept.push(serde_saphyr::to_string(&object)?);
         }
     }
     let account = account.context("deploy/ renders no ServiceAccount")?;
@@ -111,16 +110,16 @@ pub(crate) fn write_impersonating_kubeconfig(
 ) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(kubeconfig)
         .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let mut config: Value = serde_yaml_ng::from_str(&text)
+    let mut config: Value = serde_saphyr::from_str(&text)
         .with_context(|| format!("parsing {}", kubeconfig.display()))?;
     let base = kubeconfig.parent().unwrap_or(Path::new("."));
     absolute_paths(&mut config, base);
     let user = current_user(&config).context("the kubeconfig has no current context")?;
     let entry = config["users"]
-        .as_sequence_mut()
+        .as_array_mut()
         .and_then(|users| users.iter_mut().find(|u| u["name"].as_str() == Some(&user)))
         .and_then(|u| u.get_mut("user"))
-        .and_then(Value::as_mapping_mut)
+        .and_then(Value::as_object_mut)
         .with_context(|| format!("the kubeconfig has no user {user:?}"))?;
     entry.insert(
         "as".into(),
@@ -128,20 +127,20 @@ pub(crate) fn write_impersonating_kubeconfig(
     );
     entry.insert(
         "as-groups".into(),
-        Value::Sequence(vec![
+        Value::Array(vec![
             "system:serviceaccounts".into(),
             format!("system:serviceaccounts:{namespace}").into(),
             "system:authenticated".into(),
         ]),
     );
-    write_private(to, &serde_yaml_ng::to_string(&config)?)
+    write_private(to, &serde_saphyr::to_string(&config)?)
 }
 
 /// The user of the current context.
 fn current_user(config: &Value) -> Option<String> {
     let context = config["current-context"].as_str()?;
     config["contexts"]
-        .as_sequence()?
+        .as_array()?
         .iter()
         .find(|c| c["name"].as_str() == Some(context))?["context"]["user"]
         .as_str()
@@ -159,11 +158,11 @@ fn absolute_paths(config: &mut Value, base: &Path) {
         ),
     ];
     for (list, inner, keys) in fields {
-        let Some(entries) = config[list].as_sequence_mut() else {
+        let Some(entries) = config[list].as_array_mut() else {
             continue;
         };
         for entry in entries {
-            let Some(map) = entry.get_mut(inner).and_then(Value::as_mapping_mut) else {
+            let Some(map) = entry.get_mut(inner).and_then(Value::as_object_mut) else {
                 continue;
             };
             absolute_in(map, keys, base);
@@ -171,7 +170,7 @@ fn absolute_paths(config: &mut Value, base: &Path) {
     }
 }
 
-fn absolute_in(map: &mut Mapping, keys: &[&str], base: &Path) {
+fn absolute_in(map: &mut Map<String, Value>, keys: &[&str], base: &Path) {
     for key in keys {
         if let Some(Value::String(path)) = map.get_mut(*key)
             && Path::new(path.as_str()).is_relative()

@@ -292,7 +292,7 @@ fn a_forgotten_event_is_created_again() {
 
 #[test]
 fn the_lru_forgets_the_least_recently_used_entry() {
-    let mut lru = Lru::new(2);
+    let lru = Lru::new(2);
     lru.insert("a", 1);
     lru.insert("b", 2);
     let a = lru.remove(&"a").expect("a is there");
