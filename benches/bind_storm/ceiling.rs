@@ -44,8 +44,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use serde_json::json;
 use kube::runtime::watcher::{self, watcher};
+use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::cluster::Server;
@@ -274,11 +274,7 @@ async fn seed(server: &Server, prefix: &str, count: usize, plain: bool) -> Vec<P
 /// `writers` writers taking the `pairs` from one shared list until it is
 /// empty, each pair through the four writes of a bind once: writes a
 /// second, from the first write to the last answer.
-async fn once_each(
-    writers_api: &Writers,
-    pairs: Vec<Pair>,
-    writers: usize,
-) -> f64 {
+async fn once_each(writers_api: &Writers, pairs: Vec<Pair>, writers: usize) -> f64 {
     let left = Arc::new(Mutex::new(pairs));
     let written = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -315,11 +311,7 @@ where
 
 /// `writers` writers for [`STEP`], the pairs dealt out among them:
 /// writes a second, and the pairs as last written.
-async fn step(
-    writers_api: &Writers,
-    pairs: Vec<Pair>,
-    writers: usize,
-) -> (f64, Vec<Pair>) {
+async fn step(writers_api: &Writers, pairs: Vec<Pair>, writers: usize) -> (f64, Vec<Pair>) {
     let written = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut shares: Vec<Vec<Pair>> = (0..writers).map(|_| Vec::new()).collect();
@@ -422,8 +414,7 @@ async fn bind(writers: &Writers, pair: &mut Pair, round: u64) {
                 .replace_status(&name, &params, &pair.volume)
                 .await
                 .expect("volume status");
-            pair.claim.status.get_or_insert_with(Default::default).phase =
-                Some(claim_phase.into());
+            pair.claim.status.get_or_insert_with(Default::default).phase = Some(claim_phase.into());
             pair.claim = writers
                 .claims
                 .replace_status(&name, &params, &pair.claim)
