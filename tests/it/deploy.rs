@@ -53,6 +53,8 @@ fn kustomize_renders_every_object() {
             "Namespace",
             "PrometheusRule",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "Service",
             "ServiceAccount",
@@ -62,10 +64,61 @@ fn kustomize_renders_every_object() {
     for object in &objects {
         let kind = object["kind"].as_str().unwrap();
         let namespaced = !matches!(kind, "Namespace" | "ClusterRole" | "ClusterRoleBinding");
+        let recycler = object["metadata"]["name"] == "pv-controller-recycler";
         if namespaced {
-            assert_eq!(object["metadata"]["namespace"], "pv-controller", "{kind}");
+            // The recycler's Role and binding are where its pods are.
+            let namespace = if recycler { "default" } else { "pv-controller" };
+            assert_eq!(object["metadata"]["namespace"], namespace, "{kind}");
+        }
+        for subject in object["subjects"].as_array().into_iter().flatten() {
+            if subject["kind"] == "ServiceAccount" {
+                assert_eq!(subject["namespace"], "pv-controller", "{kind}");
+            }
         }
     }
+}
+
+#[test]
+fn only_the_hostpath_provisioner_overlay_creates_volumes() {
+    let Some(base) = render() else { return };
+    let Some(overlay) = render_dir("deploy/hostpath-provisioner") else {
+        return;
+    };
+    let creates_volumes = |objects: &[Value]| {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRole")
+            .flat_map(|o| o["rules"].as_array().into_iter().flatten())
+            .any(|rule| {
+                let has = |key: &str, wanted: &str| {
+                    rule[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|v| v == wanted)
+                };
+                has("resources", "persistentvolumes") && has("verbs", "create")
+            })
+    };
+    assert!(!creates_volumes(&base));
+    assert!(creates_volumes(&overlay));
+    let deployment = overlay.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
+        .unwrap_or_else(|e| panic!("the overlay's args are refused: {e}"));
+    let plugins = options.plugin_config().unwrap();
+    assert!(plugins.enable_host_path_provisioner);
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"],
+        plugins.host_path_root.display().to_string(),
+        "the provisioner's root is writable"
+    );
 }
 
 #[test]
