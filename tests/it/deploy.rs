@@ -286,3 +286,84 @@ fn the_shadow_overlay_reads_only_and_takes_no_lease() {
     };
     assert_eq!(image(&objects), image(&base), "the same image");
 }
+
+#[test]
+fn the_verified_tls_overlay_serves_a_certificate_prometheus_checks() {
+    let Some(objects) = render_dir("deploy/verified-tls") else {
+        return;
+    };
+    let find = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let service = objects.iter().find(|o| o["kind"] == "Service").unwrap();
+    let service_dns = format!(
+        "{}.{}.svc",
+        service["metadata"]["name"].as_str().unwrap(),
+        service["metadata"]["namespace"].as_str().unwrap()
+    );
+    let certificate = find("Certificate", "pv-controller-serving");
+    let secret = certificate["spec"]["secretName"].as_str().unwrap();
+    assert!(
+        certificate["spec"]["dnsNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == service_dns.as_str()),
+        "the certificate names the Service: {certificate}"
+    );
+    let issuer = certificate["spec"]["issuerRef"]["name"].as_str().unwrap();
+    assert!(find("Issuer", issuer)["spec"]["ca"]["secretName"].is_string());
+    for object in objects
+        .iter()
+        .filter(|o| o["apiVersion"] == "cert-manager.io/v1")
+    {
+        assert_eq!(object["metadata"]["namespace"], "pv-controller", "{object}");
+    }
+
+    // The Deployment serves the Secret's files.
+    let deployment = find("Deployment", "pv-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args.clone()))
+        .unwrap_or_else(|e| panic!("the overlay's args are refused: {e}"));
+    assert!(options.secure_serving().is_some());
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["secret"]["secretName"] == secret)
+        .expect("the serving Secret is mounted");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == volume["name"])
+        .unwrap();
+    let directory = mount["mountPath"].as_str().unwrap();
+    for (flag, file) in [
+        ("--tls-cert-file", "tls.crt"),
+        ("--tls-private-key-file", "tls.key"),
+    ] {
+        assert!(
+            args.contains(&format!("{flag}={directory}/{file}").as_str()),
+            "{flag} names the Secret's {file}: {args:?}"
+        );
+    }
+
+    // Prometheus checks the certificate against its CA and the Service's name.
+    let monitor = find("ServiceMonitor", "pv-controller");
+    let tls = &monitor["spec"]["endpoints"][0]["tlsConfig"];
+    assert!(tls["insecureSkipVerify"].is_null(), "{tls}");
+    assert_eq!(tls["ca"]["secret"]["name"], secret);
+    assert_eq!(tls["ca"]["secret"]["key"], "ca.crt");
+    assert_eq!(tls["serverName"], service_dns.as_str());
+}
