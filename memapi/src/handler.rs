@@ -90,12 +90,18 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
             return Outcome::Respond(error_response(&e));
         }
     };
+    if withheld(&shared, &route) {
+        return Outcome::Respond(page_not_found());
+    }
     let res = match route {
         Route::Version => return Outcome::Respond(json_response(200, &discovery::version())),
         Route::CoreVersions => {
             return Outcome::Respond(json_response(200, &discovery::core_versions()));
         }
-        Route::Groups => return Outcome::Respond(json_response(200, &discovery::groups())),
+        Route::Groups => {
+            let withheld = lock(&shared.withheld);
+            return Outcome::Respond(json_response(200, &discovery::groups(&withheld)));
+        }
         Route::GroupVersion(g, v) => {
             return Outcome::Respond(json_response(200, &discovery::resource_list(&g, &v)));
         }
@@ -187,6 +193,21 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         lost_answer,
     });
     outcome
+}
+
+/// Whether `route` addresses a group version the server does not serve
+/// now ([`MemApi::withhold`](crate::MemApi::withhold)): the API server's
+/// mux answers those with a plain 404 page.
+fn withheld(shared: &Shared, route: &Route) -> bool {
+    let (group, version) = match route {
+        Route::Resource(res) => (res.kind.group, res.kind.version),
+        Route::GroupVersion(group, version) | Route::OpenApi(group, version) => {
+            (group.as_str(), version.as_str())
+        }
+        _ => return false,
+    };
+    let withheld = lock(&shared.withheld);
+    !group.is_empty() && withheld.contains(&format!("{group}/{version}"))
 }
 
 /// The user a request names: by its bearer token (401 when unknown) or by

@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     reactors: Mutex<reactors::Reactors>,
     stats: Mutex<RequestStats>,
     access: Mutex<reviews::Access>,
+    /// The named group versions (`group/version`) not served now.
+    withheld: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// How to build a [`MemApi`].
@@ -231,6 +233,7 @@ impl MemApi {
                 reactors: Mutex::new(reactors::Reactors::new(config.seed ^ 0xa5a5_a5a5)),
                 stats: Mutex::new(RequestStats::default()),
                 access: Mutex::new(reviews::Access::default()),
+                withheld: Mutex::new(std::collections::BTreeSet::new()),
             }),
         }
     }
@@ -274,6 +277,21 @@ impl MemApi {
     /// `path` (a trailing `*` matches any rest) in SubjectAccessReviews.
     pub fn grant(&self, subject: &str, path: &str, verb: &str) {
         lock(&self.shared.access).grant(subject, path, verb);
+    }
+
+    /// Stops (`withheld`) or resumes serving the named API group version
+    /// `group_version` (e.g. `resource.k8s.io/v1`), as a control plane
+    /// upgraded or downgraded across the release that added it: withheld,
+    /// discovery leaves it out and its URLs answer a plain-text 404, as a
+    /// real API server's mux does; stored objects stay and open watches
+    /// are not cut. Takes effect at once, for every client.
+    pub fn withhold(&self, group_version: &str, withheld: bool) {
+        let mut set = lock(&self.shared.withheld);
+        if withheld {
+            set.insert(group_version.to_string());
+        } else {
+            set.remove(group_version);
+        }
     }
 
     /// Listens on `addr` (port 0 allowed) with plain HTTP/1.1, for kubectl.

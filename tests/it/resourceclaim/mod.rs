@@ -6,3 +6,4 @@ mod harness;
 mod objects;
 mod scenarios;
 mod table;
+mod upgrade;
