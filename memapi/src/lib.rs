@@ -59,6 +59,9 @@
 //! levers ([`MemApi::create`], [`MemApi::put`], [`MemApi::load_yaml`],
 //! [`MemApi::remove`]) store and remove objects as the test wrote them.
 //!
+//! An API group version can be withheld and served again at run time
+//! ([`MemApi::withhold`]), as across a control-plane upgrade.
+//!
 //! Reactors ([`Reactor`]) inject faults and latency, before a request is
 //! served or, for writes, after the change is stored (the answer is lost);
 //! [`MemApi::cut_watches`] breaks open watch streams and [`MemApi::compact`]

@@ -112,3 +112,35 @@ async fn blocking_an_owners_deletion_needs_update_on_its_finalizers() {
         .await
         .unwrap();
 }
+
+/// Not RBAC, but the same kind of server setting: an API group version can
+/// be withheld and served again at run time, as across a control-plane
+/// upgrade.
+#[tokio::test]
+async fn a_withheld_group_version_is_not_discovered_nor_served() {
+    let api = MemApi::new();
+    let client = api.client();
+    let served = |client: kube::Client| async move {
+        let groups = client.list_api_groups().await.unwrap();
+        let listed = groups.groups.iter().any(|g| {
+            g.versions
+                .iter()
+                .any(|v| v.group_version == "resource.k8s.io/v1")
+        });
+        let resources = client.list_api_group_resources("resource.k8s.io/v1").await;
+        (listed, resources.is_ok())
+    };
+    assert_eq!(served(client.clone()).await, (true, true));
+    api.withhold("resource.k8s.io/v1", true);
+    assert_eq!(served(client.clone()).await, (false, false));
+    let claims: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+        Api::namespaced(client.clone(), "default");
+    let error = claims
+        .list(&Default::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("404"), "{error}");
+    api.withhold("resource.k8s.io/v1", false);
+    assert_eq!(served(client).await, (true, true));
+}
