@@ -31,7 +31,7 @@ pub mod testing;
 
 pub use app::{
     App, AppConfig, AppError, ControllerNames, ControllerSelection, Controllers,
-    DEFAULT_WATCH_FAILURE_LIMIT, UnknownController,
+    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, serve,
 };
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};

@@ -7,7 +7,7 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    App, AppConfig, Clients, Command, ControllerSelection, LeaseConfig, LogFormat, Options,
+    AppConfig, Clients, Command, ControllerSelection, LeaseConfig, LogFormat, Options,
     default_identity, ephemeral, parse_bind_address, pv, resourceclaim,
 };
 
@@ -58,9 +58,7 @@ async fn run(options: Options) -> anyhow::Result<()> {
         run_embedded_cluster(file, &options, config).await?;
     } else {
         let clients = connect(&options).await?;
-        App::start(clients, config)
-            .await?
-            .run(shutdown_signal())
+        pv_controller::serve(clients, config, shutdown_signal())
             .await
             .context("running the controller")?;
     }
@@ -146,6 +144,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
     Ok(AppConfig {
         instance: identity,
         watch_failure_limit: options.watch_failure_limit,
+        api_discovery_period: options.api_discovery_period,
         persistentvolume: pv::Config {
             resync_period: options.resync_period(),
             settings: pv::Settings {

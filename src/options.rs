@@ -62,6 +62,12 @@ pub struct Options {
     #[arg(long = "watch-failure-limit", default_value = "3m", value_parser = parse_duration)]
     pub watch_failure_limit: Duration,
 
+    /// How often discovery is asked whether an API an enabled controller
+    /// needs (resource.k8s.io/v1 for the ResourceClaim controller) appeared
+    /// or went; a change starts or stops that controller.
+    #[arg(long = "api-discovery-period", default_value = "1m", value_parser = parse_duration)]
+    pub api_discovery_period: Duration,
+
     /// How many threads run the process's work. One is enough for the
     /// three controllers of a large cluster, and on a control-plane node,
     /// whose cores the API server and etcd share, a second costs more CPU
@@ -538,6 +544,7 @@ mod tests {
         assert_eq!(options.kube_api_burst, 30);
         assert_eq!(options.kube_api_timeout, Duration::from_secs(60));
         assert_eq!(options.watch_failure_limit, Duration::from_secs(180));
+        assert_eq!(options.api_discovery_period, Duration::from_secs(60));
         assert_eq!(options.max_concurrent_operations, 32);
         assert_eq!(options.concurrent_claim_syncs, 256);
         assert_eq!(options.concurrent_volume_syncs, 4);

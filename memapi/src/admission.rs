@@ -11,10 +11,20 @@
 //!   class exists, is the same before and after, and sets
 //!   `allowVolumeExpansion: true`; otherwise 403 Forbidden. Always on, as on
 //!   a real server. It runs after validation, so a 422 comes first.
+//! - OwnerReferencesPermissionEnforcement (validating, on create and
+//!   update, when [`MemApiConfig::owner_references_permission_enforcement`](super::MemApiConfig)
+//!   is set, as `--enable-admission-plugins` sets it): a request that
+//!   changes an object's ownerReferences needs `delete` on the object
+//!   (not on a create), and one that makes a reference
+//!   `blockOwnerDeletion: true` needs `update` on the owner's
+//!   `finalizers` subresource; otherwise 403 Forbidden in the API
+//!   server's words. `pods/status` is exempt, as upstream. Only requests
+//!   of a named user are checked (see `rbac.rs`).
 //!
-//! Both apply to requests through the API only, never to the test levers.
+//! They apply to requests through the API only, never to the test levers.
 
-use super::object::{set_at, str_at, value_at};
+use super::object::{self, set_at, str_at, value_at};
+use super::rbac::{Attributes, User};
 use super::resources::{self, ResourceKind};
 use super::status::ApiError;
 use super::store::Store;
@@ -103,4 +113,89 @@ fn allows_resize(store: &Store, new: &Value, old: &Value) -> bool {
         .and_then(|kind| store.get(kind, "", class))
         .and_then(|sc| value_at(&sc, "allowVolumeExpansion").and_then(Value::as_bool))
         .unwrap_or(false)
+}
+
+/// OwnerReferencesPermissionEnforcement: whether `user` may make the
+/// ownerReferences of `new` (a create when `old` is `None`) what they are.
+pub(crate) fn validate_owner_references(
+    store: &Store,
+    user: Option<&User>,
+    kind: &ResourceKind,
+    subresource: Option<&str>,
+    new: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let Some(user) = user else {
+        return Ok(());
+    };
+    let exempt = kind.group.is_empty() && kind.plural == "pods" && subresource == Some("status");
+    if !store.owner_references_permission_enforcement || exempt {
+        return Ok(());
+    }
+    let references = |o: &Value| {
+        value_at(o, "metadata.ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let new_references = references(new);
+    let old_references = old.map(references);
+    let changing = match &old_references {
+        None => !new_references.is_empty(),
+        Some(old) => *old != new_references,
+    };
+    if !changing {
+        return Ok(());
+    }
+    let (namespace, name) = (object::namespace(new), object::name(new));
+    let forbidden = |why: String| Err(ApiError::forbidden(kind.group, kind.plural, name, &why));
+    if old.is_some() {
+        let delete = Attributes {
+            verb: "delete",
+            group: kind.group,
+            resource: kind.plural,
+            subresource,
+            namespace,
+            name,
+        };
+        if !store.rbac.allows(user, &delete) {
+            return forbidden(
+                "cannot set an ownerRef on a resource you can't delete: , <nil>".to_string(),
+            );
+        }
+    }
+    let blocking = |r: &Value| r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true);
+    for reference in new_references.iter().filter(|r| blocking(r)) {
+        let was_blocking = old_references
+            .iter()
+            .flatten()
+            .find(|o| o.get("uid") == reference.get("uid"))
+            .is_some_and(blocking);
+        if was_blocking {
+            continue;
+        }
+        let field = |key: &str| reference.get(key).and_then(Value::as_str).unwrap_or("");
+        let Some(owner) = resources::by_type(field("apiVersion"), field("kind")) else {
+            return forbidden(format!(
+                "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion {} Kind {}: , <nil>",
+                field("apiVersion"),
+                field("kind")
+            ));
+        };
+        let finalizers = Attributes {
+            verb: "update",
+            group: owner.group,
+            resource: owner.plural,
+            subresource: Some("finalizers"),
+            namespace: if owner.namespaced { namespace } else { "" },
+            name: field("name"),
+        };
+        if !store.rbac.allows(user, &finalizers) {
+            return forbidden(
+                "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(())
 }

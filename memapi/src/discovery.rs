@@ -44,10 +44,11 @@ pub(crate) fn core_versions() -> Value {
     })
 }
 
-/// `/apis`: the named groups.
-pub(crate) fn groups() -> Value {
+/// `/apis`: the named groups, but those `withheld` names (`group/version`).
+pub(crate) fn groups(withheld: &std::collections::BTreeSet<String>) -> Value {
     let groups: Vec<Value> = resources::groups()
         .into_iter()
+        .filter(|(group, version)| !withheld.contains(&format!("{group}/{version}")))
         .map(|(group, version)| {
             let gv = json!({ "groupVersion": format!("{group}/{version}"), "version": version });
             json!({ "name": group, "versions": [gv.clone()], "preferredVersion": gv })

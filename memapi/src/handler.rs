@@ -1,12 +1,14 @@
 //! Request handling shared by the tower service and the TCP listener:
-//! routes a request, consults the reactors, runs the verb against the
-//! store and records the outcome in the request stats.
+//! routes a request, authorizes a named user's (see `rbac.rs`), consults
+//! the reactors, runs the verb against the store and records the outcome
+//! in the request stats.
 
 use super::body::{ResponseBody, error_response, json_response};
 use super::delete;
 use super::discovery;
 use super::ops::{self, Origin};
 use super::patch::PatchType;
+use super::rbac::{Attributes, User};
 use super::reactors::{Action, RequestInfo, Verb};
 use super::resources::{Part, ResourceKind};
 use super::reviews;
@@ -88,12 +90,18 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
             return Outcome::Respond(error_response(&e));
         }
     };
+    if withheld(&shared, &route) {
+        return Outcome::Respond(page_not_found());
+    }
     let res = match route {
         Route::Version => return Outcome::Respond(json_response(200, &discovery::version())),
         Route::CoreVersions => {
             return Outcome::Respond(json_response(200, &discovery::core_versions()));
         }
-        Route::Groups => return Outcome::Respond(json_response(200, &discovery::groups())),
+        Route::Groups => {
+            let withheld = lock(&shared.withheld);
+            return Outcome::Respond(json_response(200, &discovery::groups(&withheld)));
+        }
         Route::GroupVersion(g, v) => {
             return Outcome::Respond(json_response(200, &discovery::resource_list(&g, &v)));
         }
@@ -117,7 +125,26 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.as_deref(),
         subresource: res.subresource.as_deref(),
     };
-    let injected = before_serving(&shared, &info).await;
+    let user = match user_of(&shared, &parts) {
+        Ok(user) => user,
+        Err(e) => return Outcome::Respond(error_response(&e)),
+    };
+    let denied = user.as_ref().and_then(|user| {
+        let verb = verb.to_string();
+        let attributes = Attributes {
+            verb: &verb,
+            group: res.kind.group,
+            resource: res.kind.plural,
+            subresource: res.subresource.as_deref(),
+            namespace: res.namespace.as_deref().unwrap_or_default(),
+            name: res.name.as_deref().unwrap_or_default(),
+        };
+        lock(&shared.store).rbac.authorize(user, &attributes).err()
+    });
+    let injected = match denied {
+        Some(e) => Some(Outcome::Respond(error_response(&e))),
+        None => before_serving(&shared, &info).await,
+    };
     let mut lost_answer = None;
     let outcome = if let Some(o) = injected {
         o
@@ -126,6 +153,7 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         let content_type = header(&parts, http::header::CONTENT_TYPE);
         let req = Req {
             verb,
+            user: user.as_ref(),
             res: &res,
             query: &query,
             accept: &accept,
@@ -160,11 +188,55 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         namespace: res.namespace.clone(),
         name: res.name.clone(),
         subresource: res.subresource.clone(),
+        user: user.map(|user| user.name),
         code,
         lost_answer,
     });
     outcome
 }
+
+/// Whether `route` addresses a group version the server does not serve
+/// now ([`MemApi::withhold`](crate::MemApi::withhold)): the API server's
+/// mux answers those with a plain 404 page.
+fn withheld(shared: &Shared, route: &Route) -> bool {
+    let (group, version) = match route {
+        Route::Resource(res) => (res.kind.group, res.kind.version),
+        Route::GroupVersion(group, version) | Route::OpenApi(group, version) => {
+            (group.as_str(), version.as_str())
+        }
+        _ => return false,
+    };
+    let withheld = lock(&shared.withheld);
+    !group.is_empty() && withheld.contains(&format!("{group}/{version}"))
+}
+
+/// The user a request names: by its bearer token (401 when unknown) or by
+/// impersonation headers; `None` when it names nobody.
+fn user_of(shared: &Shared, parts: &http::request::Parts) -> Result<Option<User>, ApiError> {
+    let impersonated = header(parts, IMPERSONATE_USER);
+    if !impersonated.is_empty() {
+        let groups = parts
+            .headers
+            .get_all(IMPERSONATE_GROUP)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_string);
+        return Ok(Some(User::new(&impersonated, groups)));
+    }
+    let authorization = header(parts, http::header::AUTHORIZATION);
+    let Some(token) = authorization.strip_prefix("Bearer ") else {
+        return Ok(None);
+    };
+    lock(&shared.access)
+        .identity(token.trim())
+        .map(|(name, groups)| Some(User::new(name, groups.iter().cloned())))
+        .ok_or_else(|| ApiError::from_code(401, "Unauthorized"))
+}
+
+/// The header naming the user a request impersonates.
+const IMPERSONATE_USER: &str = "impersonate-user";
+/// The header naming a group of the impersonated user (repeated).
+const IMPERSONATE_GROUP: &str = "impersonate-group";
 
 /// Runs the reactors that act before a request is served: waits out their
 /// delays, and returns the injected error or drop, if any.
@@ -242,7 +314,7 @@ fn injected_error(
     response
 }
 
-fn header(parts: &http::request::Parts, name: http::header::HeaderName) -> String {
+fn header(parts: &http::request::Parts, name: impl http::header::AsHeaderName) -> String {
     parts
         .headers
         .get(name)
@@ -290,6 +362,8 @@ fn verb_of(method: &http::Method, res: &ResourceRoute, query: &Query) -> Result<
 /// One request, parsed far enough to serve.
 struct Req<'a> {
     verb: Verb,
+    /// The user named by the request, if any.
+    user: Option<&'a User>,
     res: &'a ResourceRoute,
     query: &'a Query,
     accept: &'a str,
@@ -403,7 +477,13 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
         Verb::Watch => watch(shared, req),
         Verb::Create => {
             let body = req.object()?;
-            let obj = ops::create(&mut lock(&shared.store), kind, url_ns, body, Origin::Api)?;
+            let obj = ops::create(
+                &mut lock(&shared.store),
+                kind,
+                url_ns,
+                body,
+                Origin::Api(req.user),
+            )?;
             Ok(req.respond_object(201, &obj))
         }
         Verb::Update => {
@@ -415,6 +495,7 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 req.name(),
                 body,
                 req.part(),
+                req.user,
             )?;
             Ok(req.respond_object(200, &obj))
         }
@@ -441,6 +522,7 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 req.name(),
                 &request,
                 req.part(),
+                req.user,
             )?;
             Ok(req.respond_object(200, &obj))
         }

@@ -46,8 +46,14 @@
 //!   with feature gates off can be imitated with [`MemApi::drop_fields`];
 //! - admission (see `admission.rs`): PersistentVolumeClaimResize (a claim
 //!   grows only when Bound and its storage class allows expansion, else
-//!   403) and, when [`MemApiConfig::protection_finalizers`] is set, the
-//!   StorageObjectInUseProtection finalizers on new PVs and PVCs.
+//!   403), when [`MemApiConfig::protection_finalizers`] is set, the
+//!   StorageObjectInUseProtection finalizers on new PVs and PVCs, and, when
+//!   [`MemApiConfig::owner_references_permission_enforcement`] is set,
+//!   OwnerReferencesPermissionEnforcement;
+//! - RBAC (see `rbac.rs`): a request that names a user (a bearer token of
+//!   [`MemApi::add_token`], or impersonation headers, which
+//!   [`MemApi::service_as`] adds) is authorized by the roles and bindings
+//!   of [`MemApi::load_rbac`]; one that names nobody may do anything.
 //!
 //! memapi has no schema: it keeps every field a write sends, also those
 //! the client's compiled types do not know, so it stands in for an API
@@ -59,6 +65,9 @@
 //! levers ([`MemApi::create`], [`MemApi::put`], [`MemApi::load_yaml`],
 //! [`MemApi::remove`]) store and remove objects as the test wrote them.
 //!
+//! An API group version can be withheld and served again at run time
+//! ([`MemApi::withhold`]), as across a control-plane upgrade.
+//!
 //! Reactors ([`Reactor`]) inject faults and latency, before a request is
 //! served or, for writes, after the change is stored (the answer is lost);
 //! [`MemApi::cut_watches`] breaks open watch streams and [`MemApi::compact`]
@@ -67,7 +76,8 @@
 //! for a test, beyond the reach of all those faults.
 //!
 //! Simplifications: no validation of whole objects beyond the rules above
-//! and names; no other admission plugin; no RBAC; only server-side apply
+//! and names; no other admission plugin; RBAC roles are not served as
+//! objects, and any caller may impersonate; only server-side apply
 //! records field managers (updates and other patches do not, so they never
 //! conflict with an apply), and keyed lists are merged by key only where
 //! `apply.rs` knows the key; `metadata.generation` is counted on spec
@@ -89,6 +99,7 @@ mod object;
 mod observe;
 mod ops;
 mod patch;
+mod rbac;
 mod reactors;
 mod resources;
 mod reviews;
@@ -135,6 +146,8 @@ pub(crate) struct Shared {
     reactors: Mutex<reactors::Reactors>,
     stats: Mutex<RequestStats>,
     access: Mutex<reviews::Access>,
+    /// The named group versions (`group/version`) not served now.
+    withheld: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// How to build a [`MemApi`].
@@ -152,6 +165,14 @@ pub struct MemApiConfig {
     /// volumes and claims see them go. Seeded objects are stored as written
     /// either way.
     pub protection_finalizers: bool,
+    /// Whether the OwnerReferencesPermissionEnforcement admission plugin
+    /// runs, as on a server started with
+    /// `--enable-admission-plugins=OwnerReferencesPermissionEnforcement`:
+    /// a named user's request that sets `blockOwnerDeletion: true` on an
+    /// ownerReference needs `update` on the owner's `finalizers`, one that
+    /// changes an existing object's ownerReferences needs `delete` on it
+    /// (see `admission.rs`). Off by default, as on a default server.
+    pub owner_references_permission_enforcement: bool,
 }
 
 impl Default for MemApiConfig {
@@ -160,6 +181,7 @@ impl Default for MemApiConfig {
             seed: 0x5eed_1234_abcd_0001,
             history_limit: DEFAULT_HISTORY,
             protection_finalizers: false,
+            owner_references_permission_enforcement: false,
         }
     }
 }
@@ -212,12 +234,15 @@ impl MemApi {
     pub fn with_config(config: MemApiConfig) -> Self {
         let mut store = Store::new(config.seed, config.history_limit);
         store.protection_finalizers = config.protection_finalizers;
+        store.owner_references_permission_enforcement =
+            config.owner_references_permission_enforcement;
         Self {
             shared: Arc::new(Shared {
                 store: Arc::new(Mutex::new(store)),
                 reactors: Mutex::new(reactors::Reactors::new(config.seed ^ 0xa5a5_a5a5)),
                 stats: Mutex::new(RequestStats::default()),
                 access: Mutex::new(reviews::Access::default()),
+                withheld: Mutex::new(std::collections::BTreeSet::new()),
             }),
         }
     }
@@ -225,6 +250,24 @@ impl MemApi {
     /// The tower service a `kube::Client` can be built on.
     pub fn service(&self) -> MemApiService {
         MemApiService::new(self.shared.clone())
+    }
+
+    /// The tower service of requests made as `user` in `groups`: each
+    /// request carries impersonation headers, as a kubeconfig's `as:`
+    /// sends them, and is authorized by the roles of [`MemApi::load_rbac`].
+    pub fn service_as(&self, user: &str, groups: &[&str]) -> MemApiService {
+        MemApiService::new(self.shared.clone()).impersonating(user, groups)
+    }
+
+    /// Takes in the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings
+    /// of a multi-document YAML stream (other kinds are skipped): they
+    /// authorize every request that names a user (by a token of
+    /// [`MemApi::add_token`] or by impersonation), as the RBAC authorizer
+    /// does; a request naming nobody is allowed everything. Returns how
+    /// many objects were taken.
+    pub fn load_rbac(&self, text: &str) -> Result<usize, MemApiError> {
+        let objects = seed::parse(text)?;
+        lock(&self.shared.store).rbac.load(&objects)
     }
 
     /// A `kube::Client` talking to this server (default namespace "default").
@@ -243,6 +286,21 @@ impl MemApi {
     /// `path` (a trailing `*` matches any rest) in SubjectAccessReviews.
     pub fn grant(&self, subject: &str, path: &str, verb: &str) {
         lock(&self.shared.access).grant(subject, path, verb);
+    }
+
+    /// Stops (`withheld`) or resumes serving the named API group version
+    /// `group_version` (e.g. `resource.k8s.io/v1`), as a control plane
+    /// upgraded or downgraded across the release that added it: withheld,
+    /// discovery leaves it out and its URLs answer a plain-text 404, as a
+    /// real API server's mux does; stored objects stay and open watches
+    /// are not cut. Takes effect at once, for every client.
+    pub fn withhold(&self, group_version: &str, withheld: bool) {
+        let mut set = lock(&self.shared.withheld);
+        if withheld {
+            set.insert(group_version.to_string());
+        } else {
+            set.remove(group_version);
+        }
     }
 
     /// Listens on `addr` (port 0 allowed) with plain HTTP/1.1, for kubectl.

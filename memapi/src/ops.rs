@@ -23,6 +23,7 @@ use super::admission;
 use super::apply;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
 use super::patch::{self, PatchType};
+use super::rbac::User;
 use super::resources::{Part, ResourceKind};
 use super::status::ApiError;
 use super::store::Store;
@@ -32,9 +33,10 @@ use std::sync::Arc;
 
 /// Who is creating an object: a client through HTTP, or a test seeding the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// An API request: status is reset, uid and timestamps are always fresh.
-    Api,
+pub(crate) enum Origin<'a> {
+    /// An API request, by the user it names (`None`: nobody, an
+    /// administrator): status is reset, uid and timestamps are always fresh.
+    Api(Option<&'a User>),
     /// Seeding: the given status, uid and timestamps are kept.
     Seed,
 }
@@ -104,7 +106,7 @@ pub(crate) fn create(
     kind: &'static ResourceKind,
     url_ns: Option<&str>,
     body: Value,
-    origin: Origin,
+    origin: Origin<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let mut obj = normalize(kind, body)?;
     place(kind, url_ns, &mut obj)?;
@@ -121,11 +123,12 @@ pub(crate) fn create(
     }
     apply_defaults(kind, &mut obj);
     set_create_phase(kind, &mut obj, keep);
-    if origin == Origin::Api {
+    if let Origin::Api(user) = origin {
         store.drop_fields(kind, &mut obj);
         stamp_taint_times(kind, &mut obj);
         admission::admit_create(store, kind, &mut obj);
         validation::on_create(kind, &obj)?;
+        admission::validate_owner_references(store, user, kind, None, &obj, None)?;
     }
     let (ns, name) = (object::namespace(&obj), object::name(&obj));
     if store.get(kind, ns, name).is_some() {
@@ -188,7 +191,7 @@ fn set_create_phase(kind: &ResourceKind, obj: &mut Value, keep: bool) {
     if !keep {
         set_at(obj, "status", json!({ "phase": phase }));
         if kind.is_persistent_volume() {
-            set_at(obj, "status.lastPhaseTransitionTime", json!(now_rfc3339()));
+            set_at(obj, PHASE_TRANSITION_TIME, json!(now_rfc3339()));
         }
     } else if str_at(obj, "status.phase").is_none() {
         set_at(obj, "status.phase", json!(phase));
@@ -218,6 +221,7 @@ pub(crate) fn update(
     name: &str,
     body: Value,
     part: Part,
+    user: Option<&User>,
 ) -> Result<Arc<Value>, ApiError> {
     let mut obj = normalize(kind, body)?;
     let body_name = object::name(&obj);
@@ -245,6 +249,8 @@ pub(crate) fn update(
     if part == Part::Main && kind.group.is_empty() && kind.plural == "persistentvolumeclaims" {
         admission::validate_claim_update(store, &new, &stored)?;
     }
+    let subresource = (part == Part::Status).then_some("status");
+    admission::validate_owner_references(store, user, kind, subresource, &new, Some(&stored))?;
     Ok(store_over(store, kind, &stored, new))
 }
 
@@ -350,7 +356,9 @@ fn store_over(
     } else if let Some(g) = value_at(stored, "metadata.generation") {
         set_at(&mut new, "metadata.generation", g.clone());
     }
-    if kind.is_persistent_volume() {
+    // A server without the field (before 1.28, or its feature gate off)
+    // never stamps it.
+    if kind.is_persistent_volume() && !store.drops(kind, PHASE_TRANSITION_TIME) {
         stamp_phase_transition(stored, &mut new);
     }
     if deleted_by_update(&new) {
@@ -379,11 +387,14 @@ fn deleted_by_update(new: &Value) -> bool {
         && object::i64_at(new, "metadata.deletionGracePeriodSeconds").unwrap_or(0) == 0
 }
 
+/// Where a PV records when its phase last changed.
+const PHASE_TRANSITION_TIME: &str = "status.lastPhaseTransitionTime";
+
 /// Sets `status.lastPhaseTransitionTime` when the PV phase changed and the
 /// writer did not set the timestamp itself.
 fn stamp_phase_transition(stored: &Value, new: &mut Value) {
     let phase_changed = str_at(new, "status.phase") != str_at(stored, "status.phase");
-    let stamp = "status.lastPhaseTransitionTime";
+    let stamp = PHASE_TRANSITION_TIME;
     let stamp_untouched = value_at(new, stamp) == value_at(stored, stamp);
     if phase_changed && stamp_untouched && str_at(new, "status.phase").is_some() {
         set_at(new, stamp, json!(now_rfc3339()));
@@ -411,6 +422,7 @@ pub(crate) fn patch(
     name: &str,
     request: &PatchRequest<'_>,
     part: Part,
+    user: Option<&User>,
 ) -> Result<Arc<Value>, ApiError> {
     let ns = if kind.namespaced {
         url_ns.unwrap_or("default")
@@ -439,7 +451,7 @@ pub(crate) fn patch(
             }
             let mut obj = apply::apply(&json!({ "metadata": {} }), &applied, &apply_request)?;
             set_at(&mut obj, "metadata.name", json!(name));
-            return create(store, kind, url_ns, obj, Origin::Api);
+            return create(store, kind, url_ns, obj, Origin::Api(user));
         };
         let doc = apply::apply(&stored, &applied, &apply_request)?;
         if object::name(&doc) != name {
@@ -447,7 +459,7 @@ pub(crate) fn patch(
                 "a patch may not change metadata.name",
             ));
         }
-        return update(store, kind, url_ns, name, doc, part);
+        return update(store, kind, url_ns, name, doc, part, user);
     }
     let Some(stored) = store.get(kind, ns, name) else {
         return Err(ApiError::not_found(kind.group, kind.plural, name));
@@ -459,7 +471,7 @@ pub(crate) fn patch(
             "a patch may not change metadata.name",
         ));
     }
-    update(store, kind, url_ns, name, doc, part)
+    update(store, kind, url_ns, name, doc, part, user)
 }
 
 /// Test lever: replaces the whole object, status included, or creates it.

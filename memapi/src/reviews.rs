@@ -59,6 +59,13 @@ impl Access {
         });
     }
 
+    /// The user name and groups `token` stands for, if it is known.
+    pub(crate) fn identity(&self, token: &str) -> Option<(&str, &[String])> {
+        self.tokens
+            .get(token)
+            .map(|identity| (identity.username.as_str(), identity.groups.as_slice()))
+    }
+
     fn allows(&self, username: &str, groups: &[&str], path: &str, verb: &str) -> bool {
         if groups.contains(&"system:masters") {
             return true;

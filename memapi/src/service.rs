@@ -12,6 +12,8 @@ use std::task::{Context, Poll};
 #[derive(Clone)]
 pub struct MemApiService {
     shared: Arc<Shared>,
+    /// The impersonation headers every request gets.
+    impersonation: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 impl std::fmt::Debug for MemApiService {
@@ -23,7 +25,28 @@ impl std::fmt::Debug for MemApiService {
 impl MemApiService {
     /// A service over the given server state.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
+        Self {
+            shared,
+            impersonation: Vec::new(),
+        }
+    }
+
+    /// The same service with every request made as `user` in `groups`
+    /// (impersonation headers); a name that is no valid header value is
+    /// left out.
+    pub(crate) fn impersonating(mut self, user: &str, groups: &[&str]) -> Self {
+        let user = std::iter::once(("impersonate-user", user));
+        let groups = groups.iter().map(|g| ("impersonate-group", *g));
+        self.impersonation = user
+            .chain(groups)
+            .filter_map(|(name, value)| {
+                Some((
+                    http::HeaderName::from_static(name),
+                    http::HeaderValue::from_str(value).ok()?,
+                ))
+            })
+            .collect();
+        self
     }
 }
 
@@ -36,7 +59,10 @@ impl tower::Service<http::Request<kube::client::Body>> for MemApiService {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: http::Request<kube::client::Body>) -> Self::Future {
+    fn call(&mut self, mut req: http::Request<kube::client::Body>) -> Self::Future {
+        for (name, value) in &self.impersonation {
+            req.headers_mut().append(name.clone(), value.clone());
+        }
         Box::pin(handler::serve_http(self.shared.clone(), req))
     }
 }

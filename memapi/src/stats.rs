@@ -20,6 +20,9 @@ pub struct RequestLogEntry {
     pub name: Option<String>,
     /// Subresource ("status"), if any.
     pub subresource: Option<String>,
+    /// The user the request named (by token or impersonation); `None`
+    /// for a request that named nobody.
+    pub user: Option<String>,
     /// HTTP response code the client saw; `None` when the connection was dropped.
     pub code: Option<u16>,
     /// When an after-commit reactor replaced the answer of a write that was

@@ -106,6 +106,11 @@ pub(crate) struct Store {
     /// finalizer, as from the StorageObjectInUseProtection admission plugin
     /// (see [`MemApiConfig::protection_finalizers`](super::MemApiConfig)).
     pub protection_finalizers: bool,
+    /// Whether the OwnerReferencesPermissionEnforcement admission plugin
+    /// runs (see [`MemApiConfig::owner_references_permission_enforcement`](super::MemApiConfig)).
+    pub owner_references_permission_enforcement: bool,
+    /// The roles and bindings that authorize named users' requests.
+    pub(crate) rbac: super::rbac::Rbac,
     /// Fields each resource drops from what clients write, as a server
     /// with a feature gate off drops the gated fields (see
     /// [`MemApi::drop_fields`](super::MemApi::drop_fields)).
@@ -131,6 +136,8 @@ impl Store {
             watchers: Vec::new(),
             rng: Rng::new(seed),
             protection_finalizers: false,
+            owner_references_permission_enforcement: false,
+            rbac: super::rbac::Rbac::default(),
             dropped_fields: BTreeMap::new(),
             lost_events: BTreeMap::new(),
         }
@@ -159,6 +166,14 @@ impl Store {
         {
             object::remove_each(obj, path);
         }
+    }
+
+    /// Whether creates and updates of `kind` drop the field at `path`
+    /// (exactly as given to [`MemApi::drop_fields`](super::MemApi::drop_fields)).
+    pub(crate) fn drops(&self, kind: &ResourceKind, path: &str) -> bool {
+        self.dropped_fields
+            .get(&res_key(kind))
+            .is_some_and(|paths| paths.iter().any(|p| p == path))
     }
 
     /// The current (latest) resourceVersion.

@@ -102,14 +102,36 @@ pub(crate) fn known() -> [ControllerNames; 3] {
     ENTRIES.map(|entry| entry.names)
 }
 
-/// Builds the controllers `config` enables, in [`ENTRIES`] order.
-pub(super) async fn build(
-    shared: &mut Shared,
-    config: &AppConfig,
-) -> Result<(Controllers, Vec<Workload>), AppError> {
+/// An API an enabled controller needs, and whether the API server served
+/// it when the process was built (the controller runs only if so).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RequiredApi {
+    /// The controller's name.
+    pub(crate) controller: &'static str,
+    /// Its group/version, e.g. `resource.k8s.io/v1`.
+    pub(crate) group_version: &'static str,
+    /// The resource it needs there.
+    pub(crate) resource: &'static str,
+    /// Whether discovery showed it (or could not tell) at build time.
+    pub(crate) served: bool,
+}
+
+/// What [`build`] made: the controllers, their workloads, and the APIs the
+/// enabled controllers need.
+pub(super) struct Built {
+    pub(super) controllers: Controllers,
+    pub(super) workloads: Vec<Workload>,
+    pub(super) apis: Vec<RequiredApi>,
+}
+
+/// Builds the controllers `config` enables, in [`ENTRIES`] order; a
+/// controller whose API is not served is left out (and said so in
+/// `pv_controller_controller_running`).
+pub(super) async fn build(shared: &mut Shared, config: &AppConfig) -> Result<Built, AppError> {
     config.controllers.validate(&known())?;
     let mut built = Controllers::default();
     let mut workloads = Vec::new();
+    let mut apis = Vec::new();
     let mut enabled = 0;
     for entry in &ENTRIES {
         let name = entry.names.name;
@@ -118,15 +140,23 @@ pub(super) async fn build(
             continue;
         }
         enabled += 1;
-        if let Some((group_version, resource)) = entry.requires
-            && !served(&shared.client, group_version, resource).await
-        {
-            tracing::warn!(
-                controller = name,
-                api = %format!("{group_version} {resource}"),
-                "the API server does not serve the controller's API; it does not run"
-            );
-            continue;
+        if let Some((group_version, resource)) = entry.requires {
+            let served = served(&shared.client, group_version, resource).await;
+            apis.push(RequiredApi {
+                controller: name,
+                group_version,
+                resource,
+                served,
+            });
+            if !served {
+                tracing::warn!(
+                    controller = name,
+                    api = %format!("{group_version} {resource}"),
+                    "the API server does not serve the controller's API; it does not run until it does"
+                );
+                shared.metrics.set_controller_running(name, false);
+                continue;
+            }
         }
         let workload =
             (entry.build)(shared, config, &mut built).map_err(|source| AppError::Build {
@@ -134,27 +164,44 @@ pub(super) async fn build(
                 source,
             })?;
         tracing::info!(controller = name, "controller enabled");
+        shared.metrics.set_controller_running(name, true);
         workloads.push(workload);
     }
     if enabled == 0 {
         return Err(AppError::NoController);
     }
-    Ok((built, workloads))
+    Ok(Built {
+        controllers: built,
+        workloads,
+        apis,
+    })
 }
 
 /// Whether the API server serves `resource` in `group_version`. When
 /// discovery itself fails, the controller is built anyway: its watches are
 /// supervised as every controller's.
 async fn served(client: &Client, group_version: &str, resource: &str) -> bool {
-    match client.list_api_group_resources(group_version).await {
-        Ok(list) => list.resources.iter().any(|r| r.name == resource),
-        // A real apiserver answers a group version it lacks with a
-        // plain-text 404, which the client reads as a status without reason.
-        Err(kube::Error::Api(status)) if status.code == 404 => false,
-        Err(error) => {
+    discover(client, group_version, resource)
+        .await
+        .unwrap_or_else(|error| {
             tracing::warn!(%error, api = group_version, "API discovery failed; starting the controller anyway");
             true
-        }
+        })
+}
+
+/// Whether discovery shows `resource` in `group_version`; the client's
+/// error when discovery itself fails.
+pub(super) async fn discover(
+    client: &Client,
+    group_version: &str,
+    resource: &str,
+) -> Result<bool, kube::Error> {
+    match client.list_api_group_resources(group_version).await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == resource)),
+        // A real apiserver answers a group version it lacks with a
+        // plain-text 404, which the client reads as a status without reason.
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
     }
 }
 

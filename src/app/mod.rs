@@ -4,14 +4,19 @@
 //! one runner under one leader election (one Lease, one write gate: the
 //! leader runs every enabled controller). The binary's cluster mode and
 //! embedded mode both run through here, so they cannot drift apart.
+//! [`serve`] runs it and builds it again when an API a controller needs
+//! appears or goes.
 
+mod apis;
 mod controllers;
 mod selection;
 mod shadow;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::runtime::client::Clients;
@@ -27,7 +32,9 @@ use crate::runtime::shadow_mode::{ShadowConfig, ShadowJournal, ShadowMode};
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
 use crate::{ephemeral, pv, resourceclaim};
+pub use apis::DEFAULT_API_DISCOVERY_PERIOD;
 pub use controllers::Controllers;
+use controllers::RequiredApi;
 pub use selection::{ControllerNames, ControllerSelection, UnknownController};
 
 /// What the process runs, and how: the process's own settings, then each
@@ -61,6 +68,9 @@ pub struct AppConfig {
     pub ephemeral: ephemeral::Config,
     /// The ResourceClaim controller's settings.
     pub resourceclaim: resourceclaim::Config,
+    /// How often [`serve`] asks discovery whether an API an enabled
+    /// controller needs appeared or went.
+    pub api_discovery_period: Duration,
 }
 
 /// Default of [`AppConfig::watch_failure_limit`].
@@ -81,6 +91,7 @@ impl Default for AppConfig {
             persistentvolume: pv::Config::default(),
             ephemeral: ephemeral::Config::default(),
             resourceclaim: resourceclaim::Config::default(),
+            api_discovery_period: DEFAULT_API_DISCOVERY_PERIOD,
         }
     }
 }
@@ -132,6 +143,8 @@ pub struct App {
     secure_address: Option<SocketAddr>,
     health: Health,
     servers: tokio::task::JoinSet<()>,
+    /// The APIs the enabled controllers need, as served at start-up.
+    apis: Vec<RequiredApi>,
 }
 
 impl std::fmt::Debug for App {
@@ -148,8 +161,9 @@ impl App {
     /// metrics registry (the clients' request counts among its series), and
     /// starts serving the admin endpoints (not ready until every kind's
     /// first list is in). A controller whose API the server does not serve
-    /// is left out, with a warning. Fails on a `--controllers` entry that
-    /// names no controller.
+    /// is left out, with a warning ([`serve`] builds the process again
+    /// when the API appears). Fails on a `--controllers` entry that names
+    /// no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
         let mut shared = Shared::new(
             clients.controller.clone(),
@@ -157,7 +171,11 @@ impl App {
             config.shadow.as_ref(),
         )
         .map_err(AppError::Shared)?;
-        let (controllers, workloads) = controllers::build(&mut shared, &config).await?;
+        let controllers::Built {
+            controllers,
+            workloads,
+            apis,
+        } = controllers::build(&mut shared, &config).await?;
         let mut servers = tokio::task::JoinSet::new();
         if let Some(journal) = &shared.shadow {
             shadow::observe(&mut shared.informers, journal);
@@ -236,6 +254,7 @@ impl App {
             secure_address,
             health,
             servers,
+            apis,
         })
     }
 
@@ -295,6 +314,41 @@ impl App {
             .map(|lease| LeaderElector::new(self.clients.lease, lease, self.clients.gate));
         let result = self.runner.run(elector, shutdown).await;
         self.servers.abort_all();
+        // The admin ports are free again once this returns.
+        while self.servers.join_next().await.is_some() {}
         Ok(result?)
+    }
+}
+
+/// Runs the process (as [`App::start`] and [`App::run`]) until `shutdown`
+/// resolves or the controllers fail; whenever an API an enabled controller
+/// needs appears or goes (discovery asked every
+/// [`AppConfig::api_discovery_period`]), stops the controllers gracefully
+/// (the Lease released) and builds the process again, so that controller
+/// starts (or stops) without a restart of the process. Each build starts
+/// with fresh watches, stores and metrics, as a restart would.
+pub async fn serve(
+    clients: Clients,
+    config: AppConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), AppError> {
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let app = App::start(clients.clone(), config.clone()).await?;
+        let apis = app.apis.clone();
+        let rebuild = AtomicBool::new(false);
+        let stop = async {
+            tokio::select! {
+                () = &mut shutdown => {}
+                () = apis::changed(&clients.controller, &apis, config.api_discovery_period) => {
+                    rebuild.store(true, Ordering::Relaxed);
+                }
+            }
+        };
+        app.run(stop).await?;
+        if !rebuild.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        tracing::info!("building the controllers again");
     }
 }

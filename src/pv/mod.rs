@@ -35,10 +35,11 @@ pub use index::{Candidate, Verdict};
 pub use keys::VolumeName;
 pub use objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
 pub use plugins::recycler::{
-    ANN_CLAIM_UID as RECYCLER_ANN_CLAIM_UID, ANN_VOLUME_UID as RECYCLER_ANN_VOLUME_UID,
-    RecyclerPodConfig, TemplateError, default_template as default_recycler_template,
+    ANN_CLAIM_UID as RECYCLER_ANN_CLAIM_UID, ANN_POD_UID as RECYCLER_ANN_POD_UID,
+    ANN_VOLUME_UID as RECYCLER_ANN_VOLUME_UID, RecyclerPodConfig, TemplateError,
+    default_template as default_recycler_template,
 };
 pub use plugins::{
-    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, RecyclerPods,
-    VolumePlugin, VolumePlugins,
+    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, RecycledVolumes,
+    RecyclerPods, VolumePlugin, VolumePlugins,
 };

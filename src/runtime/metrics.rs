@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 /// Buckets of `pv_controller_sync_duration_seconds`: one sync is a few API
@@ -34,6 +35,7 @@ pub struct Metrics {
     api_conflicts: IntCounterVec,
     events: IntCounterVec,
     leader: IntGauge,
+    controller_running: IntGaugeVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -86,7 +88,15 @@ impl Metrics {
         registry.register(Box::new(api_writes.clone()))?;
         registry.register(Box::new(api_conflicts.clone()))?;
         registry.register(Box::new(events.clone()))?;
+        let controller_running = IntGaugeVec::new(
+            Opts::new(
+                "pv_controller_controller_running",
+                "1 for each controller --controllers enables that this process runs, 0 for one it does not run because the API server does not serve its API",
+            ),
+            &["controller"],
+        )?;
         registry.register(Box::new(leader.clone()))?;
+        registry.register(Box::new(controller_running.clone()))?;
         Ok(Self {
             registry,
             sync_seconds,
@@ -94,6 +104,7 @@ impl Metrics {
             api_conflicts,
             events,
             leader,
+            controller_running,
         })
     }
 
@@ -197,6 +208,14 @@ impl Metrics {
     /// Sets whether this instance leads.
     pub fn set_leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+    }
+
+    /// Says whether the enabled controller `controller` runs (its API is
+    /// served) or not.
+    pub fn set_controller_running(&self, controller: &str, running: bool) {
+        self.controller_running
+            .with_label_values(&[controller])
+            .set(i64::from(running));
     }
 }
 

@@ -231,7 +231,7 @@ fn cluster() -> MemApi {
             .unwrap();
     }
     // The first claim write meets a 409.
-    api.add_reactor(Reactor::on(Verb::Update, "persistentvolumeclaims").error(409));
+    api.add_reactor(Reactor::on(Verb::Patch, "persistentvolumeclaims").error(409));
     api
 }
 

@@ -49,6 +49,8 @@ fn kustomize_renders_every_object() {
             "Namespace",
             "PrometheusRule",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "Service",
             "ServiceAccount",
@@ -58,10 +60,61 @@ fn kustomize_renders_every_object() {
     for object in &objects {
         let kind = object["kind"].as_str().unwrap();
         let namespaced = !matches!(kind, "Namespace" | "ClusterRole" | "ClusterRoleBinding");
+        let recycler = object["metadata"]["name"] == "pv-controller-recycler";
         if namespaced {
-            assert_eq!(object["metadata"]["namespace"], "pv-controller", "{kind}");
+            // The recycler's Role and binding are where its pods are.
+            let namespace = if recycler { "default" } else { "pv-controller" };
+            assert_eq!(object["metadata"]["namespace"], namespace, "{kind}");
+        }
+        for subject in object["subjects"].as_array().into_iter().flatten() {
+            if subject["kind"] == "ServiceAccount" {
+                assert_eq!(subject["namespace"], "pv-controller", "{kind}");
+            }
         }
     }
+}
+
+#[test]
+fn only_the_hostpath_provisioner_overlay_creates_volumes() {
+    let Some(base) = render() else { return };
+    let Some(overlay) = render_dir("deploy/hostpath-provisioner") else {
+        return;
+    };
+    let creates_volumes = |objects: &[Value]| {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRole")
+            .flat_map(|o| o["rules"].as_array().into_iter().flatten())
+            .any(|rule| {
+                let has = |key: &str, wanted: &str| {
+                    rule[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|v| v == wanted)
+                };
+                has("resources", "persistentvolumes") && has("verbs", "create")
+            })
+    };
+    assert!(!creates_volumes(&base));
+    assert!(creates_volumes(&overlay));
+    let deployment = overlay.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
+        .unwrap_or_else(|e| panic!("the overlay's args are refused: {e}"));
+    let plugins = options.plugin_config().unwrap();
+    assert!(plugins.enable_host_path_provisioner);
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"],
+        plugins.host_path_root.display().to_string(),
+        "the provisioner's root is writable"
+    );
 }
 
 #[test]
@@ -229,4 +282,85 @@ fn the_shadow_overlay_reads_only_and_takes_no_lease() {
             .clone()
     };
     assert_eq!(image(&objects), image(&base), "the same image");
+}
+
+#[test]
+fn the_verified_tls_overlay_serves_a_certificate_prometheus_checks() {
+    let Some(objects) = render_dir("deploy/verified-tls") else {
+        return;
+    };
+    let find = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let service = objects.iter().find(|o| o["kind"] == "Service").unwrap();
+    let service_dns = format!(
+        "{}.{}.svc",
+        service["metadata"]["name"].as_str().unwrap(),
+        service["metadata"]["namespace"].as_str().unwrap()
+    );
+    let certificate = find("Certificate", "pv-controller-serving");
+    let secret = certificate["spec"]["secretName"].as_str().unwrap();
+    assert!(
+        certificate["spec"]["dnsNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == service_dns.as_str()),
+        "the certificate names the Service: {certificate}"
+    );
+    let issuer = certificate["spec"]["issuerRef"]["name"].as_str().unwrap();
+    assert!(find("Issuer", issuer)["spec"]["ca"]["secretName"].is_string());
+    for object in objects
+        .iter()
+        .filter(|o| o["apiVersion"] == "cert-manager.io/v1")
+    {
+        assert_eq!(object["metadata"]["namespace"], "pv-controller", "{object}");
+    }
+
+    // The Deployment serves the Secret's files.
+    let deployment = find("Deployment", "pv-controller");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args.clone()))
+        .unwrap_or_else(|e| panic!("the overlay's args are refused: {e}"));
+    assert!(options.secure_serving().is_some());
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["secret"]["secretName"] == secret)
+        .expect("the serving Secret is mounted");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == volume["name"])
+        .unwrap();
+    let directory = mount["mountPath"].as_str().unwrap();
+    for (flag, file) in [
+        ("--tls-cert-file", "tls.crt"),
+        ("--tls-private-key-file", "tls.key"),
+    ] {
+        assert!(
+            args.contains(&format!("{flag}={directory}/{file}").as_str()),
+            "{flag} names the Secret's {file}: {args:?}"
+        );
+    }
+
+    // Prometheus checks the certificate against its CA and the Service's name.
+    let monitor = find("ServiceMonitor", "pv-controller");
+    let tls = &monitor["spec"]["endpoints"][0]["tlsConfig"];
+    assert!(tls["insecureSkipVerify"].is_null(), "{tls}");
+    assert_eq!(tls["ca"]["secret"]["name"], secret);
+    assert_eq!(tls["ca"]["secret"]["key"], "ca.crt");
+    assert_eq!(tls["serverName"], service_dns.as_str());
 }

@@ -386,6 +386,12 @@ async fn restarted_controller_waits_for_the_recycler_pod_it_started() {
     api.create(&host_volume()).expect("seed");
     let (stop, task) = start(&api, real_controller()).await;
     let pod = wait_for_pod(&api).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        recorded_pod_uid(&api),
+        pod.metadata.uid,
+        "the volume records its pod before it is waited for"
+    );
     // The controller stops while its pod runs (its operation is cancelled).
     let _ = stop.send(());
     task.await.expect("join").expect("controller");
@@ -539,4 +545,176 @@ async fn a_failed_volume_write_after_the_scrub_starts_no_second_recycler_pod() {
     );
     let _ = stop.send(());
     task.await.expect("join").expect("controller");
+}
+
+/// How the volume stands when a forged recycler pod waits for it.
+#[derive(Clone, Copy, Debug)]
+enum Forgery {
+    /// Released, and the server records when (`lastPhaseTransitionTime`,
+    /// Kubernetes 1.28 and later): the forged pod is younger than the
+    /// release.
+    ReleasedWithTransitionTime,
+    /// Released on a server that records no phase transition time.
+    ReleasedWithoutTransitionTime,
+    /// Failed after an earlier recycle attempt.
+    Failed,
+}
+
+/// A pod someone else made: the recycler pod's name and both annotations
+/// (as an earlier recycler pod shows them), marked Succeeded as a kubelet
+/// would after `command: [true]`.
+fn forged_pod(volume_uid: &str, claim_uid: &str) -> Pod {
+    let annotations = [
+        (
+            pv_controller::pv::RECYCLER_ANN_VOLUME_UID.to_string(),
+            volume_uid.to_string(),
+        ),
+        (
+            pv_controller::pv::RECYCLER_ANN_CLAIM_UID.to_string(),
+            claim_uid.to_string(),
+        ),
+    ];
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(POD.to_string()),
+            namespace: Some("default".to_string()),
+            annotations: Some(annotations.into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::core::v1::PodSpec {
+            restart_policy: Some("Never".to_string()),
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "pv-recycler".to_string(),
+                image: Some("busybox".to_string()),
+                command: Some(vec!["true".to_string()]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: Some(PodStatus {
+            phase: Some("Succeeded".to_string()),
+            ..Default::default()
+        }),
+    }
+}
+
+/// The recycler pod annotation the volume records.
+fn recorded_pod_uid(api: &MemApi) -> Option<String> {
+    api.get::<PersistentVolume>(None, "host-volume")
+        .and_then(|v| v.metadata.annotations)
+        .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_POD_UID).cloned())
+}
+
+/// A forged recycler pod (right name, right annotations, Succeeded) is
+/// there before the controller's own; later another one replaces the
+/// controller's pod while it runs. Neither makes the volume Available: the
+/// first is deleted and the controller scrubs with a pod of its own, whose
+/// UID it records on the volume; the volume becomes Available only when
+/// that pod succeeds.
+async fn forged_pod_is_never_proof(case: Forgery) {
+    let api = MemApi::new();
+    let mut seeded = host_volume();
+    match case {
+        Forgery::ReleasedWithTransitionTime => {
+            seeded
+                .status
+                .get_or_insert_with(Default::default)
+                .last_phase_transition_time =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        Forgery::ReleasedWithoutTransitionTime => {
+            api.drop_fields("persistentvolumes", &["status.lastPhaseTransitionTime"])
+                .expect("drop fields");
+        }
+        Forgery::Failed => {
+            let status = seeded.status.get_or_insert_with(Default::default);
+            status.phase = Some("Failed".to_string());
+            status.message = Some("Recycle failed: an earlier attempt".to_string());
+        }
+    }
+    let seeded = api.create(&seeded).expect("seed");
+    let volume_uid = seeded.metadata.uid.clone().expect("volume uid");
+    let forged = api
+        .create(&forged_pod(&volume_uid, "uid-h"))
+        .expect("forged pod");
+    let mut observed = api.observe::<PersistentVolume>().expect("observer");
+    let (stop, task) = start(&api, real_controller()).await;
+
+    let own = wait_for_new_pod(&api, &forged).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        recorded_pod_uid(&api),
+        own.metadata.uid,
+        "the controller records the pod it made ({case:?})"
+    );
+    // The controller's pod is swapped for a forged one while it runs.
+    api.remove::<Pod>(Some("default"), POD);
+    let swapped = api
+        .create(&forged_pod(&volume_uid, "uid-h"))
+        .expect("second forged pod");
+    let own = wait_for_new_pod(&api, &swapped).await;
+    assert_ne!(own.metadata.uid, forged.metadata.uid);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(recorded_pod_uid(&api), own.metadata.uid, "{case:?}");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let became_available = |observed: &mut memapi::Observer<PersistentVolume>| {
+        observed.drain().into_iter().any(|change| {
+            change.object.status.and_then(|s| s.phase).as_deref() == Some("Available")
+        })
+    };
+    assert!(
+        !became_available(&mut observed),
+        "never Available on a forged pod's word ({case:?})"
+    );
+    finish_pod(&api, own, "Succeeded", None);
+    let volume = wait_for_phase(&api, "Available").await;
+    assert_eq!(
+        volume
+            .metadata
+            .annotations
+            .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_POD_UID).cloned()),
+        None,
+        "the record goes with the release"
+    );
+    assert!(
+        api.requests()
+            .log()
+            .iter()
+            .any(|e| e.verb == Verb::Delete && e.name.as_deref() == Some(POD)),
+        "the forged pod was deleted"
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    // A volume already Failed stays so without a second event (upstream
+    // words a phase change only).
+    let events = recorded_events(&api);
+    assert_eq!(
+        events.iter().any(|e| e
+            == "Warning VolumeFailedRecycle Recycle failed: old recycler pod found, will retry later"),
+        !matches!(case, Forgery::Failed),
+        "{events:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forged_recycler_pod_is_never_proof_when_the_release_time_is_known() {
+    Box::pin(forged_pod_is_never_proof(
+        Forgery::ReleasedWithTransitionTime,
+    ))
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forged_recycler_pod_is_never_proof_without_a_release_time() {
+    Box::pin(forged_pod_is_never_proof(
+        Forgery::ReleasedWithoutTransitionTime,
+    ))
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forged_recycler_pod_is_never_proof_for_a_failed_volume() {
+    Box::pin(forged_pod_is_never_proof(Forgery::Failed)).await;
 }

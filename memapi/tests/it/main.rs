@@ -11,6 +11,7 @@ mod fuzz;
 mod kubectl;
 mod levers;
 mod list;
+mod rbac;
 mod reactors;
 mod resource;
 mod slices;

@@ -19,6 +19,7 @@ use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
 };
+use crate::pv::plugins::recycler::ANN_POD_UID as ANN_RECYCLER_POD_UID;
 use crate::runtime::keys::ObjectKey;
 
 impl Controller {
@@ -199,18 +200,15 @@ fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) ->
     edit
 }
 
-/// The unbind on the newest copy of the volume.
+/// The unbind on the newest copy of the volume; the record of the
+/// release's recycler pod goes with the binding.
 fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
+    let recycler_recorded = remove_annotation(volume, ANN_RECYCLER_POD_UID);
     if has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
         if let Some(spec) = volume.spec.as_mut() {
             spec.claim_ref = None;
         }
-        if let Some(annotations) = volume.metadata.annotations.as_mut() {
-            annotations.remove(ANN_BOUND_BY_CONTROLLER);
-            if annotations.is_empty() {
-                volume.metadata.annotations = None;
-            }
-        }
+        remove_annotation(volume, ANN_BOUND_BY_CONTROLLER);
         return Edit::Changed;
     }
     match volume.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
@@ -218,8 +216,22 @@ fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
             reference.uid = None;
             Edit::Changed
         }
+        _ if recycler_recorded => Edit::Changed,
         _ => Edit::Unchanged,
     }
+}
+
+/// Removes the annotation `key` (and an annotation map left empty);
+/// returns whether it was there.
+fn remove_annotation(volume: &mut PersistentVolume, key: &str) -> bool {
+    let Some(annotations) = volume.metadata.annotations.as_mut() else {
+        return false;
+    };
+    let removed = annotations.remove(key).is_some();
+    if annotations.is_empty() {
+        volume.metadata.annotations = None;
+    }
+    removed
 }
 
 /// The status edit of [`Controller::set_claim_status`] on the newest copy.

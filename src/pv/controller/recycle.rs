@@ -12,7 +12,7 @@ use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{VolumePhase, claim_ref_key};
-use crate::pv::plugins::{EventRelay, RecycleContext, RecyclerPods};
+use crate::pv::plugins::{EventRelay, RecycleContext, RecycledVolumes, RecyclerPods};
 use crate::runtime::events::{EventType, reference_of};
 
 impl Controller {
@@ -56,6 +56,7 @@ impl Controller {
         let context = RecycleContext {
             client: self.client.clone(),
             pods: RecyclerPods(self.writers.pods.clone()),
+            volumes: RecycledVolumes(self.writers.volumes.clone()),
             relay: EventRelay::new(self.recorder.clone(), reference_of(volume.as_ref())),
             follow_cluster: self.shadow.is_some(),
         };

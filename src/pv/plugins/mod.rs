@@ -28,7 +28,7 @@ use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, r
 use crate::pv::objects::{ReclaimPolicy, annotation};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::write::{WriteError, Writer};
+use crate::runtime::write::{Edit, Part, WriteError, Writer};
 use recycler::RecyclerPodConfig;
 
 /// Why a plugin could not do what it was asked. The controller words its
@@ -94,13 +94,16 @@ impl EventRelay {
 
 /// What a recycler needs besides the volume: a client to watch its pod and
 /// the pod's events with, the writer its pod is created and deleted
-/// through, and the relay for the pod's events.
+/// through, the writer that records the pod on the volume, and the relay
+/// for the pod's events.
 #[derive(Clone)]
 pub struct RecycleContext {
     /// Client for reading the recycler pod and its events.
     pub client: Client,
     /// Creates and deletes the recycler pod.
     pub pods: RecyclerPods,
+    /// Records on the volume which recycler pod scrubs it.
+    pub volumes: RecycledVolumes,
     /// Where the pod's events go.
     pub relay: EventRelay,
     /// Shadow mode: the recycler pod is only recorded (the write door sends
@@ -116,18 +119,90 @@ pub struct RecycleContext {
 pub struct RecyclerPods(pub(crate) Writer<Pod>);
 
 impl RecyclerPods {
-    /// Creates `pod`.
-    pub async fn create(&self, pod: &Pod) -> Result<(), WriteError> {
-        self.0.create(pod).await.map(drop)
+    /// Creates `pod`; returns the pod as the server made it (with its UID).
+    pub async fn create(&self, pod: &Pod) -> Result<Arc<Pod>, WriteError> {
+        self.0.create(pod).await
     }
 
-    /// Deletes the pod `namespace/name` (already gone counts as deleted).
-    pub async fn delete(&self, namespace: &str, name: &str) -> Result<(), WriteError> {
+    /// Deletes the pod `namespace/name` (already gone counts as deleted);
+    /// only the incarnation `uid` names when given.
+    pub async fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<(), WriteError> {
         self.0
-            .delete(&ObjectKey::new(namespace, name), None)
+            .delete(&ObjectKey::new(namespace, name), uid)
             .await
             .map(drop)
     }
+}
+
+/// Records on a volume, through the process's write door, the UID of the
+/// recycler pod this controller made for it: the proof that a pod of that
+/// name found later is its own, which nobody who may only create pods can
+/// forge.
+#[derive(Clone, Debug)]
+pub struct RecycledVolumes(pub(crate) Writer<PersistentVolume>);
+
+impl RecycledVolumes {
+    /// How often a record refused with a 409 is tried again (on the copy
+    /// the 409 brought) before the recycle gives up.
+    const ATTEMPTS: usize = 3;
+
+    /// Sets the annotation `key` to `value` on `volume`, unless the volume
+    /// was bound to another claim since (then nothing is written and the
+    /// write is refused). A 409 is tried again on the newer copy.
+    pub async fn annotate(
+        &self,
+        volume: &PersistentVolume,
+        key: &str,
+        value: &str,
+    ) -> Result<(), WriteError> {
+        let basis = Arc::new(volume.clone());
+        let mut attempt = 1;
+        loop {
+            let result = self
+                .0
+                .update(&basis, Part::Spec, |newest| {
+                    annotate_edit(volume, newest, key, value)
+                })
+                .await;
+            match result {
+                Err(error) if error.is_conflict() && attempt < Self::ATTEMPTS => attempt += 1,
+                other => return other.map(drop),
+            }
+        }
+    }
+}
+
+/// Sets the annotation `key` to `value` on the newest copy of `volume`,
+/// unless that copy is bound to another claim than `volume` was.
+fn annotate_edit(
+    volume: &PersistentVolume,
+    newest: &mut PersistentVolume,
+    key: &str,
+    value: &str,
+) -> Edit {
+    let claim_uid = |v: &PersistentVolume| {
+        v.spec
+            .as_ref()
+            .and_then(|s| s.claim_ref.as_ref())
+            .and_then(|r| r.uid.clone())
+    };
+    if claim_uid(newest) != claim_uid(volume) {
+        return Edit::Refused("it was bound to another claim".to_string());
+    }
+    let annotations = newest
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    if annotations.get(key).map(String::as_str) == Some(value) {
+        return Edit::Unchanged;
+    }
+    annotations.insert(key.to_string(), value.to_string());
+    Edit::Changed
 }
 
 /// A volume plugin. Every capability is optional; the `can_*` methods say

@@ -4,13 +4,18 @@
 //! The pod has a deterministic name, `recycler-for-<pv>` (shortened with a
 //! hash when the volume name is too long), and carries in annotations the
 //! UID of the volume and the UID of the released claim: one release of one
-//! volume. A pod of that name found at create time is adopted (waited for
-//! instead of duplicated) only when it was made for this very release: same
-//! volume UID, same claim UID, not being deleted, and created after the
-//! volume was released. That is a pod this controller started before a
-//! restart (or the previous leader did). Any other pod of that name (from an
-//! earlier release, still Terminating because its node is gone or a
-//! finalizer holds it) proves nothing about this release's data: it is
+//! volume. Once created, and before it is waited for, its UID is recorded
+//! on the volume ([`ANN_POD_UID`]). A pod of that name found at create
+//! time is adopted (waited for instead of duplicated) only when it is the
+//! pod the volume records and was made for this very release (same volume
+//! and claim UIDs, not being deleted): a pod this controller started before
+//! a restart (or the previous leader did). Anyone may be able to create
+//! pods in the recycler's namespace, with any name and annotations, and
+//! mark them Succeeded; only someone allowed to update PersistentVolumes
+//! can make the volume name such a pod. Any other pod of that name (a
+//! forged one, one from an earlier release, one still Terminating because
+//! its node is gone or a finalizer holds it, one whose UID a crash kept
+//! from being recorded) proves nothing about this release's data: it is
 //! deleted and the recycle fails with upstream's "old recycler pod found,
 //! will retry later", so a fresh pod scrubs the volume once the old one is
 //! gone.
@@ -23,7 +28,6 @@ use k8s_openapi::api::core::v1::{
     Container, Event as CoreEvent, PersistentVolume, Pod, PodSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -54,6 +58,11 @@ pub const ANN_VOLUME_UID: &str = "pv-controller.k8s.io/recycled-volume-uid";
 /// Annotation on a recycler pod: the UID of the claim whose release it
 /// scrubs; with [`ANN_VOLUME_UID`] it names one release of one volume.
 pub const ANN_CLAIM_UID: &str = "pv-controller.k8s.io/released-claim-uid";
+
+/// Annotation on a volume being recycled: the UID of the recycler pod this
+/// controller created for it, written before the pod is waited for. Only a
+/// pod of this UID is taken as proof of the scrub.
+pub const ANN_POD_UID: &str = "pv-controller.k8s.io/recycler-pod-uid";
 
 /// Longest pod name (a DNS subdomain).
 const MAX_NAME_LEN: usize = 253;
@@ -108,8 +117,14 @@ pub(crate) enum RecyclerError {
     /// The pod could not be created.
     #[error("unexpected error creating recycler pod: {0}")]
     Create(String),
-    /// A pod of that name exists that was not made for this release (or is
-    /// being deleted); it was deleted and the recycle will be tried again.
+    /// The pod was created but could not be recorded on the volume: the
+    /// next attempt adopts it if the record was written after all, and
+    /// deletes it if not (a pod the volume does not name proves nothing).
+    #[error("failed to record recycler pod on the volume: {0}")]
+    Record(String),
+    /// A pod of that name exists that the volume does not record, or that
+    /// was not made for this release (or is being deleted); it was deleted
+    /// and the recycle will be tried again.
     #[error("old recycler pod found, will retry later")]
     StalePod,
     /// The pod ended in phase Failed.
@@ -282,7 +297,7 @@ pub(crate) async fn recycle(
     let outcome = if context.follow_cluster {
         follow_cluster(context, &pod, volume).await
     } else {
-        run(context, pod, released_at(volume)).await
+        run(context, pod, volume).await
     };
     outcome.map_err(|e| PluginError::Failed(e.to_string()))
 }
@@ -350,23 +365,14 @@ fn pod_deadline(pod: &Pod) -> Duration {
         + DEADLINE_GRACE
 }
 
-/// When the volume was released, if the API server recorded it (the phase
-/// transition time of a Released volume; servers before 1.28 record none).
-pub(crate) fn released_at(volume: &PersistentVolume) -> Option<Timestamp> {
-    let status = volume.status.as_ref()?;
-    (crate::pv::objects::volume_phase(volume) == Some(crate::pv::objects::VolumePhase::Released))
-        .then(|| status.last_phase_transition_time.as_ref().map(|t| t.0))
-        .flatten()
-}
-
-/// Runs a recycler pod to its end: creates it (or adopts the pod of the same
-/// name started for this release earlier), waits until it succeeds, fails or
-/// disappears, relaying its events to the volume; deletes it unless it
-/// succeeded.
+/// Runs a recycler pod to its end: creates it and records it on `volume`
+/// (or adopts the pod the volume records, started for this release
+/// earlier), waits until it succeeds, fails or disappears, relaying its
+/// events to the volume; deletes it unless it succeeded.
 pub(crate) async fn run(
     context: &RecycleContext,
     pod: Pod,
-    released_at: Option<Timestamp>,
+    volume: &PersistentVolume,
 ) -> Result<(), RecyclerError> {
     let (client, relay) = (&context.client, &context.relay);
     let namespace = pod
@@ -376,11 +382,11 @@ pub(crate) async fn run(
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let adopted = create_or_adopt(&context.pods, &pods, &pod, released_at).await?;
+    let started = create_or_adopt(context, &pods, &pod, volume).await?;
     let deadline = pod_deadline(&pod);
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
-    let ended =
-        tokio::time::timeout(deadline, watch_pod(&pods, &events, &name, !adopted, relay)).await;
+    let watched = watch_pod(&pods, &events, &name, &started, relay);
+    let ended = tokio::time::timeout(deadline, watched).await;
     let error = match ended {
         // Kept until the volume is Available: if writing the volume fails,
         // the retry adopts this pod as proof instead of scrubbing again
@@ -390,7 +396,7 @@ pub(crate) async fn run(
         Ok(PodEnd::Deleted) => RecyclerError::PodDeleted,
         Err(_) => RecyclerError::Timeout(deadline),
     };
-    if let Err(message) = delete_pod(&context.pods, &namespace, &name).await {
+    if let Err(message) = delete_pod(&context.pods, &namespace, &name, Some(&started.uid)).await {
         tracing::warn!(pod = %name, %message, "deleting the failed recycler pod failed");
     }
     Err(error)
@@ -412,26 +418,48 @@ pub(crate) async fn finish(
         .clone()
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
-    delete_pod(&context.pods, &namespace, &name)
+    delete_pod(&context.pods, &namespace, &name, None)
         .await
         .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
 }
 
-/// Creates the pod; returns whether an existing pod made for this release
-/// was adopted instead. Any other pod of that name is deleted and the
-/// recycle fails, to be tried again once it is gone.
+/// The recycler pod being waited for: its UID, and whether it was
+/// created now (rather than adopted after a restart).
+struct Started {
+    uid: String,
+    created: bool,
+}
+
+/// Creates the pod and records its UID on the volume before it is waited
+/// for; or adopts the existing pod the volume records, made for this
+/// release. Any other pod of that name is deleted and the recycle fails,
+/// to be tried again once it is gone.
 async fn create_or_adopt(
-    writer: &RecyclerPods,
+    context: &RecycleContext,
     pods: &Api<Pod>,
     pod: &Pod,
-    released_at: Option<Timestamp>,
-) -> Result<bool, RecyclerError> {
+    volume: &PersistentVolume,
+) -> Result<Started, RecyclerError> {
+    let writer = &context.pods;
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     match writer.create(pod).await {
-        Ok(()) => {
-            tracing::info!(pod = %name, "recycler pod created");
-            Ok(false)
+        Ok(created) => {
+            let uid = created.metadata.uid.clone().unwrap_or_default();
+            tracing::info!(pod = %name, %uid, "recycler pod created");
+            let recorded = if uid.is_empty() {
+                Err("the server gave the pod no UID".to_string())
+            } else {
+                // Boxed: the volume write's future is large.
+                Box::pin(context.volumes.annotate(volume, ANN_POD_UID, &uid))
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            // The pod stays: whether the record was written is known only
+            // to the next attempt, which reads the volume again and adopts
+            // the pod if it is recorded, or deletes it if not.
+            recorded.map_err(RecyclerError::Record)?;
+            Ok(Started { uid, created: true })
         }
         Err(WriteError::Api {
             source: kube::Error::Api(status),
@@ -441,15 +469,21 @@ async fn create_or_adopt(
                 .get_opt(&name)
                 .await
                 .map_err(|e| RecyclerError::Create(e.to_string()))?;
-            if existing
+            let found_uid = existing
                 .as_ref()
-                .is_some_and(|found| made_for_this_release(found, pod, released_at))
+                .and_then(|found| found.metadata.uid.clone());
+            if let Some(found) = &existing
+                && is_recorded_pod(found, volume)
+                && made_for_this_release(found, pod)
             {
                 tracing::info!(pod = %name, "recycler pod of this release already exists, waiting for it");
-                return Ok(true);
+                return Ok(Started {
+                    uid: found_uid.unwrap_or_default(),
+                    created: false,
+                });
             }
-            tracing::info!(pod = %name, "old recycler pod found, deleting it");
-            delete_pod(writer, &namespace, &name)
+            tracing::warn!(pod = %name, uid = ?found_uid, "recycler pod found that the volume does not record for this release, deleting it");
+            delete_pod(writer, &namespace, &name, found_uid.as_deref())
                 .await
                 .map_err(|message| {
                     RecyclerError::Create(format!(
@@ -462,10 +496,22 @@ async fn create_or_adopt(
     }
 }
 
-/// Whether `found` is the pod `wanted` describes, started for the same
-/// release: same volume and claim UIDs, not being deleted, and not older
-/// than the release (when the server recorded when that was).
-fn made_for_this_release(found: &Pod, wanted: &Pod, released_at: Option<Timestamp>) -> bool {
+/// Whether `found` is the pod whose UID the volume records as the recycler
+/// pod this controller made for it.
+fn is_recorded_pod(found: &Pod, volume: &PersistentVolume) -> bool {
+    let recorded = volume
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANN_POD_UID))
+        .filter(|uid| !uid.is_empty());
+    recorded.is_some() && recorded == found.metadata.uid.as_ref()
+}
+
+/// Whether `found`, a pod this controller made, is the pod `wanted`
+/// describes, started for the same release: same volume and claim UIDs,
+/// and not being deleted.
+fn made_for_this_release(found: &Pod, wanted: &Pod) -> bool {
     let same = |key: &str| {
         let value = |pod: &Pod| {
             pod.metadata
@@ -476,27 +522,22 @@ fn made_for_this_release(found: &Pod, wanted: &Pod, released_at: Option<Timestam
         };
         value(found).is_some() && value(found) == value(wanted)
     };
-    let started_after_release = match (released_at, &found.metadata.creation_timestamp) {
-        (Some(released), Some(created)) => created.0 >= released,
-        (Some(_), None) => false,
-        (None, _) => true,
-    };
-    same(ANN_VOLUME_UID)
-        && same(ANN_CLAIM_UID)
-        && found.metadata.deletion_timestamp.is_none()
-        && started_after_release
+    same(ANN_VOLUME_UID) && same(ANN_CLAIM_UID) && found.metadata.deletion_timestamp.is_none()
 }
 
-/// Watches the pod until it ends, relaying its new events to the volume.
-/// `relay_existing` also relays events already present when the watch
-/// starts (a pod just created has no older events worth hiding).
+/// Watches the pod `started` names until it ends, relaying its new events
+/// to the volume. A pod of that name with another UID means this one is
+/// gone. Events already present when the watch starts are relayed only
+/// for a pod just created (an adopted pod's older events were relayed
+/// before the restart).
 async fn watch_pod(
     pods: &Api<Pod>,
     events: &Api<CoreEvent>,
     name: &str,
-    relay_existing: bool,
+    started: &Started,
     relay: &EventRelay,
 ) -> PodEnd {
+    let relay_existing = started.created;
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let by_object = watcher::Config::default().fields(&format!("involvedObject.name={name}"));
     let mut pod_stream = std::pin::pin!(watcher::watcher(pods.clone(), by_name).default_backoff());
@@ -513,6 +554,9 @@ async fn watch_pod(
                 Some(Ok(Event::InitDone)) if !seen_pod => return PodEnd::Deleted,
                 Some(Ok(Event::InitDone)) => {}
                 Some(Ok(Event::InitApply(pod) | Event::Apply(pod))) => {
+                    if pod.metadata.uid.as_deref() != Some(started.uid.as_str()) {
+                        return PodEnd::Deleted;
+                    }
                     seen_pod = true;
                     if let Some(end) = pod_end(&pod) {
                         return end;
@@ -557,9 +601,15 @@ fn pod_end(pod: &Pod) -> Option<PodEnd> {
     }
 }
 
-/// Deletes the pod; a pod already gone is fine.
-async fn delete_pod(pods: &RecyclerPods, namespace: &str, name: &str) -> Result<(), String> {
-    pods.delete(namespace, name)
+/// Deletes the pod (only the incarnation `uid` names, when given); a pod
+/// already gone is fine.
+async fn delete_pod(
+    pods: &RecyclerPods,
+    namespace: &str,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<(), String> {
+    pods.delete(namespace, name, uid)
         .await
         .map_err(|error| error.to_string())
 }
@@ -569,6 +619,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{HostPathVolumeSource, PersistentVolumeSpec};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::jiff::Timestamp;
 
     fn volume(name: &str, capacity: &str) -> PersistentVolume {
         PersistentVolume {
@@ -666,11 +717,11 @@ mod tests {
     }
 
     #[test]
-    fn only_a_live_pod_of_this_very_release_is_adopted() {
+    fn only_the_recorded_live_pod_of_this_very_release_is_adopted() {
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-        let at = |seconds: i64| Timestamp::from_second(seconds).expect("timestamp");
-        let pod = |volume_uid: &str, claim_uid: &str, created: i64, deleting: bool| Pod {
+        let pod = |uid: &str, volume_uid: &str, claim_uid: &str, deleting: bool| Pod {
             metadata: ObjectMeta {
+                uid: Some(uid.to_string()),
                 annotations: Some(
                     [
                         (ANN_VOLUME_UID.to_string(), volume_uid.to_string()),
@@ -678,56 +729,68 @@ mod tests {
                     ]
                     .into(),
                 ),
-                creation_timestamp: Some(Time(at(created))),
-                deletion_timestamp: deleting.then(|| Time(at(created + 1))),
+                deletion_timestamp: deleting
+                    .then(|| Time(Timestamp::from_second(1).expect("timestamp"))),
                 ..Default::default()
             },
             ..Default::default()
         };
-        let wanted = pod("pv-uid", "claim-2", 0, false);
-        let released = Some(at(100));
+        let recording = |uid: Option<&str>| {
+            let mut recorded = volume("pv", "1Gi");
+            recorded.metadata.annotations =
+                uid.map(|uid| [(ANN_POD_UID.to_string(), uid.to_string())].into());
+            recorded
+        };
+        let wanted = pod("", "pv-uid", "claim-2", false);
         let cases = [
             (
-                "started for this release",
-                pod("pv-uid", "claim-2", 100, false),
-                released,
+                "the recorded pod of this release",
+                pod("p1", "pv-uid", "claim-2", false),
+                Some("p1"),
                 true,
             ),
             (
-                "release time unknown",
-                pod("pv-uid", "claim-2", 5, false),
+                "a pod the volume does not record",
+                pod("forged", "pv-uid", "claim-2", false),
+                Some("p1"),
+                false,
+            ),
+            (
+                "no pod recorded",
+                pod("forged", "pv-uid", "claim-2", false),
                 None,
-                true,
-            ),
-            (
-                "an earlier release's pod",
-                pod("pv-uid", "claim-1", 100, false),
-                released,
                 false,
             ),
             (
-                "a re-created volume's pod",
-                pod("old-uid", "claim-2", 100, false),
-                released,
+                "an empty record",
+                pod("", "pv-uid", "claim-2", false),
+                Some(""),
                 false,
             ),
             (
-                "being deleted",
-                pod("pv-uid", "claim-2", 100, true),
-                released,
+                "the recorded pod of an earlier release",
+                pod("p1", "pv-uid", "claim-1", false),
+                Some("p1"),
                 false,
             ),
             (
-                "older than the release",
-                pod("pv-uid", "claim-2", 99, false),
-                released,
+                "the recorded pod of a re-created volume",
+                pod("p1", "old-uid", "claim-2", false),
+                Some("p1"),
                 false,
             ),
-            ("unmarked", Pod::default(), None, false),
+            (
+                "the recorded pod, being deleted",
+                pod("p1", "pv-uid", "claim-2", true),
+                Some("p1"),
+                false,
+            ),
+            ("unmarked", Pod::default(), Some("p1"), false),
         ];
-        for (name, found, released, adopt) in cases {
+        for (name, found, recorded, adopt) in cases {
             assert_eq!(
-                made_for_this_release(&found, &wanted, released),
+                is_recorded_pod(&found, &recording(recorded))
+                    && made_for_this_release(&found, &wanted),
                 adopt,
                 "{name}"
             );

@@ -8,7 +8,9 @@
 //!   Delete and its claim was gone (or, provisioned, its claim was bound
 //!   to another volume), or a user deleted it;
 //! - no recycler pod is created for a claim that still exists, and no
-//!   second one for one release (volume and claim UIDs);
+//!   second one for one release (volume and claim UIDs) while the first
+//!   exists or once the volume recorded the first (a pod made just before
+//!   its leader died, never recorded, is deleted and made again);
 //! - no second volume object is provisioned for a live claim;
 //! - a recycled volume becomes Available only after a pod made for that
 //!   very release ran to success.
@@ -18,6 +20,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use memapi::{ChangeType, MemApi, Observed, Observer};
 use pv_controller::pv::RECYCLER_ANN_CLAIM_UID;
+use pv_controller::pv::RECYCLER_ANN_POD_UID;
 use pv_controller::pv::RECYCLER_ANN_VOLUME_UID;
 use testkit::ANN_PROVISIONED_BY;
 
@@ -104,7 +107,11 @@ struct Walk {
     volumes: HashMap<String, PersistentVolume>,
     /// Volume UID and claim UID of each release whose recycler pod ran.
     scrubbed: HashSet<(String, String)>,
-    recycler_pods: HashMap<(String, String), u32>,
+    /// The recycler pods of each release (by UID), and whether each still
+    /// exists.
+    recycler_pods: HashMap<(String, String), Vec<(String, bool)>>,
+    /// The recycler pods (by UID) a volume ever recorded as its own.
+    recorded_pods: HashSet<String>,
     provisioned: HashMap<String, u32>,
     /// How each deleted provisioned volume looked when it went, by name.
     deleted_as: HashMap<String, String>,
@@ -221,6 +228,9 @@ impl Walk {
         let id = uid(v);
         let volume = name(v);
         let before = self.volumes.get(&volume).filter(|b| uid(*b) == id).cloned();
+        if let Some(pod) = annotation(v, RECYCLER_ANN_POD_UID) {
+            self.recorded_pods.insert(pod.to_string());
+        }
         if ty == ChangeType::Added && volume.starts_with("pvc-") {
             let n = self.provisioned.entry(volume.clone()).or_default();
             *n += 1;
@@ -303,14 +313,21 @@ impl Walk {
                         name(p)
                     ));
                 }
-                let n = self.recycler_pods.entry(release).or_default();
-                *n += 1;
-                if *n > 1 {
+                let pods = self.recycler_pods.entry(release).or_default();
+                let live = pods.iter().any(|(_, exists)| *exists);
+                let recorded = pods.iter().any(|(pod, _)| self.recorded_pods.contains(pod));
+                if live || recorded {
                     self.problems.push(format!(
-                        "second recycler pod {} for the release of claim {claim}",
-                        name(p)
+                        "second recycler pod {} for the release of claim {claim} (the first {})",
+                        name(p),
+                        if live {
+                            "still exists"
+                        } else {
+                            "was recorded on the volume"
+                        }
                     ));
                 }
+                pods.push((uid(p), true));
             }
             ChangeType::Modified => {
                 let succeeded =
@@ -319,7 +336,14 @@ impl Walk {
                     self.scrubbed.insert(release);
                 }
             }
-            ChangeType::Deleted => {}
+            ChangeType::Deleted => {
+                let gone = uid(p);
+                for (pod, exists) in self.recycler_pods.entry(release).or_default() {
+                    if *pod == gone {
+                        *exists = false;
+                    }
+                }
+            }
         }
     }
 }

@@ -6,3 +6,4 @@ pub(crate) mod harness;
 pub(crate) mod objects;
 mod scenarios;
 mod table;
+mod upgrade;
