@@ -29,6 +29,54 @@ pub(crate) trait Kind:
     /// The API of the kind in `namespace` (ignored for a cluster-scoped
     /// kind).
     fn api(client: &Client, namespace: &str) -> Api<Self>;
+
+    /// The object as JSON, as far as a write of `part` can change it: for
+    /// a kind with a status subresource, its metadata and that part alone
+    /// (the server ignores the other part of such a write, so encoding it
+    /// would be wasted work on every write); the whole object otherwise.
+    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+        let _ = part;
+        serde_json::to_value(self)
+    }
+}
+
+/// The part of an object a write changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Spec and metadata (the main resource).
+    Spec,
+    /// The status subresource.
+    Status,
+}
+
+impl Part {
+    /// The subresource label of the write metric ("" for the main resource).
+    pub(crate) fn subresource(self) -> &'static str {
+        match self {
+            Part::Spec => "",
+            Part::Status => "status",
+        }
+    }
+}
+
+/// `{"metadata": …, "spec" or "status": …}` of an object with a status
+/// subresource: what [`Kind::encode_part`] gives for `part`.
+fn metadata_and(
+    metadata: &impl Serialize,
+    spec: &impl Serialize,
+    status: &impl Serialize,
+    part: Part,
+) -> serde_json::Result<serde_json::Value> {
+    let (name, section) = match part {
+        Part::Spec => ("spec", serde_json::to_value(spec)?),
+        Part::Status => ("status", serde_json::to_value(status)?),
+    };
+    let mut members = serde_json::Map::with_capacity(2);
+    members.insert("metadata".to_string(), serde_json::to_value(metadata)?);
+    if !section.is_null() {
+        members.insert(name.to_string(), section);
+    }
+    Ok(serde_json::Value::Object(members))
 }
 
 /// Drops server-side apply's bookkeeping, which on a real API server is
@@ -42,6 +90,9 @@ impl Kind for PersistentVolume {
     fn api(client: &Client, _namespace: &str) -> Api<Self> {
         Api::all(client.clone())
     }
+    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+        metadata_and(&self.metadata, &self.spec, &self.status, part)
+    }
     fn trim(&mut self) {
         drop_managed_fields(self);
     }
@@ -51,6 +102,9 @@ impl Kind for PersistentVolumeClaim {
     const NAME: &'static str = "persistentvolumeclaim";
     fn api(client: &Client, namespace: &str) -> Api<Self> {
         Api::namespaced(client.clone(), namespace)
+    }
+    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+        metadata_and(&self.metadata, &self.spec, &self.status, part)
     }
     fn trim(&mut self) {
         drop_managed_fields(self);
@@ -84,6 +138,9 @@ impl Kind for ResourceClaim {
     const NAME: &'static str = "resourceclaim";
     fn api(client: &Client, namespace: &str) -> Api<Self> {
         Api::namespaced(client.clone(), namespace)
+    }
+    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+        metadata_and(&self.metadata, &self.spec, &self.status, part)
     }
     fn trim(&mut self) {
         drop_managed_fields(self);

@@ -40,6 +40,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
+pub(crate) use crate::runtime::kinds::Part;
 use crate::runtime::kinds::Kind;
 use crate::runtime::lean::Lean;
 use crate::runtime::merge_patch;
@@ -56,25 +57,6 @@ pub(crate) enum Edit {
     /// The object moved on since the decision: the write would act on a
     /// view that no longer holds. The sync is retried from fresh data.
     Refused(String),
-}
-
-/// The part of an object an update replaces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Part {
-    /// Spec and metadata (the main resource).
-    Spec,
-    /// The status subresource.
-    Status,
-}
-
-impl Part {
-    /// The subresource label of the write metric ("" for the main resource).
-    fn subresource(self) -> &'static str {
-        match self {
-            Part::Spec => "",
-            Part::Status => "status",
-        }
-    }
 }
 
 /// Why a write did not happen.
@@ -644,7 +626,7 @@ fn conditional_patch<K: Kind>(
     part: Part,
 ) -> Result<Option<serde_json::Value>, WriteError> {
     let encode = |object: &K| {
-        serde_json::to_value(object).map_err(|error| WriteError::Api {
+        object.encode_part(part).map_err(|error| WriteError::Api {
             action: format!("encode {}", describe::<K>(&ObjectKey::of(object))),
             source: kube::Error::SerdeError(error),
         })
@@ -656,8 +638,8 @@ fn conditional_patch<K: Kind>(
     let Some(members) = patch.as_object_mut() else {
         return Ok(None);
     };
-    // The server ignores the other part of a write to one part; leaving it
-    // out keeps the request as small as the change.
+    // The server ignores the other part of a write to one part: a kind
+    // whose encoding holds both leaves it out of the request.
     members.remove(match part {
         Part::Spec => "status",
         Part::Status => "spec",

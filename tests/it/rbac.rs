@@ -26,7 +26,6 @@ use pv_controller::pv;
 use pv_controller::pv::Settings;
 use pv_controller::pv::VolumePlugins;
 use pv_controller::testing::stand_in_kubelet;
-use serde::Deserialize;
 use serde_json::Value;
 use testkit::*;
 
@@ -584,9 +583,9 @@ async fn shadow_mode_reads_only_what_its_read_only_role_allows() {
 #[test]
 fn wildcards_resource_names_and_namespaces_are_seen() {
     let objects = documents(
-        "kind: Role\nmetadata:\n  name: r\n  namespace: a\nrules:\n- apiGroups: [\"\"]\n  resources: [pods, pods/log]\n  resourceNames: [p]\n  verbs: [get]\n---\nkind: RoleBinding\nmetadata:\n  name: r\n  namespace: a\nroleRef:\n  kind: Role\n  name: r\nsubjects:\n- kind: ServiceAccount\n  namespace: s\n  name: n\n",
+        "kind: Role\nmetadata:\n  name: r\n  namespace: a\nrules:\n- apiGroups: [\"\"]\n  resources: [pods, pods/log]\n  resourceNames: [p]\n  verbs: [get]\n---\nkind: RoleBinding\nmetadata:\n  name: r\n  namespace: a\nroleRef:\n  kind: Role\n  name: r\nsubjects:\n- kind: ServiceAccount\n  namespace: s\n  name: account\n",
     );
-    let grants = granted(&objects, ("s", "n"));
+    let grants = granted(&objects, ("s", "account"));
     assert_eq!(grants.len(), 2);
     assert_eq!(grants[1].resource, "pods/log");
     assert_eq!(grants[1].namespace.as_deref(), Some("a"));
