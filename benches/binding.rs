@@ -59,6 +59,7 @@ async fn bind(n: usize) {
     let clients = Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),
     );
     let config = AppConfig {

@@ -161,6 +161,11 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         name: res.name.clone(),
         subresource: res.subresource.clone(),
         code,
+        user_agent: parts
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
         lost_answer,
     });
     outcome

@@ -12,7 +12,7 @@ use std::time::Duration;
 use memapi::{MemApi, Verb};
 use pv_controller::{
     App, AppConfig, ClientOptions, Clients, DelegationConfig, LeaseConfig, SecureServing,
-    ServingCertificate, WriteGate,
+    ServingCertificate, ServingLimits, WriteGate,
 };
 
 pub(crate) use crate::https::https_get;
@@ -23,6 +23,7 @@ pub(crate) fn secure_serving() -> SecureServing {
         address: "127.0.0.1:0".parse().expect("address"),
         certificate: ServingCertificate::SelfSigned { names: vec![] },
         delegation: DelegationConfig::default(),
+        limits: ServingLimits::default(),
     }
 }
 
@@ -45,6 +46,7 @@ fn cluster() -> MemApi {
 
 fn clients(api: &MemApi) -> Clients {
     Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),

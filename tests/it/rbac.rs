@@ -172,6 +172,7 @@ async fn exercised(mode: Mode) -> (MemApi, BTreeSet<Permission>) {
     let clients = Clients::build(
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),
     );
     let config = AppConfig {

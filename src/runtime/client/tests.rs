@@ -17,6 +17,7 @@ fn clients(api: &MemApi, options: ClientOptions) -> Clients {
     Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
         options,
     )
 }
@@ -201,6 +202,7 @@ async fn both_clients_name_the_controller_as_their_user_agent() {
             })
     };
     let clients = Clients::build(
+        ClientBuilder::new(recording(), "default"),
         ClientBuilder::new(recording(), "default"),
         ClientBuilder::new(recording(), "default"),
         ClientOptions::default(),
