@@ -414,6 +414,29 @@ mod tests {
         assert!(difference["at"].as_str().is_some(), "{report:#}");
     }
 
+    /// `0.0.0.0` listens on both IP families where the host has IPv6 (as
+    /// kube-controller-manager), and on IPv4 alone where it has not.
+    #[tokio::test]
+    async fn an_unspecified_address_listens_on_both_families() {
+        let listener = bind("0.0.0.0:0".parse().unwrap()).await.unwrap();
+        let local = listener.local_addr().unwrap();
+        let mut families = vec![SocketAddr::from(([127, 0, 0, 1], local.port()))];
+        let host_has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+        if host_has_ipv6 {
+            families.push(SocketAddr::from((Ipv6Addr::LOCALHOST, local.port())));
+        }
+        for address in families {
+            let (connected, accepted) =
+                tokio::join!(tokio::net::TcpStream::connect(address), listener.accept());
+            let (connected, accepted) = (connected.unwrap(), accepted.unwrap());
+            assert_eq!(
+                connected.local_addr().unwrap().port(),
+                accepted.1.port(),
+                "{address} reaches the listener"
+            );
+        }
+    }
+
     #[test]
     fn go_style_addresses() {
         assert_eq!(
