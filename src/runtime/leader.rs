@@ -30,6 +30,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::time::Instant;
 
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::client::WriteGate;
 
 /// Where the Lease is and how it is held (kube-controller-manager's flags
@@ -95,7 +96,7 @@ fn random_suffix() -> String {
 /// Why an attempt on the Lease failed (other than losing a race, which is
 /// not an error: the attempt just did not acquire).
 #[derive(Debug, thiserror::Error)]
-#[error("{action} lease {namespace}/{name}: {source}")]
+#[error("{action} lease {namespace}/{name}: {}", ApiMessage(source))]
 pub struct LeaderError {
     action: &'static str,
     namespace: String,
