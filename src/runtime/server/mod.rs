@@ -278,17 +278,15 @@ fn internal_error() -> Response {
 /// credentials; the reason is in the log and in
 /// [`Liveness::failure`]).
 async fn serve_live(State(state): State<AdminState>, uri: axum::http::Uri) -> Response {
-    match state.health.liveness.failure() {
-        None => (StatusCode::OK, "ok").into_response(),
-        Some(_) => {
-            let check = uri.path().trim_start_matches('/');
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("[-]controllers failed: reason withheld\n{check} check failed"),
-            )
-                .into_response()
-        }
+    if state.health.liveness.failure().is_none() {
+        return (StatusCode::OK, "ok").into_response();
     }
+    let check = uri.path().trim_start_matches('/');
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("[-]controllers failed: reason withheld\n{check} check failed"),
+    )
+        .into_response()
 }
 
 async fn serve_ready(State(state): State<AdminState>) -> Response {

@@ -147,19 +147,18 @@ impl SecureServer {
         connections.spawn(Arc::clone(&self.certificates).watch());
         loop {
             while connections.try_join_next().is_some() {}
-            let slot = match Arc::clone(&slots).try_acquire_owned() {
-                Ok(slot) => slot,
-                Err(_) => {
-                    tracing::warn!(
-                        limit = self.limits.max_connections,
-                        "secure admin server: connection limit reached, new connections wait"
-                    );
-                    match Arc::clone(&slots).acquire_owned().await {
-                        Ok(slot) => slot,
-                        // The semaphore is never closed.
-                        Err(_) => return,
-                    }
-                }
+            let slot = if let Ok(slot) = Arc::clone(&slots).try_acquire_owned() {
+                slot
+            } else {
+                tracing::warn!(
+                    limit = self.limits.max_connections,
+                    "secure admin server: connection limit reached, new connections wait"
+                );
+                // The semaphore is never closed.
+                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+                    return;
+                };
+                slot
             };
             let (stream, peer) = match self.listener.accept().await {
                 Ok(accepted) => accepted,
@@ -205,15 +204,13 @@ impl SecureServer {
 /// kube-apiserver answers one past its `--request-timeout`.
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => {
-            tracing::warn!(%path, ?limit, "admin request timed out");
-            status(
-                StatusCode::GATEWAY_TIMEOUT,
-                "Timeout",
-                "Timeout: request did not complete within the allotted timeout",
-            )
-        }
+    if let Ok(response) = tokio::time::timeout(limit, next.run(request)).await {
+        return response;
     }
+    tracing::warn!(%path, ?limit, "admin request timed out");
+    status(
+        StatusCode::GATEWAY_TIMEOUT,
+        "Timeout",
+        "Timeout: request did not complete within the allotted timeout",
+    )
 }

@@ -125,15 +125,16 @@ fn from_files(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, CertificateE
     let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| read_error(key, &e))?;
     let certified = certified(chain, &key_der)?;
     match certified.keys_match() {
-        Ok(()) => Ok(certified),
+        // A key whose public half rustls cannot tell is taken as it is.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
+            Ok(certified)
+        }
         Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
             Err(CertificateError::Mismatch {
                 cert: cert.to_path_buf(),
                 key: key.to_path_buf(),
             })
         }
-        // A key whose public half rustls cannot tell is taken as it is.
-        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(certified),
         Err(error) => Err(read_error(cert, &error)),
     }
 }
