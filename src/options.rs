@@ -473,7 +473,7 @@ pub struct DurationError {
 
 /// Parses a duration in Go's syntax: a sequence of decimal numbers with units
 /// `ns`, `us`, `µs`, `ms`, `s`, `m`, `h` (for example `1h2m3.5s`); a bare `0`
-/// is zero.
+/// is zero. Longer than Go takes (about 292 years) is out of range.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let fail = |reason| DurationError {
         input: input.to_string(),
@@ -513,8 +513,17 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         total += value * seconds_per_unit;
         rest = &rest[unit_len..];
     }
+    // Go's limit (an int64 of nanoseconds, about 292 years): a flag past it
+    // is refused, so no deadline made from a flag overflows the clock.
+    if total > MAX_DURATION_SECONDS {
+        return Err(fail("out of range"));
+    }
     Duration::try_from_secs_f64(total).map_err(|_| fail("out of range"))
 }
+
+/// The longest duration a flag takes: Go's `time.Duration` limit, in
+/// seconds.
+const MAX_DURATION_SECONDS: f64 = 9_223_372_036.854_775;
 
 #[cfg(test)]
 mod tests {
@@ -528,11 +537,25 @@ mod tests {
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration("2562047h").unwrap(),
+            Duration::from_secs(2_562_047 * 3600),
+            "the longest Go takes, about 292 years"
+        );
     }
 
     #[test]
     fn refuses_bad_durations() {
-        for bad in ["", "15", "s", "1x", "1m30", "-1s"] {
+        for bad in [
+            "",
+            "15",
+            "s",
+            "1x",
+            "1m30",
+            "-1s",
+            "2562048h",
+            "9999999999999999h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
     }
