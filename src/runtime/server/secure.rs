@@ -145,15 +145,23 @@ impl SecureServer {
         let slots = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
         let mut connections = JoinSet::new();
         connections.spawn(Arc::clone(&self.certificates).watch());
+        // Whether the last connection had to wait for a slot: the limit is
+        // logged once each time it is reached, not for every connection
+        // while it stays reached.
+        let mut saturated = false;
         loop {
             while connections.try_join_next().is_some() {}
             let slot = if let Ok(slot) = Arc::clone(&slots).try_acquire_owned() {
+                saturated = false;
                 slot
             } else {
-                tracing::warn!(
-                    limit = self.limits.max_connections,
-                    "secure admin server: connection limit reached, new connections wait"
-                );
+                if !saturated {
+                    tracing::warn!(
+                        limit = self.limits.max_connections,
+                        "secure admin server: connection limit reached, new connections wait"
+                    );
+                }
+                saturated = true;
                 // The semaphore is never closed.
                 let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
                     return;
