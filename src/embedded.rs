@@ -95,6 +95,7 @@ pub async fn run(
     let clients = Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
         config.client,
     );
     let app = App::start(clients, config.app).await?;

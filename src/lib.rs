@@ -38,7 +38,7 @@ pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use feature_gates::{Feature, FeatureGateError, FeatureGates};
 pub use options::{Command, DurationError, LogFormat, Options, parse_duration};
 pub use runtime::client::WriteGate;
-pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT};
+pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, ReviewClientOptions};
 pub use runtime::informer::{StoreError, WatchFailure, WiringError};
 pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaseConfig, default_identity};
@@ -47,7 +47,7 @@ pub use runtime::requests::RequestCounts;
 pub use runtime::runner::RunError;
 pub use runtime::server::{
     BindError, DelegationConfig, Health, Liveness, Readiness, SecureServing, ServingCertificate,
-    parse_bind_address,
+    ServingLimits, parse_bind_address,
 };
 pub use runtime::shadow_mode::{ShadowConfig, ShadowJournal};
 pub use runtime::shared::BuildError;

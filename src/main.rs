@@ -208,6 +208,7 @@ async fn connect(options: &Options) -> anyhow::Result<Clients> {
     Ok(Clients::build(
         builder()?,
         builder()?,
+        builder()?,
         options.client_options(),
     ))
 }

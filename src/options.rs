@@ -179,7 +179,9 @@ pub struct Options {
     )]
     pub leader_elect_resource_namespace: String,
 
-    /// IP address the secure port listens on (`0.0.0.0`: every interface).
+    /// IP address the secure port listens on; an unspecified one (`0.0.0.0`
+    /// or `::`) listens on every interface of both IP families (IPv4 alone
+    /// where the host has no IPv6), as kube-controller-manager's.
     #[arg(long = "bind-address", default_value = "0.0.0.0")]
     pub bind_address: std::net::IpAddr,
 
@@ -220,6 +222,30 @@ pub struct Options {
     /// How long a denying SubjectAccessReview is kept.
     #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "10s", value_parser = parse_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
+
+    /// How long a client of the secure port has to finish the TLS
+    /// handshake.
+    #[arg(long = "tls-handshake-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
+
+    /// How long a client of the secure port has to send a request's
+    /// headers, from when the server waits for them (after the handshake,
+    /// and after each answer on a kept-alive connection, so an idle
+    /// connection is closed after it too); kube-controller-manager's fixed
+    /// ReadHeaderTimeout.
+    #[arg(long = "read-header-timeout", default_value = "32s", value_parser = parse_duration)]
+    pub read_header_timeout: Duration,
+
+    /// How long one request to the secure port may take, its
+    /// authentication and authorization included, before it is answered
+    /// with a 504 (kube-apiserver's flag and default).
+    #[arg(long = "request-timeout", default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// How many connections the secure port serves at once; further ones
+    /// wait, unaccepted, until one ends.
+    #[arg(long = "max-connections", default_value_t = crate::runtime::server::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
 
     /// INSECURE: also serve /metrics, /livez, /readyz and /healthz over
     /// plain HTTP, without authentication, on this address (`:PORT` means
@@ -370,6 +396,12 @@ impl Options {
                 authorized_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
                 unauthorized_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
             },
+            limits: crate::ServingLimits {
+                tls_handshake_timeout: self.tls_handshake_timeout,
+                read_header_timeout: self.read_header_timeout,
+                request_timeout: self.request_timeout,
+                max_connections: self.max_connections,
+            },
         })
     }
 
@@ -398,12 +430,14 @@ impl Options {
         })
     }
 
-    /// How the controller's API client is limited.
+    /// How the controller's API client is limited (the review client has
+    /// upstream's fixed limits).
     pub fn client_options(&self) -> crate::runtime::client::ClientOptions {
         crate::runtime::client::ClientOptions {
             qps: self.kube_api_qps,
             burst: self.kube_api_burst,
             request_timeout: self.kube_api_timeout,
+            ..crate::runtime::client::ClientOptions::default()
         }
     }
 
@@ -445,7 +479,7 @@ pub struct DurationError {
 
 /// Parses a duration in Go's syntax: a sequence of decimal numbers with units
 /// `ns`, `us`, `µs`, `ms`, `s`, `m`, `h` (for example `1h2m3.5s`); a bare `0`
-/// is zero.
+/// is zero. Longer than Go takes (about 292 years) is out of range.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let fail = |reason| DurationError {
         input: input.to_string(),
@@ -485,8 +519,17 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         total += value * seconds_per_unit;
         rest = &rest[unit_len..];
     }
+    // Go's limit (an int64 of nanoseconds, about 292 years): a flag past it
+    // is refused, so no deadline made from a flag overflows the clock.
+    if total > MAX_DURATION_SECONDS {
+        return Err(fail("out of range"));
+    }
     Duration::try_from_secs_f64(total).map_err(|_| fail("out of range"))
 }
+
+/// The longest duration a flag takes: Go's `time.Duration` limit, in
+/// seconds.
+const MAX_DURATION_SECONDS: f64 = 9_223_372_036.854_775;
 
 #[cfg(test)]
 mod tests {
@@ -500,11 +543,25 @@ mod tests {
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration("2562047h").unwrap(),
+            Duration::from_secs(2_562_047 * 3600),
+            "the longest Go takes, about 292 years"
+        );
     }
 
     #[test]
     fn refuses_bad_durations() {
-        for bad in ["", "15", "s", "1x", "1m30", "-1s"] {
+        for bad in [
+            "",
+            "15",
+            "s",
+            "1x",
+            "1m30",
+            "-1s",
+            "2562048h",
+            "9999999999999999h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
     }
@@ -539,6 +596,11 @@ mod tests {
             crate::ServingCertificate::SelfSigned { .. }
         ));
         assert_eq!(secure.delegation, crate::DelegationConfig::default());
+        assert_eq!(secure.limits, crate::ServingLimits::default());
+        assert_eq!(secure.limits.read_header_timeout, Duration::from_secs(32));
+        assert_eq!(secure.limits.request_timeout, Duration::from_secs(60));
+        assert_eq!(secure.limits.tls_handshake_timeout, Duration::from_secs(10));
+        assert_eq!(secure.limits.max_connections, 512);
         assert_eq!(options.log_level(), tracing::Level::INFO);
         assert_eq!(options.kube_api_qps, 0.0, "no client-side limit");
         assert_eq!(options.kube_api_burst, 30);

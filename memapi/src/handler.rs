@@ -190,6 +190,11 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         subresource: res.subresource.clone(),
         user: user.map(|user| user.name),
         code,
+        user_agent: parts
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
         lost_answer,
     });
     outcome

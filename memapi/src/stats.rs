@@ -25,6 +25,9 @@ pub struct RequestLogEntry {
     pub user: Option<String>,
     /// HTTP response code the client saw; `None` when the connection was dropped.
     pub code: Option<u16>,
+    /// The client's `User-Agent`, as the real server's audit log keeps it
+    /// (tells which of a process's clients sent the request).
+    pub user_agent: Option<String>,
     /// When an after-commit reactor replaced the answer of a write that was
     /// stored: the code the server had answered (200, 201). `None` otherwise.
     pub lost_answer: Option<u16>,
@@ -107,6 +110,15 @@ impl RequestStats {
     /// replaced with an error or a dropped connection.
     pub fn total_lost_answers(&self) -> u64 {
         self.log.iter().filter(|e| e.lost_answer.is_some()).count() as u64
+    }
+
+    /// Requests whose `User-Agent` is `agent`, whatever their verb and
+    /// code.
+    pub fn count_by_agent(&self, agent: &str) -> u64 {
+        self.log
+            .iter()
+            .filter(|e| e.user_agent.as_deref() == Some(agent))
+            .count() as u64
     }
 
     /// All requests.

@@ -246,7 +246,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn without_its_api_the_resourceclaim_controller_does_not_run() {
-        let clients = Clients::build(empty_server(), empty_server(), ClientOptions::default());
+        let clients = Clients::build(
+            empty_server(),
+            empty_server(),
+            empty_server(),
+            ClientOptions::default(),
+        );
         let config = AppConfig {
             controllers: ControllerSelection::new(["resourceclaim-controller"]),
             ..AppConfig::default()

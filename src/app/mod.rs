@@ -207,7 +207,7 @@ impl App {
         let secure_address = match &config.secure {
             Some(secure) => {
                 let server =
-                    SecureServer::bind(secure, clients.controller.clone(), admin.clone()).await?;
+                    SecureServer::bind(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn(server.serve());
                 tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
 use super::claims::{self, EphemeralVolume};
 use super::metrics::EphemeralMetrics;
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::events::{EventRecorder, EventType, reference_of};
 use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::keys::ObjectKey;
@@ -163,18 +164,20 @@ impl Controller {
             }
             Err(error) => {
                 self.parts.metrics.create_failed();
-                tracing::warn!(pod = %pod_key, claim = %key, %error, "could not create the claim of an ephemeral volume");
-                Err(format!("create PVC {}: {}", key.name, api_reason(&error)))
+                let reason = format!("create PVC {}: {}", key.name, api_reason(&error));
+                tracing::warn!(pod = %pod_key, claim = %key, error = %reason, "could not create the claim of an ephemeral volume");
+                Err(reason)
             }
         }
     }
 }
 
-/// What the API server said of a failed write, as upstream's message has
-/// it (the client's error, without the door's description of the request).
+/// What the API server said of a failed write, in its words, as upstream's
+/// message has it (without the door's description of the request, and
+/// without the client's debug form of the answer).
 fn api_reason(error: &crate::runtime::write::WriteError) -> String {
     match error {
-        crate::runtime::write::WriteError::Api { source, .. } => source.to_string(),
+        crate::runtime::write::WriteError::Api { source, .. } => ApiMessage(source).to_string(),
         other => other.to_string(),
     }
 }

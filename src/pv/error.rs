@@ -2,6 +2,7 @@
 //! with enough context (object, operation) to act on a log line.
 
 use crate::pv::index::MatchError;
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::informer::StoreError;
 use crate::runtime::write::WriteError;
 
@@ -10,7 +11,9 @@ use crate::runtime::write::WriteError;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An API request failed; `action` says which write or read it was.
-    #[error("{action}: {source}")]
+    /// Shown with the server's message, as upstream's events and logs
+    /// carry it.
+    #[error("{action}: {}", ApiMessage(source))]
     Api {
         /// What the controller was doing, e.g. `updating status of volume "pv1"`.
         action: String,

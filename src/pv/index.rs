@@ -55,7 +55,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use quantity::Amount;
 
 use crate::pv::census::TallyId;
@@ -67,6 +66,7 @@ use crate::pv::objects::{
 };
 use crate::pv::packed::{Partner, Settled, Stored, Version};
 use crate::runtime::keys::ObjectKey;
+use selector::{Selector, SelectorCache};
 
 /// Why a claim could not be matched at all (as opposed to "no volume fits").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -149,6 +149,8 @@ pub struct VolumeIndex {
     /// Bumped by every change of a volume or a reservation, so an
     /// explanation made earlier is known to still hold.
     changes: u64,
+    /// The label selectors of the claims searched for lately, compiled.
+    selectors: SelectorCache,
 }
 
 #[derive(Debug)]
@@ -300,20 +302,6 @@ impl Traits {
             place,
         })
     }
-}
-
-/// The claim's label selector, compiled; an error names the claim.
-fn claim_selector(claim: &PersistentVolumeClaim) -> Result<Option<Selector<'_>>, MatchError> {
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.selector.as_ref())
-        .map(Selector::compile)
-        .transpose()
-        .map_err(|source| MatchError::Selector {
-            claim: ObjectKey::of(claim),
-            source,
-        })
 }
 
 impl VolumeIndex {
@@ -620,7 +608,7 @@ impl VolumeIndex {
     ) -> Result<Option<Arc<PersistentVolume>>, MatchError> {
         let request = claim_request(claim)?;
         let modes = claim_access_modes(claim)?;
-        let selector = claim_selector(claim)?;
+        let selector = self.selectors.of(claim)?;
         let volume_mode = claim_volume_mode(claim);
         let vac = claim_vac(claim);
 
@@ -656,7 +644,7 @@ impl VolumeIndex {
                 continue;
             }
             bucket.modes = group;
-            let found = self.smallest_free(&bucket, request, selector.as_ref(), &key);
+            let found = self.smallest_free(&bucket, request, selector.as_deref(), &key);
             if let Some(entry) = found.and_then(|name| self.volumes.get(name)) {
                 return Ok(entry.volume.object());
             }
@@ -673,7 +661,7 @@ impl VolumeIndex {
         &self,
         bucket: &Bucket,
         request: Amount,
-        selector: Option<&Selector<'_>>,
+        selector: Option<&Selector>,
         key: &ObjectKey,
     ) -> Option<&str> {
         let not_held = |(_, name): &&(Amount, Name)| {
@@ -712,75 +700,8 @@ impl VolumeIndex {
     }
 }
 
-/// A claim's label selector, checked once and then applied to many volumes.
-struct Selector<'a> {
-    requirements: Vec<Requirement<'a>>,
-}
-
-enum Requirement<'a> {
-    Equals(&'a str, &'a str),
-    In(&'a str, &'a [String]),
-    NotIn(&'a str, &'a [String]),
-    Exists(&'a str),
-    DoesNotExist(&'a str),
-}
-
-impl<'a> Selector<'a> {
-    fn compile(selector: &'a LabelSelector) -> Result<Self, SelectorError> {
-        let mut requirements: Vec<Requirement<'a>> = selector
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| Requirement::Equals(k.as_str(), v.as_str()))
-            .collect();
-        for expr in selector.match_expressions.iter().flatten() {
-            let key = expr.key.as_str();
-            let values = expr.values.as_deref().unwrap_or_default();
-            let operator = expr.operator.as_str();
-            let requirement = match operator {
-                "In" | "NotIn" if values.is_empty() => {
-                    return Err(SelectorError::MissingValues {
-                        key: key.to_owned(),
-                        operator: operator.to_owned(),
-                    });
-                }
-                "Exists" | "DoesNotExist" if !values.is_empty() => {
-                    return Err(SelectorError::UnexpectedValues {
-                        key: key.to_owned(),
-                        operator: operator.to_owned(),
-                    });
-                }
-                "In" => Requirement::In(key, values),
-                "NotIn" => Requirement::NotIn(key, values),
-                "Exists" => Requirement::Exists(key),
-                "DoesNotExist" => Requirement::DoesNotExist(key),
-                _ => {
-                    return Err(SelectorError::UnknownOperator {
-                        key: key.to_owned(),
-                        operator: operator.to_owned(),
-                    });
-                }
-            };
-            requirements.push(requirement);
-        }
-        Ok(Self { requirements })
-    }
-
-    /// Whether the volume's labels satisfy every requirement; an empty
-    /// selector matches everything.
-    fn matches_labels(&self, labels: Option<&Labels>) -> bool {
-        let label = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
-        self.requirements.iter().all(|r| match r {
-            Requirement::Equals(k, v) => label(k) == Some(*v),
-            Requirement::In(k, values) => label(k).is_some_and(|l| values.iter().any(|v| v == l)),
-            Requirement::NotIn(k, values) => label(k).is_none_or(|l| values.iter().all(|v| v != l)),
-            Requirement::Exists(k) => label(k).is_some(),
-            Requirement::DoesNotExist(k) => label(k).is_none(),
-        })
-    }
-}
-
 mod explain;
+mod selector;
 pub(crate) use explain::human;
 pub use explain::{Candidate, Verdict};
 

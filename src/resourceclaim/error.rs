@@ -1,11 +1,14 @@
 //! Why one sync of a pod or claim failed; the worker retries the key with
 //! backoff, and a pod's failure is also a Warning event on the pod.
 
+use crate::runtime::api_message::ApiMessage;
+
 /// A failed sync.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// A request to the API server failed.
-    #[error("{action}: {source}")]
+    /// A request to the API server failed; shown with the server's
+    /// message, as upstream's events and logs carry it.
+    #[error("{action}: {}", ApiMessage(source))]
     Api {
         /// What the request was for (`create ResourceClaim for pod ns/p`).
         action: String,
@@ -27,11 +30,16 @@ pub enum SyncError {
     #[error("{0}")]
     FeatureDisabled(&'static str),
     /// An entry of `pod.spec.resourceClaims` names neither a claim nor a
-    /// template: an API this controller does not know.
+    /// template: an API this controller does not know (upstream's text).
     #[error(
-        "spec.resourceClaims {0:?}: neither a claim name nor a template name (unsupported API)"
+        "checking for claim before creating it: pod \"{pod}\", spec.resourceClaim {entry:?}: none of the supported fields are set"
     )]
-    Unsupported(String),
+    Unsupported {
+        /// The pod.
+        pod: crate::runtime::keys::ObjectKey,
+        /// The entry's name.
+        entry: String,
+    },
 }
 
 impl SyncError {
@@ -43,7 +51,7 @@ impl SyncError {
             Self::Store(_) => "cache",
             Self::MissingTemplate(_) => "missing_template",
             Self::FeatureDisabled(_) => "feature_disabled",
-            Self::Unsupported(_) => "unsupported",
+            Self::Unsupported { .. } => "unsupported",
         }
     }
 

@@ -1,9 +1,14 @@
 //! The controller's API clients, and what stands between them and the API
 //! server.
 //!
-//! Two clients, never one: the leader lease is renewed on a client of its
+//! Three clients, never one: the leader lease is renewed on a client of its
 //! own, so no burst of controller traffic (a rate limiter's queue, a slow
-//! server) can delay a renewal past the renew deadline and cost the lease.
+//! server) can delay a renewal past the renew deadline and cost the lease;
+//! and the admin port's delegated reviews (TokenReview,
+//! SubjectAccessReview) go through a third, with its own rate limit,
+//! timeout and 429 pause (upstream's delegated authentication client:
+//! [`ReviewClientOptions`]), so whoever reaches the admin port with made-up
+//! tokens spends that client's budget, never the controllers'.
 //!
 //! The controller's client passes every request through, outermost first:
 //! - the rate limit (`--kube-api-qps`, `--kube-api-burst`), a token bucket
@@ -44,13 +49,25 @@ use crate::runtime::requests::RequestCounts;
 /// version, as kube-controller-manager sends its own.
 pub(crate) const USER_AGENT: &str = concat!("pv-controller/", env!("CARGO_PKG_VERSION"));
 
-/// Sets the `User-Agent` of a request that has none.
-fn with_user_agent(mut request: Request<kube::client::Body>) -> Request<kube::client::Body> {
-    request
-        .headers_mut()
-        .entry(http::header::USER_AGENT)
-        .or_insert(http::HeaderValue::from_static(USER_AGENT));
-    request
+/// What the review client sends as its `User-Agent`: the program's, with
+/// the client's purpose after it, as client-go's `AddUserAgent` makes it.
+pub(crate) const REVIEWS_USER_AGENT: &str = concat!(
+    "pv-controller/",
+    env!("CARGO_PKG_VERSION"),
+    "/delegated-auth"
+);
+
+/// Sets the `User-Agent` of a request that has none to `agent`.
+fn user_agent(
+    agent: &'static str,
+) -> impl Fn(Request<kube::client::Body>) -> Request<kube::client::Body> + Clone {
+    move |mut request| {
+        request
+            .headers_mut()
+            .entry(http::header::USER_AGENT)
+            .or_insert(http::HeaderValue::from_static(agent));
+        request
+    }
 }
 
 /// How the controller's client talks to the API server.
@@ -62,6 +79,8 @@ pub struct ClientOptions {
     pub burst: u32,
     /// How long a request other than a watch may take before it fails.
     pub request_timeout: Duration,
+    /// The review client's limits.
+    pub reviews: ReviewClientOptions,
 }
 
 impl Default for ClientOptions {
@@ -70,6 +89,7 @@ impl Default for ClientOptions {
             qps: 0.0,
             burst: 0,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            reviews: ReviewClientOptions::default(),
         }
     }
 }
@@ -77,27 +97,54 @@ impl Default for ClientOptions {
 /// Default time limit of one request (`--kube-api-timeout`).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The controller's client, the lease's client, and the gate that ties the
-/// first to the second's success.
+/// How the review client (the admin port's TokenReviews and
+/// SubjectAccessReviews) talks to the API server; the defaults are those
+/// of upstream's delegated authentication and authorization clients.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReviewClientOptions {
+    /// Reviews per second on average.
+    pub qps: f64,
+    /// Reviews allowed in a burst above the steady rate.
+    pub burst: u32,
+    /// How long one review may take before it fails.
+    pub timeout: Duration,
+}
+
+impl Default for ReviewClientOptions {
+    fn default() -> Self {
+        Self {
+            qps: 200.0,
+            burst: 400,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The controller's client, the lease's client, the admin port's review
+/// client, and the gate that ties the first to the second's success.
 #[derive(Clone)]
 pub struct Clients {
     /// For everything the controller reads and writes.
     pub controller: Client,
     /// For the leader lease only.
     pub lease: Client,
+    /// For the admin port's delegated reviews only.
+    pub reviews: Client,
     /// Open while this replica may write.
     pub gate: WriteGate,
-    /// The answers to both clients' requests, by status code.
+    /// The answers to the clients' requests, by status code.
     pub requests: RequestCounts,
 }
 
 impl Clients {
-    /// The controller's client from `controller` and the lease's from
-    /// `lease`: two builders of one transport (a kube `Config`'s, or an
-    /// in-memory server's), so the two never share a connection or a queue.
+    /// The controller's client from `controller`, the lease's from `lease`
+    /// and the review client from `reviews`: three builders of one
+    /// transport (a kube `Config`'s, or an in-memory server's), so no two
+    /// share a connection or a queue.
     pub fn build<S, B>(
         controller: ClientBuilder<S>,
         lease: ClientBuilder<S>,
+        reviews: ClientBuilder<S>,
         options: ClientOptions,
     ) -> Self
     where
@@ -110,22 +157,30 @@ impl Clients {
         let gate = WriteGate::default();
         let requests = RequestCounts::default();
         let timeout = TimeoutLayer(options.request_timeout);
-        let user_agent = MapRequestLayer::new(with_user_agent);
+        let agent = MapRequestLayer::new(user_agent(USER_AGENT));
         let controller = controller
-            .with_layer(&user_agent)
+            .with_layer(&agent)
             .with_layer(&timeout)
             .with_layer(&requests.layer("controller"))
             .with_layer(&gate)
             .with_layer(&RateLimitLayer::new(options.qps, options.burst))
             .build();
         let lease = lease
-            .with_layer(&user_agent)
+            .with_layer(&agent)
             .with_layer(&timeout)
             .with_layer(&requests.layer("lease"))
+            .build();
+        let limits = options.reviews;
+        let reviews = reviews
+            .with_layer(&MapRequestLayer::new(user_agent(REVIEWS_USER_AGENT)))
+            .with_layer(&TimeoutLayer(limits.timeout))
+            .with_layer(&requests.layer("reviews"))
+            .with_layer(&RateLimitLayer::new(limits.qps, limits.burst))
             .build();
         Self {
             controller,
             lease,
+            reviews,
             gate,
             requests,
         }

@@ -30,6 +30,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::time::Instant;
 
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::client::WriteGate;
 
 /// Where the Lease is and how it is held (kube-controller-manager's flags
@@ -95,7 +96,7 @@ fn random_suffix() -> String {
 /// Why an attempt on the Lease failed (other than losing a race, which is
 /// not an error: the attempt just did not acquire).
 #[derive(Debug, thiserror::Error)]
-#[error("{action} lease {namespace}/{name}: {source}")]
+#[error("{action} lease {namespace}/{name}: {}", ApiMessage(source))]
 pub struct LeaderError {
     action: &'static str,
     namespace: String,
@@ -204,7 +205,9 @@ impl LeaderElector {
             lease_transitions: if ours {
                 spec.lease_transitions
             } else {
-                Some(spec.lease_transitions.unwrap_or(0) + 1)
+                // Saturating: the count is read from the Lease, where anyone
+                // who may write it can put i32::MAX.
+                Some(spec.lease_transitions.unwrap_or(0).saturating_add(1))
             },
             ..spec
         });
@@ -391,6 +394,32 @@ mod tests {
         api.get::<Lease>(Some("kube-system"), "pv-controller")?
             .spec?
             .holder_identity
+    }
+
+    /// A Lease whose transition count is already at its largest is taken
+    /// over without overflowing it.
+    #[tokio::test(start_paused = true)]
+    async fn a_takeover_at_the_largest_transition_count_does_not_overflow() {
+        let api = MemApi::new();
+        let mut a = LeaderElector::new(api.client(), config("a"), WriteGate::default());
+        let mut b = LeaderElector::new(api.client(), config("b"), WriteGate::default());
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        let mut lease = api
+            .get::<Lease>(Some("kube-system"), "pv-controller")
+            .unwrap();
+        if let Some(spec) = lease.spec.as_mut() {
+            spec.lease_transitions = Some(i32::MAX);
+        }
+        api.put(&lease).unwrap();
+        assert!(!b.try_acquire_or_renew().await.unwrap());
+        tokio::time::sleep(Duration::from_secs(16)).await;
+        assert!(b.try_acquire_or_renew().await.unwrap(), "taken over");
+        let lease = api
+            .get::<Lease>(Some("kube-system"), "pv-controller")
+            .unwrap();
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+        assert_eq!(spec.lease_transitions, Some(i32::MAX));
     }
 
     #[tokio::test(start_paused = true)]

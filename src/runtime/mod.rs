@@ -9,6 +9,7 @@
 //! Nothing here knows a controller: the parts take kinds, keys, futures,
 //! objects and references, and a controller wires them to its decisions.
 
+pub(crate) mod api_message;
 pub(crate) mod client;
 pub(crate) mod events;
 pub(crate) mod informer;

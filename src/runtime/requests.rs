@@ -39,7 +39,7 @@ pub struct RequestCounts {
 
 impl RequestCounts {
     /// A layer counting the answers to the requests of the client named
-    /// `client` (`controller` or `lease`).
+    /// `client` (`controller`, `lease` or `reviews`).
     pub(crate) fn layer(&self, client: &'static str) -> CountLayer {
         CountLayer {
             counts: self.clone(),

@@ -74,6 +74,7 @@ async fn with_process(
             address: "127.0.0.1:0".parse()?,
             certificate: ServingCertificate::SelfSigned { names: vec![] },
             delegation: DelegationConfig::default(),
+            limits: pv_controller::ServingLimits::default(),
         }),
         ..AppConfig::default()
     };
@@ -165,6 +166,7 @@ async fn controller_clients(case: &Case) -> anyhow::Result<Clients> {
         .await
         .context("loading the controller's kubeconfig")?;
     Ok(Clients::build(
+        kube::client::ClientBuilder::try_from(config.clone())?,
         kube::client::ClientBuilder::try_from(config.clone())?,
         kube::client::ClientBuilder::try_from(config)?,
         ClientOptions::default(),

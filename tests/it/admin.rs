@@ -3,16 +3,16 @@
 //! paths need no token; `/metrics` is 401 without a token or with a forged
 //! one, 403 for a user without the grant, 200 with it; a burst of scrapes
 //! costs one review of each kind; a follower checks requests too (reviews
-//! pass its closed write gate); and the plain-HTTP port is off unless
-//! asked for.
+//! pass its closed write gate); a review that fails is a 500 that keeps
+//! its cause to the log; and the plain-HTTP port is off unless asked for.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use memapi::{MemApi, Verb};
+use memapi::{MemApi, Reactor, Verb};
 use pv_controller::{
     App, AppConfig, ClientOptions, Clients, DelegationConfig, LeaseConfig, SecureServing,
-    ServingCertificate, WriteGate,
+    ServingCertificate, ServingLimits, WriteGate,
 };
 
 pub(crate) use crate::https::https_get;
@@ -23,6 +23,7 @@ pub(crate) fn secure_serving() -> SecureServing {
         address: "127.0.0.1:0".parse().expect("address"),
         certificate: ServingCertificate::SelfSigned { names: vec![] },
         delegation: DelegationConfig::default(),
+        limits: ServingLimits::default(),
     }
 }
 
@@ -45,6 +46,7 @@ fn cluster() -> MemApi {
 
 fn clients(api: &MemApi) -> Clients {
     Clients::build(
+        kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),
@@ -163,6 +165,32 @@ async fn a_follower_checks_requests_through_its_closed_write_gate() {
         body.contains("pv_controller_leader 0"),
         "a follower: {body}"
     );
+    let _ = stop.send(());
+    task.await.expect("stopped");
+}
+
+/// A SubjectAccessReview that fails is a 500 that names the path and
+/// nothing of the cause (which is logged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_review_is_a_500_without_the_internal_error() {
+    let api = cluster();
+    api.add_reactor(
+        Reactor::on(Verb::Create, "subjectaccessreviews")
+            .error_with(500, "etcdserver: leader changed on node 10.0.0.7")
+            .always(),
+    );
+    let config = AppConfig {
+        secure: Some(secure_serving()),
+        ..AppConfig::default()
+    };
+    let (address, _, stop, task) = start(&api, config).await;
+    let (code, body) = https_get(address, "/metrics", Some("scraper-token")).await;
+    assert_eq!(code, 500, "{body}");
+    assert!(
+        body.contains(r#""message":"Internal Server Error: \"/metrics\"""#),
+        "{body}"
+    );
+    assert!(!body.contains("etcdserver"), "{body}");
     let _ = stop.send(());
     task.await.expect("stopped");
 }

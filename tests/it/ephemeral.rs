@@ -237,6 +237,9 @@ fn deleting(mut pod: Pod) -> Pod {
     pod
 }
 
+/// A quota's refusal, as the API server words it.
+const QUOTA: &str = "persistentvolumeclaims \"test-pod-ephemeral-volume\" is forbidden: exceeded quota: pvcs, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1, limited: persistentvolumeclaims=1";
+
 const NOT_OWNER: &str = "Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: PVC my-namespace/test-pod-ephemeral-volume was not created for pod my-namespace/test-pod (pod is not owner)";
 
 fn rows() -> Vec<Row> {
@@ -272,7 +275,18 @@ fn rows() -> Vec<Row> {
             .pods(vec![test_pod()])
             .error(Reactor::on(Verb::Create, "persistentvolumeclaims").error(409).times(1))
             .syncs_to(Err(()))
-            .event("Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume:")
+            .event("Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: injected error")
+            .creates(1, 1)
+            .settles_with(vec![pod_claim()]),
+        Row::new("a refused create reads as the API server's message")
+            .pods(vec![test_pod()])
+            .error(
+                Reactor::on(Verb::Create, "persistentvolumeclaims")
+                    .error_with(403, QUOTA)
+                    .times(1),
+            )
+            .syncs_to(Err(()))
+            .event(&format!("Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: {QUOTA}"))
             .creates(1, 1)
             .settles_with(vec![pod_claim()]),
         // Ours.
@@ -392,6 +406,11 @@ async fn run_direct(row: &Row) -> Vec<String> {
             .all(|(got, want)| got.starts_with(want))
     {
         problems.push(format!("events: expected {:?}, got {events:?}", row.events));
+    }
+    if let Some(dump) = events.iter().find(|event| event.contains("Status {")) {
+        problems.push(format!(
+            "an event carries the client's debug dump, not the server's message: {dump}"
+        ));
     }
     let metrics = &app.metrics();
     let creates = (

@@ -19,6 +19,7 @@ fn clients(api: &MemApi) -> Clients {
     Clients::build(
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),
     )
 }

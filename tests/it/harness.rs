@@ -669,6 +669,7 @@ pub(crate) fn clients(api: &MemApi) -> Clients {
     Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),
     )
 }

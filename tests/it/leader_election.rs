@@ -39,6 +39,7 @@ fn clients(api: &MemApi, options: ClientOptions) -> Clients {
     Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
+        ClientBuilder::new(api.service(), "default"),
         options,
     )
 }
@@ -215,6 +216,8 @@ async fn lead(
 ) -> Leader {
     let clients = Clients {
         controller: controller_client,
+        // No admin port here, so no review is ever sent.
+        reviews: lease_client.clone(),
         lease: lease_client,
         gate,
         requests: RequestCounts::default(),

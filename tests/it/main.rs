@@ -22,6 +22,7 @@ mod mock_plugin;
 mod pod_harness;
 
 mod admin;
+mod admin_limits;
 mod best_fit;
 mod binary;
 mod binder;

@@ -433,6 +433,7 @@ async fn the_process_exports_the_answers_to_every_request_by_code() {
     let clients = pv_controller::Clients::build(
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
         pv_controller::ClientOptions::default(),
     );
     let app = pv_controller::App::start(clients, pv_controller::AppConfig::default())

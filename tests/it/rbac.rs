@@ -383,6 +383,7 @@ async fn exercised(
     let clients = Clients::build(
         kube::client::ClientBuilder::new(api.service_as(&user, &[]), "default"),
         kube::client::ClientBuilder::new(api.service_as(&user, &[]), "default"),
+        kube::client::ClientBuilder::new(api.service_as(&user, &[]), "default"),
         ClientOptions::default(),
     );
     let config = AppConfig {

@@ -60,12 +60,14 @@ fn counted_clients(api: &MemApi, writes: &Arc<AtomicU64>) -> Clients {
     Clients::build(
         ClientBuilder::new(service(), "default"),
         ClientBuilder::new(service(), "default"),
+        ClientBuilder::new(service(), "default"),
         ClientOptions::default(),
     )
 }
 
 fn plain_clients(api: &MemApi) -> Clients {
     Clients::build(
+        ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         ClientOptions::default(),

@@ -65,13 +65,11 @@ impl ServerCertVerifier for AnyCertificate {
     }
 }
 
-/// GETs `path` over HTTPS from `address`, with `token` as bearer token:
-/// the status code and the body.
-pub(crate) async fn https_get(
+/// A TLS connection to `address`, its handshake done, whatever the
+/// server's certificate.
+pub(crate) async fn tls_connect(
     address: SocketAddr,
-    path: &str,
-    token: Option<&str>,
-) -> (u16, String) {
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let provider = Arc::new(crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -83,10 +81,20 @@ pub(crate) async fn https_get(
     let tcp = tokio::net::TcpStream::connect(address)
         .await
         .expect("connect");
-    let mut tls = connector
+    connector
         .connect(ServerName::try_from("localhost").expect("name"), tcp)
         .await
-        .expect("TLS handshake");
+        .expect("TLS handshake")
+}
+
+/// GETs `path` over HTTPS from `address`, with `token` as bearer token:
+/// the status code and the body.
+pub(crate) async fn https_get(
+    address: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (u16, String) {
+    let mut tls = tls_connect(address).await;
     let authorization = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();

@@ -4,12 +4,13 @@
 //! choice. Events, `/explain` and `pv-controller explain` tell users this.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use quantity::Amount;
 use serde::{Deserialize, Serialize};
 
-use super::{Entry, MatchError, Place, Selector, VolumeIndex, claim_selector};
+use super::{Entry, MatchError, Place, Selector, VolumeIndex};
 use crate::pv::objects::{
     AccessModes, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
     is_volume_bound_to_claim,
@@ -238,7 +239,7 @@ impl VolumeIndex {
             .and_then(|volume| volume.metadata.name.clone());
         let request = claim_request(claim)?;
         let modes = claim_access_modes(claim)?;
-        let selector = claim_selector(claim)?;
+        let selector = self.selectors.of(claim)?;
         let wanted = Wanted {
             claim,
             key: ObjectKey::of(claim),
@@ -365,7 +366,7 @@ struct Wanted<'a> {
     class: &'a str,
     volume_mode: String,
     vac: Option<&'a str>,
-    selector: Option<Selector<'a>>,
+    selector: Option<Arc<Selector>>,
     delay_binding: bool,
 }
 

@@ -66,7 +66,12 @@ impl Controller {
     ) -> Result<()> {
         let key = ObjectKey::of(pod);
         match claim_name(pod, pod_claim) {
-            ClaimName::Unsupported => return Err(SyncError::Unsupported(pod_claim.name.clone())),
+            ClaimName::Unsupported => {
+                return Err(SyncError::Unsupported {
+                    pod: key,
+                    entry: pod_claim.name.clone(),
+                });
+            }
             // A user's claim is the user's to create; no claim needed is
             // recorded as such and left alone.
             ClaimName::Named(_) | ClaimName::NotNeeded => return Ok(()),

@@ -1,6 +1,7 @@
 //! The gate refuses writes unless open, closes by itself at its deadline,
 //! and lets reads through; the timeout ends a request the server never
-//! answers, but not a watch; the lease client is neither gated nor limited.
+//! answers, but not a watch; the lease client is neither gated nor
+//! limited; the review client has a rate and a 429 pause of its own.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use super::*;
 
 fn clients(api: &MemApi, options: ClientOptions) -> Clients {
     Clients::build(
+        ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         options,
@@ -203,6 +205,7 @@ async fn both_clients_name_the_controller_as_their_user_agent() {
     let clients = Clients::build(
         ClientBuilder::new(recording(), "default"),
         ClientBuilder::new(recording(), "default"),
+        ClientBuilder::new(recording(), "default"),
         ClientOptions::default(),
     );
     let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
@@ -214,4 +217,60 @@ async fn both_clients_name_the_controller_as_their_user_agent() {
     for agent in &seen {
         assert!(agent.starts_with("pv-controller/"), "{agent}");
     }
+}
+
+/// Reviews wait for the review client's own tokens (here 2 a second,
+/// bursts of 2), a 429 on a review pauses that client alone, and the API
+/// server sees them come from the review client's `User-Agent`.
+#[tokio::test(start_paused = true)]
+async fn reviews_have_a_rate_and_a_pause_of_their_own() {
+    use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+
+    let api = MemApi::new();
+    api.add_reactor(
+        Reactor::on(Verb::Create, "tokenreviews")
+            .throttle(30)
+            .times(1),
+    );
+    let options = ClientOptions {
+        reviews: ReviewClientOptions {
+            qps: 2.0,
+            burst: 2,
+            ..ReviewClientOptions::default()
+        },
+        ..ClientOptions::default()
+    };
+    let clients = clients(&api, options);
+    let reviews: Api<TokenReview> = Api::all(clients.reviews.clone());
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: Some("made-up".to_string()),
+            audiences: None,
+        },
+        ..TokenReview::default()
+    };
+    let started = Instant::now();
+    let throttled = reviews.create(&PostParams::default(), &review).await;
+    assert!(throttled.is_err(), "the server's 429");
+    let volumes: Api<PersistentVolume> = Api::all(clients.controller.clone());
+    volumes.list(&Default::default()).await.expect("list");
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "the controllers' client is not paused"
+    );
+    for _ in 0..4 {
+        reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .expect("review");
+    }
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(31),
+        "30 s of pause, then a burst of 2 and 2 more at 2 a second"
+    );
+    let requests = api.requests();
+    assert_eq!(requests.count(Verb::Create, "tokenreviews", None), 5);
+    assert_eq!(requests.count_by_agent(REVIEWS_USER_AGENT), 5);
 }

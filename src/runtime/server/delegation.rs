@@ -4,7 +4,9 @@
 //! URL, e.g. `get /metrics`) with a SubjectAccessReview. Both answers are
 //! kept for a short while (10 s by default, upstream's), so a burst of
 //! scrapes costs one review each, not one per scrape; a review that fails
-//! is not kept. The always-allowed paths (`/healthz`, `/readyz`, `/livez`
+//! is not kept. The reviews go through a client of their own (the
+//! process's [`Clients::reviews`](crate::Clients::reviews)), rate-limited
+//! apart from the controllers'. The always-allowed paths (`/healthz`, `/readyz`, `/livez`
 //! by default) are served to anyone, so the kubelet's probes need no token.
 
 use std::collections::BTreeMap;
@@ -22,7 +24,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Client;
 use kube::api::{Api, PostParams};
 
-use super::cache::ExpiringCache;
+use super::cache::ReviewCache;
+use crate::runtime::api_message::ApiMessage;
 
 /// How the secure port delegates its checks to the API server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +63,7 @@ impl Default for DelegationConfig {
 }
 
 /// How many tokens and how many decisions are kept at most.
-const CACHE_CAPACITY: usize = 4096;
+const CACHE_CAPACITY: u64 = 4096;
 
 /// Who a token stands for, as the TokenReview said.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -81,7 +84,7 @@ struct Access {
 
 /// Why a request could not be checked (the API server could not be asked).
 #[derive(Debug, thiserror::Error)]
-#[error("{review}: {source}")]
+#[error("{review}: {}", ApiMessage(source))]
 struct ReviewError {
     review: &'static str,
     #[source]
@@ -94,18 +97,18 @@ pub(crate) struct Delegation {
     config: DelegationConfig,
     /// By the token's SHA-256 (tokens themselves are not kept): the user,
     /// or `None` for a token the API server did not authenticate.
-    tokens: ExpiringCache<[u8; 32], Option<User>>,
-    decisions: ExpiringCache<Access, bool>,
+    tokens: ReviewCache<[u8; 32], Option<User>>,
+    decisions: ReviewCache<Access, bool>,
 }
 
 impl Delegation {
-    /// Checks through `client` as `config` says.
+    /// Checks through `client` (the review client) as `config` says.
     pub(crate) fn new(client: Client, config: DelegationConfig) -> Self {
         Self {
             client,
             config,
-            tokens: ExpiringCache::new(CACHE_CAPACITY),
-            decisions: ExpiringCache::new(CACHE_CAPACITY),
+            tokens: ReviewCache::new(CACHE_CAPACITY),
+            decisions: ReviewCache::new(CACHE_CAPACITY),
         }
     }
 
@@ -119,7 +122,7 @@ impl Delegation {
             })
     }
 
-    async fn authenticate(&self, token: &str) -> Result<Option<User>, ReviewError> {
+    async fn authenticate(&self, token: &str) -> Result<Option<User>, Arc<ReviewError>> {
         let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
         let mut key = [0u8; 32];
         key.copy_from_slice(digest.as_ref());
@@ -156,7 +159,7 @@ impl Delegation {
             .await
     }
 
-    async fn authorize(&self, access: Access) -> Result<bool, ReviewError> {
+    async fn authorize(&self, access: Access) -> Result<bool, Arc<ReviewError>> {
         let (allowed_ttl, denied_ttl) = (
             self.config.authorized_cache_ttl,
             self.config.unauthorized_cache_ttl,
@@ -205,7 +208,7 @@ fn bearer_token(request: &Request) -> Option<&str> {
 }
 
 /// A Kubernetes `Status` answer, as the API server's own refusals look.
-fn status(code: StatusCode, reason: &str, message: &str) -> Response {
+pub(super) fn status(code: StatusCode, reason: &str, message: &str) -> Response {
     let body = serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",
@@ -265,11 +268,13 @@ pub(crate) async fn guard(
             )
         }
         Err(error) => {
+            // The cause stays in the log: the caller learns nothing of the
+            // process's connection to the API server.
             tracing::warn!(user = %username, %path, %error, "cannot authorize a request");
             status(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "InternalError",
-                &format!("Internal Server Error: {path:?}: {error}"),
+                &format!("Internal Server Error: {path:?}"),
             )
         }
     }

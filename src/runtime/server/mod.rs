@@ -17,9 +17,10 @@ pub(crate) mod secure;
 pub(crate) mod tls;
 
 pub use delegation::DelegationConfig;
-pub use secure::{SecureServing, ServingCertificate};
+pub(crate) use secure::DEFAULT_MAX_CONNECTIONS;
+pub use secure::{SecureServing, ServingCertificate, ServingLimits};
 
-use std::net::SocketAddr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -150,7 +151,8 @@ pub enum BindError {
     Certificate(#[from] tls::CertificateError),
 }
 
-/// Parses a bind address in Go's style too: `:10280` means every interface.
+/// Parses a bind address in Go's style too: `:10280` means every interface
+/// (of both IP families, as [`bind`] treats an unspecified address).
 pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrParseError> {
     match address.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}").parse(),
@@ -158,15 +160,45 @@ pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrPar
     }
 }
 
+/// How many connections wait in the kernel to be accepted (tokio's and
+/// Go's listen backlog).
+const LISTEN_BACKLOG: i32 = 1024;
+
 /// Binds the admin server's listener (port 0 picks a free port; the
-/// listener's `local_addr` tells which).
+/// listener's `local_addr` tells which). An unspecified address (`0.0.0.0`
+/// or `::`) listens on every interface of both IP families, as
+/// kube-controller-manager does: one IPv6 socket that takes IPv4
+/// connections too, or IPv4 alone where the host has no IPv6.
 pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
-    TcpListener::bind(address)
-        .await
-        .map_err(|source| BindError::Listen {
-            address: address.to_string(),
-            source,
-        })
+    let listen_error = |source| BindError::Listen {
+        address: address.to_string(),
+        source,
+    };
+    if address.ip().is_unspecified() {
+        match dual_stack(address.port()) {
+            Ok(listener) => return TcpListener::from_std(listener).map_err(listen_error),
+            Err(error) => {
+                tracing::info!(%error, port = address.port(), "cannot listen on IPv6, listening on IPv4 only");
+            }
+        }
+        let ipv4 = SocketAddr::from(([0, 0, 0, 0], address.port()));
+        return TcpListener::bind(ipv4).await.map_err(listen_error);
+    }
+    TcpListener::bind(address).await.map_err(listen_error)
+}
+
+/// A listener on `[::]:port` that takes IPv4 connections too (as
+/// IPv4-mapped addresses), whatever the host's `bindv6only` default.
+fn dual_stack(port: u16) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    // As tokio's own bind: a restarted process can take its port at once.
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)).into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
 }
 
 /// Serves the admin routes over plain HTTP, without authentication, on
@@ -182,7 +214,7 @@ async fn serve_metrics(State(state): State<AdminState>) -> Response {
         Ok(text) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response(),
         Err(error) => {
             tracing::error!(%error, "cannot render metrics");
-            (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response()
+            internal_error()
         }
     }
 }
@@ -193,7 +225,10 @@ async fn serve_shadow(State(state): State<AdminState>) -> Response {
     match &state.shadow {
         Some(shadow) => match serde_json::to_string(&shadow.report()) {
             Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+            Err(error) => {
+                tracing::error!(%error, "cannot render the shadow report");
+                internal_error()
+            }
         },
         None => StatusCode::NOT_FOUND.into_response(),
     }
@@ -233,11 +268,25 @@ async fn serve_explain(
     }
 }
 
-async fn serve_live(State(state): State<AdminState>) -> Response {
-    match state.health.liveness.failure() {
-        None => (StatusCode::OK, "ok").into_response(),
-        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+/// A 500 that tells the caller nothing of the cause (the handler logs it).
+fn internal_error() -> Response {
+    (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+}
+
+/// `/livez` and `/healthz`: `ok`, or a 503 that withholds the reason, as
+/// kube-controller-manager's health checks do (the paths need no
+/// credentials; the reason is in the log and in
+/// [`Liveness::failure`]).
+async fn serve_live(State(state): State<AdminState>, uri: axum::http::Uri) -> Response {
+    if state.health.liveness.failure().is_none() {
+        return (StatusCode::OK, "ok").into_response();
     }
+    let check = uri.path().trim_start_matches('/');
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("[-]controllers failed: reason withheld\n{check} check failed"),
+    )
+        .into_response()
 }
 
 async fn serve_ready(State(state): State<AdminState>) -> Response {
@@ -308,9 +357,18 @@ mod tests {
         health
             .liveness
             .fail("the pod watch has been failing".to_string());
-        let (status, body) = get_path(app, "/livez").await;
+        let (status, body) = get_path(app.clone(), "/livez").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(body, "the pod watch has been failing");
+        assert_eq!(
+            body, "[-]controllers failed: reason withheld\nlivez check failed",
+            "the failure's text is not told to a caller without credentials"
+        );
+        let (status, body) = get_path(app, "/healthz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body,
+            "[-]controllers failed: reason withheld\nhealthz check failed"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -352,6 +410,29 @@ mod tests {
         assert_eq!(difference["ours"], "bind to volume v1");
         assert_eq!(difference["upstream"], "nothing within 30s");
         assert!(difference["at"].as_str().is_some(), "{report:#}");
+    }
+
+    /// `0.0.0.0` listens on both IP families where the host has IPv6 (as
+    /// kube-controller-manager), and on IPv4 alone where it has not.
+    #[tokio::test]
+    async fn an_unspecified_address_listens_on_both_families() {
+        let listener = bind("0.0.0.0:0".parse().unwrap()).await.unwrap();
+        let local = listener.local_addr().unwrap();
+        let mut families = vec![SocketAddr::from(([127, 0, 0, 1], local.port()))];
+        let host_has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+        if host_has_ipv6 {
+            families.push(SocketAddr::from((Ipv6Addr::LOCALHOST, local.port())));
+        }
+        for address in families {
+            let (connected, accepted) =
+                tokio::join!(tokio::net::TcpStream::connect(address), listener.accept());
+            let (connected, accepted) = (connected.unwrap(), accepted.unwrap());
+            assert_eq!(
+                connected.local_addr().unwrap().port(),
+                accepted.1.port(),
+                "{address} reaches the listener"
+            );
+        }
     }
 
     #[test]

@@ -51,6 +51,15 @@ pub enum CertificateError {
     /// The key does not fit rustls (an unsupported algorithm).
     #[error("loading the serving key: {0}")]
     Key(#[from] rustls::Error),
+    /// The key is not the certificate's (its public key is not the one
+    /// the certificate names): every handshake would fail.
+    #[error("the private key {key} does not belong to the certificate {cert}")]
+    Mismatch {
+        /// The certificate file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+    },
 }
 
 /// How often the certificate files are looked at for a change.
@@ -114,7 +123,20 @@ fn from_files(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, CertificateE
         return Err(read_error(cert, &"no CERTIFICATE in the file"));
     }
     let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| read_error(key, &e))?;
-    certified(chain, &key_der)
+    let certified = certified(chain, &key_der)?;
+    match certified.keys_match() {
+        // A key whose public half rustls cannot tell is taken as it is.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
+            Ok(certified)
+        }
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Err(CertificateError::Mismatch {
+                cert: cert.to_path_buf(),
+                key: key.to_path_buf(),
+            })
+        }
+        Err(error) => Err(read_error(cert, &error)),
+    }
 }
 
 fn self_signed(names: &[String]) -> Result<Arc<CertifiedKey>, CertificateError> {
@@ -268,6 +290,34 @@ mod tests {
             "the rotated pair is taken"
         );
         assert_ne!(certificates.leaf(), first);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_is_refused_at_load() {
+        let dir =
+            std::env::temp_dir().join(format!("pv-controller-tls-pair-{}", std::process::id()));
+        let other = dir.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let (cert, _) = write_pair(&dir, &["first"]);
+        let (_, foreign_key) = write_pair(&other, &["second"]);
+        let error = Certificates::load(ServingCertificate::Files {
+            cert: cert.clone(),
+            key: foreign_key.clone(),
+        })
+        .unwrap_err();
+        assert!(
+            matches!(error, CertificateError::Mismatch { .. }),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the private key {} does not belong to the certificate {}",
+                foreign_key.display(),
+                cert.display()
+            )
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -54,6 +54,7 @@ impl Replica {
         let clients = Clients::build(
             ClientBuilder::new(api.service(), "default"),
             ClientBuilder::new(api.service(), "default"),
+            ClientBuilder::new(api.service(), "default"),
             ClientOptions {
                 request_timeout: REQUEST_TIMEOUT,
                 ..ClientOptions::default()

@@ -210,6 +210,11 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
             row.events
         ));
     }
+    if let Some(dump) = recorded.iter().find(|event| event.contains("Status {")) {
+        problems.push(format!(
+            "an event carries the client's debug dump, not the server's message: {dump}"
+        ));
+    }
     problems
 }
 

@@ -150,7 +150,7 @@ fn upstream_create_rows() -> Vec<Row> {
             },
             expect_error: true,
             events: vec![
-                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: create ResourceClaim test-pod-acme-resource-",
+                "Warning FailedResourceClaimCreation PodResourceClaim acme-resource: create ResourceClaim test-pod-acme-resource-: fake conflict",
             ],
             ..Row::default()
         },
@@ -323,7 +323,7 @@ fn own_rows() -> Vec<Row> {
             key: pod_key(&odd),
             expect_error: true,
             events: vec![
-                "Warning FailedResourceClaimCreation PodResourceClaim odd: spec.resourceClaims \"odd\": neither",
+                "Warning FailedResourceClaimCreation PodResourceClaim odd: checking for claim before creating it: pod \"my-namespace/test-pod\", spec.resourceClaim \"odd\": none of the supported fields are set",
             ],
             ..Row::default()
         },

@@ -158,6 +158,7 @@ async fn a_replica_that_lost_the_lease_deletes_no_storage() {
     let clients = crate::runtime::client::Clients::build(
         kube::client::ClientBuilder::new(api.service(), "default"),
         kube::client::ClientBuilder::new(api.service(), "default"),
+        kube::client::ClientBuilder::new(api.service(), "default"),
         crate::runtime::client::ClientOptions::default(),
     );
     let plugin = Arc::new(Counting::default());

@@ -1,0 +1,273 @@
+//! A claim's label selector, compiled once and then applied to many
+//! volumes: the values of an `In` or `NotIn` requirement go into a hash
+//! set, so checking a volume costs one lookup per requirement, whatever
+//! the number of values (a selector may list 100,000 of them within the
+//! object size limit, and a search checks it against every free volume of
+//! the claim's bucket).
+//!
+//! Compiling such a selector costs as much as a search, so the compiled
+//! selectors are kept ([`SelectorCache`], a moka cache that forgets), by
+//! the claim's UID and resourceVersion: the same version of a claim is
+//! searched for again at every resync, and a new version is compiled anew.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::{Labels, MatchError, SelectorError};
+use crate::runtime::keys::ObjectKey;
+
+/// A claim's label selector, compiled.
+#[derive(Debug)]
+pub(super) struct Selector {
+    requirements: Vec<Requirement>,
+}
+
+#[derive(Debug)]
+enum Requirement {
+    Equals(String, String),
+    In(String, HashSet<String>),
+    NotIn(String, HashSet<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+impl Selector {
+    /// Compiles `selector` by upstream's `LabelSelectorAsSelector` rules
+    /// (key and value syntax is not checked).
+    fn compile(selector: &LabelSelector) -> Result<Self, SelectorError> {
+        let mut requirements: Vec<Requirement> = selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| Requirement::Equals(k.clone(), v.clone()))
+            .collect();
+        for expr in selector.match_expressions.iter().flatten() {
+            let key = expr.key.clone();
+            let values = expr.values.as_deref().unwrap_or_default();
+            let operator = expr.operator.as_str();
+            let set = || values.iter().cloned().collect::<HashSet<_>>();
+            let requirement = match operator {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(SelectorError::MissingValues {
+                        key,
+                        operator: operator.to_owned(),
+                    });
+                }
+                "Exists" | "DoesNotExist" if !values.is_empty() => {
+                    return Err(SelectorError::UnexpectedValues {
+                        key,
+                        operator: operator.to_owned(),
+                    });
+                }
+                "In" => Requirement::In(key, set()),
+                "NotIn" => Requirement::NotIn(key, set()),
+                "Exists" => Requirement::Exists(key),
+                "DoesNotExist" => Requirement::DoesNotExist(key),
+                _ => {
+                    return Err(SelectorError::UnknownOperator {
+                        key,
+                        operator: operator.to_owned(),
+                    });
+                }
+            };
+            requirements.push(requirement);
+        }
+        Ok(Self { requirements })
+    }
+
+    /// Whether the volume's labels satisfy every requirement; an empty
+    /// selector matches everything.
+    pub(super) fn matches_labels(&self, labels: Option<&Labels>) -> bool {
+        let label = |key: &str| labels.and_then(|l| l.get(key));
+        self.requirements.iter().all(|r| match r {
+            Requirement::Equals(k, v) => label(k) == Some(v),
+            Requirement::In(k, values) => label(k).is_some_and(|l| values.contains(l)),
+            Requirement::NotIn(k, values) => label(k).is_none_or(|l| !values.contains(l)),
+            Requirement::Exists(k) => label(k).is_some(),
+            Requirement::DoesNotExist(k) => label(k).is_none(),
+        })
+    }
+
+    /// What the selector weighs in the cache: its values, and one for
+    /// each requirement.
+    fn weight(&self) -> u32 {
+        let values: usize = self
+            .requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::In(_, values) | Requirement::NotIn(_, values) => values.len(),
+                Requirement::Equals(..) | Requirement::Exists(_) | Requirement::DoesNotExist(_) => {
+                    0
+                }
+            })
+            .sum();
+        u32::try_from(values.saturating_add(self.requirements.len())).unwrap_or(u32::MAX)
+    }
+}
+
+/// How many values (and requirements) the kept selectors hold at most.
+const CACHE_WEIGHT: u64 = 1_000_000;
+
+/// How long a compiled selector is kept after its last search: several
+/// resyncs, after which a claim still waiting is compiled again.
+const CACHE_IDLE: Duration = Duration::from_secs(600);
+
+/// The claim a compiled selector belongs to: its UID and resourceVersion.
+type Version = (String, String);
+
+/// Compiled selectors by the claim's UID and resourceVersion.
+pub(super) struct SelectorCache(moka::sync::Cache<Version, Arc<Selector>>);
+
+impl Default for SelectorCache {
+    fn default() -> Self {
+        Self(
+            moka::sync::Cache::builder()
+                .max_capacity(CACHE_WEIGHT)
+                .weigher(|_: &Version, selector: &Arc<Selector>| selector.weight())
+                .time_to_idle(CACHE_IDLE)
+                .build(),
+        )
+    }
+}
+
+impl std::fmt::Debug for SelectorCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectorCache")
+            .field("selectors", &self.0.entry_count())
+            .finish()
+    }
+}
+
+impl SelectorCache {
+    /// The claim's label selector, compiled (the kept one for this version
+    /// of the claim, if any); `None` without a selector; an error names
+    /// the claim. A claim without a UID or a resourceVersion (never one
+    /// the API server stored) is compiled each time.
+    pub(super) fn of(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<Option<Arc<Selector>>, MatchError> {
+        let Some(selector) = claim.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+            return Ok(None);
+        };
+        let invalid = |source: SelectorError| MatchError::Selector {
+            claim: ObjectKey::of(claim),
+            source,
+        };
+        let compile = || Selector::compile(selector).map(Arc::new);
+        let meta = &claim.metadata;
+        let (Some(uid), Some(version)) = (&meta.uid, &meta.resource_version) else {
+            return compile().map(Some).map_err(invalid);
+        };
+        self.0
+            .try_get_with((uid.clone(), version.clone()), compile)
+            .map(Some)
+            .map_err(|error| invalid(SelectorError::clone(&error)))
+    }
+
+    /// How many compiled selectors are kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> u64 {
+        self.0.run_pending_tasks();
+        self.0.entry_count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect()
+    }
+
+    fn expression(key: &str, operator: &str, values: &[&str]) -> LabelSelectorRequirement {
+        LabelSelectorRequirement {
+            key: key.to_string(),
+            operator: operator.to_string(),
+            values: Some(values.iter().map(ToString::to_string).collect()),
+        }
+    }
+
+    /// In, NotIn, Exists, DoesNotExist and matchLabels, each with a label
+    /// that is there and one that is not, as upstream's selectors judge.
+    #[test]
+    fn each_operator_judges_as_upstream() {
+        let selector = |expressions: Vec<LabelSelectorRequirement>| {
+            Selector::compile(&LabelSelector {
+                match_expressions: Some(expressions),
+                match_labels: None,
+            })
+            .unwrap()
+        };
+        let ssd = labels(&[("disk", "ssd")]);
+        let hdd = labels(&[("disk", "hdd")]);
+        let none = labels(&[]);
+        let cases = [
+            (
+                expression("disk", "In", &["ssd", "nvme"]),
+                [true, false, false],
+            ),
+            (
+                expression("disk", "NotIn", &["ssd", "nvme"]),
+                [false, true, true],
+            ),
+            (expression("disk", "Exists", &[]), [true, true, false]),
+            (
+                expression("disk", "DoesNotExist", &[]),
+                [false, false, true],
+            ),
+        ];
+        for (requirement, expected) in cases {
+            let compiled = selector(vec![requirement.clone()]);
+            let judged = [&ssd, &hdd, &none].map(|l| compiled.matches_labels(Some(l)));
+            assert_eq!(judged, expected, "{requirement:?}");
+            assert_eq!(
+                compiled.matches_labels(None),
+                expected[2],
+                "no labels at all: {requirement:?}"
+            );
+        }
+        let by_label = Selector::compile(&LabelSelector {
+            match_labels: Some([("disk".to_string(), "ssd".to_string())].into()),
+            match_expressions: Some(vec![expression("zone", "NotIn", &["b"])]),
+        })
+        .unwrap();
+        assert!(by_label.matches_labels(Some(&ssd)));
+        assert!(!by_label.matches_labels(Some(&hdd)));
+        assert!(!by_label.matches_labels(Some(&labels(&[("disk", "ssd"), ("zone", "b")]))));
+        assert!(selector(vec![]).matches_labels(None), "empty: everything");
+    }
+
+    /// A claim's selector is compiled once per version of the claim; a
+    /// claim the server never stored is compiled each time, not kept.
+    #[test]
+    fn a_selector_is_kept_per_version_of_the_claim() {
+        let cache = SelectorCache::default();
+        let values: Vec<String> = (0..1000).map(|i| format!("rack-{i}")).collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let built = testkit::claim("c", "uid-c", "1Gi")
+            .selector_expression("rack", "In", &values)
+            .build();
+        assert!(cache.of(&built).unwrap().is_some());
+        assert_eq!(cache.len(), 0, "no resourceVersion: not kept");
+        let mut stored = built.clone();
+        stored.metadata.resource_version = Some("7".into());
+        let first = cache.of(&stored).unwrap().unwrap();
+        let again = cache.of(&stored).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "compiled once");
+        stored.metadata.resource_version = Some("8".into());
+        let newer = cache.of(&stored).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&first, &newer), "a new version, compiled anew");
+        assert!(newer.matches_labels(Some(&labels(&[("rack", "rack-999")]))));
+        assert!(!newer.matches_labels(Some(&labels(&[("rack", "rack-1000")]))));
+    }
+}
