@@ -14,6 +14,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::value::RawValue;
 
 /// A kind the process watches and stores.
 pub(crate) trait Kind:
@@ -30,13 +32,14 @@ pub(crate) trait Kind:
     /// kind).
     fn api(client: &Client, namespace: &str) -> Api<Self>;
 
-    /// The object as JSON, as far as a write of `part` can change it: for
-    /// a kind with a status subresource, its metadata and that part alone
-    /// (the server ignores the other part of such a write, so encoding it
-    /// would be wasted work on every write); the whole object otherwise.
-    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+    /// The object encoded as JSON, as far as a write of `part` can change
+    /// it: for a kind with a status subresource, its metadata and that
+    /// part alone (the server ignores the other part of such a write, so
+    /// encoding it would be wasted work on every write); the whole object
+    /// otherwise.
+    fn encode_part(&self, part: Part) -> serde_json::Result<Box<RawValue>> {
         let _ = part;
-        serde_json::to_value(self)
+        serde_json::value::to_raw_value(self)
     }
 }
 
@@ -66,17 +69,18 @@ fn metadata_and(
     spec: &impl Serialize,
     status: &impl Serialize,
     part: Part,
-) -> serde_json::Result<serde_json::Value> {
-    let (name, section) = match part {
-        Part::Spec => ("spec", serde_json::to_value(spec)?),
-        Part::Status => ("status", serde_json::to_value(status)?),
-    };
-    let mut members = serde_json::Map::with_capacity(2);
-    members.insert("metadata".to_string(), serde_json::to_value(metadata)?);
-    if !section.is_null() {
-        members.insert(name.to_string(), section);
+) -> serde_json::Result<Box<RawValue>> {
+    let mut encoded = Vec::with_capacity(512);
+    let mut serializer = serde_json::Serializer::new(&mut encoded);
+    let mut map = serializer.serialize_map(Some(2))?;
+    map.serialize_entry("metadata", metadata)?;
+    match part {
+        Part::Spec => map.serialize_entry("spec", spec)?,
+        Part::Status => map.serialize_entry("status", status)?,
     }
-    Ok(serde_json::Value::Object(members))
+    map.end()?;
+    let text = String::from_utf8(encoded).map_err(serde::ser::Error::custom)?;
+    RawValue::from_string(text)
 }
 
 /// Drops server-side apply's bookkeeping, which on a real API server is
@@ -90,7 +94,7 @@ impl Kind for PersistentVolume {
     fn api(client: &Client, _namespace: &str) -> Api<Self> {
         Api::all(client.clone())
     }
-    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+    fn encode_part(&self, part: Part) -> serde_json::Result<Box<RawValue>> {
         metadata_and(&self.metadata, &self.spec, &self.status, part)
     }
     fn trim(&mut self) {
@@ -103,7 +107,7 @@ impl Kind for PersistentVolumeClaim {
     fn api(client: &Client, namespace: &str) -> Api<Self> {
         Api::namespaced(client.clone(), namespace)
     }
-    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+    fn encode_part(&self, part: Part) -> serde_json::Result<Box<RawValue>> {
         metadata_and(&self.metadata, &self.spec, &self.status, part)
     }
     fn trim(&mut self) {
@@ -139,7 +143,7 @@ impl Kind for ResourceClaim {
     fn api(client: &Client, namespace: &str) -> Api<Self> {
         Api::namespaced(client.clone(), namespace)
     }
-    fn encode_part(&self, part: Part) -> serde_json::Result<serde_json::Value> {
+    fn encode_part(&self, part: Part) -> serde_json::Result<Box<RawValue>> {
         metadata_and(&self.metadata, &self.spec, &self.status, part)
     }
     fn trim(&mut self) {

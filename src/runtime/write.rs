@@ -40,12 +40,13 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
-pub(crate) use crate::runtime::kinds::Part;
 use crate::runtime::kinds::Kind;
+pub(crate) use crate::runtime::kinds::Part;
 use crate::runtime::lean::Lean;
-use crate::runtime::merge_patch;
+use crate::runtime::merge_patch::{self, MergePatch};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
 use crate::runtime::shadow_mode::{ShadowMode, View};
+use serde_json::value::RawValue;
 
 /// What an edit made of the newest copy of an object.
 #[derive(Debug, PartialEq, Eq)]
@@ -624,38 +625,41 @@ fn conditional_patch<K: Kind>(
     newest: &K,
     changed: &K,
     part: Part,
-) -> Result<Option<serde_json::Value>, WriteError> {
-    let encode = |object: &K| {
-        object.encode_part(part).map_err(|error| WriteError::Api {
-            action: format!("encode {}", describe::<K>(&ObjectKey::of(object))),
-            source: kube::Error::SerdeError(error),
-        })
+) -> Result<Option<Box<RawValue>>, WriteError> {
+    let encoding_failed = |error| WriteError::Api {
+        action: format!("encode {}", describe::<K>(&ObjectKey::of(newest))),
+        source: kube::Error::SerdeError(error),
     };
-    let (before, after) = (encode(newest)?, encode(changed)?);
-    let Some(mut patch) = merge_patch::diff(&before, &after) else {
-        return Ok(None);
-    };
-    let Some(members) = patch.as_object_mut() else {
+    let before = newest.encode_part(part).map_err(encoding_failed)?;
+    let after = changed.encode_part(part).map_err(encoding_failed)?;
+    let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
         return Ok(None);
     };
     // The server ignores the other part of a write to one part: a kind
     // whose encoding holds both leaves it out of the request.
-    members.remove(match part {
+    let other = match part {
         Part::Spec => "status",
         Part::Status => "spec",
-    });
+    };
+    members.retain(|(name, _)| name != other);
     if members.is_empty() {
         return Ok(None);
     }
-    if let Some(version) = &newest.meta().resource_version {
-        let metadata = members
-            .entry("metadata")
-            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-        if let Some(metadata) = metadata.as_object_mut() {
-            metadata.insert("resourceVersion".to_string(), version.clone().into());
+    let version = match &newest.meta().resource_version {
+        Some(version) => Some(serde_json::value::to_raw_value(version).map_err(encoding_failed)?),
+        None => None,
+    };
+    if let Some(version) = &version {
+        let stamp = ("resourceVersion".into(), MergePatch::Value(version));
+        match members.iter_mut().find(|(name, _)| name == "metadata") {
+            Some((_, MergePatch::Object(metadata))) => metadata.push(stamp),
+            Some(_) => {}
+            None => members.push(("metadata".into(), MergePatch::Object(vec![stamp]))),
         }
     }
-    Ok(Some(patch))
+    serde_json::value::to_raw_value(&MergePatch::Object(members))
+        .map(Some)
+        .map_err(encoding_failed)
 }
 
 /// Sends `patch` as a JSON merge patch to the object `name` of `api`, or to
@@ -666,7 +670,7 @@ async fn send_patch<K: Kind>(
     api: &kube::Api<K>,
     name: &str,
     part: Part,
-    patch: &serde_json::Value,
+    patch: &RawValue,
 ) -> Result<K, kube::Error> {
     let request = kube::core::Request::new(api.resource_url());
     let params = PatchParams::default();
