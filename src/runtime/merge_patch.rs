@@ -16,7 +16,7 @@
 //! The difference is taken on the encoded text, member by member: equal
 //! text is an equal value (the encoding is deterministic), so only the
 //! members that differ are parsed further, and nothing is built for the
-//! rest. A write costs about what encoding the object once did.
+//! rest.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

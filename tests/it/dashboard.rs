@@ -27,7 +27,6 @@ use pv_controller::pv::VolumePlugins;
 use pv_controller::testing::stand_in_kubelet;
 use serde_json::Value;
 use testkit::*;
-use tower::ServiceExt;
 
 use crate::harness::clients;
 use crate::pod_harness::settle;
@@ -282,17 +281,8 @@ async fn scrape_router(
     metrics: std::sync::Arc<pv_controller::Metrics>,
     health: pv_controller::Health,
 ) -> BTreeSet<String> {
-    let router = pv_controller::testing::router(metrics, health);
-    let request = http::Request::get("/metrics")
-        .body(axum::body::Body::empty())
-        .unwrap();
-    let response = router.oneshot(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body = axum::body::to_bytes(response.into_body(), 1 << 22)
+    crate::harness::scrape_metrics(metrics, health)
         .await
-        .unwrap();
-    String::from_utf8(body.to_vec())
-        .unwrap()
         .lines()
         .filter(|line| !line.starts_with('#') && !line.is_empty())
         .filter_map(|line| line.split(['{', ' ']).next())

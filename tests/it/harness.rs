@@ -809,3 +809,22 @@ impl Running {
         self.events.flush().await;
     }
 }
+
+/// The text a scrape of the admin server's `/metrics` answers for the
+/// process's `metrics` and `health` (the route itself, without a socket).
+pub(crate) async fn scrape_metrics(
+    metrics: Arc<pv_controller::Metrics>,
+    health: pv_controller::Health,
+) -> String {
+    use tower::ServiceExt;
+    let router = pv_controller::testing::router(metrics, health);
+    let request = http::Request::get("/metrics")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body = axum::body::to_bytes(response.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    String::from_utf8(body.to_vec()).unwrap()
+}

@@ -11,7 +11,6 @@ use memapi::{MemApi, Verb};
 use pv_controller::App;
 use pv_controller::pv;
 use testkit::*;
-use tower::ServiceExt;
 
 /// One sample: metric name, labels, value.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,16 +231,7 @@ async fn metrics_parse_and_count_the_objects() {
     controller.recorder().flush().await;
     assert!(health.readiness.is_ready());
 
-    let router = pv_controller::testing::router(metrics, health);
-    let request = http::Request::get("/metrics")
-        .body(axum::body::Body::empty())
-        .unwrap();
-    let response = router.oneshot(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body = axum::body::to_bytes(response.into_body(), 1 << 22)
-        .await
-        .unwrap();
-    let text = String::from_utf8(body.to_vec()).unwrap();
+    let text = crate::harness::scrape_metrics(metrics, health).await;
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     // Before the stop, which may still write events.
     let served_events = api.requests();
