@@ -541,9 +541,7 @@ impl<K: Kind> Writer<K> {
         })?;
         self.store(applied)
     }
-}
 
-impl<K: Kind> Writer<K> {
     /// Edits the newest copy of `basis` with `edit` and, when the edit
     /// changed `part` of it, sends what changed as a merge patch carrying
     /// the copy's resourceVersion (so a change by anyone else since is a
