@@ -112,6 +112,7 @@ impl From<WriteError> for Error {
             WriteError::Api { action, source } => Self::Api { action, source },
             WriteError::Stale { object, reason } => Self::Stale { object, reason },
             WriteError::Store(error) => Self::Store(error),
+            error @ WriteError::NoWriter(_) => Self::Inconsistent(error.to_string()),
         }
     }
 }

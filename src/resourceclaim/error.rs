@@ -22,6 +22,9 @@ pub enum SyncError {
     /// The answer to a write could not be stored.
     #[error(transparent)]
     Store(#[from] crate::runtime::informer::StoreError),
+    /// A write the controller's wiring has no writer for.
+    #[error("{0}")]
+    Wiring(String),
     /// The template a pod's entry names does not exist (yet).
     #[error("resource claim template {0:?}: resourceclaimtemplate.resource.k8s.io {0:?} not found")]
     MissingTemplate(String),
@@ -49,6 +52,7 @@ impl SyncError {
             Self::Api { .. } | Self::Stale(_) if self.is_conflict() => "conflict",
             Self::Api { .. } | Self::Stale(_) => "api_error",
             Self::Store(_) => "cache",
+            Self::Wiring(_) => "wiring",
             Self::MissingTemplate(_) => "missing_template",
             Self::FeatureDisabled(_) => "feature_disabled",
             Self::Unsupported { .. } => "unsupported",
@@ -84,6 +88,7 @@ impl From<crate::runtime::write::WriteError> for SyncError {
             WriteError::Api { action, source } => Self::Api { action, source },
             WriteError::Stale { object, reason } => Self::Stale(format!("{object}: {reason}")),
             WriteError::Store(error) => Self::Store(error),
+            error @ WriteError::NoWriter(_) => Self::Wiring(error.to_string()),
         }
     }
 }

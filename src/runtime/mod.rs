@@ -12,6 +12,7 @@
 pub(crate) mod api_message;
 pub(crate) mod client;
 pub(crate) mod events;
+pub(crate) mod executor;
 pub(crate) mod informer;
 pub(crate) mod keys;
 pub(crate) mod kinds;
@@ -20,6 +21,7 @@ pub(crate) mod lean;
 pub(crate) mod merge_patch;
 pub(crate) mod metrics;
 pub(crate) mod operations;
+pub(crate) mod plan;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
 pub(crate) mod requests;

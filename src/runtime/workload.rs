@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tokio::sync::Semaphore;
 use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -44,12 +45,27 @@ pub(crate) trait SyncFailure: std::fmt::Display + Send {
 type SyncFn<Key, E> =
     Arc<dyn Fn(Key, Turn) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync>;
 
-/// A work queue, its workers and the sync they run for each key.
+/// What a deciding lane runs for each key: the call decides at once, in
+/// the lane, and returns the plan's execution, which runs beside others.
+type DecideFn<Key, E> = Arc<dyn Fn(Key) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync>;
+
+/// How a pool takes its keys.
+enum Takes<Key, E> {
+    /// Workers, each taking a key and running its sync to the end.
+    Workers(SyncFn<Key, E>),
+    /// One lane deciding keys in queue order, their executions running
+    /// beside each other (one per key: a key is done when its execution
+    /// ends).
+    Lane(DecideFn<Key, E>),
+}
+
+/// A work queue, its workers (or its lane and executions) and the sync they
+/// run for each key.
 pub(crate) struct Pool<Key, E> {
     queue: WorkQueue<Key>,
     workers: usize,
     kind: fn(&Key) -> &'static str,
-    sync: SyncFn<Key, E>,
+    takes: Takes<Key, E>,
     after_each: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
@@ -76,7 +92,31 @@ where
             queue,
             workers: workers.max(1),
             kind,
-            sync: Arc::new(move |key, turn| Box::pin(sync(key, turn))),
+            takes: Takes::Workers(Arc::new(move |key, turn| Box::pin(sync(key, turn)))),
+            after_each: None,
+        }
+    }
+
+    /// One lane over `queue`: `decide` is called for one key at a time, in
+    /// the order keys leave the queue, and decides then and there (so what
+    /// one decision reserves, the next sees); the execution it returns runs
+    /// beside at most `executions - 1` others (at least one runs). `kind`
+    /// labels the keys in the sync metric, which measures a key from its
+    /// decision to the end of its execution.
+    pub(crate) fn lane<F>(
+        queue: WorkQueue<Key>,
+        executions: usize,
+        kind: fn(&Key) -> &'static str,
+        decide: F,
+    ) -> Self
+    where
+        F: Fn(Key) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync + 'static,
+    {
+        Self {
+            queue,
+            workers: executions.max(1),
+            kind,
+            takes: Takes::Lane(Arc::new(decide)),
             after_each: None,
         }
     }
@@ -89,33 +129,92 @@ where
     }
 
     /// One worker: takes keys one at a time until the queue shuts down.
-    async fn work(self: Arc<Self>, controller: &'static str, metrics: Arc<Metrics>) {
+    async fn work(
+        self: Arc<Self>,
+        sync: SyncFn<Key, E>,
+        controller: &'static str,
+        metrics: Arc<Metrics>,
+    ) {
         while let Some((key, turn)) = self.queue.get_in_turn().await {
             let started = tokio::time::Instant::now();
-            let result = one_decision((self.sync)(key.clone(), turn)).await;
-            let label = match &result {
-                Ok(Outcome::Synced) => Some("ok"),
-                Ok(Outcome::Passed) => None,
-                Err(error) => Some(error.metric_label()),
+            let result = one_decision(sync(key.clone(), turn)).await;
+            self.finish(controller, &metrics, &key, started, result);
+        }
+    }
+
+    /// The lane: decides one key at a time while fewer than `workers`
+    /// executions run; when the queue shuts down, waits for the executions
+    /// running. Ends early when an execution panicked, which stops the
+    /// controllers as a worker's end does.
+    async fn decide(
+        self: Arc<Self>,
+        decide: DecideFn<Key, E>,
+        controller: &'static str,
+        metrics: Arc<Metrics>,
+    ) {
+        let slots = Arc::new(Semaphore::new(self.workers));
+        let mut running = JoinSet::new();
+        loop {
+            while let Some(ended) = running.try_join_next() {
+                if ended.is_err() {
+                    return;
+                }
+            }
+            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+                break;
             };
-            if let Some(label) = label {
-                metrics.sync_finished(controller, (self.kind)(&key), label, started.elapsed());
+            let Some((key, _)) = self.queue.get_in_turn().await else {
+                break;
+            };
+            let started = tokio::time::Instant::now();
+            let execution = decide(key.clone());
+            let this = Arc::clone(&self);
+            let metrics = Arc::clone(&metrics);
+            running.spawn(async move {
+                let result = one_decision(execution).await;
+                this.finish(controller, &metrics, &key, started, result);
+                drop(slot);
+            });
+        }
+        while let Some(ended) = running.join_next().await {
+            if ended.is_err() {
+                return;
             }
-            match result {
-                Ok(_) => self.queue.forget(&key),
-                Err(error) if error.is_expected() => {
-                    tracing::debug!(controller, %key, %error, "will retry");
-                    self.queue.add_rate_limited(key.clone());
-                }
-                Err(error) => {
-                    tracing::warn!(controller, %key, %error, "sync failed, will retry");
-                    self.queue.add_rate_limited(key.clone());
-                }
+        }
+    }
+
+    /// Ends a key's turn: measures it, forgets its failures or queues it
+    /// for a retry with its backoff, and marks it done.
+    fn finish(
+        &self,
+        controller: &'static str,
+        metrics: &Metrics,
+        key: &Key,
+        started: tokio::time::Instant,
+        result: Result<Outcome, E>,
+    ) {
+        let label = match &result {
+            Ok(Outcome::Synced) => Some("ok"),
+            Ok(Outcome::Passed) => None,
+            Err(error) => Some(error.metric_label()),
+        };
+        if let Some(label) = label {
+            metrics.sync_finished(controller, (self.kind)(key), label, started.elapsed());
+        }
+        match result {
+            Ok(_) => self.queue.forget(key),
+            Err(error) if error.is_expected() => {
+                tracing::debug!(controller, %key, %error, "will retry");
+                self.queue.add_rate_limited(key.clone());
             }
-            self.queue.done(&key);
-            if let Some(hook) = &self.after_each {
-                hook();
+            Err(error) => {
+                tracing::warn!(controller, %key, %error, "sync failed, will retry");
+                self.queue.add_rate_limited(key.clone());
             }
+        }
+        self.queue.done(key);
+        if let Some(hook) = &self.after_each {
+            hook();
         }
     }
 }
@@ -132,9 +231,19 @@ where
     E: SyncFailure + 'static,
 {
     fn spawn(&self, controller: &'static str, metrics: &Arc<Metrics>, tasks: &mut Tasks) {
-        for _ in 0..self.workers {
-            let worker = Arc::clone(self).work(controller, Arc::clone(metrics));
-            tasks.spawn(controller, "worker", worker);
+        match &self.takes {
+            Takes::Workers(sync) => {
+                for _ in 0..self.workers {
+                    let worker =
+                        Arc::clone(self).work(Arc::clone(sync), controller, Arc::clone(metrics));
+                    tasks.spawn(controller, "worker", worker);
+                }
+            }
+            Takes::Lane(decide) => {
+                let lane =
+                    Arc::clone(self).decide(Arc::clone(decide), controller, Arc::clone(metrics));
+                tasks.spawn(controller, "deciding lane", lane);
+            }
         }
     }
 

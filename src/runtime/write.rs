@@ -27,7 +27,7 @@
 //!    the kind's store before the lock is released, so the next sync of any
 //!    controller, and the next writer, sees it.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -85,6 +85,10 @@ pub enum WriteError {
     /// The server's answer could not be stored.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A plan wrote a kind its controller has no writer for: a defect of
+    /// the controller's wiring, reported instead of a crash.
+    #[error("no writer of {0} is set up")]
+    NoWriter(&'static str),
 }
 
 impl WriteError {
@@ -97,7 +101,7 @@ impl WriteError {
                 ..
             } => status.is_conflict(),
             Self::Stale { .. } => true,
-            Self::Api { .. } | Self::Store(_) => false,
+            Self::Api { .. } | Self::Store(_) | Self::NoWriter(_) => false,
         }
     }
 }
@@ -306,6 +310,38 @@ impl<K> fmt::Debug for Writer<K> {
         f.debug_struct("Writer")
             .field("controller", &self.controller)
             .finish_non_exhaustive()
+    }
+}
+
+/// The writers of one controller, one per kind, found by kind: what the
+/// executor carries a plan's writes out with. Cheap to clone.
+#[derive(Clone, Default)]
+pub(crate) struct WriterSet {
+    by_kind: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for WriterSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriterSet")
+            .field("kinds", &self.by_kind.len())
+            .finish()
+    }
+}
+
+impl WriterSet {
+    /// The set with `writer` as the writer of its kind.
+    #[must_use]
+    pub(crate) fn with<K: Kind>(mut self, writer: Writer<K>) -> Self {
+        self.by_kind.insert(TypeId::of::<K>(), Arc::new(writer));
+        self
+    }
+
+    /// The writer of the kind `K`.
+    pub(crate) fn get<K: Kind>(&self) -> Result<&Writer<K>, WriteError> {
+        self.by_kind
+            .get(&TypeId::of::<K>())
+            .and_then(|writer| writer.downcast_ref::<Writer<K>>())
+            .ok_or(WriteError::NoWriter(K::NAME))
     }
 }
 

@@ -1,5 +1,5 @@
-//! Binding and unbinding: the four binding writes in their fixed order, and
-//! the reverse operation for a volume whose claim went elsewhere.
+//! Binding and unbinding: the plan of the four binding writes in their
+//! fixed order, and of the reverse for a volume whose claim went elsewhere.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use quantity::Amount;
 
 use super::Controller;
-use super::writes::{Edit, Part, claim_in_phase, same_claim_binding, same_claim_ref};
+use super::changes::{ClaimChange, PvPlan, VolumeChange};
+use super::writes::{Edit, Part};
 use crate::pv::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_PRE_RESIZE_CAPACITY, ANN_VALUE_YES,
 };
@@ -20,163 +21,126 @@ use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_phase, claim_reference, has_annotation, is_volume_bound_to_claim,
 };
 use crate::pv::plugins::recycler::ANN_POD_UID as ANN_RECYCLER_POD_UID;
-use crate::runtime::keys::ObjectKey;
 
 impl Controller {
-    /// Binds a volume and a claim with the four writes, volume first, and
-    /// stops at the first failure (the next sync completes the rest). Each
-    /// write re-checks on the newest copy that the binding still holds, so a
-    /// volume taken by another claim meanwhile is never given to this one.
-    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume), claim = %ObjectKey::of(claim.as_ref())))]
-    pub(super) async fn bind(
+    /// Plans the four binding writes, volume first (the next sync completes
+    /// whatever a failure leaves undone). Each write re-checks on the
+    /// newest copy that the binding still holds, so a volume taken by
+    /// another claim meanwhile is never given to this one.
+    pub(super) fn bind(
         &self,
+        plan: &mut PvPlan,
         volume: &Arc<PersistentVolume>,
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
-        let volume = self.bind_volume_to_claim(volume, claim).await?;
-        let claim = self.bind_claim_to_volume(claim, &volume).await?;
-        let volume = self
-            .set_volume_phase(&volume, VolumePhase::Bound, None)
-            .await?;
-        self.set_claim_status(&claim, ClaimPhase::Bound, Some(&volume))
-            .await?;
-        tracing::debug!("binding complete");
+        let volume = plan.update(volume, Part::Spec, VolumeChange::Reserve(Arc::clone(claim)))?;
+        let claim = plan.update(
+            claim,
+            Part::Spec,
+            ClaimChange::BindTo {
+                uid: claim.metadata.uid.clone(),
+                volume: VolumeName::of(&volume).as_str().to_owned(),
+            },
+        )?;
+        let volume = self.set_volume_phase(plan, &volume, VolumePhase::Bound, None)?;
+        self.set_claim_status(plan, &claim, ClaimPhase::Bound, Some(&volume))?;
         Ok(())
     }
 
-    /// Step 1: the volume's claimRef (and bound-by-controller, unless a user
-    /// pre-bound the volume to this claim). Refused when the newest copy of
-    /// the volume belongs to another claim.
-    async fn bind_volume_to_claim(
+    /// Plans a claim's phase, and its access modes and capacity from the
+    /// volume (or clears them without one); returns the claim as the plan
+    /// leaves it. Capacity is only copied when the claim becomes Bound, so
+    /// a resized claim keeps what it reports.
+    pub(super) fn set_claim_status(
         &self,
-        volume: &Arc<PersistentVolume>,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<Arc<PersistentVolume>> {
-        let mut wrote = false;
-        let stored = self
-            .write_volume(volume, Part::Spec, |volume| {
-                let edit = reserve_edit(volume, claim);
-                wrote = edit == Edit::Changed;
-                edit
-            })
-            .await?;
-        if wrote {
-            tracing::info!("volume reserved for claim");
-        }
-        Ok(stored)
-    }
-
-    /// Step 2: the claim's volumeName and annotations. Refused when the
-    /// newest copy is another incarnation of the claim or names another
-    /// volume.
-    async fn bind_claim_to_volume(
-        &self,
-        claim: &Arc<PersistentVolumeClaim>,
-        volume: &PersistentVolume,
-    ) -> Result<Arc<PersistentVolumeClaim>> {
-        let volume_name = VolumeName::of(volume).as_str().to_owned();
-        self.write_claim(claim, Part::Spec, |changed| {
-            if changed.metadata.uid != claim.metadata.uid {
-                return Edit::Refused("the claim was re-created".to_string());
-            }
-            let mut edit = Edit::Unchanged;
-            let spec = changed.spec.get_or_insert_with(Default::default);
-            match spec.volume_name.as_deref() {
-                Some(name) if name == volume_name => {}
-                Some(name) if !name.is_empty() => {
-                    return Edit::Refused(format!("it now names volume {name:?}"));
-                }
-                _ => {
-                    spec.volume_name = Some(volume_name);
-                    edit = Edit::Changed;
-                    if !has_annotation(&changed.metadata, ANN_BOUND_BY_CONTROLLER) {
-                        set_annotation(&mut changed.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
-                    }
-                }
-            }
-            if !has_annotation(&changed.metadata, ANN_BIND_COMPLETED) {
-                set_annotation(&mut changed.metadata.annotations, ANN_BIND_COMPLETED);
-                edit = Edit::Changed;
-            }
-            edit
-        })
-        .await
-    }
-
-    /// Sets a claim's phase, and its access modes and capacity from the
-    /// volume (or clears them without one). Capacity is only copied when the
-    /// claim becomes Bound, so a resized claim keeps what it reports.
-    /// Refused when the claim's binding changed since `basis`.
-    pub(super) async fn set_claim_status(
-        &self,
+        plan: &mut PvPlan,
         basis: &Arc<PersistentVolumeClaim>,
-        new_phase: ClaimPhase,
-        volume: Option<&PersistentVolume>,
+        phase: ClaimPhase,
+        volume: Option<&Arc<PersistentVolume>>,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         // A volume without a readable capacity is an error only when the
         // claim is about to take it over.
         let capacity = match volume {
-            Some(volume) if claim_phase(basis) != Some(new_phase) => {
+            Some(volume) if claim_phase(basis) != Some(phase) => {
                 Some(bound_claim_capacity(volume)?)
             }
             _ => None,
         };
-        let mut entered = false;
-        let stored = self
-            .write_claim(basis, Part::Status, |claim| {
-                if !same_claim_binding(basis, claim) {
-                    return Edit::Refused(format!(
-                        "its binding changed before it could become {new_phase}"
-                    ));
-                }
-                entered = !claim_in_phase(claim, new_phase);
-                claim_status_edit(claim, new_phase, volume, capacity)
-            })
-            .await?;
-        if entered {
-            tracing::info!(phase = %new_phase, "claim entered phase");
-        }
-        Ok(stored)
+        let change = ClaimChange::Status {
+            phase,
+            volume: volume.cloned(),
+            capacity,
+            basis: Arc::clone(basis),
+        };
+        Ok(plan.update(basis, Part::Status, change)?)
     }
 
-    /// Sets a claim's phase and, only when the phase changes, records an event.
-    pub(super) async fn set_claim_phase_with_event(
+    /// Plans a claim's phase and, only when the phase changes, an event.
+    pub(super) fn set_claim_phase_with_event(
         &self,
+        plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
-        new_phase: ClaimPhase,
+        phase: ClaimPhase,
         event_type: EventType,
         reason: &str,
         message: &str,
     ) -> Result<()> {
-        if claim_phase(claim) == Some(new_phase) {
+        if claim_phase(claim) == Some(phase) {
             return Ok(());
         }
-        let stored = self.set_claim_status(claim, new_phase, None).await?;
-        self.record(stored.as_ref(), event_type, reason, message.to_string());
+        let changed = self.set_claim_status(plan, claim, phase, None)?;
+        plan.event(changed.as_ref(), event_type, reason, message.to_string());
         Ok(())
     }
 
-    /// Undoes a binding from the volume side: a binding the controller made is
-    /// removed; a user's pre-binding stays, only the claim UID is cleared.
-    /// The volume becomes Available again. Refused when the claimRef changed
-    /// since `volume` was read.
-    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
-    pub(super) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let stored = self
-            .write_volume(volume, Part::Spec, |changed| {
-                if !same_claim_ref(volume, changed) {
-                    return Edit::Refused("its claimRef changed before the unbind".to_string());
-                }
-                unbind_edit(changed)
-            })
-            .await?;
-        tracing::info!("volume released from its claim");
-        self.make_available(&stored).await.map(drop)
+    /// Plans the undoing of a binding from the volume side: a binding the
+    /// controller made is removed; a user's pre-binding stays, only the
+    /// claim UID is cleared. The volume becomes Available again.
+    pub(super) fn unbind_volume(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+    ) -> Result<()> {
+        let unbound = plan.update(volume, Part::Spec, VolumeChange::Unbind(Arc::clone(volume)))?;
+        self.make_available(plan, &unbound).map(drop)
     }
 }
 
+/// Step 2 of a bind on the newest copy of the claim: volumeName and the
+/// binding annotations, unless the claim was re-created (another `uid`) or
+/// names another volume.
+pub(super) fn bind_claim_edit(
+    claim: &mut PersistentVolumeClaim,
+    uid: Option<&str>,
+    volume_name: &str,
+) -> Edit {
+    if claim.metadata.uid.as_deref() != uid {
+        return Edit::Refused("the claim was re-created".to_string());
+    }
+    let mut edit = Edit::Unchanged;
+    let spec = claim.spec.get_or_insert_with(Default::default);
+    match spec.volume_name.as_deref() {
+        Some(name) if name == volume_name => {}
+        Some(name) if !name.is_empty() => {
+            return Edit::Refused(format!("it now names volume {name:?}"));
+        }
+        _ => {
+            spec.volume_name = Some(volume_name.to_string());
+            edit = Edit::Changed;
+            if !has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
+                set_annotation(&mut claim.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+            }
+        }
+    }
+    if !has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
+        set_annotation(&mut claim.metadata.annotations, ANN_BIND_COMPLETED);
+        edit = Edit::Changed;
+    }
+    edit
+}
+
 /// The reservation of step 1 on the newest copy of the volume.
-fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) -> Edit {
+pub(super) fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) -> Edit {
     let has_claim_ref = volume.spec.as_ref().is_some_and(|s| s.claim_ref.is_some());
     let pre_bound_here = is_volume_bound_to_claim(volume, claim);
     if has_claim_ref && !pre_bound_here {
@@ -202,7 +166,7 @@ fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) ->
 
 /// The unbind on the newest copy of the volume; the record of the
 /// release's recycler pod goes with the binding.
-fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
+pub(super) fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
     let recycler_recorded = remove_annotation(volume, ANN_RECYCLER_POD_UID);
     if has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
         if let Some(spec) = volume.spec.as_mut() {
@@ -235,7 +199,7 @@ fn remove_annotation(volume: &mut PersistentVolume, key: &str) -> bool {
 }
 
 /// The status edit of [`Controller::set_claim_status`] on the newest copy.
-fn claim_status_edit(
+pub(super) fn claim_status_edit(
     claim: &mut PersistentVolumeClaim,
     new_phase: ClaimPhase,
     volume: Option<&PersistentVolume>,

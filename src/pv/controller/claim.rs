@@ -6,12 +6,12 @@ use std::sync::Arc;
 use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::{Controller, Next};
-use crate::pv::cache::Reservation;
+use super::changes::PvPlan;
+use super::{Controller, Settle};
 use crate::pv::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons,
 };
-use crate::pv::error::{Error, Result};
+use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
@@ -19,6 +19,7 @@ use crate::pv::objects::{
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::plan::Hold;
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
 #[derive(Debug)]
@@ -138,81 +139,54 @@ pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// Whether a sync of `claim` searches for a volume: it is unbound and names
-/// none.
-fn searches_for_volume(claim: &PersistentVolumeClaim) -> bool {
-    !has_annotation(&claim.metadata, ANN_BIND_COMPLETED) && requested_volume(claim).is_none()
-}
-
 impl Controller {
-    /// Whether the next sync of this claim, as the cache holds it now,
-    /// searches for a volume, and so must reserve in the order claims left
-    /// the queue ([`Self::reserve_in_order`]). A claim that changes before
-    /// its sync still gets a volume, from the sync's own search.
-    pub(crate) fn searches_in_order(&self, key: &ObjectKey) -> bool {
-        self.cache.is_listed_claim(key)
-            && self
-                .cache
-                .claim(key)
-                .is_some_and(|claim| searches_for_volume(&claim))
-    }
-
-    /// Reserves the volume the next sync of this claim would bind, when
-    /// that sync would search for one (an unbound claim naming no volume).
-    /// The wiring calls it as the claim leaves the queue, one claim at a
-    /// time, and keeps the reservation until the sync ends: so claims synced
-    /// by several workers at once pick their volumes in the order they left
-    /// the queue, exactly as one worker syncing them one by one would, and
-    /// the sync's own search finds the volume held for it.
-    pub(crate) fn reserve_in_order(&self, key: &ObjectKey) -> Option<Reservation> {
-        let claim = self.cache.claim(key)?;
-        if !searches_for_volume(&claim) {
-            return None;
-        }
-        let delay_binding = self.is_delay_binding(&claim).ok()?;
-        self.cache
-            .reserve_best_match(&claim, delay_binding)
-            .ok()
-            .flatten()
-    }
-
-    pub(super) async fn sync_unbound_claim(
+    /// Decides about an unbound claim (no bind-completed annotation).
+    pub(super) fn decide_unbound_claim(
         &self,
+        plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<Next> {
+    ) -> Result<()> {
         let requested =
             requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
         match classify_unbound(claim, requested) {
-            UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(claim).await,
+            UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(plan, claim),
             UnboundClaimSituation::RequestedVolumeMissing => {
                 tracing::debug!("requested volume not found, claim stays pending");
-                self.set_claim_status(claim, ClaimPhase::Pending, None)
-                    .await
-                    .map(|_| Next::nothing())
+                self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                    .map(drop)
             }
             UnboundClaimSituation::RequestedVolumeFree(volume) => {
                 match check_volume_satisfies_claim(&volume, claim) {
-                    Ok(()) => self.bind(&volume, claim).await.map(|()| Next::nothing()),
+                    Ok(()) => self.bind(plan, &volume, claim),
                     Err(reason) => {
                         let message = format!(
                             "Cannot bind to requested volume {:?}: {reason}",
-                            crate::pv::keys::VolumeName::of(&volume).as_str().to_owned()
+                            VolumeName::of(&volume).as_str().to_owned()
                         );
-                        self.warn(claim.as_ref(), reasons::VOLUME_MISMATCH, message);
-                        self.set_claim_status(claim, ClaimPhase::Pending, None)
-                            .await
-                            .map(|_| Next::nothing())
+                        plan.event(
+                            claim.as_ref(),
+                            EventType::Warning,
+                            reasons::VOLUME_MISMATCH,
+                            message,
+                        );
+                        self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                            .map(drop)
                     }
                 }
             }
             UnboundClaimSituation::RequestedVolumeBoundHere(volume) => {
                 tracing::debug!("requested volume is bound to this claim, finishing the binding");
-                self.bind(&volume, claim).await.map(|()| Next::nothing())
+                self.bind(plan, &volume, claim)
             }
             UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume) => {
-                let name = crate::pv::keys::VolumeName::of(&volume).as_str().to_owned();
+                let name = VolumeName::of(&volume).as_str().to_owned();
                 let message = format!("volume {name:?} already bound to a different claim.");
-                self.warn(claim.as_ref(), reasons::FAILED_BINDING, message);
+                plan.event(
+                    claim.as_ref(),
+                    EventType::Warning,
+                    reasons::FAILED_BINDING,
+                    message,
+                );
                 if has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
                     // Only a removed bind-completed annotation gets a claim
                     // here: refuse to guess which side is right.
@@ -228,64 +202,65 @@ impl Controller {
                             )
                         })
                         .unwrap_or_default();
-                    return Err(Error::Inconsistent(format!(
+                    plan.after.inconsistent = Some(format!(
                         "invalid binding of claim {} to volume {name:?}: volume already claimed by {owner:?}",
                         ObjectKey::of(claim.as_ref())
-                    )));
+                    ));
+                    return Ok(());
                 }
-                self.set_claim_status(claim, ClaimPhase::Pending, None)
-                    .await
-                    .map(|_| Next::nothing())
+                self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                    .map(drop)
             }
         }
     }
 
     /// An unbound claim that names no volume: bind the best match, or wait,
     /// or provision, or report that nothing fits. Without a match the claim
-    /// waits for a volume to become free ([`Next::claim_waits`]). The match
-    /// is reserved for this claim until the binding ends, so a claim synced
-    /// at the same time by another worker never takes it.
-    async fn find_volume_for_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
+    /// waits for a volume to become free ([`super::Next::claim_waits`]). The match
+    /// is reserved for this claim until the plan ends, so no claim decided
+    /// meanwhile takes it.
+    fn find_volume_for_claim(
+        &self,
+        plan: &mut PvPlan,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
         let delay_binding = self.is_delay_binding(claim)?;
         let found = match self.cache.reserve_best_match(claim, delay_binding) {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, "claim cannot be matched");
-                self.warn(
+                plan.event(
                     claim.as_ref(),
+                    EventType::Warning,
                     reasons::FAILED_BINDING,
                     format!("invalid claim: {error}"),
                 );
-                return Ok(Next::nothing());
+                return Ok(());
             }
         };
         if let Some(reservation) = found {
-            let volume = reservation.volume();
-            tracing::debug!(volume = %crate::pv::keys::VolumeName::of(volume), "found a matching volume");
-            self.bind(volume, claim).await?;
-            if let (Some(shadow), Some(uid)) = (&self.shadow, claim.metadata.uid.as_deref()) {
-                // The bind was not sent: the volume stays held for the claim
-                // until the cluster shows what became of it.
-                let name = volume.metadata.name.clone().unwrap_or_default();
-                shadow.hold(uid, &name, Box::new(reservation.into_hold()));
-            }
-            return Ok(Next::nothing());
+            let volume = Arc::clone(reservation.volume());
+            tracing::debug!(volume = %VolumeName::of(&volume), "found a matching volume");
+            self.bind(plan, &volume, claim)?;
+            plan.hold(Hold {
+                holder: claim.metadata.uid.clone().unwrap_or_default(),
+                held: VolumeName::of(&volume).as_str().to_owned(),
+                guard: Box::new(reservation.into_hold()),
+            });
+            return Ok(());
         }
-        let waits = Next {
-            claim_waits: true,
-            ..Next::default()
-        };
-        if self.assign_default_class(claim).await? {
-            return Ok(waits);
+        plan.after.claim_waits = true;
+        if self.assign_default_class(plan, claim)? {
+            return Ok(());
         }
         let selected_node = has_annotation(&claim.metadata, ANN_SELECTED_NODE);
         if delay_binding && !selected_node {
-            self.event_for_waiting_claim(claim);
+            self.event_for_waiting_claim(plan, claim);
         } else if !claim_class(claim).is_empty() {
-            self.provision_claim(claim)?;
-            return Ok(waits);
+            return self.provision_claim(plan, claim);
         } else {
             self.note_with_nearest_misses(
+                plan,
                 claim,
                 delay_binding,
                 false,
@@ -293,64 +268,58 @@ impl Controller {
                 "no persistent volumes available for this claim and no storage class is set",
             );
         }
-        self.set_claim_status(claim, ClaimPhase::Pending, None)
-            .await?;
-        Ok(waits)
+        self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+            .map(drop)
     }
 
-    pub(super) async fn sync_bound_claim(
+    /// Decides about a bound claim (bind-completed set): the binding still
+    /// holds, or the claim is Lost.
+    pub(super) fn decide_bound_claim(
         &self,
+        plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<Next> {
+    ) -> Result<()> {
         let volume =
             requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
         match classify_bound(claim, volume) {
-            BoundClaimSituation::NoVolumeName => {
-                self.set_claim_phase_with_event(
-                    claim,
-                    ClaimPhase::Lost,
-                    EventType::Warning,
-                    reasons::CLAIM_LOST,
-                    "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
-                )
-                .await
-                .map(|()| Next::nothing())
-            }
-            BoundClaimSituation::Missing => {
-                self.set_claim_phase_with_event(
-                    claim,
-                    ClaimPhase::Lost,
-                    EventType::Warning,
-                    reasons::CLAIM_LOST,
-                    "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
-                )
-                .await
-                .map(|()| Next::nothing())
-            }
+            BoundClaimSituation::NoVolumeName => self.set_claim_phase_with_event(
+                plan,
+                claim,
+                ClaimPhase::Lost,
+                EventType::Warning,
+                reasons::CLAIM_LOST,
+                "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
+            ),
+            BoundClaimSituation::Missing => self.set_claim_phase_with_event(
+                plan,
+                claim,
+                ClaimPhase::Lost,
+                EventType::Warning,
+                reasons::CLAIM_LOST,
+                "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
+            ),
             // The volume came unbound, or its claimRef write has not been
             // seen yet; either way binding again is right.
-            BoundClaimSituation::Unclaimed(volume) => {
-                self.bind(&volume, claim).await.map(|()| Next::nothing())
-            }
+            BoundClaimSituation::Unclaimed(volume) => self.bind(plan, &volume, claim),
             // All is well; bind() only fixes phases that lag behind. When it
             // had nothing to fix, the resync may pass the claim by until it or
             // its volume changes.
             BoundClaimSituation::BoundHere(volume) => {
-                self.bind(&volume, claim).await?;
-                self.cache.settle_claim(claim, &volume);
-                Ok(Next::nothing())
+                self.bind(plan, &volume, claim)?;
+                plan.after.settle = Some(Settle::Claim {
+                    claim: Arc::clone(claim),
+                    volume,
+                });
+                Ok(())
             }
-            BoundClaimSituation::BoundElsewhere => {
-                self.set_claim_phase_with_event(
-                    claim,
-                    ClaimPhase::Lost,
-                    EventType::Warning,
-                    reasons::CLAIM_MISBOUND,
-                    "Two claims are bound to the same volume, this one is bound incorrectly",
-                )
-                .await
-                .map(|()| Next::nothing())
-            }
+            BoundClaimSituation::BoundElsewhere => self.set_claim_phase_with_event(
+                plan,
+                claim,
+                ClaimPhase::Lost,
+                EventType::Warning,
+                reasons::CLAIM_MISBOUND,
+                "Two claims are bound to the same volume, this one is bound incorrectly",
+            ),
         }
     }
 }
@@ -365,7 +334,7 @@ pub(super) fn check_volume_satisfies_claim(
     if is_being_deleted(&volume.metadata) {
         return Err(format!(
             "the volume is marked for deletion {:?}",
-            crate::pv::keys::VolumeName::of(volume).as_str().to_owned()
+            VolumeName::of(volume).as_str().to_owned()
         ));
     }
     let request = claim_request(claim).map_err(|e| e.to_string())?;

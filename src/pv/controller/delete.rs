@@ -18,9 +18,7 @@ use super::finalizers::storage_already_deleted;
 use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::VolumePhase;
 use crate::pv::plugins::{Deleter, PluginError};
-use crate::runtime::events::EventType;
 
 /// What deleting a volume's storage came to.
 #[derive(Debug, PartialEq, Eq)]
@@ -76,14 +74,8 @@ impl Controller {
                     }
                     PluginError::Setup(_) | PluginError::Failed(_) => {
                         tracing::warn!(%message, "deleting volume storage failed");
-                        self.set_volume_phase_with_event(
-                            &volume,
-                            VolumePhase::Failed,
-                            EventType::Warning,
-                            reasons::VOLUME_FAILED_DELETE,
-                            message,
-                        )
-                        .await?;
+                        self.fail_volume(&volume, reasons::VOLUME_FAILED_DELETE, message)
+                            .await?;
                     }
                 }
                 Err(Error::Plugin {

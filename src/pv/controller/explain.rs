@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
 use super::Controller;
+use super::changes::PvPlan;
 use crate::pv::constants::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
 };
@@ -23,6 +24,7 @@ use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
 };
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 
 /// The answer to "why is my claim Pending?".
@@ -207,7 +209,7 @@ impl Controller {
         ))
     }
 
-    /// Records `reason` with `base` followed by the nearest misses among
+    /// Plans `reason` with `base` followed by the nearest misses among
     /// the volumes of the claim's class (when it has any), at most
     /// [`EVENT_MESSAGE_LIMIT`] bytes, unless the claim had that event
     /// already. When neither the claim nor the index changed since its last
@@ -216,6 +218,7 @@ impl Controller {
     /// every volume.
     pub(super) fn note_with_nearest_misses(
         &self,
+        plan: &mut PvPlan,
         claim: &PersistentVolumeClaim,
         delay: bool,
         warning: bool,
@@ -225,7 +228,7 @@ impl Controller {
         if self.shadow.is_some() {
             // Shadow mode writes no event: its message is not worth a
             // judgement of every volume.
-            return self.note_once(claim, warning, reason, base.to_string());
+            return self.note_once(plan, claim, warning, reason, base.to_string());
         }
         let key = ObjectKey::of(claim);
         let made_from = MadeFrom {
@@ -246,15 +249,16 @@ impl Controller {
             Some(misses) => bounded(format!("{base}; {misses}")),
             None => base.to_string(),
         };
-        let news = self.note_once(claim, warning, reason, message);
+        let news = self.note_once(plan, claim, warning, reason, message);
         self.notes.set_made_from(&key, made_from);
         news
     }
 
-    /// Records a binding event for a Pending claim only when its reason or
+    /// Plans a binding event for a Pending claim only when its reason or
     /// message changed since the last one; returns whether it did.
     pub(super) fn note_once(
         &self,
+        plan: &mut PvPlan,
         claim: &PersistentVolumeClaim,
         warning: bool,
         reason: &str,
@@ -264,11 +268,12 @@ impl Controller {
             tracing::debug!(reason, "binding event unchanged, not written again");
             return false;
         }
-        if warning {
-            self.warn(claim, reason, message);
+        let event_type = if warning {
+            EventType::Warning
         } else {
-            self.note(claim, reason, message);
-        }
+            EventType::Normal
+        };
+        plan.event(claim, event_type, reason, message);
         true
     }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::Controller;
+use super::changes::{ClaimChange, PvPlan, VolumeChange};
 use super::writes::{Edit, Part};
 use crate::pv::constants::{
     ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
@@ -97,7 +98,7 @@ pub(super) fn apply_migrated_to(
 
 /// The annealing of a volume: its `migrated-to` first (the finalizers
 /// depend on it), then its finalizers, in one write.
-fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
+pub(super) fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
     let change = volume_migrated_to_change(volume);
     let annotated = apply_migrated_to(&mut volume.metadata.annotations, change);
     match wanted_finalizers(volume) {
@@ -109,48 +110,33 @@ fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
     }
 }
 
+/// The annealing of a claim: its `migrated-to` in line with the
+/// provisioner it was handed to.
+pub(super) fn anneal_claim_edit(claim: &mut PersistentVolumeClaim) -> Edit {
+    let change = claim_migrated_to_change(claim);
+    apply_migrated_to(&mut claim.metadata.annotations, change)
+}
+
 impl Controller {
-    /// Brings a volume's `migrated-to` annotation and deletion finalizers in
-    /// line with its provisioner and policy; returns the volume as it now is.
-    pub(super) async fn anneal_volume(
+    /// Plans a volume's `migrated-to` annotation and deletion finalizers in
+    /// line with its provisioner and policy; returns the volume as the plan
+    /// leaves it.
+    pub(super) fn anneal_volume(
         &self,
+        plan: &mut PvPlan,
         volume: &Arc<PersistentVolume>,
     ) -> Result<Arc<PersistentVolume>> {
-        let mut check = PersistentVolume::clone(volume);
-        if anneal_volume_edit(&mut check) == Edit::Unchanged {
-            return Ok(Arc::clone(volume));
-        }
-        let stored = self
-            .write_volume(volume, Part::Spec, anneal_volume_edit)
-            .await?;
-        tracing::info!(
-            finalizers = ?stored.metadata.finalizers,
-            migrated_to = annotation(&stored.metadata, ANN_MIGRATED_TO),
-            "volume annotations and deletion finalizers updated"
-        );
-        Ok(stored)
+        Ok(plan.update(volume, Part::Spec, VolumeChange::Anneal)?)
     }
 
-    /// Brings a claim's `migrated-to` annotation in line with the provisioner
-    /// it was handed to; returns the claim as it now is.
-    pub(super) async fn anneal_claim(
+    /// Plans a claim's `migrated-to` annotation in line with the provisioner
+    /// it was handed to; returns the claim as the plan leaves it.
+    pub(super) fn anneal_claim(
         &self,
+        plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<Arc<PersistentVolumeClaim>> {
-        if claim_migrated_to_change(claim).is_none() {
-            return Ok(Arc::clone(claim));
-        }
-        let stored = self
-            .write_claim(claim, Part::Spec, |claim| {
-                let change = claim_migrated_to_change(claim);
-                apply_migrated_to(&mut claim.metadata.annotations, change)
-            })
-            .await?;
-        tracing::info!(
-            migrated_to = annotation(&stored.metadata, ANN_MIGRATED_TO),
-            "claim migration annotation updated"
-        );
-        Ok(stored)
+        Ok(plan.update(claim, Part::Spec, ClaimChange::Anneal)?)
     }
 
     /// Records that the volume's storage is gone: removes the controller's

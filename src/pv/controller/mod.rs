@@ -92,6 +92,7 @@
 //! restart, finds the first run's result instead of making another.
 
 mod binding;
+mod changes;
 mod claim;
 mod delete;
 mod explain;
@@ -106,7 +107,6 @@ pub(crate) mod shadow_judge;
 mod volume;
 mod writes;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,11 +122,14 @@ use crate::pv::metrics::PvMetrics;
 use crate::pv::objects::has_annotation;
 use crate::pv::plugins::VolumePlugins;
 use crate::runtime::events::EventRecorder;
+use crate::runtime::executor::Executor;
 use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::operations::{OperationError, OperationName, OperationTracker};
+use crate::runtime::operations::OperationTracker;
 use crate::runtime::shadow_mode::ShadowMode;
-use crate::runtime::write::Writer;
+use crate::runtime::write::{Writer, WriterSet};
+pub(crate) use changes::PvPlan;
+use volume::Decided;
 
 pub(crate) use claim::binding_order;
 
@@ -197,17 +200,50 @@ pub(crate) struct Writers {
     pub(crate) pods: Writer<Pod>,
 }
 
-/// What should happen after a decision, besides the writes it made: the
-/// decisions say it, the wiring (`controller_base`) does it. A volume that
-/// becomes free for every claim needs no word here: the shadow cache
-/// reports it to the wiring itself, whoever made it free.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// What should happen after a decision's plan went through, besides its
+/// steps: the decisions say it, the wiring (`controller_base`) does it. A
+/// volume that becomes free for every claim needs no word here: the shadow
+/// cache reports it to the wiring itself, whoever made it free.
+#[derive(Debug, Default, PartialEq)]
 pub struct Next {
     /// Claims to sync soon: a volume is bound to them on its side only.
     pub sync_claims: Vec<ObjectKey>,
     /// The claim synced found no volume: it waits for one to become free
     /// (and is tried again at once when one does).
     pub claim_waits: bool,
+    /// The plan gives the claim the default StorageClass (counted in the
+    /// retroactive-class metric, with the write's outcome).
+    pub assigns_default_class: bool,
+    /// A binding found settled (see [`Settle`]).
+    pub settle: Option<Settle>,
+    /// The two objects disagree in a way the controller must not paper
+    /// over: once its steps (the events saying so) went through, the sync
+    /// fails with this ([`crate::pv::error::Error::Inconsistent`]) and is
+    /// retried with backoff.
+    pub inconsistent: Option<String>,
+}
+
+/// A binding a decision found settled: until the claim or the volume
+/// changes, the resync may pass it by
+/// ([`crate::pv::cache::ShadowCache::unsettled`]).
+#[derive(Debug, PartialEq)]
+pub enum Settle {
+    /// A bound claim whose volume points back at it.
+    Claim {
+        /// The claim, as decided on.
+        claim: Arc<PersistentVolumeClaim>,
+        /// Its volume.
+        volume: Arc<PersistentVolume>,
+    },
+    /// A bound volume whose claim names it.
+    Volume {
+        /// The volume, as decided on.
+        volume: Arc<PersistentVolume>,
+        /// Its claim.
+        claim: Arc<PersistentVolumeClaim>,
+    },
+    /// A free volume already Available.
+    FreeVolume(Arc<PersistentVolume>),
 }
 
 impl Next {
@@ -241,6 +277,16 @@ pub(crate) struct Parts {
     pub(crate) shadow: Option<Arc<ShadowMode>>,
 }
 
+impl Writers {
+    /// The writers as the executor finds them, by kind.
+    fn set(&self) -> WriterSet {
+        WriterSet::default()
+            .with(self.volumes.clone())
+            .with(self.claims.clone())
+            .with(self.pods.clone())
+    }
+}
+
 /// The decision half of the PersistentVolume controller: everything a sync
 /// needs (the client for reads, the shadow cache, the other kinds' stores,
 /// the writers, the event recorder and the operation tracker). Cloning is
@@ -256,6 +302,7 @@ pub struct Controller {
     operations: OperationTracker,
     pv_metrics: PvMetrics,
     shadow: Option<Arc<ShadowMode>>,
+    executor: Executor,
     notes: Arc<ClaimNotes>,
 }
 
@@ -270,7 +317,14 @@ impl std::fmt::Debug for Controller {
 impl Controller {
     /// A controller made of `parts`.
     pub(crate) fn new(parts: Parts) -> Self {
+        let executor = Executor::new(
+            parts.writers.set(),
+            parts.recorder.clone(),
+            parts.operations.clone(),
+            parts.shadow.clone(),
+        );
         Self {
+            executor,
             client: parts.client,
             cache: parts.cache,
             listers: parts.listers,
@@ -299,48 +353,86 @@ impl Controller {
         &self.recorder
     }
 
-    /// Starts a long operation unless one of the same name is running or
-    /// backing off after a failure; a refused start is normal (the next
-    /// sync asks again) and only logged.
-    fn schedule<F>(&self, name: OperationName, operation: F)
-    where
-        F: Future<Output = Result<()>> + Send + 'static,
-    {
-        let shown = name.to_string();
-        match self.operations.run(name, operation) {
-            Ok(()) => tracing::debug!(operation = %shown, "operation scheduled"),
-            Err(OperationError::AlreadyRunning { .. }) => {
-                tracing::debug!(operation = %shown, "operation already running, skipping");
-            }
-            Err(OperationError::Backoff { remaining, .. }) => {
-                tracing::debug!(operation = %shown, ?remaining, "operation postponed by backoff");
-            }
-        }
-    }
-
     /// The shadow cache the controller decides from.
     pub fn cache(&self) -> &Arc<ShadowCache> {
         &self.cache
     }
 
-    /// Syncs one claim: binds it, finishes a half-done binding, hands it to a
-    /// provisioner, or marks it Pending or Lost; says what should follow.
+    /// Decides about one claim: bind it, finish a half-done binding, hand
+    /// it to a provisioner, or mark it Pending or Lost. Sends nothing.
     #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
-    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
-        let claim = &self.anneal_claim(claim).await?;
+    pub(crate) fn decide_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<PvPlan> {
+        let mut plan = PvPlan::default();
+        let claim = &self.anneal_claim(&mut plan, claim)?;
         if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
-            self.sync_bound_claim(claim).await
+            self.decide_bound_claim(&mut plan, claim)?;
         } else {
-            self.sync_unbound_claim(claim).await
+            self.decide_unbound_claim(&mut plan, claim)?;
         }
+        Ok(plan)
     }
 
-    /// Syncs one volume: keeps its phase in line with its claim, releases it
-    /// when the claim is gone, and runs its reclaim policy; says what should
-    /// follow.
+    /// Decides about one volume: keep its phase in line with its claim,
+    /// release it when the claim is gone, run its reclaim policy. Sends
+    /// nothing; may ask for the volume's claim to be read from the API
+    /// server first (`read` is the answer, once read).
     #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
+    pub(crate) fn decide_volume(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        read: Option<Option<Arc<PersistentVolumeClaim>>>,
+    ) -> Result<Decided> {
+        self.decide_volume_inner(volume, read)
+    }
+
+    /// Carries a decision's plan out: its steps in order, then the
+    /// settled binding it found; says what should follow.
+    pub(crate) async fn execute(&self, plan: PvPlan) -> Result<Next> {
+        let assigns_default_class = plan.after.assigns_default_class;
+        let result = self.carry_out(plan).await;
+        if assigns_default_class {
+            self.pv_metrics.retroactive_storage_class(result.is_err());
+        }
+        let next = result?;
+        if let Some(problem) = next.inconsistent {
+            return Err(crate::pv::error::Error::Inconsistent(problem));
+        }
+        match &next.settle {
+            Some(Settle::Claim { claim, volume }) => self.cache.settle_claim(claim, volume),
+            Some(Settle::Volume { volume, claim }) => self.cache.settle_volume(volume, claim),
+            Some(Settle::FreeVolume(volume)) => self.cache.settle_free_volume(volume),
+            None => {}
+        }
+        Ok(next)
+    }
+
+    /// Syncs one claim: decides and carries the plan out; says what should
+    /// follow.
+    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
+        let plan = self.decide_claim(claim)?;
+        self.execute(plan).await
+    }
+
+    /// Syncs one volume: decides (reading its claim from the API server
+    /// when the decision asks) and carries the plan out; says what should
+    /// follow.
     pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> Result<Next> {
-        self.sync_volume_inner(volume).await
+        let plan = match self.decide_volume(volume, None)? {
+            Decided::Plan(plan) => plan,
+            Decided::ReadClaim(key) => {
+                let read = self.read_claim(&key).await?;
+                match self.decide_volume(volume, Some(read))? {
+                    Decided::Plan(plan) => plan,
+                    Decided::ReadClaim(key) => {
+                        return Err(crate::pv::error::Error::Inconsistent(format!(
+                            "volume {} asked twice for claim {key}",
+                            VolumeName::of(volume)
+                        )));
+                    }
+                }
+            }
+        };
+        self.execute(plan).await
     }
 }
 

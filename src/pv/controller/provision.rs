@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::Controller;
+use super::changes::{ClaimChange, PvPlan};
 use super::finalizers::apply_migrated_to;
 use super::writes::{Edit, Part};
 use crate::pv::constants::{
@@ -16,6 +17,7 @@ use crate::pv::constants::{
 use crate::pv::error::{Error, Result};
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
 use crate::runtime::operations::OperationName;
@@ -48,7 +50,11 @@ impl Controller {
 
     /// Tells the user why a delayed-binding claim is still Pending: no pod
     /// uses it yet, or its pods are not scheduled yet.
-    pub(super) fn event_for_waiting_claim(&self, claim: &Arc<PersistentVolumeClaim>) {
+    pub(super) fn event_for_waiting_claim(
+        &self,
+        plan: &mut PvPlan,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) {
         let waiting = self.unscheduled_pods_using(claim);
         let (reason, message) = match waiting.as_slice() {
             [] => (
@@ -64,7 +70,7 @@ impl Controller {
                 format!("waiting for pods {} to be scheduled", many.join(",")),
             ),
         };
-        self.note(claim.as_ref(), reason, message);
+        plan.event(claim.as_ref(), EventType::Normal, reason, message);
     }
 
     /// Names of the pods that use the claim, are not finished and have no
@@ -97,11 +103,13 @@ impl Controller {
             .collect()
     }
 
-    /// Gives a claim that has no class at all the cluster's default class,
-    /// so that claims created before a default existed get provisioned.
-    /// Returns whether the claim was updated (its next sync continues).
-    pub(super) async fn assign_default_class(
+    /// Plans the cluster's default class for a claim that has no class at
+    /// all, so that claims created before a default existed get
+    /// provisioned. Returns whether the plan updates the claim (its next
+    /// sync continues).
+    pub(super) fn assign_default_class(
         &self,
+        plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<bool> {
         if claim_has_class(claim) {
@@ -111,29 +119,21 @@ impl Controller {
             return Ok(false);
         };
         let class_name = class.metadata.name.clone().unwrap_or_default();
-        let result = self
-            .write_claim(claim, Part::Spec, |changed| {
-                if claim_has_class(changed) {
-                    return Edit::Unchanged;
-                }
-                changed
-                    .spec
-                    .get_or_insert_with(Default::default)
-                    .storage_class_name = Some(class_name.clone());
-                Edit::Changed
-            })
-            .await;
-        self.pv_metrics.retroactive_storage_class(result.is_err());
-        result?;
-        tracing::info!(class = %class_name, "assigned the default storage class to the claim");
+        plan.update(claim, Part::Spec, ClaimChange::DefaultClass(class_name))?;
+        plan.after.assigns_default_class = true;
         Ok(true)
     }
 
-    /// Hands a claim to the provisioner of its class: an in-process plugin
-    /// when the class names one, else an external provisioner (for a class
-    /// naming an in-tree plugin that migrated to CSI, the CSI driver's). Both
-    /// run as the claim's provision operation, `provision-<ns>/<claim>[<uid>]`.
-    pub(super) fn provision_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+    /// Plans the hand-off of a claim to the provisioner of its class: an
+    /// in-process plugin when the class names one, else an external
+    /// provisioner (for a class naming an in-tree plugin that migrated to
+    /// CSI, the CSI driver's). Both run as the claim's provision operation,
+    /// `provision-<ns>/<claim>[<uid>]`.
+    pub(super) fn provision_claim(
+        &self,
+        plan: &mut PvPlan,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
         if !self.settings.enable_dynamic_provisioning {
             tracing::debug!("dynamic provisioning is disabled, claim left alone");
             return Ok(());
@@ -141,7 +141,12 @@ impl Controller {
         let class_name = claim_class(claim);
         let Some(class) = self.storage_class(class_name) else {
             let message = format!("storageclass.storage.k8s.io {class_name:?} not found");
-            self.warn(claim.as_ref(), reasons::PROVISIONING_FAILED, message);
+            plan.event(
+                claim.as_ref(),
+                EventType::Warning,
+                reasons::PROVISIONING_FAILED,
+                message,
+            );
             return Ok(());
         };
         let migrated = csi_driver_of(&class.provisioner);
@@ -161,6 +166,7 @@ impl Controller {
                 class.provisioner
             );
             if self.note_with_nearest_misses(
+                plan,
                 claim,
                 delay_binding,
                 true,
@@ -181,12 +187,12 @@ impl Controller {
         let claim = Arc::clone(claim);
         if let Some(plugin) = plugin {
             // The provisioning future is large: keep it on the heap.
-            self.schedule(name, async move {
+            plan.start(name, async move {
                 Box::pin(this.provision_in_tree(claim, plugin, class)).await
             });
         } else {
             let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
-            self.schedule(name, async move {
+            plan.start(name, async move {
                 this.provision_external(claim, provisioner).await
             });
         }

@@ -14,6 +14,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::Controller;
 use super::binding::set_annotation;
+use super::changes::PvPlan;
 use super::claim::requested_volume;
 use super::delete::Deletion;
 use super::writes::{Edit, Part};
@@ -307,10 +308,14 @@ impl Controller {
             match self.create_volume(volume).await {
                 Ok(created) => {
                     tracing::info!(attempt, "provisioned volume object created");
-                    if let Err(error) = self
-                        .set_volume_phase(&created, VolumePhase::Bound, None)
-                        .await
-                    {
+                    let mut bound = PvPlan::default();
+                    let planned =
+                        self.set_volume_phase(&mut bound, &created, VolumePhase::Bound, None);
+                    let written = match planned {
+                        Ok(_) => self.carry_out(bound).await.map(drop),
+                        Err(error) => Err(error),
+                    };
+                    if let Err(error) = written {
                         tracing::debug!(%error, "setting the new volume Bound failed; its sync will");
                     }
                     return Ok(());

@@ -9,6 +9,7 @@ use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
+use super::changes::PvPlan;
 use super::claim::requested_volume;
 use crate::pv::constants::reasons;
 use crate::pv::error::Result;
@@ -55,9 +56,13 @@ pub(super) fn reclaim_action(volume: &PersistentVolume, plugins: &VolumePlugins)
 }
 
 impl Controller {
-    /// Runs a released volume's reclaim policy: Recycle and Delete start
+    /// Plans a released volume's reclaim policy: Recycle and Delete start
     /// their operation (at most one per volume at a time).
-    pub(super) async fn reclaim_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+    pub(super) fn reclaim_volume(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+    ) -> Result<()> {
         let name = VolumeName::of(volume).as_str().to_owned();
         let uid = volume.metadata.uid.clone().unwrap_or_default();
         match reclaim_action(volume, &self.settings.plugins) {
@@ -72,7 +77,7 @@ impl Controller {
             ReclaimAction::Recycle => {
                 let this = self.clone();
                 let volume = Arc::clone(volume);
-                self.schedule(OperationName::recycle(&name, &uid), async move {
+                plan.start(OperationName::recycle(&name, &uid), async move {
                     this.recycle_operation(volume).await
                 });
                 Ok(())
@@ -80,7 +85,7 @@ impl Controller {
             ReclaimAction::Delete => {
                 let this = self.clone();
                 let volume = Arc::clone(volume);
-                self.schedule(OperationName::delete(&name, &uid), async move {
+                plan.start(OperationName::delete(&name, &uid), async move {
                     this.delete_operation(volume).await
                 });
                 Ok(())
@@ -88,13 +93,13 @@ impl Controller {
             ReclaimAction::Unknown(policy) => {
                 tracing::warn!(policy, "unknown reclaim policy");
                 self.set_volume_phase_with_event(
+                    plan,
                     volume,
                     VolumePhase::Failed,
                     EventType::Warning,
                     reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
                     "Volume has unrecognized PersistentVolumeReclaimPolicy".to_string(),
                 )
-                .await
                 .map(drop)
             }
         }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
+use super::changes::PvPlan;
 use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumePhase, claim_ref_key};
+use crate::pv::objects::claim_ref_key;
 use crate::pv::plugins::{EventRelay, RecycleContext, RecycledVolumes, RecyclerPods};
-use crate::runtime::events::{EventType, reference_of};
+use crate::runtime::events::reference_of;
 
 impl Controller {
     /// Recycles a released volume: re-reads it, checks it is still released
@@ -43,10 +44,8 @@ impl Controller {
         }
         let Some(plugin) = self.settings.plugins.recycler_for(&volume) else {
             tracing::warn!("no plugin can recycle the volume");
-            self.set_volume_phase_with_event(
+            self.fail_volume(
                 &volume,
-                VolumePhase::Failed,
-                EventType::Warning,
                 reasons::VOLUME_FAILED_RECYCLE,
                 "No recycler plugin found for the volume!".to_string(),
             )
@@ -69,7 +68,9 @@ impl Controller {
                     reasons::VOLUME_RECYCLED,
                     "Volume recycled".to_string(),
                 );
-                self.unbind_volume(&volume).await?;
+                let mut unbind = PvPlan::default();
+                self.unbind_volume(&mut unbind, &volume)?;
+                self.carry_out(unbind).await?;
                 // Only now: until the volume is Available, the plugin's
                 // proof of the scrub must stay for a retry to find.
                 if let Err(error) = plugin.finish_recycle(&volume, &context).await {
@@ -79,10 +80,8 @@ impl Controller {
             }
             Err(error) => {
                 tracing::warn!(%error, "recycling failed");
-                self.set_volume_phase_with_event(
+                self.fail_volume(
                     &volume,
-                    VolumePhase::Failed,
-                    EventType::Warning,
                     reasons::VOLUME_FAILED_RECYCLE,
                     format!("Recycle failed: {error}"),
                 )

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
+use super::changes::PvPlan;
 use super::claim::requested_volume;
-use super::{Controller, Next};
+use super::{Controller, Settle};
 use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
@@ -14,6 +15,7 @@ use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationName;
 
@@ -59,20 +61,66 @@ pub(super) fn classify_volume(
     }
 }
 
+/// What a volume's decision came to.
+pub(crate) enum Decided {
+    /// The plan.
+    Plan(PvPlan),
+    /// The claim the volume's claimRef names must be read from the API
+    /// server first (the store's copy cannot be trusted for this volume);
+    /// decide again with the answer.
+    ReadClaim(ObjectKey),
+}
+
+/// The claim a volume's claimRef names, as far as a decision can know it.
+enum ClaimOfVolume {
+    /// Known: the claim with the claimRef's UID, or `None` when it is gone.
+    Known(Option<Arc<PersistentVolumeClaim>>),
+    /// To be read from the API server.
+    Read(ObjectKey),
+}
+
 impl Controller {
-    pub(super) async fn sync_volume_inner(&self, volume: &Arc<PersistentVolume>) -> Result<Next> {
+    /// Decides about a volume. `read` is the API server's answer for the
+    /// claim the volume names, when an earlier decision asked for it
+    /// ([`Decided::ReadClaim`]).
+    pub(super) fn decide_volume_inner(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        read: Option<Option<Arc<PersistentVolumeClaim>>>,
+    ) -> Result<Decided> {
+        let mut plan = PvPlan::default();
         let problem = invalid_volume(volume);
         let valid = problem.is_none();
         if let Some(problem) = problem {
             tracing::warn!(%problem, "invalid volume, left alone");
-            self.warn(volume.as_ref(), reasons::INVALID_VOLUME, problem);
+            plan.event(
+                volume.as_ref(),
+                EventType::Warning,
+                reasons::INVALID_VOLUME,
+                problem,
+            );
             if has_unusable_claim_ref(volume) {
                 // Releasing would run the reclaim policy on a guess.
-                return Ok(Next::nothing());
+                return Ok(Decided::Plan(plan));
             }
         }
-        let volume = &self.anneal_volume(volume).await?;
-        let claim = self.claim_of_volume(volume).await?;
+        let volume = &self.anneal_volume(&mut plan, volume)?;
+        let claim = match self.claim_of_volume(volume, read) {
+            ClaimOfVolume::Known(claim) => claim,
+            ClaimOfVolume::Read(key) => return Ok(Decided::ReadClaim(key)),
+        };
+        self.decide_for_claim(&mut plan, volume, claim, valid)?;
+        Ok(Decided::Plan(plan))
+    }
+
+    /// Decides about a volume given the claim its claimRef names.
+    fn decide_for_claim(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+        claim: Option<Arc<PersistentVolumeClaim>>,
+        valid: bool,
+    ) -> Result<()> {
         match classify_volume(volume, claim) {
             situation @ (VolumeSituation::Unclaimed | VolumeSituation::PreBound) => {
                 if self.cache.is_reserved(&VolumeName::of(volume)) {
@@ -81,17 +129,16 @@ impl Controller {
                     // next resync makes it Available).
                     tracing::debug!("volume held for a claim being bound, phase left as is");
                 } else {
-                    let wrote = self.make_available(volume).await?;
-                    if !wrote && valid && matches!(situation, VolumeSituation::Unclaimed) {
-                        self.cache.settle_free_volume(volume);
+                    let writes = self.make_available(plan, volume)?;
+                    if !writes && valid && matches!(situation, VolumeSituation::Unclaimed) {
+                        plan.after.settle = Some(Settle::FreeVolume(Arc::clone(volume)));
                     }
                 }
-                Ok(Next::nothing())
+                Ok(())
             }
             VolumeSituation::ClaimMissing => {
                 self.unless_provisioning(volume)?;
-                self.release_and_reclaim(volume).await?;
-                Ok(Next::nothing())
+                self.release_and_reclaim(plan, volume)
             }
             VolumeSituation::ClaimNotBoundYet(claim) => {
                 if volume_mode(volume) != claim_volume_mode(&claim) {
@@ -101,31 +148,41 @@ impl Controller {
                         "Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.",
                         claim.metadata.name.as_deref().unwrap_or("")
                     );
-                    self.warn(volume.as_ref(), reasons::VOLUME_MISMATCH, volume_message);
+                    plan.event(
+                        volume.as_ref(),
+                        EventType::Warning,
+                        reasons::VOLUME_MISMATCH,
+                        volume_message,
+                    );
                     let claim_message = format!(
                         "Cannot bind PersistentVolume {:?} to requested PersistentVolumeClaim due to incompatible volumeMode.",
                         VolumeName::of(volume).as_str().to_owned()
                     );
-                    self.warn(claim.as_ref(), reasons::VOLUME_MISMATCH, claim_message);
-                    return Ok(Next::nothing());
+                    plan.event(
+                        claim.as_ref(),
+                        EventType::Warning,
+                        reasons::VOLUME_MISMATCH,
+                        claim_message,
+                    );
+                    return Ok(());
                 }
                 // Bound on the volume side only: a provisioner or a crash
                 // mid-bind left it so. The claim sync finishes the binding.
                 tracing::debug!(claim = %ObjectKey::of(claim.as_ref()), "volume waits for its claim to be bound");
-                Ok(Next {
-                    sync_claims: vec![ObjectKey::of(claim.as_ref())],
-                    ..Next::default()
-                })
+                plan.after.sync_claims.push(ObjectKey::of(claim.as_ref()));
+                Ok(())
             }
             VolumeSituation::ClaimBoundHere(claim) => {
-                self.set_volume_phase(volume, VolumePhase::Bound, None)
-                    .await?;
+                self.set_volume_phase(plan, volume, VolumePhase::Bound, None)?;
                 if valid {
                     // Nothing was written unless the phase lagged (then
                     // the version settled is no longer the stored one).
-                    self.cache.settle_volume(volume, &claim);
+                    plan.after.settle = Some(Settle::Volume {
+                        volume: Arc::clone(volume),
+                        claim,
+                    });
                 }
-                Ok(Next::nothing())
+                Ok(())
             }
             VolumeSituation::ClaimBoundElsewhere => {
                 let provisioned = has_annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED);
@@ -133,34 +190,34 @@ impl Controller {
                     // Provisioned for this claim, which took another volume:
                     // this one is not needed any more.
                     self.unless_provisioning(volume)?;
-                    self.release_and_reclaim(volume).await?;
-                    Ok(Next::nothing())
+                    self.release_and_reclaim(plan, volume)
                 } else {
                     tracing::debug!(
                         by_controller = has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER),
                         "claim is bound to another volume, unbinding"
                     );
-                    self.unbind_volume(volume).await?;
-                    Ok(Next::nothing())
+                    self.unbind_volume(plan, volume)
                 }
             }
         }
     }
 
     /// The claim a volume's claimRef names, if it exists with the claimRef's
-    /// UID. A claim missing from the shadow cache is looked up on the server
-    /// before the volume is released: releasing because of a stale cache would
-    /// reclaim a volume in use. A released volume's claim found in the cache
-    /// is looked up on the server too: the volume was released because the
-    /// claim was gone, and binding it again to a copy the cache kept would
-    /// release it a second time (a second reclaim).
-    async fn claim_of_volume(
+    /// UID. A claim missing from the shadow cache is read from the server
+    /// before the volume is released: releasing because of a stale cache
+    /// would reclaim a volume in use. A released volume's claim found in
+    /// the cache is read from the server too: the volume was released
+    /// because the claim was gone, and binding it again to a copy the cache
+    /// kept would release it a second time (a second reclaim). `read` is
+    /// the server's answer, once read.
+    fn claim_of_volume(
         &self,
         volume: &PersistentVolume,
-    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
+        read: Option<Option<Arc<PersistentVolumeClaim>>>,
+    ) -> ClaimOfVolume {
         let uid = claim_ref_uid(volume);
         let Some(key) = claim_ref_key(volume).filter(|_| !uid.is_empty()) else {
-            return Ok(None);
+            return ClaimOfVolume::Known(None);
         };
         let cached = self.cache.claim(&key);
         let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.as_deref());
@@ -169,19 +226,31 @@ impl Controller {
             Some(VolumePhase::Released | VolumePhase::Failed)
         );
         if cached_uid == Some(uid) && !reclaiming {
-            return Ok(cached);
+            return ClaimOfVolume::Known(cached);
         }
         if cached.is_none() && reclaiming {
-            return Ok(None);
+            return ClaimOfVolume::Known(None);
         }
+        match read {
+            Some(read) => {
+                ClaimOfVolume::Known(read.filter(|c| c.metadata.uid.as_deref() == Some(uid)))
+            }
+            None => ClaimOfVolume::Read(key),
+        }
+    }
+
+    /// Reads the claim `key` from the API server, for a volume's decision
+    /// ([`Decided::ReadClaim`]); `None` when it does not exist.
+    pub(super) async fn read_claim(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         let live =
             kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &key.namespace)
                 .get_opt(&key.name)
                 .await
                 .map_err(api(|| format!("getting claim {key}")))?;
-        Ok(live
-            .filter(|c| c.metadata.uid.as_deref() == Some(uid))
-            .map(Arc::new))
+        Ok(live.map(Arc::new))
     }
 
     /// Fails with [`Error::Waiting`] while the provisioning of the claim the
@@ -205,9 +274,9 @@ impl Controller {
         Ok(())
     }
 
-    /// Marks a volume Released (unless it already is, or Failed) and runs
-    /// its reclaim policy.
-    async fn release_and_reclaim(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+    /// Plans a volume Released (unless it already is, or Failed) and its
+    /// reclaim policy.
+    fn release_and_reclaim(&self, plan: &mut PvPlan, volume: &Arc<PersistentVolume>) -> Result<()> {
         let volume = if let Some(VolumePhase::Released | VolumePhase::Failed) = volume_phase(volume)
         {
             Arc::clone(volume)
@@ -216,10 +285,9 @@ impl Controller {
                 policy = %reclaim_policy(volume),
                 "volume released, reclaim policy will run"
             );
-            self.set_volume_phase(volume, VolumePhase::Released, None)
-                .await?
+            self.set_volume_phase(plan, volume, VolumePhase::Released, None)?
         };
-        self.reclaim_volume(&volume).await
+        self.reclaim_volume(plan, &volume)
     }
 }
 

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Resource;
 
-use super::Controller;
+use super::changes::{PvPlan, VolumeChange, added};
+use super::{Controller, Next};
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{ClaimPhase, VolumePhase, claim_phase, volume_phase};
+use crate::pv::objects::{VolumePhase, volume_phase};
 use crate::runtime::events::{EventType, reference_of};
 pub(super) use crate::runtime::write::{Edit, Part};
 
@@ -61,69 +62,77 @@ impl Controller {
         Ok(())
     }
 
-    /// Moves a volume to `phase` (with `message`) when it is not there yet;
-    /// returns the volume as it now is and whether this write moved it.
-    /// Refused when the volume's claimRef changed since `basis`: the phase
-    /// was decided for a binding that no longer holds.
-    async fn change_phase(
+    /// Plans a volume's phase (and message) when it differs; returns the
+    /// volume as the plan leaves it. Refused when the volume's claimRef
+    /// changed since `basis`: the phase was decided for a binding that no
+    /// longer holds.
+    pub(super) fn set_volume_phase(
         &self,
-        basis: &Arc<PersistentVolume>,
-        phase: VolumePhase,
-        message: Option<String>,
-    ) -> Result<(Arc<PersistentVolume>, bool)> {
-        let mut wrote = false;
-        let stored = self
-            .write_volume(basis, Part::Status, |volume| {
-                let edit = set_phase_edit(basis, volume, phase, message);
-                wrote = edit == Edit::Changed;
-                edit
-            })
-            .await?;
-        if wrote {
-            tracing::info!(phase = %phase, "volume entered phase");
-        } else {
-            tracing::debug!(phase = %phase, "volume phase already set");
-        }
-        Ok((stored, wrote))
-    }
-
-    /// Sets a volume's phase (and message) when it differs; returns the
-    /// volume as it now is.
-    pub(super) async fn set_volume_phase(
-        &self,
+        plan: &mut PvPlan,
         basis: &Arc<PersistentVolume>,
         phase: VolumePhase,
         message: Option<String>,
     ) -> Result<Arc<PersistentVolume>> {
-        Ok(self.change_phase(basis, phase, message).await?.0)
+        let change = VolumeChange::Phase {
+            phase,
+            message,
+            basis: Arc::clone(basis),
+        };
+        Ok(plan.update(basis, Part::Status, change)?)
     }
 
-    /// Makes a volume Available (the shadow cache tells the claims waiting
-    /// for a volume when this frees it); returns whether it wrote.
-    pub(super) async fn make_available(&self, basis: &Arc<PersistentVolume>) -> Result<bool> {
-        Ok(self
-            .change_phase(basis, VolumePhase::Available, None)
-            .await?
-            .1)
-    }
-
-    /// Sets a volume's phase and, only when this write changed the phase,
-    /// records an event; the message also goes into the volume's status.
-    pub(super) async fn set_volume_phase_with_event(
+    /// Plans a volume Available (the shadow cache tells the claims waiting
+    /// for a volume when this frees it); returns whether the plan writes.
+    pub(super) fn make_available(
         &self,
+        plan: &mut PvPlan,
+        basis: &Arc<PersistentVolume>,
+    ) -> Result<bool> {
+        let available = self.set_volume_phase(plan, basis, VolumePhase::Available, None)?;
+        Ok(added(basis, &available))
+    }
+
+    /// Plans a volume's phase and, only when the phase changes, an event;
+    /// the message also goes into the volume's status.
+    pub(super) fn set_volume_phase_with_event(
+        &self,
+        plan: &mut PvPlan,
         basis: &Arc<PersistentVolume>,
         phase: VolumePhase,
         event_type: EventType,
         reason: &str,
         message: String,
     ) -> Result<Arc<PersistentVolume>> {
-        let (stored, wrote) = self
-            .change_phase(basis, phase, Some(message.clone()))
-            .await?;
-        if wrote {
-            self.record(stored.as_ref(), event_type, reason, message);
+        let changed = self.set_volume_phase(plan, basis, phase, Some(message.clone()))?;
+        if added(basis, &changed) {
+            plan.event(changed.as_ref(), event_type, reason, message);
         }
-        Ok(stored)
+        Ok(changed)
+    }
+
+    /// Makes a volume Failed, with an event saying why: the end of a
+    /// reclaim operation that could not reclaim it.
+    pub(super) async fn fail_volume(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        reason: &str,
+        message: String,
+    ) -> Result<()> {
+        let mut plan = PvPlan::default();
+        self.set_volume_phase_with_event(
+            &mut plan,
+            volume,
+            VolumePhase::Failed,
+            EventType::Warning,
+            reason,
+            message,
+        )?;
+        self.carry_out(plan).await.map(drop)
+    }
+
+    /// Carries `plan` out and returns what follows it.
+    pub(super) async fn carry_out(&self, plan: PvPlan) -> Result<Next> {
+        Ok(self.executor.execute(plan).await?)
     }
 
     /// Records a Warning event about `object`: something went wrong or
@@ -163,7 +172,7 @@ impl Controller {
 
 /// The edit that moves a volume to `phase`, unless its claimRef is no longer
 /// the one of `basis`.
-fn set_phase_edit(
+pub(super) fn set_phase_edit(
     basis: &PersistentVolume,
     volume: &mut PersistentVolume,
     phase: VolumePhase,
@@ -212,11 +221,6 @@ pub(super) fn same_claim_binding(a: &PersistentVolumeClaim, b: &PersistentVolume
         )
     };
     binding(a) == binding(b)
-}
-
-/// Whether the claim is in `phase`.
-pub(super) fn claim_in_phase(claim: &PersistentVolumeClaim, phase: ClaimPhase) -> bool {
-    claim_phase(claim) == Some(phase)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 //! [`crate::runtime::runner`] runs the workers while the process leads.
 
 mod handlers;
-mod in_order;
 mod parking;
 mod waiting;
 mod workers;
@@ -31,7 +30,6 @@ use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::{Pool, Workload};
 use handlers::Handlers;
-use in_order::InOrder;
 use parking::Parking;
 use waiting::FollowUp;
 use workers::{ClaimWork, VolumeWork};
@@ -189,15 +187,14 @@ pub(crate) fn build(
     let claim_work = Arc::new(ClaimWork {
         controller: Arc::clone(&controller),
         follow_up,
-        in_order: InOrder::default(),
     });
     let released = parking.clone();
     workload.pool(
-        Pool::new(
+        Pool::lane(
             claim_queue.clone(),
             config.claim_workers,
             |_| "claim",
-            move |key, turn| Arc::clone(&claim_work).sync(key, turn),
+            move |key| claim_work.decide(key),
         )
         .after_each(move || released.release_passed()),
     );

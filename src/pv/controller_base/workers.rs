@@ -1,23 +1,26 @@
 //! What a worker does with one volume or claim key, and the periodic
 //! resync; the runner's pools run them.
 //!
-//! The queue never hands one key to two workers, so two syncs of one object
-//! never run at once; what two workers syncing different objects could
-//! still race for is kept apart by the decisions' own guards: a volume is
-//! reserved for one claim in the shadow cache while that claim is bound,
-//! and every write takes its object's write lock and edits the newest copy.
+//! The queue never hands one key out twice before it is done, so two
+//! decisions (or plans) of one object never run at once. Claims are decided
+//! one at a time, in queue order, and their plans run beside each other;
+//! what two plans for different objects could still race for is kept apart
+//! by the decisions' own guards: a volume is reserved for one claim in the
+//! shadow cache while that claim's plan runs, and every write takes its
+//! object's write lock and edits the newest copy.
 
 use std::sync::Arc;
 
-use super::in_order::InOrder;
+use futures::future::BoxFuture;
+
 use super::parking::Parking;
 use super::waiting::FollowUp;
 use crate::pv::cache::ShadowCache;
-use crate::pv::controller::{Controller, SYNCED, WAITING, binding_order};
+use crate::pv::controller::{Controller, PvPlan, SYNCED, WAITING, binding_order};
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::queue::{Turn, WorkQueue};
+use crate::runtime::queue::WorkQueue;
 use crate::runtime::workload::Outcome;
 
 /// What a volume worker works with.
@@ -47,56 +50,49 @@ impl VolumeWork {
     }
 }
 
-/// What a claim worker works with.
+/// What the claim lane works with.
 pub(super) struct ClaimWork {
     pub(super) controller: Arc<Controller>,
     pub(super) follow_up: FollowUp,
-    pub(super) in_order: InOrder,
 }
 
 impl ClaimWork {
-    /// Syncs the newest cached version of the claim, keeps the set of
-    /// claims waiting for a volume up to date, and does what the decision
-    /// says should follow. Before the sync of a claim that searches for a
-    /// volume, in the order claims left the queue, it notes the epoch of
-    /// freed volumes and reserves the volume the sync will bind
-    /// ([`InOrder`]), so that several workers reserve as one would; the
-    /// reservation is held until the sync ends. Any other claim skips its
-    /// turn.
-    pub(super) async fn sync(self: Arc<Self>, key: ObjectKey, turn: Turn) -> Result<Outcome> {
+    /// Decides about the newest cached version of the claim, at once (the
+    /// lane decides one claim at a time, in the order claims left the
+    /// queue, so a volume one decision reserves is not offered to the
+    /// next), and returns the plan's execution, which keeps the set of
+    /// claims waiting for a volume up to date and does what the decision
+    /// says should follow. The epoch of freed volumes is noted before the
+    /// decision, so a volume freed while the plan runs is not missed.
+    pub(super) fn decide(self: &Arc<Self>, key: ObjectKey) -> BoxFuture<'static, Result<Outcome>> {
         let cache = self.controller.cache();
-        let (epoch, reservation) = if self.controller.searches_in_order(&key) {
-            let _going = self.in_order.wait(turn).await;
-            let epoch = self.follow_up.epoch();
-            let reservation = cache
-                .is_listed_claim(&key)
-                .then(|| self.controller.reserve_in_order(&key))
-                .flatten();
-            (epoch, reservation)
-        } else {
-            self.in_order.skip(turn);
-            (self.follow_up.epoch(), None)
-        };
+        let epoch = self.follow_up.epoch();
         let newest = cache
             .is_listed_claim(&key)
             .then(|| cache.claim(&key))
             .flatten();
-        let result = match newest {
-            Some(newest) => self.controller.sync_claim(&newest).await,
-            None => Ok(crate::pv::controller::Next::nothing()),
+        let decided = match newest {
+            Some(newest) => self.controller.decide_claim(&newest),
+            None => Ok(PvPlan::default()),
         };
-        drop(reservation);
-        let outcome = match &result {
-            Ok(next) if next.claim_waits => WAITING.to_string(),
-            Ok(_) => SYNCED.to_string(),
-            Err(error) => error.to_string(),
-        };
-        let waits = result.as_ref().map_or(true, |next| next.claim_waits);
-        self.controller.notes().synced(&key, waits, outcome);
-        let next = result?;
-        self.follow_up.claim_synced(&key, next.claim_waits, epoch);
-        self.follow_up.apply(next);
-        Ok(Outcome::Synced)
+        let this = Arc::clone(self);
+        Box::pin(async move {
+            let result = match decided {
+                Ok(plan) => this.controller.execute(plan).await,
+                Err(error) => Err(error),
+            };
+            let outcome = match &result {
+                Ok(next) if next.claim_waits => WAITING.to_string(),
+                Ok(_) => SYNCED.to_string(),
+                Err(error) => error.to_string(),
+            };
+            let waits = result.as_ref().map_or(true, |next| next.claim_waits);
+            this.controller.notes().synced(&key, waits, outcome);
+            let next = result?;
+            this.follow_up.claim_synced(&key, next.claim_waits, epoch);
+            this.follow_up.apply(next);
+            Ok(Outcome::Synced)
+        })
     }
 }
 

@@ -9,6 +9,7 @@ use testkit::{claim, volume};
 
 use super::*;
 use crate::pv::error::Error;
+use crate::pv::keys::VolumeName;
 
 /// A controller on a fresh memapi whose shadow cache holds `volumes`.
 fn controller(api: &MemApi) -> Controller {
@@ -22,6 +23,22 @@ fn seed(api: &MemApi, controller: &Controller, v: &PersistentVolume) -> Arc<Pers
         .offer_volume(Arc::clone(&stored))
         .expect("cache volume");
     stored
+}
+
+/// Plans `phase` for `basis` and carries the plan out; returns the volume
+/// as the shadow cache then holds it.
+async fn set_phase(
+    controller: &Controller,
+    basis: &Arc<PersistentVolume>,
+    phase: VolumePhase,
+) -> Result<Arc<PersistentVolume>> {
+    let mut plan = PvPlan::default();
+    controller.set_volume_phase(&mut plan, basis, phase, None)?;
+    controller.carry_out(plan).await?;
+    Ok(controller
+        .cache()
+        .volume(&VolumeName::of(basis))
+        .expect("volume cached"))
 }
 
 #[tokio::test]
@@ -45,9 +62,7 @@ async fn a_phase_write_is_refused_when_the_claim_ref_changed() {
     let taken = Arc::new(api.put(&taken).expect("put"));
     controller.cache().offer_volume(taken).expect("cache");
 
-    let result = controller
-        .set_volume_phase(&basis, VolumePhase::Bound, None)
-        .await;
+    let result = set_phase(&controller, &basis, VolumePhase::Bound).await;
     assert!(
         matches!(result, Err(Error::Stale { .. })),
         "a Bound copy of another binding must not pass for this one: {result:?}"
@@ -63,15 +78,13 @@ async fn a_write_edits_the_newest_copy_and_skips_what_is_already_so() {
         &controller,
         &volume("v1", "1Gi").phase("Pending").build(),
     );
-    let first = controller
-        .set_volume_phase(&basis, VolumePhase::Available, None)
+    let first = set_phase(&controller, &basis, VolumePhase::Available)
         .await
         .expect("first write");
     // The same decision from the old copy again: the cache's newer copy is
     // already Available, so nothing is sent (and nothing conflicts).
     api.reset_requests();
-    let second = controller
-        .set_volume_phase(&basis, VolumePhase::Available, None)
+    let second = set_phase(&controller, &basis, VolumePhase::Available)
         .await
         .expect("second write");
     assert_eq!(

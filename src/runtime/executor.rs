@@ -1,0 +1,113 @@
+//! The executor: carries a controller's plans out ([`super::plan`]), one
+//! step at a time, for every controller of the process.
+//!
+//! - A write goes through the write door ([`super::write`]): the change is
+//!   made on the newest stored copy under the object's write lock, sent,
+//!   counted once, and the answer stored before the next step runs, so the
+//!   step after it (and every decision after it) sees it.
+//! - A 409, or a change the newest copy refuses because the object moved on
+//!   since the decision, ends the plan: the caller queues the key to be
+//!   decided again from the newest copy. Any other failed write ends it too.
+//! - An event is handed to the recorder; an operation to the tracker, which
+//!   refuses a second start of a name that runs or backs off (normal: the
+//!   next decision asks again).
+//! - The plan's holds are released when it ends; in a dry run (the
+//!   process's `--shadow`), the holds of a plan that went through are
+//!   handed to the journal, which keeps them until the cluster shows what
+//!   became of their objects.
+
+use std::sync::Arc;
+
+use crate::runtime::events::EventRecorder;
+use crate::runtime::operations::{OperationError, OperationTracker};
+use crate::runtime::plan::{Hold, Plan, Start, Step};
+use crate::runtime::shadow_mode::ShadowMode;
+use crate::runtime::write::{WriteError, WriterSet};
+
+/// Carries out one controller's plans. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Executor {
+    writers: WriterSet,
+    recorder: EventRecorder,
+    operations: OperationTracker,
+    journal: Option<Arc<ShadowMode>>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("writers", &self.writers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// The executor writing through `writers`, recording events on
+    /// `recorder` and starting operations on `operations`; in a dry run,
+    /// handing the holds of its plans to `journal`.
+    pub(crate) fn new(
+        writers: WriterSet,
+        recorder: EventRecorder,
+        operations: OperationTracker,
+        journal: Option<Arc<ShadowMode>>,
+    ) -> Self {
+        Self {
+            writers,
+            recorder,
+            operations,
+            journal,
+        }
+    }
+
+    /// Carries out `plan`'s steps in order and returns what follows it;
+    /// ends at the first failed write, with its error.
+    pub(crate) async fn execute<A>(&self, plan: Plan<A>) -> Result<A, WriteError> {
+        let (steps, holds, after) = plan.into_parts();
+        for step in steps {
+            match step {
+                Step::Write(write) => {
+                    if let Err(error) = write.run(&self.writers).await {
+                        tracing::debug!(step = %write, %error, "plan ended by a write");
+                        return Err(error);
+                    }
+                }
+                Step::Event(event) => self.recorder.record(
+                    &event.object,
+                    event.event_type,
+                    &event.reason,
+                    event.message,
+                ),
+                Step::Start(start) => self.start(start),
+            }
+        }
+        self.release(holds);
+        Ok(after)
+    }
+
+    /// Starts an operation unless one of the same name runs or backs off
+    /// after a failure; a refused start is normal and only logged.
+    fn start(&self, start: Start) {
+        let Start { name, work } = start;
+        let shown = name.to_string();
+        match self.operations.run(name, work) {
+            Ok(()) => tracing::debug!(operation = %shown, "operation scheduled"),
+            Err(OperationError::AlreadyRunning { .. }) => {
+                tracing::debug!(operation = %shown, "operation already running, skipping");
+            }
+            Err(OperationError::Backoff { remaining, .. }) => {
+                tracing::debug!(operation = %shown, ?remaining, "operation postponed by backoff");
+            }
+        }
+    }
+
+    /// Releases the holds of a plan that went through, or hands them to the
+    /// journal of a dry run.
+    fn release(&self, holds: Vec<Hold>) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        for hold in holds {
+            journal.hold(&hold.holder, &hold.held, hold.guard);
+        }
+    }
+}

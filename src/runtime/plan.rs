@@ -1,0 +1,338 @@
+//! A decision's plan: what a controller decided to do about one object,
+//! as data, in order. A decision reads what the process knows (the stores,
+//! the indexes, the operations running) and returns a plan; it sends
+//! nothing and awaits nothing. The executor ([`super::executor`]) carries
+//! the plan out, one step at a time.
+//!
+//! A step is one of:
+//! - an update of named fields of one object ([`Change`]), with the
+//!   resourceVersion the decision read it at. The change is made again on
+//!   the newest copy when the step runs, and re-checks there what the
+//!   decision assumed: a copy that moved on refuses it, and the plan ends;
+//! - a create, or a delete with the UID the decision saw as precondition;
+//! - an event;
+//! - a long operation to start.
+//!
+//! Besides its steps a plan carries what follows it (the controller's own
+//! word for "queue this again", "this claim waits"), handed back when every
+//! step went through, and the holds a decision took (a volume reserved for a
+//! claim), released when the plan ends.
+//!
+//! Because a plan is data, its order is something a test asserts: the
+//! [`Plan::lines`] of a decision are the writes, events and operations it
+//! will cause, in order.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
+
+use crate::runtime::events::{EventType, reference_of};
+use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::{Kind, Part};
+use crate::runtime::operations::OperationName;
+use crate::runtime::write::{Edit, WriteError, WriterSet};
+
+/// A change of named fields of one object of kind `K`, made on the newest
+/// copy of the object when its step runs. Shown in a plan's lines by its
+/// `Display`.
+pub(crate) trait Change<K>: fmt::Display + Send + Sync + 'static {
+    /// Makes the change on `newest`: [`Edit::Changed`] when it changed
+    /// something, [`Edit::Unchanged`] when the copy already is as wanted,
+    /// [`Edit::Refused`] when the object moved on since the decision.
+    fn apply(&self, newest: &mut K) -> Edit;
+}
+
+/// An update of one object: the change and the copy it was decided on.
+pub(crate) struct Update<K> {
+    /// The copy the decision made the change on (for the key, and as the
+    /// oldest copy the change may be made on).
+    pub(crate) basis: Arc<K>,
+    /// The main resource or the status subresource.
+    pub(crate) part: Part,
+    /// What changes.
+    pub(crate) change: Box<dyn Change<K>>,
+}
+
+/// A create of one object.
+pub(crate) struct Create<K> {
+    /// The object to create.
+    pub(crate) object: K,
+}
+
+/// A delete of one object, of the incarnation `uid` names when given.
+pub(crate) struct Delete<K> {
+    /// The object.
+    pub(crate) key: ObjectKey,
+    /// The UID it must still have (the delete's precondition).
+    pub(crate) uid: Option<String>,
+    /// The kind, which the key alone does not carry.
+    pub(crate) kind: std::marker::PhantomData<fn() -> K>,
+}
+
+/// A write step of any kind, as a plan holds it: shown in the plan's
+/// lines, and run by the writer of its kind.
+pub(crate) trait WriteStep: fmt::Display + Send + Sync {
+    /// Sends the write through the writer of its kind among `writers`.
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>>;
+}
+
+impl<K: Kind> WriteStep for Update<K> {
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            writers
+                .get::<K>()?
+                .update(&self.basis, self.part, |newest| self.change.apply(newest))
+                .await
+                .map(drop)
+        })
+    }
+}
+
+impl<K: Kind> WriteStep for Create<K> {
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move { writers.get::<K>()?.create(&self.object).await.map(drop) })
+    }
+}
+
+impl<K: Kind> WriteStep for Delete<K> {
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            writers
+                .get::<K>()?
+                .delete(&self.key, self.uid.as_deref())
+                .await
+                .map(drop)
+        })
+    }
+}
+
+impl<K: Kind> fmt::Display for Update<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let part = match self.part {
+            Part::Spec => "",
+            Part::Status => " status",
+        };
+        write!(
+            f,
+            "update {} {}{part} at {}: {}",
+            K::kind(&()),
+            ObjectKey::of(self.basis.as_ref()),
+            self.basis.meta().resource_version.as_deref().unwrap_or("-"),
+            self.change
+        )
+    }
+}
+
+impl<K: Kind> fmt::Display for Create<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "create {} {}", K::kind(&()), ObjectKey::of(&self.object))
+    }
+}
+
+impl<K: Kind> fmt::Display for Delete<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "delete {} {}", K::kind(&()), self.key)?;
+        match &self.uid {
+            Some(uid) => write!(f, " [{uid}]"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An event about one object.
+#[derive(Clone, Debug)]
+pub(crate) struct Event {
+    /// The object, as the event names it.
+    pub(crate) object: ObjectReference,
+    /// Normal or Warning.
+    pub(crate) event_type: EventType,
+    /// The reason, one CamelCase word.
+    pub(crate) reason: String,
+    /// What happened, for a person.
+    pub(crate) message: String,
+}
+
+/// The work of a long operation, as its step hands it to the tracker.
+pub(crate) type OperationWork = BoxFuture<'static, Result<(), String>>;
+
+/// A long operation to start, unless one of its name runs or backs off.
+pub(crate) struct Start {
+    /// The operation's name (one object, one kind of work).
+    pub(crate) name: OperationName,
+    /// What it does.
+    pub(crate) work: OperationWork,
+}
+
+/// One step of a plan.
+pub(crate) enum Step {
+    /// A write of one object.
+    Write(Box<dyn WriteStep>),
+    /// An event.
+    Event(Event),
+    /// A long operation to start.
+    Start(Start),
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Write(write) => write.fmt(f),
+            Step::Event(event) => write!(
+                f,
+                "event {} {} on {} {}: {}",
+                event.event_type.as_str(),
+                event.reason,
+                event.object.kind.as_deref().unwrap_or(""),
+                event_object(&event.object),
+                event.message
+            ),
+            Step::Start(start) => write!(f, "start {}", start.name),
+        }
+    }
+}
+
+/// `namespace/name` or `name` of an event's object.
+fn event_object(object: &ObjectReference) -> String {
+    let name = object.name.as_deref().unwrap_or("");
+    match object.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+/// Something a decision holds until its plan ends (a volume reserved for a
+/// claim), with the objects it is about, so that a dry run can keep it
+/// until the cluster shows what became of them.
+pub(crate) struct Hold {
+    /// The UID of the object the hold is for (the claim).
+    pub(crate) holder: String,
+    /// The name of the object held (the volume).
+    pub(crate) held: String,
+    /// Releases the hold when dropped.
+    pub(crate) guard: Box<dyn Any + Send>,
+}
+
+/// What a decision decided: its steps in order, what follows when they all
+/// went through (`A`, the controller's own word), and its holds.
+pub(crate) struct Plan<A> {
+    steps: Vec<Step>,
+    holds: Vec<Hold>,
+    /// What follows the plan.
+    pub(crate) after: A,
+}
+
+impl<A: Default> Default for Plan<A> {
+    fn default() -> Self {
+        Self {
+            steps: Vec::new(),
+            holds: Vec::new(),
+            after: A::default(),
+        }
+    }
+}
+
+impl<A> fmt::Debug for Plan<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.lines()).finish()
+    }
+}
+
+impl<A> Plan<A> {
+    /// Adds the update of `part` of `basis` by `change`, unless the change
+    /// changes nothing on `basis`; returns the object as the update will
+    /// leave it (still at `basis`'s resourceVersion), on which the
+    /// decision goes on. A change that refuses `basis` itself is a
+    /// decision made on a copy it no longer holds for: nothing is added
+    /// and the decision ends as stale.
+    pub(crate) fn update<K: Kind>(
+        &mut self,
+        basis: &Arc<K>,
+        part: Part,
+        change: impl Change<K>,
+    ) -> Result<Arc<K>, WriteError> {
+        let mut changed = K::clone(basis);
+        match change.apply(&mut changed) {
+            Edit::Unchanged => Ok(Arc::clone(basis)),
+            Edit::Refused(reason) => Err(WriteError::Stale {
+                object: format!("{} {}", K::kind(&()), ObjectKey::of(basis.as_ref())),
+                reason,
+            }),
+            Edit::Changed => {
+                self.steps.push(Step::Write(Box::new(Update {
+                    basis: Arc::clone(basis),
+                    part,
+                    change: Box::new(change),
+                })));
+                Ok(Arc::new(changed))
+            }
+        }
+    }
+
+    /// Adds the create of `object`.
+    pub(crate) fn create<K: Kind>(&mut self, object: K) {
+        self.steps.push(Step::Write(Box::new(Create { object })));
+    }
+
+    /// Adds the delete of the object `key`, of the incarnation `uid` when
+    /// given.
+    pub(crate) fn delete<K: Kind>(&mut self, key: ObjectKey, uid: Option<String>) {
+        self.steps.push(Step::Write(Box::new(Delete::<K> {
+            key,
+            uid,
+            kind: std::marker::PhantomData,
+        })));
+    }
+
+    /// Adds an event about `object`.
+    pub(crate) fn event<K: kube::Resource<DynamicType = ()>>(
+        &mut self,
+        object: &K,
+        event_type: EventType,
+        reason: &str,
+        message: String,
+    ) {
+        self.steps.push(Step::Event(Event {
+            object: reference_of(object),
+            event_type,
+            reason: reason.to_string(),
+            message,
+        }));
+    }
+
+    /// Adds the start of the operation `name`, doing `work`.
+    pub(crate) fn start<E: fmt::Display>(
+        &mut self,
+        name: OperationName,
+        work: impl Future<Output = Result<(), E>> + Send + 'static,
+    ) {
+        let work = Box::pin(async move { work.await.map_err(|error| error.to_string()) });
+        self.steps.push(Step::Start(Start { name, work }));
+    }
+
+    /// Keeps `hold` until the plan ends.
+    pub(crate) fn hold(&mut self, hold: Hold) {
+        self.holds.push(hold);
+    }
+
+    /// The steps, one line each, in order.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.steps.iter().map(ToString::to_string).collect()
+    }
+
+    /// How many writes the plan makes.
+    pub(crate) fn writes(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|step| matches!(step, Step::Write(_)))
+            .count()
+    }
+
+    /// The steps, the holds and what follows, for the executor.
+    pub(crate) fn into_parts(self) -> (Vec<Step>, Vec<Hold>, A) {
+        (self.steps, self.holds, self.after)
+    }
+}
