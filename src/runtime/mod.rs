@@ -24,6 +24,7 @@ pub(crate) mod operations;
 pub(crate) mod plan;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+pub(crate) mod rehearsal;
 pub(crate) mod requests;
 pub(crate) mod runner;
 pub(crate) mod server;

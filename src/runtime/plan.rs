@@ -34,6 +34,7 @@ use crate::runtime::events::{EventType, reference_of};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Part};
 use crate::runtime::operations::OperationName;
+use crate::runtime::rehearsal::Rehearsal;
 use crate::runtime::write::{Edit, WriteError, WriterSet};
 
 /// A change of named fields of one object of kind `K`, made on the newest
@@ -78,6 +79,9 @@ pub(crate) struct Delete<K> {
 pub(crate) trait WriteStep: fmt::Display + Send + Sync {
     /// Sends the write through the writer of its kind among `writers`.
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>>;
+
+    /// Makes the write on the copies of `rehearsal` instead.
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError>;
 }
 
 impl<K: Kind> WriteStep for Update<K> {
@@ -90,11 +94,38 @@ impl<K: Kind> WriteStep for Update<K> {
                 .map(drop)
         })
     }
+
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+        let key = ObjectKey::of(self.basis.as_ref());
+        let mut newest = rehearsal
+            .get::<K>(&key)
+            .cloned()
+            .unwrap_or_else(|| K::clone(&self.basis));
+        match self.change.apply(&mut newest) {
+            Edit::Unchanged => Ok(()),
+            Edit::Refused(reason) => Err(WriteError::Stale {
+                object: format!("{} {key}", K::kind(&())),
+                reason,
+            }),
+            Edit::Changed => {
+                newest.meta_mut().resource_version = Some(rehearsal.next_version());
+                rehearsal.put(newest);
+                Ok(())
+            }
+        }
+    }
 }
 
 impl<K: Kind> WriteStep for Create<K> {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
         Box::pin(async move { writers.get::<K>()?.create(&self.object).await.map(drop) })
+    }
+
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+        let mut created = self.object.clone();
+        created.meta_mut().resource_version = Some(rehearsal.next_version());
+        rehearsal.put(created);
+        Ok(())
     }
 }
 
@@ -107,6 +138,21 @@ impl<K: Kind> WriteStep for Delete<K> {
                 .await
                 .map(drop)
         })
+    }
+
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+        let held = rehearsal.get::<K>(&self.key);
+        let other = held.is_some_and(|held| {
+            self.uid.is_some() && held.meta().uid.as_deref() != self.uid.as_deref()
+        });
+        if other {
+            return Err(WriteError::Stale {
+                object: format!("{} {}", K::kind(&()), self.key),
+                reason: "another incarnation holds the name".to_string(),
+            });
+        }
+        rehearsal.remove::<K>(&self.key);
+        Ok(())
     }
 }
 
@@ -329,6 +375,25 @@ impl<A> Plan<A> {
             .iter()
             .filter(|step| matches!(step, Step::Write(_)))
             .count()
+    }
+
+    /// Carries the plan out on the copies of `rehearsal` (events and
+    /// operation starts noted there); returns what follows it, or the
+    /// first write's refusal.
+    pub(crate) fn rehearse(self, rehearsal: &mut Rehearsal) -> Result<A, WriteError> {
+        for step in &self.steps {
+            match step {
+                Step::Write(write) => write.rehearse(rehearsal)?,
+                Step::Event(event) => rehearsal.events.push(format!(
+                    "{} {} {}",
+                    event.event_type.as_str(),
+                    event.reason,
+                    event.message
+                )),
+                Step::Start(start) => rehearsal.started.push(start.name.to_string()),
+            }
+        }
+        Ok(self.after)
     }
 
     /// The steps, the holds and what follows, for the executor.

@@ -397,6 +397,102 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     problems
 }
 
+/// Decides the row's sync with no server and rehearses the plan on copies
+/// of the row's objects (shaped as the server stores them): the plan must
+/// come to the row's direct expectation, objects and events, and fail
+/// where the sync must fail. `None` for a row about what the server does
+/// (injected failures, a cache behind the server): the memapi runs
+/// alone check it.
+pub(crate) async fn run_planned(s: &Scenario) -> Option<Vec<String>> {
+    if !s.errors.is_empty() || s.inject.is_some() || !s.stale_cached_claims.is_empty() {
+        return None;
+    }
+    // Only to shape the objects as the server stores them (its admission
+    // adds the protection finalizers); the decision sees no server.
+    let shaped = seeded_server(s);
+    let server = pv_controller::testing::Server {
+        volumes: shaped.list::<PersistentVolume>(),
+        claims: shaped.list::<PersistentVolumeClaim>(),
+    };
+    drop(shaped);
+    let objects = pv_controller::testing::OfflineObjects {
+        volumes: server
+            .volumes
+            .iter()
+            .filter(|v| !has_skip_marker(&v.metadata))
+            .cloned()
+            .collect(),
+        claims: server
+            .claims
+            .iter()
+            .filter(|c| !has_skip_marker(&c.metadata))
+            .cloned()
+            .collect(),
+        classes: s.classes.clone(),
+        pods: s.pods.clone(),
+        nodes: s.nodes.clone(),
+    };
+    let controller = pv_controller::testing::offline_binder(s.settings(), objects)
+        .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let rehearsed = match s.call {
+        Call::SyncClaim | Call::SyncClaimError => {
+            let key = ObjectKey::of(&s.claims[0]);
+            let claim = controller
+                .cache()
+                .claim(&key)
+                .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name));
+            controller.rehearse_claim(&claim, &server)
+        }
+        Call::SyncVolume => {
+            let name = VolumeName::of(&s.volumes[0]);
+            let volume = controller
+                .cache()
+                .volume(&name)
+                .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name));
+            controller.rehearse_volume(&volume, &server)
+        }
+    };
+    let mut problems = vec![];
+    match (s.call, &rehearsed.outcome) {
+        (Call::SyncClaimError, Ok(_)) => {
+            problems.push("expected the sync to fail, the plan went through".into());
+        }
+        (Call::SyncClaimError, Err(_)) | (_, Ok(_)) => {}
+        (_, Err(e)) => problems.push(format!("plan failed: {e}")),
+    }
+    // A plan that starts an operation comes to the row's expectation only
+    // once the operation ran: its events so far must begin the row's.
+    let operation = !rehearsed.started.is_empty();
+    if !operation {
+        problems.extend(compare_lists(
+            &rehearsed.volumes,
+            &rehearsed.claims,
+            &s.expected_volumes,
+            &s.expected_claims,
+        ));
+    }
+    let events_agree = rehearsed
+        .events
+        .iter()
+        .zip(&s.events)
+        .all(|(got, want)| got.starts_with(want));
+    let counts_agree = if operation {
+        rehearsed.events.len() <= s.events.len()
+    } else {
+        rehearsed.events.len() == s.events.len()
+    };
+    if !events_agree || !counts_agree {
+        problems.push(format!(
+            "events: expected {:?}, planned {:?}",
+            s.events, rehearsed.events
+        ));
+    }
+    if !problems.is_empty() {
+        problems.push(format!("the plan: {:?}", rehearsed.lines));
+    }
+    Some(problems)
+}
+
 /// Runs the whole controller until it settles and returns what differs from
 /// the row's settled expectation (or its direct expectation).
 pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
@@ -516,19 +612,26 @@ pub(crate) fn compare_objects(
     volumes: &[PersistentVolume],
     claims: &[PersistentVolumeClaim],
 ) -> Vec<String> {
+    compare_lists(
+        &api.list::<PersistentVolume>(),
+        &api.list::<PersistentVolumeClaim>(),
+        volumes,
+        claims,
+    )
+}
+
+/// Objects compared with expectations, ignoring what the server assigns.
+pub(crate) fn compare_lists(
+    got_volumes: &[PersistentVolume],
+    got_claims: &[PersistentVolumeClaim],
+    volumes: &[PersistentVolume],
+    claims: &[PersistentVolumeClaim],
+) -> Vec<String> {
     let mut problems = vec![];
-    let got: Vec<Value> = api
-        .list::<PersistentVolume>()
-        .iter()
-        .map(normalize)
-        .collect();
+    let got: Vec<Value> = sorted(got_volumes).iter().map(normalize).collect();
     let want: Vec<Value> = sorted(volumes).iter().map(normalize).collect();
     diff("volume", &got, &want, &mut problems);
-    let got: Vec<Value> = api
-        .list::<PersistentVolumeClaim>()
-        .iter()
-        .map(normalize)
-        .collect();
+    let got: Vec<Value> = sorted(got_claims).iter().map(normalize).collect();
     let want: Vec<Value> = sorted(claims).iter().map(normalize).collect();
     diff("claim", &got, &want, &mut problems);
     problems
@@ -637,10 +740,21 @@ pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
         .collect()
 }
 
-/// Runs every row in both modes and fails with a report of all differences.
+/// Runs every row in all three modes (its plan rehearsed with no server,
+/// one direct sync, the whole controller until it settles) and fails with
+/// a report of all differences.
 pub(crate) async fn run_table(rows: Vec<Scenario>) {
     let mut failures = vec![];
     for s in &rows {
+        if let Some(problems) = run_planned(s).await {
+            if !problems.is_empty() {
+                failures.push(format!(
+                    "[planned] {}:\n    {}",
+                    s.name,
+                    problems.join("\n    ")
+                ));
+            }
+        }
         for (mode, problems) in [
             ("direct", run_direct(s).await),
             ("settled", run_settled(s).await),

@@ -39,6 +39,7 @@ mod image;
 mod leader_election;
 mod lifecycle;
 mod metrics;
+mod plans;
 mod provision;
 mod rbac;
 mod recycle;

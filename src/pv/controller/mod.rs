@@ -103,6 +103,8 @@ mod provision;
 mod provision_in_tree;
 mod reclaim;
 mod recycle;
+mod rehearse;
+pub use rehearse::{Rehearsed, Server};
 pub(crate) mod shadow_judge;
 mod volume;
 mod writes;
@@ -213,21 +215,21 @@ pub struct Next {
     pub claim_waits: bool,
     /// The plan gives the claim the default StorageClass (counted in the
     /// retroactive-class metric, with the write's outcome).
-    pub assigns_default_class: bool,
+    pub(crate) assigns_default_class: bool,
     /// A binding found settled (see [`Settle`]).
-    pub settle: Option<Settle>,
+    pub(crate) settle: Option<Settle>,
     /// The two objects disagree in a way the controller must not paper
     /// over: once its steps (the events saying so) went through, the sync
     /// fails with this ([`crate::pv::error::Error::Inconsistent`]) and is
     /// retried with backoff.
-    pub inconsistent: Option<String>,
+    pub(crate) inconsistent: Option<String>,
 }
 
 /// A binding a decision found settled: until the claim or the volume
 /// changes, the resync may pass it by
 /// ([`crate::pv::cache::ShadowCache::unsettled`]).
 #[derive(Debug, PartialEq)]
-pub enum Settle {
+pub(crate) enum Settle {
     /// A bound claim whose volume points back at it.
     Claim {
         /// The claim, as decided on.

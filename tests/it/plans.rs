@@ -1,0 +1,122 @@
+//! The binder's plans as data: a decision made with no server says, in
+//! order, which fields of which object it writes (and on which version it
+//! decided), which events it records and which operation it starts.
+
+use pv_controller::pv::Settings;
+use pv_controller::testing::{OfflineObjects, Server, offline_binder};
+use testkit::{claim, volume};
+
+#[tokio::test]
+async fn a_bind_is_four_writes_volume_first_taking_turns() {
+    let volume = volume("pv1", "1Gi").phase("Available").rv("10").build();
+    let claim = claim("c1", "uid-c1", "1Gi").rv("20").build();
+    let objects = OfflineObjects {
+        volumes: vec![volume.clone()],
+        claims: vec![claim.clone()],
+        ..OfflineObjects::default()
+    };
+    let controller = offline_binder(Settings::default(), objects).unwrap();
+    let cached = controller
+        .cache()
+        .claim(&pv_controller::ObjectKey::new("default", "c1"))
+        .unwrap();
+    let rehearsed = controller.rehearse_claim(
+        &cached,
+        &Server {
+            volumes: vec![volume],
+            claims: vec![claim],
+        },
+    );
+    assert_eq!(
+        rehearsed.lines,
+        [
+            "update PersistentVolume pv1 at 10: claimRef default/c1",
+            "update PersistentVolumeClaim default/c1 at 20: volumeName pv1",
+            "update PersistentVolume pv1 status at 10: phase Bound",
+            "update PersistentVolumeClaim default/c1 status at 20: phase Bound",
+        ]
+    );
+    assert!(rehearsed.events.is_empty(), "{:?}", rehearsed.events);
+    let next = rehearsed.outcome.unwrap();
+    assert!(!next.claim_waits);
+    let bound = &rehearsed.claims[0];
+    assert_eq!(
+        bound.status.as_ref().unwrap().phase.as_deref(),
+        Some("Bound")
+    );
+}
+
+#[tokio::test]
+async fn a_claim_nothing_fits_waits_with_an_event_and_no_write_when_already_pending() {
+    let volume = volume("pv1", "1Gi").phase("Available").rv("10").build();
+    let claim = claim("c1", "uid-c1", "5Gi").rv("20").build();
+    let controller = offline_binder(
+        Settings::default(),
+        OfflineObjects {
+            volumes: vec![volume.clone()],
+            claims: vec![claim.clone()],
+            ..OfflineObjects::default()
+        },
+    )
+    .unwrap();
+    let cached = controller
+        .cache()
+        .claim(&pv_controller::ObjectKey::new("default", "c1"))
+        .unwrap();
+    let rehearsed = controller.rehearse_claim(
+        &cached,
+        &Server {
+            volumes: vec![volume],
+            claims: vec![claim],
+        },
+    );
+    assert_eq!(rehearsed.lines.len(), 1, "{:?}", rehearsed.lines);
+    assert!(
+        rehearsed.lines[0].starts_with(
+            "event Normal FailedBinding on PersistentVolumeClaim default/c1: no persistent volumes available"
+        ),
+        "{:?}",
+        rehearsed.lines
+    );
+    assert!(rehearsed.outcome.unwrap().claim_waits);
+}
+
+#[tokio::test]
+async fn a_released_volume_of_policy_delete_is_marked_released_then_its_delete_starts() {
+    let mut volume = volume("pv1", "1Gi")
+        .phase("Bound")
+        .bound_to("uid-gone", "gone")
+        .policy("Delete")
+        .rv("10")
+        .build();
+    volume.metadata.uid = Some("uid-pv1".to_string());
+    let controller = offline_binder(
+        Settings::default(),
+        OfflineObjects {
+            volumes: vec![volume.clone()],
+            ..OfflineObjects::default()
+        },
+    )
+    .unwrap();
+    let cached = controller
+        .cache()
+        .volume(&pv_controller::pv::VolumeName::new("pv1"))
+        .unwrap();
+    // The claim is missing from the cache: the decision asks the server,
+    // which has none either.
+    let rehearsed = controller.rehearse_volume(
+        &cached,
+        &Server {
+            volumes: vec![volume],
+            claims: vec![],
+        },
+    );
+    assert_eq!(
+        rehearsed.lines,
+        [
+            "update PersistentVolume pv1 status at 10: phase Released",
+            "start delete-pv1[uid-pv1]",
+        ]
+    );
+    assert_eq!(rehearsed.started, ["delete-pv1[uid-pv1]"]);
+}
