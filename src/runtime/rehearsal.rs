@@ -13,13 +13,13 @@ use crate::runtime::kinds::Kind;
 
 /// The objects of a rehearsal and what it noted besides writes.
 #[derive(Default)]
-pub struct Rehearsal {
+pub(crate) struct Rehearsal {
     objects: BTreeMap<(TypeId, ObjectKey), Box<dyn Any + Send + Sync>>,
     version: u64,
     /// The events the plans recorded, as "Type Reason message".
-    pub events: Vec<String>,
+    pub(crate) events: Vec<String>,
     /// The operations the plans started, by name.
-    pub started: Vec<String>,
+    pub(crate) started: Vec<String>,
 }
 
 impl std::fmt::Debug for Rehearsal {
@@ -34,20 +34,20 @@ impl std::fmt::Debug for Rehearsal {
 
 impl Rehearsal {
     /// Puts `object` as the newest copy of its key.
-    pub fn put<K: Kind>(&mut self, object: K) {
+    pub(crate) fn put<K: Kind>(&mut self, object: K) {
         let key = (TypeId::of::<K>(), ObjectKey::of(&object));
         self.objects.insert(key, Box::new(object));
     }
 
     /// The newest copy of the object `key` of kind `K`.
-    pub fn get<K: Kind>(&self, key: &ObjectKey) -> Option<&K> {
+    pub(crate) fn get<K: Kind>(&self, key: &ObjectKey) -> Option<&K> {
         self.objects
             .get(&(TypeId::of::<K>(), key.clone()))
             .and_then(|object| object.downcast_ref::<K>())
     }
 
     /// Every object of kind `K`, by key.
-    pub fn list<K: Kind>(&self) -> Vec<K> {
+    pub(crate) fn list<K: Kind>(&self) -> Vec<K> {
         self.objects
             .iter()
             .filter(|((kind, _), _)| *kind == TypeId::of::<K>())

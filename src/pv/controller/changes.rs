@@ -1,6 +1,7 @@
-//! The changes the controller's plans make to volumes and claims, as data:
-//! each names the fields it sets and re-checks, on the newest copy when its
-//! step runs, what the decision assumed.
+//! The changes the controller's plans make to volumes and claims, as data,
+//! with the edits that make them: each names the fields it sets and
+//! re-checks, on the newest copy when its step runs, what the decision
+//! assumed.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,10 +9,17 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::binding::{bind_claim_edit, claim_status_edit, reserve_edit, unbind_edit};
+use std::collections::BTreeMap;
+
+use quantity::Amount;
+
 use super::finalizers::{anneal_claim_edit, anneal_volume_edit};
-use super::writes::{same_claim_binding, same_claim_ref, set_phase_edit};
-use crate::pv::objects::{ClaimPhase, VolumePhase, claim_has_class};
+use crate::pv::constants::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_VALUE_YES};
+use crate::pv::objects::{
+    ClaimPhase, VolumePhase, claim_has_class, claim_phase, claim_reference, has_annotation,
+    is_volume_bound_to_claim, volume_phase,
+};
+use crate::pv::plugins::recycler::ANN_POD_UID as ANN_RECYCLER_POD_UID;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{Change, Plan};
 use crate::runtime::write::Edit;
@@ -155,6 +163,218 @@ impl fmt::Display for ClaimChange {
             Self::Anneal => f.write_str("migrated-to"),
         }
     }
+}
+
+/// Step 2 of a bind on the newest copy of the claim: volumeName and the
+/// binding annotations, unless the claim was re-created (another `uid`) or
+/// names another volume.
+pub(super) fn bind_claim_edit(
+    claim: &mut PersistentVolumeClaim,
+    uid: Option<&str>,
+    volume_name: &str,
+) -> Edit {
+    if claim.metadata.uid.as_deref() != uid {
+        return Edit::Refused("the claim was re-created".to_string());
+    }
+    let mut edit = Edit::Unchanged;
+    let spec = claim.spec.get_or_insert_with(Default::default);
+    match spec.volume_name.as_deref() {
+        Some(name) if name == volume_name => {}
+        Some(name) if !name.is_empty() => {
+            return Edit::Refused(format!("it now names volume {name:?}"));
+        }
+        _ => {
+            spec.volume_name = Some(volume_name.to_string());
+            edit = Edit::Changed;
+            if !has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
+                set_annotation(&mut claim.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+            }
+        }
+    }
+    if !has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
+        set_annotation(&mut claim.metadata.annotations, ANN_BIND_COMPLETED);
+        edit = Edit::Changed;
+    }
+    edit
+}
+
+/// The reservation of step 1 on the newest copy of the volume.
+pub(super) fn reserve_edit(volume: &mut PersistentVolume, claim: &PersistentVolumeClaim) -> Edit {
+    let has_claim_ref = volume.spec.as_ref().is_some_and(|s| s.claim_ref.is_some());
+    let pre_bound_here = is_volume_bound_to_claim(volume, claim);
+    if has_claim_ref && !pre_bound_here {
+        return Edit::Refused("it is bound to another claim".to_string());
+    }
+    let mut edit = Edit::Unchanged;
+    let spec = volume.spec.get_or_insert_with(Default::default);
+    let reference_matches = spec.claim_ref.as_ref().is_some_and(|r| {
+        r.name == claim.metadata.name
+            && r.namespace == claim.metadata.namespace
+            && r.uid == claim.metadata.uid
+    });
+    if !reference_matches {
+        spec.claim_ref = Some(claim_reference(claim));
+        edit = Edit::Changed;
+    }
+    if !pre_bound_here && !has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
+        set_annotation(&mut volume.metadata.annotations, ANN_BOUND_BY_CONTROLLER);
+        edit = Edit::Changed;
+    }
+    edit
+}
+
+/// The unbind on the newest copy of the volume; the record of the
+/// release's recycler pod goes with the binding.
+pub(super) fn unbind_edit(volume: &mut PersistentVolume) -> Edit {
+    let recycler_recorded = remove_annotation(volume, ANN_RECYCLER_POD_UID);
+    if has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER) {
+        if let Some(spec) = volume.spec.as_mut() {
+            spec.claim_ref = None;
+        }
+        remove_annotation(volume, ANN_BOUND_BY_CONTROLLER);
+        return Edit::Changed;
+    }
+    match volume.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
+        Some(reference) if reference.uid.is_some() => {
+            reference.uid = None;
+            Edit::Changed
+        }
+        _ if recycler_recorded => Edit::Changed,
+        _ => Edit::Unchanged,
+    }
+}
+
+/// Removes the annotation `key` (and an annotation map left empty);
+/// returns whether it was there.
+fn remove_annotation(volume: &mut PersistentVolume, key: &str) -> bool {
+    let Some(annotations) = volume.metadata.annotations.as_mut() else {
+        return false;
+    };
+    let removed = annotations.remove(key).is_some();
+    if annotations.is_empty() {
+        volume.metadata.annotations = None;
+    }
+    removed
+}
+
+/// The status edit of [`Controller::set_claim_status`] on the newest copy.
+pub(super) fn claim_status_edit(
+    claim: &mut PersistentVolumeClaim,
+    new_phase: ClaimPhase,
+    volume: Option<&PersistentVolume>,
+    capacity: Option<Quantity>,
+) -> Edit {
+    let phase_changes = claim_phase(claim) != Some(new_phase);
+    let status = claim.status.get_or_insert_with(Default::default);
+    let mut dirty = false;
+    if phase_changes {
+        status.phase = Some(new_phase.as_str().to_string());
+        dirty = true;
+    }
+    match volume {
+        None => {
+            dirty |= status.access_modes.take().is_some();
+            dirty |= status.capacity.take().is_some();
+            dirty |= status.current_volume_attributes_class_name.take().is_some();
+        }
+        Some(volume) => {
+            let spec = volume.spec.as_ref();
+            let modes = spec.and_then(|s| s.access_modes.clone());
+            if status.access_modes != modes {
+                status.access_modes = modes;
+                dirty = true;
+            }
+            if let Some(capacity) = capacity.filter(|_| phase_changes) {
+                let current = status.capacity.as_ref().and_then(|c| c.get("storage"));
+                if !same_quantity(current, Some(&capacity)) {
+                    status.capacity = Some(BTreeMap::from([("storage".to_string(), capacity)]));
+                    dirty = true;
+                }
+            }
+            let class = spec.and_then(|s| s.volume_attributes_class_name.clone());
+            if status.current_volume_attributes_class_name != class {
+                status.current_volume_attributes_class_name = class;
+                dirty = true;
+            }
+        }
+    }
+    if dirty {
+        Edit::Changed
+    } else {
+        Edit::Unchanged
+    }
+}
+
+/// Whether two quantities are the same amount (not the same spelling).
+fn same_quantity(a: Option<&Quantity>, b: Option<&Quantity>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => match (Amount::from_quantity(a), Amount::from_quantity(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a.0 == b.0,
+        },
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Sets a controller annotation to `yes`.
+pub(super) fn set_annotation(annotations: &mut Option<BTreeMap<String, String>>, key: &str) {
+    annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(key.to_string(), ANN_VALUE_YES.to_string());
+}
+
+/// The edit that moves a volume to `phase`, unless its claimRef is no longer
+/// the one of `basis`.
+pub(super) fn set_phase_edit(
+    basis: &PersistentVolume,
+    volume: &mut PersistentVolume,
+    phase: VolumePhase,
+    message: Option<String>,
+) -> Edit {
+    if !same_claim_ref(basis, volume) {
+        return Edit::Refused(format!(
+            "its claimRef changed before it could become {phase}"
+        ));
+    }
+    if volume_phase(volume) == Some(phase) {
+        return Edit::Unchanged;
+    }
+    let status = volume.status.get_or_insert_with(Default::default);
+    status.phase = Some(phase.as_str().to_string());
+    status.message = message;
+    Edit::Changed
+}
+
+/// Whether two copies of a volume name the same claim (namespace, name, UID).
+pub(super) fn same_claim_ref(a: &PersistentVolume, b: &PersistentVolume) -> bool {
+    let reference = |v: &PersistentVolume| {
+        v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).map(|r| {
+            (
+                r.namespace.clone().unwrap_or_default(),
+                r.name.clone().unwrap_or_default(),
+                r.uid.clone().unwrap_or_default(),
+            )
+        })
+    };
+    reference(a) == reference(b)
+}
+
+/// Whether two copies of a claim are the same incarnation at the same
+/// binding step (UID, requested volume, bind-completed), so a decision made
+/// on one still holds for the other.
+pub(super) fn same_claim_binding(a: &PersistentVolumeClaim, b: &PersistentVolumeClaim) -> bool {
+    let binding = |c: &PersistentVolumeClaim| {
+        (
+            c.metadata.uid.clone(),
+            c.spec.as_ref().and_then(|s| s.volume_name.clone()),
+            crate::pv::objects::has_annotation(
+                &c.metadata,
+                crate::pv::constants::ANN_BIND_COMPLETED,
+            ),
+        )
+    };
+    binding(a) == binding(b)
 }
 
 /// Whether a plan step was added: `after` is not `before` itself.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::changes::PvPlan;
+use super::changes::{ClaimChange, PvPlan, VolumeChange};
 use super::{Controller, Settle};
 use crate::pv::constants::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons,
@@ -14,11 +14,12 @@ use crate::pv::constants::{
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
-    ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
-    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
-    volume_capacity, volume_class, volume_mode, volume_vac,
+    ClaimPhase, VolumePhase, claim_access_modes, claim_class, claim_request, claim_vac,
+    claim_volume_mode, has_annotation, is_being_deleted, is_volume_bound_to_claim,
+    volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::Part;
 use crate::runtime::plan::Hold;
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
@@ -140,6 +141,44 @@ pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
 }
 
 impl Controller {
+    /// Decides about one claim: bind it, finish a half-done binding, hand
+    /// it to a provisioner, or mark it Pending or Lost. Sends nothing.
+    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
+    pub(crate) fn decide_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<PvPlan> {
+        let mut plan = PvPlan::default();
+        let claim = &self.anneal_claim(&mut plan, claim)?;
+        if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
+            self.decide_bound_claim(&mut plan, claim)?;
+        } else {
+            self.decide_unbound_claim(&mut plan, claim)?;
+        }
+        Ok(plan)
+    }
+
+    /// Plans the four binding writes, volume first (the next sync completes
+    /// whatever a failure leaves undone). Each write re-checks on the
+    /// newest copy that the binding still holds, so a volume taken by
+    /// another claim meanwhile is never given to this one.
+    pub(super) fn bind(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
+        let volume = plan.update(volume, Part::Spec, VolumeChange::Reserve(Arc::clone(claim)))?;
+        let claim = plan.update(
+            claim,
+            Part::Spec,
+            ClaimChange::BindTo {
+                uid: claim.metadata.uid.clone(),
+                volume: VolumeName::of(&volume).as_str().to_owned(),
+            },
+        )?;
+        let volume = self.set_volume_phase(plan, &volume, VolumePhase::Bound, None)?;
+        self.set_claim_status(plan, &claim, ClaimPhase::Bound, Some(&volume))?;
+        Ok(())
+    }
+
     /// Decides about an unbound claim (no bind-completed annotation).
     pub(super) fn decide_unbound_claim(
         &self,

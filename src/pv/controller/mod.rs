@@ -117,11 +117,9 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Client;
 
 use crate::pv::cache::ShadowCache;
-use crate::pv::constants::ANN_BIND_COMPLETED;
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::metrics::PvMetrics;
-use crate::pv::objects::has_annotation;
 use crate::pv::plugins::VolumePlugins;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::executor::Executor;
@@ -358,20 +356,6 @@ impl Controller {
     /// The shadow cache the controller decides from.
     pub fn cache(&self) -> &Arc<ShadowCache> {
         &self.cache
-    }
-
-    /// Decides about one claim: bind it, finish a half-done binding, hand
-    /// it to a provisioner, or mark it Pending or Lost. Sends nothing.
-    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
-    pub(crate) fn decide_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<PvPlan> {
-        let mut plan = PvPlan::default();
-        let claim = &self.anneal_claim(&mut plan, claim)?;
-        if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
-            self.decide_bound_claim(&mut plan, claim)?;
-        } else {
-            self.decide_unbound_claim(&mut plan, claim)?;
-        }
-        Ok(plan)
     }
 
     /// Decides about one volume: keep its phase in line with its claim,

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::Controller;
-use super::binding::set_annotation;
 use super::changes::PvPlan;
+use super::changes::set_annotation;
 use super::claim::requested_volume;
 use super::delete::Deletion;
 use super::writes::{Edit, Part};

@@ -14,7 +14,7 @@ use super::changes::{PvPlan, VolumeChange, added};
 use super::{Controller, Next};
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumePhase, volume_phase};
+use crate::pv::objects::VolumePhase;
 use crate::runtime::events::{EventType, reference_of};
 pub(super) use crate::runtime::write::{Edit, Part};
 
@@ -168,59 +168,6 @@ impl Controller {
         self.recorder
             .record(&reference_of(object), event_type, reason, message);
     }
-}
-
-/// The edit that moves a volume to `phase`, unless its claimRef is no longer
-/// the one of `basis`.
-pub(super) fn set_phase_edit(
-    basis: &PersistentVolume,
-    volume: &mut PersistentVolume,
-    phase: VolumePhase,
-    message: Option<String>,
-) -> Edit {
-    if !same_claim_ref(basis, volume) {
-        return Edit::Refused(format!(
-            "its claimRef changed before it could become {phase}"
-        ));
-    }
-    if volume_phase(volume) == Some(phase) {
-        return Edit::Unchanged;
-    }
-    let status = volume.status.get_or_insert_with(Default::default);
-    status.phase = Some(phase.as_str().to_string());
-    status.message = message;
-    Edit::Changed
-}
-
-/// Whether two copies of a volume name the same claim (namespace, name, UID).
-pub(super) fn same_claim_ref(a: &PersistentVolume, b: &PersistentVolume) -> bool {
-    let reference = |v: &PersistentVolume| {
-        v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).map(|r| {
-            (
-                r.namespace.clone().unwrap_or_default(),
-                r.name.clone().unwrap_or_default(),
-                r.uid.clone().unwrap_or_default(),
-            )
-        })
-    };
-    reference(a) == reference(b)
-}
-
-/// Whether two copies of a claim are the same incarnation at the same
-/// binding step (UID, requested volume, bind-completed), so a decision made
-/// on one still holds for the other.
-pub(super) fn same_claim_binding(a: &PersistentVolumeClaim, b: &PersistentVolumeClaim) -> bool {
-    let binding = |c: &PersistentVolumeClaim| {
-        (
-            c.metadata.uid.clone(),
-            c.spec.as_ref().and_then(|s| s.volume_name.clone()),
-            crate::pv::objects::has_annotation(
-                &c.metadata,
-                crate::pv::constants::ANN_BIND_COMPLETED,
-            ),
-        )
-    };
-    binding(a) == binding(b)
 }
 
 #[cfg(test)]
