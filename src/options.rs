@@ -80,7 +80,8 @@ pub struct Options {
     #[arg(long = "max-concurrent-operations", default_value_t = crate::runtime::operations::DEFAULT_CONCURRENCY)]
     pub max_concurrent_operations: usize,
 
-    /// How many claims are synced at once.
+    /// How many claims' plans execute at once (claims are decided one at
+    /// a time, in queue order).
     #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_claim_syncs: usize,
 

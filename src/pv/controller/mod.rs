@@ -57,9 +57,10 @@
 //! and a volume bound before that write never gets it (step 3 makes it
 //! Bound). Within the process, the volume a claim is about to bind is
 //! reserved in the volume index under the index's lock (see
-//! [`crate::pv::cache::ShadowCache::reserve_best_match`]) until the sync
-//! ends, so several workers never pick one volume; step 1's re-check of the
-//! claimRef on the newest copy stays the guard against everyone else.
+//! [`crate::pv::cache::ShadowCache::reserve_best_match`]) until the plan
+//! ends, and claims are decided one at a time, so no two plans pick one
+//! volume; step 1's re-check of the claimRef on the newest copy stays the
+//! guard against everyone else.
 //!
 //! # Why a second cache
 //!
@@ -72,14 +73,19 @@
 //!
 //! # How decisions are written
 //!
-//! Each sync first classifies the object into a situation enum (see
-//! [`claim`] and [`volume`]), then acts on it with an exhaustive `match`, so
-//! that every case is accounted for, including those where nothing is done.
+//! A decision reads what the controller knows and returns a plan
+//! ([`crate::runtime::plan`]): the writes (changes of named fields, see
+//! [`changes`]), events and operations it decided on, in order, and what
+//! should follow ([`Next`]). It sends nothing and awaits nothing; the
+//! executor carries the plan out. Each decision first classifies the
+//! object into a situation enum (see [`claim`] and [`volume`]), then plans
+//! for it with an exhaustive `match`, so that every case is accounted for,
+//! including those where nothing is done.
 //!
 //! # Long operations
 //!
 //! Provisioning, deleting and recycling touch storage and can take minutes.
-//! A sync never waits for them: it starts them on the operation tracker under
+//! A sync never waits for them: its plan starts them on the operation tracker under
 //! a name made of the object's name and UID (`provision-<ns>/<claim>[<uid>]`,
 //! `delete-<pv>[<uid>]`, `recycle-<pv>[<uid>]`). The tracker refuses a second
 //! start of a running name and holds back a failed one for its backoff, so

@@ -1,8 +1,10 @@
 //! The wiring of the PersistentVolume controller: what it asks of the
 //! process's informers (volumes and claims kept in its shadow cache,
 //! StorageClasses, nodes, and pods by the claims they use), the handlers
-//! that queue volumes and claims, the two queues with their workers, the
-//! periodic resync, and what follows a decision (claims woken when a volume
+//! that queue volumes and claims, the claim queue with its deciding lane
+//! (claims decided one at a time, their plans executing beside each other)
+//! and the volume queue with its workers, the periodic resync, and what
+//! follows a decision (claims woken when a volume
 //! is freed, new volumes parked behind the claims queued before them).
 //! Decisions live in [`crate::pv::controller`]; the runner of
 //! [`crate::runtime::runner`] runs the workers while the process leads.
@@ -49,8 +51,8 @@ pub struct Config {
     /// How many long operations (provision, delete, recycle) run at once
     /// (`--max-concurrent-operations`).
     pub max_concurrent_operations: usize,
-    /// How many claims are synced at once (`--concurrent-claim-syncs`, at
-    /// least one).
+    /// How many claims' plans execute at once (`--concurrent-claim-syncs`,
+    /// at least one); claims are decided one at a time, in queue order.
     pub claim_workers: usize,
     /// How many volumes are synced at once (`--concurrent-volume-syncs`,
     /// at least one).
@@ -60,10 +62,10 @@ pub struct Config {
 /// Default of [`Config::claim_workers`]: binding is four writes one after
 /// another, each a round trip to the API server, and a busy server takes
 /// the most writes a second, spending the least CPU on each, with well
-/// over a hundred in flight (its writes to etcd are batched); each busy
-/// worker holds its objects and a connection, about 100 KB, and this many
-/// keep 100,000 pairs under 1 KB an object (docs/performance-notes.md,
-/// "Claim workers"). An idle worker costs nothing.
+/// over a hundred in flight (its writes to etcd are batched); each plan
+/// executing holds its objects and a connection, about 100 KB, and this
+/// many keep 100,000 pairs under 1 KB an object (docs/performance-notes.md,
+/// "Claim workers"). A slot not in use costs nothing.
 pub const DEFAULT_CLAIM_WORKERS: usize = 256;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.
