@@ -21,6 +21,7 @@ pub(crate) mod keys;
 pub(crate) mod metrics;
 pub(crate) mod migration;
 pub(crate) mod objects;
+pub(crate) mod operations;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 

@@ -16,9 +16,9 @@ use crate::pv::constants::{
 use crate::pv::error::{Error, Result};
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
+use crate::pv::operations;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
-use crate::runtime::operations::OperationName;
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.
@@ -172,7 +172,7 @@ impl Controller {
             return Ok(());
         }
         let key = ObjectKey::of(claim.as_ref());
-        let name = OperationName::provision(
+        let name = operations::provision(
             &key.namespace,
             &key.name,
             claim.metadata.uid.as_deref().unwrap_or(""),

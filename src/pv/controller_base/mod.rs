@@ -214,7 +214,7 @@ pub(crate) fn build(
 /// each finished one in the controller's operation series.
 fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker {
     OperationTracker::with_completion_hook(concurrency, move |report| {
-        let operation = report.name.kind().as_str();
+        let operation = report.name.kind();
         if report.outcome.is_success() {
             metrics.volume_operation_completed("", operation, report.elapsed);
         } else {
