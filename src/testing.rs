@@ -24,6 +24,6 @@ pub fn router(metrics: std::sync::Arc<crate::Metrics>, health: crate::Health) ->
         metrics,
         health,
         shadow: None,
-        explain: None,
+        routes: axum::Router::new(),
     })
 }

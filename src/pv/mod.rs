@@ -10,6 +10,7 @@
 //! `keys`). The volume plugins touch storage; the controller only decides
 //! when. [`VolumePlugin`] is the interface a storage back end implements.
 
+pub(crate) mod admin;
 pub(crate) mod cache;
 pub(crate) mod census;
 pub(crate) mod constants;
