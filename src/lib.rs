@@ -23,6 +23,7 @@ mod embedded;
 pub mod ephemeral;
 pub mod explain_cli;
 mod feature_gates;
+mod kinds;
 mod options;
 pub mod pv;
 pub mod resourceclaim;

@@ -9,6 +9,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use super::Controller;
 use super::finalizers::apply_migrated_to;
 use super::writes::{Edit, Part};
+use crate::kinds::pod::{PODS_BY_CLAIM, PodPhase};
 use crate::pv::constants::{
     ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
@@ -18,7 +19,6 @@ use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
 use crate::pv::operations;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.

@@ -19,13 +19,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
+use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
 use crate::pv::metrics::{PvMetrics, StateCollector};
 use crate::pv::packed::RECENT;
 use crate::runtime::informer::Store;
-use crate::runtime::kinds::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
