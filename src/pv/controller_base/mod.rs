@@ -7,6 +7,7 @@
 //! Decisions live in [`crate::pv::controller`]; the runner of
 //! [`crate::runtime::runner`] runs the workers while the process leads.
 
+mod collector;
 mod handlers;
 mod in_order;
 mod parking;
@@ -23,13 +24,14 @@ use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
-use crate::pv::metrics::{PvMetrics, StateCollector};
+use crate::pv::metrics::PvMetrics;
 use crate::pv::packed::RECENT;
 use crate::runtime::informer::Store;
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::{Pool, Workload};
+use collector::StateCollector;
 use handlers::Handlers;
 use in_order::InOrder;
 use parking::Parking;
