@@ -32,7 +32,8 @@ pub mod testing;
 
 pub use app::{
     App, AppConfig, AppError, ControllerNames, ControllerSelection, Controllers,
-    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, serve,
+    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, plugin_config,
+    serve,
 };
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};

@@ -9,6 +9,7 @@
 
 mod apis;
 mod controllers;
+mod flags;
 mod selection;
 mod shadow;
 
@@ -34,6 +35,7 @@ use crate::{ephemeral, pv, resourceclaim};
 pub use apis::DEFAULT_API_DISCOVERY_PERIOD;
 pub use controllers::Controllers;
 use controllers::RequiredApi;
+pub use flags::plugin_config;
 pub use selection::{ControllerNames, ControllerSelection, UnknownController};
 
 /// What the process runs, and how: the process's own settings, then each
