@@ -249,10 +249,10 @@ impl Graph {
         }
         let mut marks = BTreeMap::new();
         for node in self.edges.keys() {
-            if !marks.contains_key(node) {
-                if let Some(circle) = visit(self, node, &mut marks, &mut Vec::new()) {
-                    return Some(circle);
-                }
+            if !marks.contains_key(node)
+                && let Some(circle) = visit(self, node, &mut marks, &mut Vec::new())
+            {
+                return Some(circle);
             }
         }
         None
@@ -370,10 +370,9 @@ fn declared(text: &str, tests: bool) -> BTreeSet<String> {
         if let Some(name) = declaration
             .strip_prefix("mod ")
             .and_then(|rest| rest.strip_suffix(';'))
+            && test_attribute == tests
         {
-            if test_attribute == tests {
-                found.insert(name.to_string());
-            }
+            found.insert(name.to_string());
         }
         test_attribute = false;
     }
