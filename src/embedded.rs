@@ -28,8 +28,8 @@ use memapi::{MemApi, MemApiError};
 use serde::de::DeserializeOwned;
 
 use crate::app::{App, AppConfig, AppError};
+use crate::kinds::pod::PodPhase;
 use crate::runtime::client::{ClientOptions, Clients};
-use crate::runtime::kinds::PodPhase;
 use crate::runtime::workload::IdleProbe;
 
 /// How often settling is checked.

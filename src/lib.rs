@@ -23,6 +23,7 @@ mod embedded;
 pub mod ephemeral;
 pub mod explain_cli;
 mod feature_gates;
+mod kinds;
 mod options;
 pub mod pv;
 pub mod resourceclaim;
@@ -31,7 +32,8 @@ pub mod testing;
 
 pub use app::{
     App, AppConfig, AppError, ControllerNames, ControllerSelection, Controllers,
-    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, serve,
+    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, plugin_config,
+    serve,
 };
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};

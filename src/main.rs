@@ -8,7 +8,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
     AppConfig, Clients, Command, ControllerSelection, LeaseConfig, LogFormat, Options,
-    default_identity, ephemeral, parse_bind_address, pv, resourceclaim,
+    default_identity, ephemeral, parse_bind_address, plugin_config, pv, resourceclaim,
 };
 
 /// jemalloc, whose size classes keep the controller's many small long-lived
@@ -129,7 +129,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
                 && options.leader_elect_renew_deadline < options.leader_elect_lease_duration,
         "leader election needs retry period < renew deadline < lease duration"
     );
-    let plugins = options.plugin_config().context("loading volume plugins")?;
+    let plugins = plugin_config(options).context("loading volume plugins")?;
     let identity = default_identity();
     let election = options.leader_elect().then(|| LeaseConfig {
         lease_duration: options.leader_elect_lease_duration,

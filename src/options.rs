@@ -1,15 +1,22 @@
 //! Command-line flags, named after kube-controller-manager's where it has
 //! one, and the parsing of its duration syntax (`15s`, `1m30s`).
+//!
+//! Plain values with their defaults: the flags know the runtime's types
+//! (serving, shadow mode, the client's limits) and nothing of the
+//! controllers; the process turns them into the controllers' settings,
+//! and a test of the process holds each default to the controller's own.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 
-use crate::pv::plugins::PluginConfig;
-use crate::pv::plugins::recycler::{
-    RecyclerPodConfig, TemplateError, default_template, load_template,
+use crate::feature_gates::FeatureGates;
+use crate::runtime::client::ClientOptions;
+use crate::runtime::server::{
+    DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };
+use crate::runtime::shadow_mode::ShadowConfig;
 
 /// Flags of the `pv-controller` binary.
 #[derive(Debug, Clone, Parser)]
@@ -82,16 +89,16 @@ pub struct Options {
 
     /// How many claims' plans execute at once (claims are decided one at
     /// a time, in queue order).
-    #[arg(long = "concurrent-claim-syncs", default_value_t = crate::pv::DEFAULT_CLAIM_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-claim-syncs", default_value_t = DEFAULT_CLAIM_SYNCS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_claim_syncs: usize,
 
     /// How many volumes are synced at once.
-    #[arg(long = "concurrent-volume-syncs", default_value_t = crate::pv::DEFAULT_VOLUME_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-volume-syncs", default_value_t = DEFAULT_VOLUME_SYNCS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_volume_syncs: usize,
 
     /// How many pods the ephemeral volume controller syncs at once
     /// (kube-controller-manager's flag and default).
-    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = crate::ephemeral::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-ephemeralvolume-syncs", default_value_t = DEFAULT_EPHEMERALVOLUME_SYNCS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_ephemeralvolume_syncs: usize,
 
     /// Feature gates, as kube-controller-manager takes them
@@ -99,12 +106,12 @@ pub struct Options {
     /// are known: DRAAdminAccess, DRAPrioritizedList (both on),
     /// DRAExtendedResource (off), DynamicResourceAllocation (locked on).
     #[arg(long = "feature-gates", default_value = "")]
-    pub feature_gates: crate::feature_gates::FeatureGates,
+    pub feature_gates: FeatureGates,
 
     /// How many pods and claims the ResourceClaim controller syncs at once
     /// (kube-controller-manager's flag from 1.36; 1.34 and 1.35 run a fixed
     /// 50).
-    #[arg(long = "concurrent-resourceclaim-syncs", default_value_t = crate::resourceclaim::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "concurrent-resourceclaim-syncs", default_value_t = DEFAULT_RESOURCECLAIM_SYNCS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub concurrent_resourceclaim_syncs: usize,
 
     /// How often every volume and claim is synced again (default 15s; 1s
@@ -123,7 +130,7 @@ pub struct Options {
 
     /// Directory under which the hostPath provisioner creates volumes (not a
     /// kube-controller-manager flag; upstream hard-codes /tmp/hostpath_pv).
-    #[arg(long = "hostpath-provisioner-root", default_value = crate::pv::plugins::DEFAULT_HOST_PATH_ROOT)]
+    #[arg(long = "hostpath-provisioner-root", default_value = DEFAULT_HOST_PATH_ROOT)]
     pub hostpath_provisioner_root: PathBuf,
 
     /// Pod template (YAML or JSON) of the hostPath recycler; its first volume
@@ -245,7 +252,7 @@ pub struct Options {
 
     /// How many connections the secure port serves at once; further ones
     /// wait, unaccepted, until one ends.
-    #[arg(long = "max-connections", default_value_t = crate::runtime::server::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long = "max-connections", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: usize,
 
     /// INSECURE: also serve /metrics, /livez, /readyz and /healthz over
@@ -295,6 +302,25 @@ pub(crate) const DEFAULT_SECURE_PORT: u16 = 10281;
 
 /// Default insecure address in embedded mode: a free loopback port.
 pub(crate) const EMBEDDED_INSECURE_ADDRESS: &str = "127.0.0.1:0";
+
+/// Default of `--concurrent-claim-syncs`: the PersistentVolume
+/// controller's own default claim workers.
+pub(crate) const DEFAULT_CLAIM_SYNCS: usize = 256;
+
+/// Default of `--concurrent-volume-syncs`: the PersistentVolume
+/// controller's own default volume workers.
+pub(crate) const DEFAULT_VOLUME_SYNCS: usize = 4;
+
+/// Default of `--concurrent-ephemeralvolume-syncs`: kube-controller-manager's.
+pub(crate) const DEFAULT_EPHEMERALVOLUME_SYNCS: usize = 5;
+
+/// Default of `--concurrent-resourceclaim-syncs`: kube-controller-manager's
+/// since 1.34.
+pub(crate) const DEFAULT_RESOURCECLAIM_SYNCS: usize = 50;
+
+/// Default of `--hostpath-provisioner-root` (upstream hard-codes
+/// `/tmp/hostpath_pv`).
+pub(crate) const DEFAULT_HOST_PATH_ROOT: &str = "/tmp/hostpath_pv";
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -347,8 +373,8 @@ impl Options {
     }
 
     /// Shadow mode's settings, when --shadow is given.
-    pub fn shadow_config(&self) -> Option<crate::ShadowConfig> {
-        self.shadow.then(|| crate::ShadowConfig {
+    pub fn shadow_config(&self) -> Option<ShadowConfig> {
+        self.shadow.then(|| ShadowConfig {
             window: self
                 .shadow_window
                 .unwrap_or_else(|| self.resync_period() * 2),
@@ -367,7 +393,7 @@ impl Options {
     /// The secure admin server of the flags, with the mode's default
     /// (none with --embedded-cluster unless --secure-port is given; none
     /// with port 0).
-    pub fn secure_serving(&self) -> Option<crate::SecureServing> {
+    pub fn secure_serving(&self) -> Option<SecureServing> {
         let port = self.secure_port.unwrap_or(if self.embedded() {
             0
         } else {
@@ -377,27 +403,27 @@ impl Options {
             return None;
         }
         let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
-            (Some(cert), Some(key)) => crate::ServingCertificate::Files {
+            (Some(cert), Some(key)) => ServingCertificate::Files {
                 cert: cert.clone(),
                 key: key.clone(),
             },
-            _ => crate::ServingCertificate::SelfSigned {
+            _ => ServingCertificate::SelfSigned {
                 names: (!self.bind_address.is_unspecified())
                     .then(|| self.bind_address.to_string())
                     .into_iter()
                     .collect(),
             },
         };
-        Some(crate::SecureServing {
+        Some(SecureServing {
             address: std::net::SocketAddr::new(self.bind_address, port),
             certificate,
-            delegation: crate::DelegationConfig {
+            delegation: DelegationConfig {
                 always_allow_paths: self.authorization_always_allow_paths.clone(),
                 token_cache_ttl: self.authentication_token_webhook_cache_ttl,
                 authorized_cache_ttl: self.authorization_webhook_cache_authorized_ttl,
                 unauthorized_cache_ttl: self.authorization_webhook_cache_unauthorized_ttl,
             },
-            limits: crate::ServingLimits {
+            limits: ServingLimits {
                 tls_handshake_timeout: self.tls_handshake_timeout,
                 read_header_timeout: self.read_header_timeout,
                 request_timeout: self.request_timeout,
@@ -406,39 +432,14 @@ impl Options {
         })
     }
 
-    /// The volume plugins' configuration of the flags; a recycler pod
-    /// template file that cannot be read or has no volume is an error, so
-    /// the controller does not start with a recycler that would fail on
-    /// every volume.
-    pub fn plugin_config(&self) -> Result<PluginConfig, TemplateError> {
-        let template = |path: &Option<PathBuf>| match path {
-            Some(path) => load_template(path),
-            None => Ok(default_template()),
-        };
-        Ok(PluginConfig {
-            enable_host_path_provisioner: self.enable_hostpath_provisioner,
-            host_path_root: self.hostpath_provisioner_root.clone(),
-            host_path_recycler: RecyclerPodConfig {
-                template: template(&self.pv_recycler_pod_template_filepath_hostpath)?,
-                minimum_timeout: self.pv_recycler_minimum_timeout_hostpath,
-                timeout_increment: self.pv_recycler_timeout_increment_hostpath,
-            },
-            nfs_recycler: RecyclerPodConfig {
-                template: template(&self.pv_recycler_pod_template_filepath_nfs)?,
-                minimum_timeout: self.pv_recycler_minimum_timeout_nfs,
-                timeout_increment: self.pv_recycler_increment_timeout_nfs,
-            },
-        })
-    }
-
     /// How the controller's API client is limited (the review client has
     /// upstream's fixed limits).
-    pub fn client_options(&self) -> crate::runtime::client::ClientOptions {
-        crate::runtime::client::ClientOptions {
+    pub fn client_options(&self) -> ClientOptions {
+        ClientOptions {
             qps: self.kube_api_qps,
             burst: self.kube_api_burst,
             request_timeout: self.kube_api_timeout,
-            ..crate::runtime::client::ClientOptions::default()
+            ..ClientOptions::default()
         }
     }
 
@@ -594,10 +595,10 @@ mod tests {
         assert_eq!(secure.address, "0.0.0.0:10281".parse().unwrap());
         assert!(matches!(
             secure.certificate,
-            crate::ServingCertificate::SelfSigned { .. }
+            ServingCertificate::SelfSigned { .. }
         ));
-        assert_eq!(secure.delegation, crate::DelegationConfig::default());
-        assert_eq!(secure.limits, crate::ServingLimits::default());
+        assert_eq!(secure.delegation, DelegationConfig::default());
+        assert_eq!(secure.limits, ServingLimits::default());
         assert_eq!(secure.limits.read_header_timeout, Duration::from_secs(32));
         assert_eq!(secure.limits.request_timeout, Duration::from_secs(60));
         assert_eq!(secure.limits.tls_handshake_timeout, Duration::from_secs(10));
@@ -613,7 +614,7 @@ mod tests {
         assert_eq!(options.concurrent_volume_syncs, 4);
         assert_eq!(options.concurrent_ephemeralvolume_syncs, 5);
         assert_eq!(options.concurrent_resourceclaim_syncs, 50);
-        assert_eq!(options.feature_gates, crate::FeatureGates::default());
+        assert_eq!(options.feature_gates, FeatureGates::default());
         assert!(options.enable_dynamic_provisioning);
         assert!(!options.enable_hostpath_provisioner);
         assert_eq!(options.pv_recycler_minimum_timeout_hostpath, 60);

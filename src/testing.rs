@@ -19,12 +19,15 @@ pub use crate::runtime::metrics::EventOutcome;
 
 /// The admin server's routes (without shadow mode), for tests that call
 /// them without a socket.
-pub fn router(metrics: std::sync::Arc<crate::Metrics>, health: crate::Health) -> axum::Router {
+pub fn router(
+    metrics: std::sync::Arc<crate::runtime::metrics::Metrics>,
+    health: crate::runtime::server::Health,
+) -> axum::Router {
     crate::runtime::server::router(crate::runtime::server::AdminState {
         metrics,
         health,
         shadow: None,
-        explain: None,
+        routes: axum::Router::new(),
     })
 }
 

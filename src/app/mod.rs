@@ -9,6 +9,7 @@
 
 mod apis;
 mod controllers;
+mod flags;
 mod selection;
 mod shadow;
 
@@ -20,13 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::runtime::client::Clients;
-use crate::runtime::keys::ObjectKey;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
-    self, AdminState, BindError, Explainer, Health, Liveness, Readiness, SecureServing,
+    self, AdminState, BindError, Health, Liveness, Readiness, SecureServing,
 };
 use crate::runtime::shadow_mode::{ShadowConfig, ShadowJournal, ShadowMode};
 use crate::runtime::shared::{BuildError, Shared};
@@ -35,6 +35,7 @@ use crate::{ephemeral, pv, resourceclaim};
 pub use apis::DEFAULT_API_DISCOVERY_PERIOD;
 pub use controllers::Controllers;
 use controllers::RequiredApi;
+pub use flags::plugin_config;
 pub use selection::{ControllerNames, ControllerSelection, UnknownController};
 
 /// What the process runs, and how: the process's own settings, then each
@@ -195,14 +196,7 @@ impl App {
             metrics: Arc::clone(&shared.metrics),
             health: health.clone(),
             shadow: shared.shadow.clone(),
-            explain: controllers.persistentvolume.clone().map(|binder| {
-                let explain: Explainer = Arc::new(move |key: &ObjectKey| {
-                    binder
-                        .explain(key)
-                        .and_then(|explanation| serde_json::to_value(explanation).ok())
-                });
-                explain
-            }),
+            routes: pv::admin::routes(controllers.persistentvolume.clone()),
         };
         let secure_address = match &config.secure {
             Some(secure) => {

@@ -15,14 +15,20 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
 use super::controller::{Controller, Parts, SyncError};
 use super::metrics::EphemeralMetrics;
-use super::{COMPONENT, NAME};
+use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::informer::{Change, MemStore};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::runner::Leading;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::{Outcome, Pool, Workload};
+
+/// The controller's name in `--controllers` and in the metrics, as
+/// kube-controller-manager's.
+pub const NAME: &str = "ephemeral-volume-controller";
+
+/// The component of its events (upstream's `EventSource`).
+pub(crate) const COMPONENT: &str = "ephemeral_volume";
 
 /// The controller's own settings.
 #[derive(Clone, Debug)]

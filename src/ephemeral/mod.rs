@@ -17,11 +17,4 @@ pub(crate) mod controller_base;
 pub(crate) mod metrics;
 
 pub use controller::{Controller, SyncError, Synced};
-pub use controller_base::{Config, DEFAULT_WORKERS};
-
-/// The controller's name in `--controllers` and in the metrics, as
-/// kube-controller-manager's.
-pub const NAME: &str = "ephemeral-volume-controller";
-
-/// The component of its events (upstream's `EventSource`).
-pub(crate) const COMPONENT: &str = "ephemeral_volume";
+pub use controller_base::{Config, DEFAULT_WORKERS, NAME};

@@ -14,9 +14,9 @@ use std::num::NonZeroU32;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use crate::pv::metrics::plugin_name;
 use crate::pv::objects::{
-    ClaimPhase, VolumeMode, VolumePhase, claim_phase, claim_vac, volume_mode, volume_phase,
+    ClaimPhase, VolumeMode, VolumePhase, claim_phase, claim_vac, plugin_name, volume_mode,
+    volume_phase,
 };
 
 /// What the gauges count a volume under.

@@ -10,6 +10,7 @@
 //! `keys`). The volume plugins touch storage; the controller only decides
 //! when. [`VolumePlugin`] is the interface a storage back end implements.
 
+pub(crate) mod admin;
 pub(crate) mod cache;
 pub(crate) mod census;
 pub(crate) mod constants;
@@ -21,6 +22,7 @@ pub(crate) mod keys;
 pub(crate) mod metrics;
 pub(crate) mod migration;
 pub(crate) mod objects;
+pub(crate) mod operations;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 

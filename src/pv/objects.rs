@@ -1,6 +1,7 @@
 //! Typed readings of PersistentVolume and PersistentVolumeClaim fields that the
 //! controller and the volume index share: storage class, capacity and request,
-//! volume mode, access modes, VolumeAttributesClass, claim references.
+//! volume mode, access modes, VolumeAttributesClass, claim references, and
+//! the plugin name upstream's metrics label a volume with.
 //!
 //! Each reading follows upstream's helper of the same meaning (mostly
 //! `component-helpers/storage/volume`), so that "which class does this claim
@@ -598,6 +599,32 @@ pub(crate) fn claim_ref_uid(volume: &PersistentVolume) -> &str {
         .and_then(|s| s.claim_ref.as_ref())
         .and_then(|r| r.uid.as_deref())
         .unwrap_or("")
+}
+
+/// Label value upstream uses when a volume has no known plugin.
+pub(crate) const NO_PLUGIN: &str = "N/A";
+
+/// The volume plugin upstream would find for a volume's source
+/// (`FindPluginBySpec`): CSI volumes as `kubernetes.io/csi:<driver>`, the
+/// in-tree plugins the controller still knows by their plugin names, and
+/// `N/A` for anything else.
+pub(crate) fn plugin_name(volume: &PersistentVolume) -> String {
+    let Some(spec) = volume.spec.as_ref() else {
+        return NO_PLUGIN.to_string();
+    };
+    if let Some(csi) = spec.csi.as_ref() {
+        return format!("kubernetes.io/csi:{}", csi.driver);
+    }
+    let name = if spec.nfs.is_some() {
+        "kubernetes.io/nfs"
+    } else if spec.host_path.is_some() {
+        "kubernetes.io/host-path"
+    } else if spec.local.is_some() {
+        "kubernetes.io/local-volume"
+    } else {
+        NO_PLUGIN
+    };
+    name.to_string()
 }
 
 #[cfg(test)]

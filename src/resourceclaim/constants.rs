@@ -2,6 +2,10 @@
 //! event source, the annotation on generated claims, the finalizer of
 //! allocated claims, event reasons and limits.
 
+/// The controller's name in `--controllers` and in the metrics, as
+/// kube-controller-manager's.
+pub const NAME: &str = "resourceclaim-controller";
+
 /// The event source (`source.component`) of the controller, as upstream's
 /// `resource_claim` recorder.
 pub(crate) const COMPONENT: &str = "resource_claim";

@@ -17,18 +17,17 @@ pub(crate) mod controller;
 pub(crate) mod controller_base;
 mod deleted;
 mod error;
+mod features;
 mod keys;
 mod metrics;
 mod objects;
 
+pub use constants::NAME;
 pub use controller::Controller;
-pub use controller_base::{Config, DEFAULT_WORKERS, Features};
+pub use controller_base::{Config, DEFAULT_WORKERS};
 pub use error::SyncError;
+pub use features::Features;
 pub use keys::WorkKey;
-
-/// The controller's name in `--controllers` and in the metrics, as
-/// kube-controller-manager's.
-pub const NAME: &str = "resourceclaim-controller";
 
 /// The API the controller needs: on an API server that does not serve it
 /// (Kubernetes before 1.34), the process runs without this controller.

@@ -2,7 +2,7 @@
 //! a pod's entry names, who owns a claim, whether a pod is done, and the
 //! claim a template makes for a pod. Pure functions, no API access.
 
-use crate::runtime::kinds::is_pod_terminal;
+use crate::kinds::pod::is_pod_terminal;
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{
     DeviceRequest, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate,

@@ -39,7 +39,7 @@ impl ObjectKey {
         )
     }
 
-    /// The key of the object a reference (a volume's claimRef) names;
+    /// The key of the object a reference names;
     /// empty parts where the reference lacks them.
     pub fn of_reference(reference: &ObjectReference) -> Self {
         Self::new(

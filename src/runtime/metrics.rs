@@ -1,8 +1,7 @@
 //! The metrics registry every controller of the process shares, and the
 //! series every controller has: syncs, API writes and conflicts, events,
-//! leadership. A controller registers its own series (the PersistentVolume
-//! controller's `pv_collector_*`, for one) into the same registry, so one
-//! `/metrics` serves them all.
+//! leadership. A controller registers its own series into the same
+//! registry, so one `/metrics` serves them all.
 //!
 //! Each process, and each controller in tests, owns a [`Metrics`] with its
 //! own registry, so two controllers in one test process count separately.

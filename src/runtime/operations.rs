@@ -1,11 +1,12 @@
-//! The operation tracker: runs long reclaim and provisioning operations in
-//! the background, at most one per name, with exponential backoff after a
+//! The operation tracker: runs a controller's long operations in the
+//! background, at most one per name, with exponential backoff after a
 //! failure (upstream's goroutinemap with `exponentialBackOffOnError`).
 //!
-//! Every sync of a released volume or a pending claim asks for the same
-//! operation again; the tracker is what keeps a volume from being recycled
-//! or deleted twice, or a claim from getting two volumes, and keeps a failing
-//! operation from being retried on every resync.
+//! Every sync of an object that needs a long operation asks for the same
+//! operation again; the tracker is what keeps the operation from running
+//! twice at once for one object, and keeps a failing operation from being
+//! retried on every resync. The controller names its operations
+//! ([`OperationName::new`]); the tracker knows none of them.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -30,70 +31,26 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(122);
 /// waiting operation counts as running, so it is not started twice).
 pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
 
-/// What an operation does, for logs and metrics labels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OperationKind {
-    /// Scrubbing a released volume so it can be bound again.
-    Recycle,
-    /// Deleting a released volume's storage.
-    Delete,
-    /// Creating a volume for a claim.
-    Provision,
-}
-
-impl OperationKind {
-    /// The kind as upstream spells it in operation names and metric labels.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Recycle => "recycle",
-            Self::Delete => "delete",
-            Self::Provision => "provision",
-        }
-    }
-}
-
-impl fmt::Display for OperationKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The identity of an operation: one volume or claim object (by UID, so a
-/// re-created object of the same name gets its own operation) and what is
-/// done to it. Spelled as upstream does, e.g. `delete-pv1[uid]`.
+/// The identity of an operation, as the controller that runs it names it:
+/// what is done (`kind`, a metrics label) and to which object (`name`,
+/// unique per object, e.g. by UID, so a re-created object of the same name
+/// gets its own operation). The tracker runs at most one operation per
+/// name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OperationName {
-    kind: OperationKind,
+    kind: &'static str,
     name: String,
 }
 
 impl OperationName {
-    /// The recycle operation of a volume: `recycle-<pv>[<uid>]`.
-    pub fn recycle(pv_name: &str, pv_uid: &str) -> Self {
-        Self {
-            kind: OperationKind::Recycle,
-            name: format!("recycle-{pv_name}[{pv_uid}]"),
-        }
+    /// The operation `name` of kind `kind`; the name is used as given, so
+    /// the controller spells it (and its kind) as it wants them logged.
+    pub fn new(kind: &'static str, name: String) -> Self {
+        Self { kind, name }
     }
 
-    /// The delete operation of a volume: `delete-<pv>[<uid>]`.
-    pub fn delete(pv_name: &str, pv_uid: &str) -> Self {
-        Self {
-            kind: OperationKind::Delete,
-            name: format!("delete-{pv_name}[{pv_uid}]"),
-        }
-    }
-
-    /// The provision operation of a claim: `provision-<ns>/<claim>[<uid>]`.
-    pub fn provision(namespace: &str, claim_name: &str, claim_uid: &str) -> Self {
-        Self {
-            kind: OperationKind::Provision,
-            name: format!("provision-{namespace}/{claim_name}[{claim_uid}]"),
-        }
-    }
-
-    /// What the operation does.
-    pub fn kind(&self) -> OperationKind {
+    /// What the operation does, e.g. for a metric's label.
+    pub fn kind(&self) -> &'static str {
         self.kind
     }
 

@@ -13,8 +13,8 @@
 //!    kind again and starts its workers only once those lists are in: its
 //!    watches may lag behind what the last leader wrote and saw (a lost
 //!    event, a watch slow to resume), and a decision made on such a store
-//!    (a claim already deleted, still waiting for a volume) would provision,
-//!    bind or recycle a second time. The runner makes one attempt at the
+//!    (an object already deleted, still waiting for its work) would do
+//!    that work a second time. The runner makes one attempt at the
 //!    Lease before the watches start, so a replica that wins it then (a
 //!    lone replica, the usual start) lists once: its lists began after it
 //!    led;

@@ -239,9 +239,7 @@ fn cluster() -> MemApi {
 async fn exported(shadow: bool) -> BTreeSet<String> {
     let api = cluster();
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
-    let plugins = Options::parse_from(["pv-controller"])
-        .plugin_config()
-        .unwrap();
+    let plugins = pv_controller::plugin_config(&Options::parse_from(["pv-controller"])).unwrap();
     let config = AppConfig {
         persistentvolume: pv::Config {
             resync_period: Duration::from_secs(2),

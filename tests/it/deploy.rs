@@ -108,7 +108,7 @@ fn only_the_hostpath_provisioner_overlay_creates_volumes() {
         .collect();
     let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
         .unwrap_or_else(|e| panic!("the overlay's args are refused: {e}"));
-    let plugins = options.plugin_config().unwrap();
+    let plugins = pv_controller::plugin_config(&options).unwrap();
     assert!(plugins.enable_host_path_provisioner);
     assert_eq!(
         container["volumeMounts"][0]["mountPath"],

@@ -28,7 +28,7 @@ fn cells<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
 async fn demo_settles_and_shows_each_case() {
     // The plugins the binary gets with its default flags.
     let options = Options::parse_from(["pv-controller"]);
-    let plugins = options.plugin_config().unwrap();
+    let plugins = pv_controller::plugin_config(&options).unwrap();
     let config = EmbeddedConfig {
         file: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
         exit_when_settled: true,

@@ -35,6 +35,7 @@ mod embedded;
 mod ephemeral;
 mod events;
 mod explain;
+mod floors;
 mod image;
 mod leader_election;
 mod lifecycle;

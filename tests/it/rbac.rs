@@ -378,7 +378,7 @@ async fn exercised(
         "--hostpath-provisioner-root",
         &root,
     ]);
-    let plugins = options.plugin_config().unwrap();
+    let plugins = pv_controller::plugin_config(&options).unwrap();
     let user = format!("system:serviceaccount:{}:{}", account.0, account.1);
     let clients = Clients::build(
         kube::client::ClientBuilder::new(api.service_as(&user, &[]), "default"),

@@ -214,9 +214,8 @@ async fn every_write_of_every_controller_is_counted_once() {
     let api = MemApi::new();
     api.load_yaml(include_str!("../../examples/demo.yaml"))
         .expect("the demo's objects");
-    let plugins = Options::parse_from(["pv-controller"])
-        .plugin_config()
-        .expect("plugins");
+    let plugins =
+        pv_controller::plugin_config(&Options::parse_from(["pv-controller"])).expect("plugins");
     let config = AppConfig {
         persistentvolume: pv::Config {
             resync_period: Duration::from_secs(2),

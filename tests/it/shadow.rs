@@ -76,7 +76,7 @@ fn plain_clients(api: &MemApi) -> Clients {
 
 fn config(shadow: bool) -> AppConfig {
     let options = <pv_controller::Options as clap::Parser>::parse_from(["pv-controller"]);
-    let plugins = options.plugin_config().unwrap();
+    let plugins = pv_controller::plugin_config(&options).unwrap();
     AppConfig {
         persistentvolume: pv::Config {
             resync_period: Duration::from_secs(5),

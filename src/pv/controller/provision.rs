@@ -10,6 +10,7 @@ use super::Controller;
 use super::changes::{ClaimChange, PvPlan};
 use super::finalizers::apply_migrated_to;
 use super::writes::{Edit, Part};
+use crate::kinds::pod::{PODS_BY_CLAIM, PodPhase};
 use crate::pv::constants::{
     ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
     ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
@@ -18,9 +19,8 @@ use crate::pv::error::{Error, Result};
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
 use crate::runtime::events::EventType;
+use crate::pv::operations;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::{PODS_BY_CLAIM, PodPhase};
-use crate::runtime::operations::OperationName;
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.
@@ -178,7 +178,7 @@ impl Controller {
             return Ok(());
         }
         let key = ObjectKey::of(claim.as_ref());
-        let name = OperationName::provision(
+        let name = operations::provision(
             &key.namespace,
             &key.name,
             claim.metadata.uid.as_deref().unwrap_or(""),

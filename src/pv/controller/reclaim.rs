@@ -18,8 +18,8 @@ use crate::pv::migration::is_migrated;
 use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, reclaim_policy,
 };
+use crate::pv::operations;
 use crate::pv::plugins::{Deleter, VolumePlugins};
-use crate::runtime::operations::OperationName;
 
 /// What to do with a released volume.
 #[derive(Debug, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl Controller {
             ReclaimAction::Recycle => {
                 let this = self.clone();
                 let volume = Arc::clone(volume);
-                plan.start(OperationName::recycle(&name, &uid), async move {
+                plan.start(operations::recycle(&name, &uid), async move {
                     this.recycle_operation(volume).await
                 });
                 Ok(())
@@ -85,7 +85,7 @@ impl Controller {
             ReclaimAction::Delete => {
                 let this = self.clone();
                 let volume = Arc::clone(volume);
-                plan.start(OperationName::delete(&name, &uid), async move {
+                plan.start(operations::delete(&name, &uid), async move {
                     this.delete_operation(volume).await
                 });
                 Ok(())

@@ -16,8 +16,8 @@ use crate::pv::objects::{
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
 use crate::runtime::events::EventType;
+use crate::pv::operations;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::operations::OperationName;
 
 /// Where a volume stands relative to the claim its claimRef names.
 #[derive(Debug)]
@@ -262,8 +262,7 @@ impl Controller {
         let Some(key) = claim_ref_key(volume) else {
             return Ok(());
         };
-        let provisioning =
-            OperationName::provision(&key.namespace, &key.name, claim_ref_uid(volume));
+        let provisioning = operations::provision(&key.namespace, &key.name, claim_ref_uid(volume));
         if self.operations().is_running(&provisioning) {
             tracing::debug!(claim = %key, "provisioning for the volume's claim still runs");
             return Err(Error::Waiting {

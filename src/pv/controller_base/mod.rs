@@ -9,6 +9,7 @@
 //! Decisions live in [`crate::pv::controller`]; the runner of
 //! [`crate::runtime::runner`] runs the workers while the process leads.
 
+mod collector;
 mod handlers;
 mod parking;
 mod waiting;
@@ -20,17 +21,18 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
+use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
-use crate::pv::metrics::{PvMetrics, StateCollector};
+use crate::pv::metrics::PvMetrics;
 use crate::pv::packed::RECENT;
 use crate::runtime::informer::Store;
-use crate::runtime::kinds::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::{Pool, Workload};
+use collector::StateCollector;
 use handlers::Handlers;
 use parking::Parking;
 use waiting::FollowUp;
@@ -213,7 +215,7 @@ pub(crate) fn build(
 /// each finished one in the controller's operation series.
 fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker {
     OperationTracker::with_completion_hook(concurrency, move |report| {
-        let operation = report.name.kind().as_str();
+        let operation = report.name.kind();
         if report.outcome.is_success() {
             metrics.volume_operation_completed("", operation, report.elapsed);
         } else {

@@ -1,5 +1,5 @@
 //! The typed readings of volume and claim fields: classes, sizes, volume
-//! and access modes, claim references, annotations.
+//! and access modes, claim references, annotations, plugin names.
 
 use testkit::{RWO, RWX, claim, volume};
 
@@ -257,4 +257,16 @@ fn annotations_deletion_and_vac() {
         Some("fast")
     );
     assert_eq!(claim_vac(&claim("c", "", "1").build()), None);
+}
+
+#[test]
+fn plugin_names_follow_upstream() {
+    assert_eq!(plugin_name(&volume("v", "1Gi").no_source().build()), "N/A");
+    let mut nfs = volume("v", "1Gi").no_source().build();
+    nfs.spec.as_mut().unwrap().nfs = Some(Default::default());
+    assert_eq!(plugin_name(&nfs), "kubernetes.io/nfs");
+    assert_eq!(
+        plugin_name(&volume("v", "1Gi").csi("ebs.csi.aws.com").build()),
+        "kubernetes.io/csi:ebs.csi.aws.com"
+    );
 }

@@ -388,10 +388,6 @@ impl VolumePlugins {
     }
 }
 
-/// Default directory under which the hostPath provisioner creates volumes
-/// (upstream: `/tmp/hostpath_pv`).
-pub(crate) const DEFAULT_HOST_PATH_ROOT: &str = "/tmp/hostpath_pv";
-
 /// The plugin settings of the command line, checked at start-up.
 #[derive(Clone, Debug)]
 pub struct PluginConfig {

@@ -34,8 +34,8 @@ use kube::runtime::watcher::{self, Event};
 use quantity::Amount;
 
 use super::{EventRelay, PluginError, RecycleContext, RecyclerPods};
+use crate::kinds::pod::PodPhase;
 use crate::runtime::events::EventType;
-use crate::runtime::kinds::PodPhase;
 use crate::runtime::write::WriteError;
 
 /// Namespace of the recycler pod when the template names none.

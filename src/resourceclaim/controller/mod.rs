@@ -31,10 +31,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 
-use super::Features;
 use super::claims::ClaimCache;
 use super::deleted::DeletedPods;
 use super::error::Result;
+use super::features::Features;
 use super::keys::WorkKey;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{MemStore, StoreRef};

@@ -11,17 +11,16 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 
-use super::NAME;
 use super::claims::ClaimCache;
-use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED};
+use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED, NAME};
 use super::controller::triage::{named_claims, named_templates};
 use super::controller::writes::Writes;
 use super::controller::{Controller, Parts};
 use super::deleted::DeletedPods;
 use super::error::SyncError;
+use super::features::Features;
 use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
-use crate::feature_gates::{Feature, FeatureGates};
 use crate::runtime::informer::Store;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
@@ -55,34 +54,6 @@ impl Default for Config {
         Self {
             workers: DEFAULT_WORKERS,
             features: Features::default(),
-        }
-    }
-}
-
-/// The feature gates the controller consults (upstream's `Features`): a
-/// template asking for what a gate switched off makes no claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Features {
-    /// DRAAdminAccess: requests may ask for admin access to devices.
-    pub admin_access: bool,
-    /// DRAPrioritizedList: requests may list alternatives
-    /// (`firstAvailable`).
-    pub prioritized_list: bool,
-}
-
-impl Default for Features {
-    /// Both on, as in Kubernetes 1.34 and 1.35.
-    fn default() -> Self {
-        Self::from_gates(&FeatureGates::default())
-    }
-}
-
-impl Features {
-    /// The features as `gates` set them.
-    pub fn from_gates(gates: &FeatureGates) -> Self {
-        Self {
-            admin_access: gates.enabled(Feature::DraAdminAccess),
-            prioritized_list: gates.enabled(Feature::DraPrioritizedList),
         }
     }
 }

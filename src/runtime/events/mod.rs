@@ -1,14 +1,14 @@
-//! Kubernetes events about volumes, claims and pods, recorded the way
-//! kube-controller-manager's `persistentvolume-controller` records them
-//! (client-go's `tools/record`): core/v1 Events from source
-//! `persistentvolume-controller`, queued and written by a background task,
-//! with repeats folded into one object.
+//! Kubernetes events about the controllers' objects, recorded the way
+//! kube-controller-manager's controllers record them (client-go's
+//! `tools/record`): core/v1 Events from the recording controller's
+//! component as source, queued and written by a background task, with
+//! repeats folded into one object.
 //!
 //! Why core/v1 and not events.k8s.io/v1: an events.k8s.io event carries an
 //! `eventTime`, and for such an event about a cluster-scoped object the API
 //! server wants the namespace `kube-system` and answers 422 for any other.
-//! A core/v1 event without `eventTime` about a volume lives in `default`,
-//! where `kubectl describe pv` finds it, as upstream's do.
+//! A core/v1 event without `eventTime` about a cluster-scoped object lives
+//! in `default`, where `kubectl describe` finds it, as upstream's do.
 //!
 //! How an event travels:
 //!
@@ -118,7 +118,7 @@ impl std::fmt::Debug for EventRecorder {
 impl EventRecorder {
     /// A recorder writing through `client` and counting outcomes in
     /// `metrics`, reporting as `component` (the controller's name in
-    /// `kubectl describe`, e.g. `persistentvolume-controller`);
+    /// `kubectl describe`, as upstream's controller reports it);
     /// `reporting_instance` (this replica's identity, may be empty) goes into
     /// each event's `reportingInstance` so replicas can be told apart. Spawns
     /// the sender task on the current tokio runtime, and fails when there is

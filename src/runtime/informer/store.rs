@@ -5,10 +5,9 @@
 //!
 //! Every kind has exactly one store, which every controller reads. A kind
 //! whose controller needs more than objects by key brings its own
-//! implementation of [`Store`] (the PersistentVolume controller's shadow
-//! cache, with its volume index, for volumes and claims; the ResourceClaim
-//! controller's claim cache, with its claims-by-owner index); every other
-//! kind is kept in a [`MemStore`], with the indexes controllers asked for.
+//! implementation of [`Store`] (a cache with indexes of its own); every
+//! other kind is kept in a [`MemStore`], with the indexes controllers asked
+//! for.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -102,8 +101,8 @@ fn replaces<K: Resource>(held: &K, offered: &K) -> bool {
     }
 }
 
-/// What an index files an object under: the keys it names (for a pod, the
-/// claims it uses).
+/// What an index files an object under: the keys of the objects it names
+/// (for example the objects it uses).
 pub(crate) type IndexFn<K> = fn(&K) -> Vec<ObjectKey>;
 
 /// One index of a [`MemStore`]: which objects name each key.

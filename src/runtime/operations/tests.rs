@@ -1,4 +1,4 @@
-//! The operation tracker's promises: names spelled as upstream's, one
+//! The operation tracker's promises: names as the controller gives them, one
 //! running operation per name, a backoff that doubles to its cap and clears
 //! on success, a panic counted as a failure, the completion hook, waiting,
 //! aborting and the concurrency limit.
@@ -7,8 +7,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::*;
 
+/// An operation named `name`, of a kind of the tests' own.
+fn named(name: &str) -> OperationName {
+    OperationName::new("scrub", name.to_string())
+}
+
 fn op() -> OperationName {
-    OperationName::delete("pv1", "uid-1")
+    named("scrub-object1[uid-1]")
 }
 
 fn fail() -> std::future::Ready<Result<(), String>> {
@@ -38,18 +43,11 @@ fn remaining(result: &Result<(), OperationError>) -> Option<Duration> {
 }
 
 #[test]
-fn names_are_spelled_as_upstream() {
-    assert_eq!(
-        OperationName::recycle("pv1", "u1").to_string(),
-        "recycle-pv1[u1]"
-    );
-    assert_eq!(
-        OperationName::delete("pv1", "u1").as_str(),
-        "delete-pv1[u1]"
-    );
-    let provision = OperationName::provision("ns", "claim", "u2");
-    assert_eq!(provision.as_str(), "provision-ns/claim[u2]");
-    assert_eq!(provision.kind(), OperationKind::Provision);
+fn names_and_kinds_are_the_controllers() {
+    let name = OperationName::new("scrub", "scrub-ns/object[u2]".to_string());
+    assert_eq!(name.as_str(), "scrub-ns/object[u2]");
+    assert_eq!(name.to_string(), "scrub-ns/object[u2]");
+    assert_eq!(name.kind(), "scrub");
 }
 
 #[tokio::test(start_paused = true)]
@@ -69,7 +67,7 @@ async fn second_start_of_a_running_operation_is_refused() {
     );
     // Another name is independent.
     tracker
-        .run(OperationName::recycle("pv1", "uid-1"), succeed())
+        .run(named("other-object1[uid-1]"), succeed())
         .expect("other name");
     release.send(()).expect("operation waits");
     tracker.wait_idle().await;
@@ -164,7 +162,7 @@ async fn completion_hook_gets_duration_and_outcome() {
 async fn wait_idle_waits_for_every_running_operation() {
     let tracker = OperationTracker::new();
     for (i, secs) in [3u64, 1, 2].into_iter().enumerate() {
-        let name = OperationName::provision("ns", &format!("claim{i}"), "uid");
+        let name = named(&format!("scrub-ns/object{i}[uid]"));
         tracker
             .run(name, async move {
                 tokio::time::sleep(Duration::from_secs(secs)).await;
@@ -213,16 +211,13 @@ async fn at_most_the_concurrency_limit_runs_at_once() {
     for i in 0..5 {
         let (active, most) = (Arc::clone(&active), Arc::clone(&most));
         tracker
-            .run(
-                OperationName::delete(&format!("pv{i}"), "uid"),
-                async move {
-                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    active.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<(), String>(())
-                },
-            )
+            .run(named(&format!("scrub-object{i}[uid]")), async move {
+                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                active.fetch_sub(1, Ordering::SeqCst);
+                Ok::<(), String>(())
+            })
             .expect("started");
     }
     let started = Instant::now();
@@ -235,9 +230,7 @@ async fn at_most_the_concurrency_limit_runs_at_once() {
     );
     assert!(
         tracker
-            .run(OperationName::delete("pv0", "uid"), async {
-                Ok::<(), String>(())
-            })
+            .run(named("scrub-object0[uid]"), async { Ok::<(), String>(()) })
             .is_ok(),
         "finished operations may run again"
     );

@@ -5,7 +5,7 @@
 //! kept for a short while (10 s by default, upstream's), so a burst of
 //! scrapes costs one review each, not one per scrape; a review that fails
 //! is not kept. The reviews go through a client of their own (the
-//! process's [`Clients::reviews`](crate::Clients::reviews)), rate-limited
+//! process's [`Clients::reviews`](crate::runtime::client::Clients::reviews)), rate-limited
 //! apart from the controllers'. The always-allowed paths (`/healthz`, `/readyz`, `/livez`
 //! by default) are served to anyone, so the kubelet's probes need no token.
 

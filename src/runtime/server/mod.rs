@@ -3,7 +3,8 @@
 //! failing, a task that died, turn it unhealthy, so the kubelet restarts a
 //! process that would otherwise look fine and do nothing) and `/readyz`
 //! (every informer cache has synced; with leader election a follower is
-//! ready too, since it keeps warm caches and is fit to take over).
+//! ready too, since it keeps warm caches and is fit to take over); beside
+//! them, the routes the controllers hand in ([`AdminState::routes`]).
 //!
 //! Served as kube-controller-manager serves them: over HTTPS on the secure
 //! port ([`secure`]: a given or self-signed certificate, [`tls`]), every
@@ -25,13 +26,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::Metrics;
 use crate::runtime::shadow_mode::ShadowMode;
 
@@ -101,10 +101,6 @@ pub struct Health {
     pub liveness: Liveness,
 }
 
-/// Answers `/explain/{namespace}/{claim}`: why the claim is as it is, as
-/// JSON; `None` for a claim the process does not know.
-pub(crate) type Explainer = Arc<dyn Fn(&ObjectKey) -> Option<serde_json::Value> + Send + Sync>;
-
 /// What the admin handlers read.
 #[derive(Clone)]
 pub(crate) struct AdminState {
@@ -114,24 +110,27 @@ pub(crate) struct AdminState {
     pub(crate) health: Health,
     /// For `/shadow`, in shadow mode.
     pub(crate) shadow: Option<Arc<ShadowMode>>,
-    /// For `/explain`, when the PersistentVolume controller runs.
-    pub(crate) explain: Option<Explainer>,
+    /// The routes the controllers serve besides the process's own, tried
+    /// after them (so a controller cannot shadow `/metrics` or the health
+    /// checks), behind the same authentication and authorization.
+    pub(crate) routes: Router,
 }
 
-/// The routes of the admin server; `/shadow` in shadow mode.
+/// The routes of the admin server: the process's own (`/shadow` in shadow
+/// mode), then the controllers'.
 pub(crate) fn router(state: AdminState) -> Router {
     let routes = Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
-        .route("/readyz", get(serve_ready))
-        .route("/explain/{namespace}/{claim}", get(serve_explain));
+        .route("/readyz", get(serve_ready));
     let routes = if state.shadow.is_some() {
         routes.route("/shadow", get(serve_shadow))
     } else {
         routes
     };
-    routes.with_state(state)
+    let controllers = state.routes.clone();
+    routes.with_state(state).fallback_service(controllers)
 }
 
 /// Why the admin server could not start.
@@ -234,40 +233,6 @@ async fn serve_shadow(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// Why a claim is Pending (or bound as it is), as JSON; a 404 with a JSON
-/// error for a claim the controller does not know.
-async fn serve_explain(
-    State(state): State<AdminState>,
-    Path((namespace, claim)): Path<(String, String)>,
-) -> Response {
-    let key = ObjectKey::new(&namespace, &claim);
-    let found = match state.explain {
-        // Judging every volume of a large index takes milliseconds: off the
-        // runtime's threads, so the controllers' tasks go on meanwhile.
-        Some(explain) => tokio::task::spawn_blocking(move || explain(&key))
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| {
-                format!("persistentvolumeclaims \"{claim}\" not found in namespace \"{namespace}\"")
-            }),
-        None => Err("the PersistentVolume controller does not run in this process".to_string()),
-    };
-    match found {
-        Ok(body) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response(),
-        Err(error) => (
-            StatusCode::NOT_FOUND,
-            [(header::CONTENT_TYPE, "application/json")],
-            serde_json::json!({ "error": error }).to_string(),
-        )
-            .into_response(),
-    }
-}
-
 /// A 500 that tells the caller nothing of the cause (the handler logs it).
 fn internal_error() -> Response {
     (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
@@ -300,6 +265,7 @@ async fn serve_ready(State(state): State<AdminState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::extract::Path;
     use tower::ServiceExt;
 
     fn state(metrics: Arc<Metrics>, health: Health, shadow: Option<Arc<ShadowMode>>) -> AdminState {
@@ -307,7 +273,7 @@ mod tests {
             metrics,
             health,
             shadow,
-            explain: None,
+            routes: Router::new(),
         }
     }
 
@@ -410,6 +376,32 @@ mod tests {
         assert_eq!(difference["ours"], "bind to volume v1");
         assert_eq!(difference["upstream"], "nothing within 30s");
         assert!(difference["at"].as_str().is_some(), "{report:#}");
+    }
+
+    #[tokio::test]
+    async fn the_controllers_routes_come_after_the_processs_own() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let routes = Router::new()
+            .route(
+                "/extra/{name}",
+                get(|Path(name): Path<String>| async move { name }),
+            )
+            .route("/metrics", get(|| async { "shadowed" }));
+        let app = router(AdminState {
+            routes,
+            ..state(metrics, Health::default(), None)
+        });
+        assert_eq!(
+            get_path(app.clone(), "/extra/one").await,
+            (StatusCode::OK, "one".to_string())
+        );
+        let (status, body) = get_path(app.clone(), "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            body.contains("# TYPE pv_controller_leader gauge"),
+            "a controller's route does not shadow the process's: {body}"
+        );
+        assert_eq!(get_path(app, "/nowhere").await.0, StatusCode::NOT_FOUND);
     }
 
     /// `0.0.0.0` listens on both IP families where the host has IPv6 (as

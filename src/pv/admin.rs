@@ -1,0 +1,87 @@
+//! The controller's route on the process's admin server:
+//! `GET /explain/{namespace}/{claim}`, why a claim is Pending (or bound as
+//! it is), as JSON; a 404 with a JSON error for a claim the controller does
+//! not know, or when the controller does not run in the process. Served
+//! behind the admin server's authentication and authorization, as every
+//! route of it.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::pv::controller::Controller;
+use crate::runtime::keys::ObjectKey;
+
+/// The route, answered by `controller` (`None`: the controller does not
+/// run in this process, and every claim is answered with a 404 saying so).
+pub(crate) fn routes(controller: Option<Arc<Controller>>) -> Router {
+    Router::new()
+        .route("/explain/{namespace}/{claim}", get(serve_explain))
+        .with_state(controller)
+}
+
+/// Why a claim is as it is, or a 404 with a JSON error.
+async fn serve_explain(
+    State(controller): State<Option<Arc<Controller>>>,
+    Path((namespace, claim)): Path<(String, String)>,
+) -> Response {
+    let key = ObjectKey::new(&namespace, &claim);
+    let found = match controller {
+        // Judging every volume of a large index takes milliseconds: off the
+        // runtime's threads, so the controllers' tasks go on meanwhile.
+        Some(controller) => tokio::task::spawn_blocking(move || {
+            controller
+                .explain(&key)
+                .and_then(|explanation| serde_json::to_value(explanation).ok())
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            format!("persistentvolumeclaims \"{claim}\" not found in namespace \"{namespace}\"")
+        }),
+        None => Err("the PersistentVolume controller does not run in this process".to_string()),
+    };
+    match found {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        Err(error) => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::json!({ "error": error }).to_string(),
+        )
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn without_the_controller_every_claim_is_a_json_404() {
+        let request = axum::http::Request::get("/explain/ns/claim")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = routes(None).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            error["error"],
+            "the PersistentVolume controller does not run in this process"
+        );
+    }
+}
