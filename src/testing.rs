@@ -54,13 +54,13 @@ pub struct OfflineObjects {
 pub enum OfflineError {
     /// Its parts could not be built.
     #[error(transparent)]
-    Build(#[from] crate::BuildError),
+    Build(#[from] crate::runtime::shared::BuildError),
     /// Its client could not be built.
     #[error("building the offline client: {0}")]
     Client(#[from] kube::Error),
     /// An object could not be stored.
     #[error(transparent)]
-    Store(#[from] crate::StoreError),
+    Store(#[from] crate::runtime::informer::StoreError),
     /// A volume or claim could not be put into the shadow cache.
     #[error(transparent)]
     Cache(#[from] CacheError),
@@ -87,7 +87,7 @@ pub fn offline_binder(
     }
     fn filled<K: kube::Resource + Send + Sync + 'static>(
         objects: Vec<K>,
-    ) -> Result<Arc<MemStore<K>>, crate::StoreError>
+    ) -> Result<Arc<MemStore<K>>, crate::runtime::informer::StoreError>
     where
         MemStore<K>: Store<K>,
     {
@@ -100,7 +100,7 @@ pub fn offline_binder(
 
     let nowhere = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
     let client = kube::Client::try_from(nowhere)?;
-    let metrics = Arc::new(crate::Metrics::new().map_err(crate::BuildError::from)?);
+    let metrics = Arc::new(crate::runtime::metrics::Metrics::new().map_err(crate::runtime::shared::BuildError::from)?);
     let cache = Arc::new(ShadowCache::default());
     for volume in objects.volumes {
         cache.offer_volume(Arc::new(volume))?;
@@ -129,11 +129,11 @@ pub fn offline_binder(
             crate::pv::constants::CONTROLLER_NAME,
             "offline",
         )
-        .map_err(crate::BuildError::from)?,
+        .map_err(crate::runtime::shared::BuildError::from)?,
         operations: crate::runtime::operations::OperationTracker::new(),
         settings,
         pv_metrics: crate::pv::metrics::PvMetrics::new(&metrics)
-            .map_err(crate::BuildError::from)?,
+            .map_err(crate::runtime::shared::BuildError::from)?,
         shadow: None,
     };
     Ok(Controller::new(parts))
