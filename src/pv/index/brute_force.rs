@@ -8,6 +8,11 @@
 //! are settled as the index documents: groups of equal size by mode bits
 //! (RWO, ROX, RWX, RWOP), volumes of equal size by name.
 //!
+//! A selector claim is searched both ways the index has: label set by label
+//! set (a bucket with few), and walking the bucket in capacity order (one
+//! with many), the latter on an index that held an older version of each
+//! volume first, so labels and places left over from it would show.
+//!
 //! `MATCHER_CASES` sets the number of cases (default 100,000).
 
 use std::collections::BTreeMap;
@@ -402,6 +407,29 @@ proptest! {
         prop_assert_eq!(found.is_err(), SIZES[claim.size] == "bogus");
         let chosen = found.ok().flatten().and_then(|v| v.metadata.name.clone());
         prop_assert_eq!(&chosen, &reference(&volumes, &claim_object, claim.delay));
+        // The same search walking every bucket in capacity order (as with
+        // many label sets), on an index that first held an older version
+        // of each volume: free, with another tier label.
+        let mut walking = VolumeIndex { always_walk: true, ..VolumeIndex::default() };
+        for (i, case) in pool.iter().enumerate() {
+            let older = VolumeCase {
+                tier: (case.tier + 1) % 3,
+                claim_ref: 0,
+                phase: 0,
+                deleting: false,
+                ..case.clone()
+            };
+            walking.insert(build_volume(i, &older)).expect("packed");
+        }
+        for volume in &volumes {
+            walking.insert(volume).expect("packed");
+        }
+        let walked = walking
+            .find_best_match(&claim_object, claim.delay)
+            .ok()
+            .flatten()
+            .and_then(|v| v.metadata.name.clone());
+        prop_assert_eq!(&walked, &chosen, "walked in capacity order");
         // The explanation is the search's: its chosen volume is the
         // search's choice, and each volume it says fits is one the search
         // takes when that volume is the only one.

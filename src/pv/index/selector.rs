@@ -3,7 +3,8 @@
 //! set, so checking a volume costs one lookup per requirement, whatever
 //! the number of values (a selector may list 100,000 of them within the
 //! object size limit, and a search checks it against every free volume of
-//! the claim's bucket).
+//! the claim's bucket). The sets hash with foldhash, a fraction of std's
+//! SipHash on short strings, seeded at random for each set.
 //!
 //! Compiling such a selector costs as much as a search, so the compiled
 //! selectors are kept ([`SelectorCache`], a moka cache that forgets), by
@@ -26,11 +27,15 @@ pub(super) struct Selector {
     requirements: Vec<Requirement>,
 }
 
+/// The values of an `In` or `NotIn` requirement, hashed with a seed of
+/// their own.
+type Values = HashSet<String, foldhash::fast::RandomState>;
+
 #[derive(Debug)]
 enum Requirement {
     Equals(String, String),
-    In(String, HashSet<String>),
-    NotIn(String, HashSet<String>),
+    In(String, Values),
+    NotIn(String, Values),
     Exists(String),
     DoesNotExist(String),
 }
@@ -49,7 +54,7 @@ impl Selector {
             let key = expr.key.clone();
             let values = expr.values.as_deref().unwrap_or_default();
             let operator = expr.operator.as_str();
-            let set = || values.iter().cloned().collect::<HashSet<_>>();
+            let set = || values.iter().cloned().collect::<Values>();
             let requirement = match operator {
                 "In" | "NotIn" if values.is_empty() => {
                     return Err(SelectorError::MissingValues {

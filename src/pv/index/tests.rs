@@ -870,3 +870,92 @@ fn selector_claims_get_the_smallest_match_across_label_sets() {
         assert_eq!(best(&index, &plain, false).as_deref(), Some("e-plain-2"));
     }
 }
+
+/// A bucket of more label sets than [`MAX_LABEL_GROUPS`] is walked in
+/// capacity order on the labels filed beside each free volume: a volume
+/// is judged by its labels of now when it is relabelled, passed by once
+/// bound, found again by its new labels once freed, and gone once removed.
+#[test]
+fn a_walked_bucket_judges_each_volume_by_its_labels_of_now() {
+    let mut volumes: Vec<PersistentVolume> = (0..MAX_LABEL_GROUPS + 5)
+        .map(|i| {
+            let id = format!("u{i}");
+            available(&format!("x-{i:03}"), "1Gi")
+                .labels(&[("id", id.as_str())])
+                .build()
+        })
+        .collect();
+    volumes.push(available("a-2", "2Gi").labels(&[("tier", "gold")]).build());
+    volumes.push(
+        available("b-3", "3Gi")
+            .labels(&[("tier", "silver")])
+            .build(),
+    );
+    volumes.push(available("c-4", "4Gi").labels(&[("tier", "gold")]).build());
+    let mut index = index_of(volumes);
+    assert!(
+        index
+            .labelled
+            .values()
+            .all(|groups| !index.checks_label_sets(groups.len())),
+        "the bucket is walked"
+    );
+    let wanted = claim("c", "uid-c", "1Gi")
+        .selector_expression("tier", "In", &["gold", "platinum"])
+        .build();
+    let tier =
+        |name: &str, size: &str, tier: &str| available(name, size).labels(&[("tier", tier)]).arc();
+    assert_eq!(best(&index, &wanted, false).as_deref(), Some("a-2"));
+
+    put(&mut index, tier("a-2", "2Gi", "silver"));
+    assert_eq!(
+        best(&index, &wanted, false).as_deref(),
+        Some("c-4"),
+        "a-2 relabelled out"
+    );
+    put(&mut index, tier("b-3", "3Gi", "gold"));
+    assert_eq!(
+        best(&index, &wanted, false).as_deref(),
+        Some("b-3"),
+        "b-3 relabelled in"
+    );
+    put(
+        &mut index,
+        volume("b-3", "3Gi")
+            .labels(&[("tier", "gold")])
+            .bound_to("uid-x", "x")
+            .phase("Bound")
+            .arc(),
+    );
+    assert_eq!(
+        best(&index, &wanted, false).as_deref(),
+        Some("c-4"),
+        "b-3 bound"
+    );
+    put(&mut index, tier("b-3", "3Gi", "silver"));
+    assert_eq!(
+        best(&index, &wanted, false).as_deref(),
+        Some("c-4"),
+        "b-3 freed, with labels that do not fit"
+    );
+    put(&mut index, tier("b-3", "3Gi", "platinum"));
+    assert_eq!(
+        best(&index, &wanted, false).as_deref(),
+        Some("b-3"),
+        "b-3 relabelled in while free"
+    );
+    index.remove("b-3");
+    index.remove("c-4");
+    assert_eq!(best(&index, &wanted, false), None, "removed");
+
+    // The many label sets themselves: x-007 relabelled away from u7.
+    let by_id = claim("i", "uid-i", "1Gi")
+        .selector_expression("id", "In", &["u7", "u68"])
+        .build();
+    assert_eq!(best(&index, &by_id, false).as_deref(), Some("x-007"));
+    put(
+        &mut index,
+        available("x-007", "1Gi").labels(&[("id", "u999")]).arc(),
+    );
+    assert_eq!(best(&index, &by_id, false).as_deref(), Some("x-068"));
+}
