@@ -13,6 +13,8 @@
 //!   each hands its answer to an [`Answer`] the decision keeps, for what
 //!   follows the plan and for later steps that name what the create made
 //!   (a name the server generated);
+//! - a server-side apply to an object's status, made when its step runs
+//!   ([`Applied`]);
 //! - an event;
 //! - a long operation to start.
 //!
@@ -28,6 +30,7 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
@@ -152,6 +155,28 @@ pub(crate) struct Delete<K> {
     pub(crate) answer: Answer<Option<Arc<K>>>,
 }
 
+/// What a server-side apply to an object's status sets, made when its step
+/// runs, so that it may name what an earlier step of the plan created (a
+/// name the server generated). Shown in a plan's lines by its `Display`.
+pub(crate) trait Applied: fmt::Display + Send + Sync + 'static {
+    /// The partial object to apply: apiVersion, kind, name and the status
+    /// fields it sets.
+    fn partial(&self) -> serde_json::Value;
+}
+
+/// A server-side apply to the status of one object of kind `K`, as a
+/// field manager, forcing.
+pub(crate) struct ApplyStatus<K> {
+    /// The object.
+    pub(crate) key: ObjectKey,
+    /// The field manager applying.
+    pub(crate) manager: &'static str,
+    /// What is applied.
+    pub(crate) applied: Box<dyn Applied>,
+    /// The kind, which the key alone does not carry.
+    pub(crate) kind: PhantomData<fn() -> K>,
+}
+
 /// A write step of any kind, as a plan holds it: shown in the plan's
 /// lines, and run by the writer of its kind.
 pub(crate) trait WriteStep: fmt::Display + Send + Sync {
@@ -247,6 +272,65 @@ impl<K: Kind> WriteStep for Delete<K> {
     }
 }
 
+impl<K: Kind> WriteStep for ApplyStatus<K> {
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            writers
+                .get::<K>()?
+                .apply_status(&self.key, self.manager, &self.applied.partial())
+                .await
+                .map(drop)
+        })
+    }
+
+    /// Merges the partial object into the rehearsal's copy (a list it
+    /// names is replaced whole, as an apply that names every item it
+    /// manages leaves it).
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+        let object = format!("{} {}", K::kind(&()), self.key);
+        let Some(held) = rehearsal.get::<K>(&self.key) else {
+            return Err(WriteError::Stale {
+                object,
+                reason: "not in the rehearsal".to_string(),
+            });
+        };
+        let encoding_failed = |error| WriteError::Api {
+            action: format!("apply status of {object}"),
+            source: kube::Error::SerdeError(error),
+        };
+        let mut merged = serde_json::to_value(held).map_err(encoding_failed)?;
+        merge(&mut merged, &self.applied.partial());
+        let mut applied: K = serde_json::from_value(merged).map_err(encoding_failed)?;
+        applied.meta_mut().resource_version = Some(rehearsal.next_version());
+        rehearsal.put(applied);
+        Ok(())
+    }
+}
+
+/// Merges `patch` into `target` as a JSON merge patch does (RFC 7386):
+/// members of objects merged, a null removing, anything else replacing.
+fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(members) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let serde_json::Value::Object(held) = target {
+        for (name, value) in members {
+            if value.is_null() {
+                held.remove(name);
+            } else {
+                merge(
+                    held.entry(name.clone()).or_insert(serde_json::Value::Null),
+                    value,
+                );
+            }
+        }
+    }
+}
+
 impl<K: Kind> fmt::Display for Update<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let part = match self.part {
@@ -283,6 +367,19 @@ impl<K: Kind> fmt::Display for Delete<K> {
             Some(uid) => write!(f, " [{uid}]"),
             None => Ok(()),
         }
+    }
+}
+
+impl<K: Kind> fmt::Display for ApplyStatus<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "apply {} {} status as {}: {}",
+            K::kind(&()),
+            self.key,
+            self.manager,
+            self.applied
+        )
     }
 }
 
@@ -441,6 +538,22 @@ impl<A> Plan<A> {
             answer: answer.clone(),
         })));
         answer
+    }
+
+    /// Adds a server-side apply of `applied` to the status of the object
+    /// `key` of kind `K`, as the field manager `manager`.
+    pub(crate) fn apply_status<K: Kind>(
+        &mut self,
+        key: ObjectKey,
+        manager: &'static str,
+        applied: impl Applied,
+    ) {
+        self.steps.push(Step::Write(Box::new(ApplyStatus::<K> {
+            key,
+            manager,
+            applied: Box::new(applied),
+            kind: PhantomData,
+        })));
     }
 
     /// Adds an event about `object`.
