@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
-use super::controller::{Controller, Parts, SyncError};
+use super::controller::{Controller, Known, Parts, SyncError};
 use super::metrics::EphemeralMetrics;
 use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::runtime::informer::{Change, MemStore};
@@ -97,13 +97,15 @@ pub(crate) fn build(
         .informers
         .index::<Pod>(PODS_BY_CLAIM, claims_of_pod)?;
     let claims = shared.informers.store::<PersistentVolumeClaim>();
-    let controller = Arc::new(Controller::new(Parts {
-        pods: Arc::clone(&pods),
-        writer: shared.writes.writer(NAME, claims.clone()),
-        claims,
-        recorder: shared.recorder.for_component(COMPONENT),
-        metrics: EphemeralMetrics::new(&shared.metrics)?,
-    }));
+    let controller = Arc::new(Controller::new(Parts::new(
+        Known {
+            pods: Arc::clone(&pods),
+            claims: claims.clone(),
+        },
+        shared.writes.writer(NAME, claims),
+        shared.recorder.for_component(COMPONENT),
+        EphemeralMetrics::new(&shared.metrics)?,
+    )));
     let handlers = Handlers {
         controller: Arc::clone(&controller),
         pods,

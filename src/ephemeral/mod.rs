@@ -7,7 +7,8 @@
 //!
 //! Two halves, as every controller of the process: `controller_base` wires
 //! its handlers and workload to the process's informers, `controller`
-//! decides what one pod needs and creates its claims. `claims` holds the
+//! decides what one pod needs (a plan of creates, from the stores alone)
+//! and carries the plan out through the process's executor. `claims` holds the
 //! plain rules (names, ownership, the claim made from a template);
 //! `metrics` upstream's two counters.
 

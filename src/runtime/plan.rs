@@ -10,6 +10,11 @@
 //!   the newest copy when the step runs, and re-checks there what the
 //!   decision assumed: a copy that moved on refuses it, and the plan ends;
 //! - a create, or a delete with the UID the decision saw as precondition;
+//!   each hands its answer to an [`Answer`] the decision keeps, for what
+//!   follows the plan and for later steps that name what the create made
+//!   (a name the server generated);
+//! - a server-side apply to an object's status, made when its step runs
+//!   ([`Applied`]);
 //! - an event;
 //! - a long operation to start.
 //!
@@ -25,7 +30,8 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -58,10 +64,84 @@ pub(crate) struct Update<K> {
     pub(crate) change: Box<dyn Change<K>>,
 }
 
+/// What became of a write step: the server's answer once the step went
+/// through, or that it failed; nothing while it has not run (nor ever,
+/// when the plan ended before it). The decision that planned the step
+/// keeps a clone (cheap: clones share the answer).
+pub(crate) struct Answer<T> {
+    slot: Arc<OnceLock<Outcome<T>>>,
+}
+
+/// How a write step ended.
+enum Outcome<T> {
+    /// It went through; the server answered this.
+    Answered(T),
+    /// It failed (and ended the plan).
+    Failed,
+}
+
+impl<T> Clone for Answer<T> {
+    fn clone(&self) -> Self {
+        Self {
+            slot: Arc::clone(&self.slot),
+        }
+    }
+}
+
+impl<T> Default for Answer<T> {
+    fn default() -> Self {
+        Self {
+            slot: Arc::default(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Answer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.slot.get() {
+            None => "not run",
+            Some(Outcome::Answered(_)) => "answered",
+            Some(Outcome::Failed) => "failed",
+        };
+        f.write_str(state)
+    }
+}
+
+impl<T> Answer<T> {
+    /// The server's answer, once the step went through.
+    pub(crate) fn answered(&self) -> Option<&T> {
+        match self.slot.get() {
+            Some(Outcome::Answered(answer)) => Some(answer),
+            Some(Outcome::Failed) | None => None,
+        }
+    }
+
+    /// Whether the step ran and failed.
+    pub(crate) fn failed(&self) -> bool {
+        matches!(self.slot.get(), Some(Outcome::Failed))
+    }
+
+    /// Keeps how the step ended and passes its result on. A step runs
+    /// once, so the slot is empty here; were it not, the first outcome
+    /// stays.
+    fn settle<E>(&self, result: Result<T, E>) -> Result<(), E> {
+        let (outcome, result) = match result {
+            Ok(answer) => (Outcome::Answered(answer), Ok(())),
+            Err(error) => (Outcome::Failed, Err(error)),
+        };
+        if self.slot.set(outcome).is_err() {
+            tracing::debug!("a write step's answer was kept already");
+        }
+        result
+    }
+}
+
 /// A create of one object.
 pub(crate) struct Create<K> {
     /// The object to create.
     pub(crate) object: K,
+    /// Receives the created object as the server answered it.
+    pub(crate) answer: Answer<Arc<K>>,
 }
 
 /// A delete of one object, of the incarnation `uid` names when given.
@@ -70,8 +150,31 @@ pub(crate) struct Delete<K> {
     pub(crate) key: ObjectKey,
     /// The UID it must still have (the delete's precondition).
     pub(crate) uid: Option<String>,
+    /// Receives the object when the answer shows it still stored, marked
+    /// for deletion and held by finalizers; `None` when it is gone.
+    pub(crate) answer: Answer<Option<Arc<K>>>,
+}
+
+/// What a server-side apply to an object's status sets, made when its step
+/// runs, so that it may name what an earlier step of the plan created (a
+/// name the server generated). Shown in a plan's lines by its `Display`.
+pub(crate) trait Applied: fmt::Display + Send + Sync + 'static {
+    /// The partial object to apply: apiVersion, kind, name and the status
+    /// fields it sets.
+    fn partial(&self) -> serde_json::Value;
+}
+
+/// A server-side apply to the status of one object of kind `K`, as a
+/// field manager, forcing.
+pub(crate) struct ApplyStatus<K> {
+    /// The object.
+    pub(crate) key: ObjectKey,
+    /// The field manager applying.
+    pub(crate) manager: &'static str,
+    /// What is applied.
+    pub(crate) applied: Box<dyn Applied>,
     /// The kind, which the key alone does not carry.
-    pub(crate) kind: std::marker::PhantomData<fn() -> K>,
+    pub(crate) kind: PhantomData<fn() -> K>,
 }
 
 /// A write step of any kind, as a plan holds it: shown in the plan's
@@ -118,25 +221,38 @@ impl<K: Kind> WriteStep for Update<K> {
 
 impl<K: Kind> WriteStep for Create<K> {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
-        Box::pin(async move { writers.get::<K>()?.create(&self.object).await.map(drop) })
+        Box::pin(async move {
+            let result = match writers.get::<K>() {
+                Ok(writer) => writer.create(&self.object).await,
+                Err(error) => Err(error),
+            };
+            self.answer.settle(result)
+        })
     }
 
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let mut created = self.object.clone();
-        created.meta_mut().resource_version = Some(rehearsal.next_version());
-        rehearsal.put(created);
-        Ok(())
+        let version = rehearsal.next_version();
+        let meta = created.meta_mut();
+        if meta.name.is_none() {
+            // A name the server would generate: its prefix and the version.
+            let prefix = meta.generate_name.clone().unwrap_or_default();
+            meta.name = Some(format!("{prefix}{version}"));
+        }
+        meta.resource_version = Some(version);
+        rehearsal.put(created.clone());
+        self.answer.settle::<WriteError>(Ok(Arc::new(created)))
     }
 }
 
 impl<K: Kind> WriteStep for Delete<K> {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
         Box::pin(async move {
-            writers
-                .get::<K>()?
-                .delete(&self.key, self.uid.as_deref())
-                .await
-                .map(drop)
+            let result = match writers.get::<K>() {
+                Ok(writer) => writer.delete(&self.key, self.uid.as_deref()).await,
+                Err(error) => Err(error),
+            };
+            self.answer.settle(result.map(|held| held.map(Arc::new)))
         })
     }
 
@@ -146,13 +262,72 @@ impl<K: Kind> WriteStep for Delete<K> {
             self.uid.is_some() && held.meta().uid.as_deref() != self.uid.as_deref()
         });
         if other {
-            return Err(WriteError::Stale {
+            return self.answer.settle(Err(WriteError::Stale {
                 object: format!("{} {}", K::kind(&()), self.key),
                 reason: "another incarnation holds the name".to_string(),
-            });
+            }));
         }
         rehearsal.remove::<K>(&self.key);
+        self.answer.settle::<WriteError>(Ok(None))
+    }
+}
+
+impl<K: Kind> WriteStep for ApplyStatus<K> {
+    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            writers
+                .get::<K>()?
+                .apply_status(&self.key, self.manager, &self.applied.partial())
+                .await
+                .map(drop)
+        })
+    }
+
+    /// Merges the partial object into the rehearsal's copy (a list it
+    /// names is replaced whole, as an apply that names every item it
+    /// manages leaves it).
+    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+        let object = format!("{} {}", K::kind(&()), self.key);
+        let Some(held) = rehearsal.get::<K>(&self.key) else {
+            return Err(WriteError::Stale {
+                object,
+                reason: "not in the rehearsal".to_string(),
+            });
+        };
+        let encoding_failed = |error| WriteError::Api {
+            action: format!("apply status of {object}"),
+            source: kube::Error::SerdeError(error),
+        };
+        let mut merged = serde_json::to_value(held).map_err(encoding_failed)?;
+        merge(&mut merged, &self.applied.partial());
+        let mut applied: K = serde_json::from_value(merged).map_err(encoding_failed)?;
+        applied.meta_mut().resource_version = Some(rehearsal.next_version());
+        rehearsal.put(applied);
         Ok(())
+    }
+}
+
+/// Merges `patch` into `target` as a JSON merge patch does (RFC 7386):
+/// members of objects merged, a null removing, anything else replacing.
+fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(members) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let serde_json::Value::Object(held) = target {
+        for (name, value) in members {
+            if value.is_null() {
+                held.remove(name);
+            } else {
+                merge(
+                    held.entry(name.clone()).or_insert(serde_json::Value::Null),
+                    value,
+                );
+            }
+        }
     }
 }
 
@@ -175,7 +350,13 @@ impl<K: Kind> fmt::Display for Update<K> {
 
 impl<K: Kind> fmt::Display for Create<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "create {} {}", K::kind(&()), ObjectKey::of(&self.object))
+        write!(f, "create {} {}", K::kind(&()), ObjectKey::of(&self.object))?;
+        // A name the server generates shows as its prefix and a `*`.
+        let meta = self.object.meta();
+        match (&meta.name, &meta.generate_name) {
+            (None, Some(prefix)) => write!(f, "{prefix}*"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -186,6 +367,19 @@ impl<K: Kind> fmt::Display for Delete<K> {
             Some(uid) => write!(f, " [{uid}]"),
             None => Ok(()),
         }
+    }
+}
+
+impl<K: Kind> fmt::Display for ApplyStatus<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "apply {} {} status as {}: {}",
+            K::kind(&()),
+            self.key,
+            self.manager,
+            self.applied
+        )
     }
 }
 
@@ -318,18 +512,47 @@ impl<A> Plan<A> {
         }
     }
 
-    /// Adds the create of `object`.
-    pub(crate) fn create<K: Kind>(&mut self, object: K) {
-        self.steps.push(Step::Write(Box::new(Create { object })));
+    /// Adds the create of `object`; the answer tells what the server made
+    /// of it once the step ran.
+    pub(crate) fn create<K: Kind>(&mut self, object: K) -> Answer<Arc<K>> {
+        let answer = Answer::default();
+        self.steps.push(Step::Write(Box::new(Create {
+            object,
+            answer: answer.clone(),
+        })));
+        answer
     }
 
     /// Adds the delete of the object `key`, of the incarnation `uid` when
-    /// given.
-    pub(crate) fn delete<K: Kind>(&mut self, key: ObjectKey, uid: Option<String>) {
+    /// given; the answer tells, once the step ran, whether finalizers hold
+    /// the object.
+    pub(crate) fn delete<K: Kind>(
+        &mut self,
+        key: ObjectKey,
+        uid: Option<String>,
+    ) -> Answer<Option<Arc<K>>> {
+        let answer = Answer::default();
         self.steps.push(Step::Write(Box::new(Delete::<K> {
             key,
             uid,
-            kind: std::marker::PhantomData,
+            answer: answer.clone(),
+        })));
+        answer
+    }
+
+    /// Adds a server-side apply of `applied` to the status of the object
+    /// `key` of kind `K`, as the field manager `manager`.
+    pub(crate) fn apply_status<K: Kind>(
+        &mut self,
+        key: ObjectKey,
+        manager: &'static str,
+        applied: impl Applied,
+    ) {
+        self.steps.push(Step::Write(Box::new(ApplyStatus::<K> {
+            key,
+            manager,
+            applied: Box::new(applied),
+            kind: PhantomData,
         })));
     }
 
@@ -370,6 +593,7 @@ impl<A> Plan<A> {
     }
 
     /// How many writes the plan makes.
+    #[cfg(test)]
     pub(crate) fn writes(&self) -> usize {
         self.steps
             .iter()

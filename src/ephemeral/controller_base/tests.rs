@@ -48,14 +48,16 @@ fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<Persiste
     let claim_store = Arc::new(MemStore::default());
     let claims = StoreRef::default();
     claims.fix(Arc::clone(&claim_store) as Arc<dyn Store<PersistentVolumeClaim>>);
-    let controller = Arc::new(Controller::new(Parts {
-        pods: Arc::clone(&pod_store),
-        writer: Door::new(api.client(), Arc::clone(&metrics), None).writer(NAME, claims.clone()),
-        claims,
-        recorder: EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
+    let controller = Arc::new(Controller::new(Parts::new(
+        Known {
+            pods: Arc::clone(&pod_store),
+            claims: claims.clone(),
+        },
+        Door::new(api.client(), Arc::clone(&metrics), None).writer(NAME, claims),
+        EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
             .expect("recorder"),
-        metrics: EphemeralMetrics::new(&metrics).expect("metrics"),
-    }));
+        EphemeralMetrics::new(&metrics).expect("metrics"),
+    )));
     let handlers = Handlers {
         controller,
         pods: pod_store,

@@ -1,16 +1,51 @@
-//! A claim's sync: reservations of pods that are gone or done are removed,
-//! an allocation nothing uses any more is cleared, and a claim generated
-//! for a pod that is done is deleted.
+//! A claim's decision: reservations of pods that are gone or done are
+//! removed, an allocation nothing uses any more is cleared (with the
+//! scheduler's finalizer), and a claim generated for a pod that is done is
+//! deleted. Sends nothing, awaits nothing: a reservation whose pod the
+//! watch has not shown asks for the pod to be read first
+//! ([`ClaimDecided::ReadPods`]), and the claim is decided again with the
+//! answers.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
-use super::Controller;
-use crate::resourceclaim::constants::FINALIZER;
+use super::changes::{ClaimChange, has_finalizer};
+use super::{ClaimPlan, DeletedClaim, Known};
 use crate::resourceclaim::error::Result;
 use crate::resourceclaim::objects::{is_allocated, is_pod_done, owning_pod, uid};
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::write::Part;
+
+/// Pods read from the API server for a claim's decision, by key: `None`
+/// when the pod does not exist.
+pub(crate) type PodReads = HashMap<ObjectKey, Option<Pod>>;
+
+/// What a claim's decision came to.
+pub(crate) enum ClaimDecided {
+    /// The plan.
+    Plan(ClaimPlan),
+    /// These pods, named by reservations but not in the watch's view, must
+    /// be read from the API server first (one may be too new for the watch,
+    /// and dropping the reservation of a pod being scheduled would be
+    /// wrong); decide again with the answers.
+    ReadPods(Vec<ObjectKey>),
+}
+
+/// Whether the pod of a reservation may still use the claim.
+enum PodUse {
+    /// It may: the reservation stays.
+    Keeps,
+    /// It was seen deleted: the reservation goes.
+    Gone,
+    /// It is gone, replaced by another of its name, or done: the
+    /// reservation goes.
+    GoneOrDone(ObjectKey),
+    /// Not known without reading the pod.
+    Read(ObjectKey),
+}
 
 /// Whether a consumer is a pod (the only kind of consumer the controller
 /// checks; any other is kept as it is).
@@ -18,147 +53,150 @@ fn is_pod_consumer(consumer: &ResourceClaimConsumerReference) -> bool {
     consumer.api_group.as_deref().unwrap_or_default().is_empty() && consumer.resource == "pods"
 }
 
-fn has_finalizer(claim: &ResourceClaim) -> bool {
-    claim
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == FINALIZER)
-}
-
-fn without_finalizer(claim: &ResourceClaim) -> ResourceClaim {
-    let mut claim = claim.clone();
-    if let Some(finalizers) = claim.metadata.finalizers.as_mut() {
-        finalizers.retain(|f| f != FINALIZER);
-    }
-    claim
-}
-
-impl Controller {
-    /// Syncs the claim of `key`; see the module documentation.
-    pub(super) async fn sync_claim(&self, key: &ObjectKey) -> Result<()> {
-        let Some(claim) = self.parts.claims.get(key) else {
-            tracing::debug!(claim = %key, "nothing to do for claim, it is gone");
-            return Ok(());
-        };
+impl Known {
+    /// Decides about `claim` (the claim cache's copy), with the pods read
+    /// so far for it in `reads`.
+    pub(crate) fn decide_claim(
+        &self,
+        claim: &Arc<ResourceClaim>,
+        reads: &PodReads,
+    ) -> Result<ClaimDecided> {
+        let key = ObjectKey::of(claim.as_ref());
         let consumers = claim
             .status
             .as_ref()
             .and_then(|status| status.reserved_for.clone())
             .unwrap_or_default();
         let mut valid = Vec::with_capacity(consumers.len());
-        for consumer in consumers.iter() {
-            if !is_pod_consumer(consumer) || self.pod_may_use(key, consumer).await? {
+        let mut gone = Vec::new();
+        let mut to_read = Vec::new();
+        for consumer in &consumers {
+            if !is_pod_consumer(consumer) {
                 valid.push(consumer.clone());
+                continue;
+            }
+            match self.pod_use(&key, consumer, reads) {
+                PodUse::Keeps => valid.push(consumer.clone()),
+                PodUse::Gone => {}
+                PodUse::GoneOrDone(pod) => gone.push((pod, &consumer.uid)),
+                PodUse::Read(pod) => {
+                    if !to_read.contains(&pod) {
+                        to_read.push(pod);
+                    }
+                }
             }
         }
+        if !to_read.is_empty() {
+            return Ok(ClaimDecided::ReadPods(to_read));
+        }
+        for (pod, pod_uid) in gone {
+            tracing::info!(claim = %key, pod = %pod, uid = %pod_uid, "removing the reservation of a pod that is gone or done");
+        }
+        let mut plan = ClaimPlan::default();
         if valid.len() < consumers.len() {
-            self.release(&claim, valid.clone()).await?;
-        } else if has_finalizer(&claim)
+            release(&mut plan, claim, consumers, valid.clone())?;
+        } else if has_finalizer(claim)
             && claim.metadata.deletion_timestamp.is_some()
             && valid.is_empty()
         {
-            self.unblock_deletion(&claim).await?;
+            unblock_deletion(&mut plan, claim)?;
         }
         if valid.is_empty() {
-            self.delete_if_owner_done(key, &claim).await?;
+            self.delete_if_owner_done(&mut plan, claim);
         }
-        Ok(())
+        Ok(ClaimDecided::Plan(plan))
     }
 
     /// Whether the pod of a reservation may still use the claim. A pod
-    /// seen deleted does not; one not in the watch's view is looked up
-    /// (it may be too new for the watch, and dropping the reservation of a
-    /// pod being scheduled would be wrong); a pod of the same name with
-    /// another UID is another pod; a pod that is done does not.
-    async fn pod_may_use(
+    /// seen deleted does not; one not in the watch's view is read (its
+    /// answer in `reads`); a pod of the same name with another UID is
+    /// another pod; a pod that is done does not.
+    fn pod_use(
         &self,
         claim: &ObjectKey,
         consumer: &ResourceClaimConsumerReference,
-    ) -> Result<bool> {
-        if self.parts.deleted.contains(&consumer.uid) {
-            return Ok(false);
+        reads: &PodReads,
+    ) -> PodUse {
+        if self.deleted.contains(&consumer.uid) {
+            return PodUse::Gone;
         }
         let pod_key = ObjectKey::new(&claim.namespace, &consumer.name);
-        let keep = match self.pod(&pod_key) {
+        let keeps = match self.pods.get(&pod_key) {
             Some(pod) => uid(&pod.metadata) == consumer.uid && !is_pod_done(&pod),
-            None => self
-                .parts
-                .writer
-                .get_pod(&pod_key)
-                .await?
-                .is_some_and(|pod| uid(&pod.metadata) == consumer.uid),
+            None => match reads.get(&pod_key) {
+                Some(read) => read
+                    .as_ref()
+                    .is_some_and(|pod| uid(&pod.metadata) == consumer.uid),
+                None => return PodUse::Read(pod_key),
+            },
         };
-        if !keep {
-            tracing::info!(claim = %claim, pod = %pod_key, uid = %consumer.uid, "removing the reservation of a pod that is gone or done");
+        if keeps {
+            PodUse::Keeps
+        } else {
+            PodUse::GoneOrDone(pod_key)
         }
-        Ok(keep)
     }
 
-    /// Writes the remaining reservations. When none remain and the
-    /// scheduler allocated the claim (its finalizer is there), the
-    /// allocation is cleared in the same write, so the devices can be
-    /// allocated again, and the finalizer is then removed.
-    async fn release(
-        &self,
-        claim: &Arc<ResourceClaim>,
-        valid: Vec<ResourceClaimConsumerReference>,
-    ) -> Result<()> {
-        let mut updated = claim.as_ref().clone();
-        let deallocate = valid.is_empty() && has_finalizer(claim);
-        let status = updated.status.get_or_insert_with(Default::default);
-        status.reserved_for = (!valid.is_empty()).then_some(valid);
-        if deallocate {
-            status.allocation = None;
-        }
-        let written = self.parts.writer.write_status(claim, updated).await?;
-        if has_finalizer(&written) && !is_allocated(&written) {
-            self.parts
-                .writer
-                .write_claim(&written, without_finalizer(&written))
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// A claim being deleted that nothing uses: its allocation (an
-    /// immediate allocation that outlived its users) is cleared and the
-    /// finalizer removed, so the deletion can finish.
-    async fn unblock_deletion(&self, claim: &Arc<ResourceClaim>) -> Result<()> {
-        let mut current = Arc::clone(claim);
-        if is_allocated(&current) {
-            let mut cleared = current.as_ref().clone();
-            if let Some(status) = cleared.status.as_mut() {
-                status.allocation = None;
-            }
-            current = self.parts.writer.write_status(&current, cleared).await?;
-        }
-        self.parts
-            .writer
-            .write_claim(&current, without_finalizer(&current))
-            .await?;
-        Ok(())
-    }
-
-    /// Deletes a claim generated for a pod that will not need it: the pod
-    /// is done, or was replaced by another of the same name. A pod the
-    /// watch does not show is left to the garbage collector, and a claim
-    /// already being deleted needs no second delete.
-    async fn delete_if_owner_done(&self, key: &ObjectKey, claim: &ResourceClaim) -> Result<()> {
+    /// Adds the delete of a claim generated for a pod that will not need
+    /// it: the pod is done, or was replaced by another of the same name. A
+    /// pod the watch does not show is left to the garbage collector, and a
+    /// claim already being deleted needs no second delete.
+    fn delete_if_owner_done(&self, plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) {
         if claim.metadata.deletion_timestamp.is_some() {
-            return Ok(());
+            return;
         }
+        let key = ObjectKey::of(claim.as_ref());
         let Some((pod_name, pod_uid)) = owning_pod(claim) else {
-            return Ok(());
+            return;
         };
-        let Some(pod) = self.pod(&ObjectKey::new(&key.namespace, pod_name)) else {
+        let Some(pod) = self.pods.get(&ObjectKey::new(&key.namespace, pod_name)) else {
             tracing::debug!(claim = %key, pod = pod_name, "owning pod not known, left to the garbage collector");
-            return Ok(());
+            return;
         };
         if uid(&pod.metadata) != pod_uid || is_pod_done(&pod) {
-            self.parts.writer.delete_claim(claim).await?;
+            let answer = plan.delete::<ResourceClaim>(key, claim.metadata.uid.clone());
+            plan.after.deleted = Some(DeletedClaim {
+                claim: Arc::clone(claim),
+                answer,
+            });
         }
-        Ok(())
     }
+}
+
+/// Adds the write of the remaining reservations. When none remain and the
+/// scheduler allocated the claim (its finalizer is there), the allocation
+/// is cleared in the same write, so the devices can be allocated again,
+/// and the finalizer is then removed.
+fn release(
+    plan: &mut ClaimPlan,
+    claim: &Arc<ResourceClaim>,
+    seen: Vec<ResourceClaimConsumerReference>,
+    keep: Vec<ResourceClaimConsumerReference>,
+) -> Result<()> {
+    let deallocate = keep.is_empty() && has_finalizer(claim);
+    let released = plan.update(
+        claim,
+        Part::Status,
+        ClaimChange::Release {
+            keep,
+            deallocate,
+            seen,
+        },
+    )?;
+    if has_finalizer(&released) && !is_allocated(&released) {
+        plan.update(&released, Part::Spec, ClaimChange::RemoveFinalizer)?;
+    }
+    Ok(())
+}
+
+/// Adds, for a claim being deleted that nothing uses, the clearing of its
+/// allocation (an immediate allocation that outlived its users) and the
+/// removal of the finalizer, so the deletion can finish.
+fn unblock_deletion(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) -> Result<()> {
+    let mut current = Arc::clone(claim);
+    if is_allocated(&current) {
+        current = plan.update(&current, Part::Status, ClaimChange::Deallocate)?;
+    }
+    plan.update(&current, Part::Spec, ClaimChange::RemoveFinalizer)?;
+    Ok(())
 }

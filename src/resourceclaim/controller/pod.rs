@@ -1,6 +1,8 @@
-//! A pod's sync: each entry of `spec.resourceClaims` gets its claim, new
-//! claims are recorded in the pod's status in one write, and a scheduled
-//! pod's allocated claims are reserved for it.
+//! A pod's decision: each entry of `spec.resourceClaims` gets its claim
+//! (found among the claims the pod controls, or created from the entry's
+//! template), the new claims are recorded in the pod's status in one
+//! apply, and a scheduled pod's allocated claims are reserved for it.
+//! Sends nothing, awaits nothing: the plan says it, in that order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,61 +10,71 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
-use super::Controller;
-use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, REASON_FAILED_CREATION};
+use super::changes::{ClaimChange, NewClaim, RecordClaims};
+use super::{Known, PlannedClaim, PodPlan};
+use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, FIELD_MANAGER, REASON_FAILED_CREATION};
 use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
     is_pod_done, is_reserved_for_pod, node_name, pod_claims, requests_admin_access,
     requests_prioritized_list, uid,
 };
-use crate::runtime::events::{EventType, reference_of};
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::write::Part;
 
-impl Controller {
-    /// Syncs the pod of `key`; a pod gone or being deleted needs nothing.
-    pub(super) async fn sync_pod(&self, key: &ObjectKey) -> Result<()> {
-        let Some(pod) = self.pod(key) else {
+impl Known {
+    /// Decides about the pod of `key`; a pod gone, being deleted or done
+    /// needs nothing. An entry that cannot have its claim ends the plan
+    /// with a Warning on the pod, and the sync fails with it
+    /// ([`super::PodAfter::failure`]).
+    pub(crate) fn decide_pod(&self, key: &ObjectKey) -> Result<PodPlan> {
+        let mut plan = PodPlan::default();
+        let Some(pod) = self.pods.get(key) else {
             tracing::debug!(pod = %key, "nothing to do for pod, it is gone");
-            return Ok(());
+            return Ok(plan);
         };
         if pod.metadata.deletion_timestamp.is_some() {
             tracing::debug!(pod = %key, "nothing to do for pod, it is marked for deletion");
-            return Ok(());
+            return Ok(plan);
         }
         if is_pod_done(&pod) {
             tracing::debug!(pod = %key, "nothing to do for pod, it is done");
-            return Ok(());
+            return Ok(plan);
         }
+        plan.after.pod = Some(Arc::clone(&pod));
         let mut new = BTreeMap::new();
         for pod_claim in pod_claims(&pod) {
-            if let Err(error) = self.ensure_claim(&pod, pod_claim, &mut new).await {
-                self.parts.recorder.record(
-                    &reference_of(pod.as_ref()),
+            if let Err(error) = self.ensure_claim(&mut plan, &pod, pod_claim, &mut new) {
+                plan.event(
+                    pod.as_ref(),
                     EventType::Warning,
                     REASON_FAILED_CREATION,
                     format!("PodResourceClaim {}: {error}", pod_claim.name),
                 );
-                return Err(error);
+                plan.after.failure = Some(error);
+                return Ok(plan);
             }
         }
         if !new.is_empty() {
-            self.parts.writer.record_claims(&pod, &new).await?;
+            plan.apply_status::<Pod>(key.clone(), FIELD_MANAGER, RecordClaims::new(&pod, new));
         }
         if node_name(&pod).is_empty() {
             // The scheduler reserves the claims of a pod it schedules.
-            return Ok(());
+            return Ok(plan);
         }
-        self.reserve_for_scheduled(&pod).await
+        self.reserve_for_scheduled(&mut plan, &pod)?;
+        Ok(plan)
     }
 
-    /// Makes sure the entry `pod_claim` has its claim; a claim created or
-    /// adopted now goes into `new` for the status write.
-    async fn ensure_claim(
+    /// Makes sure the entry `pod_claim` has its claim; a claim found or
+    /// created now goes into `new` for the status apply.
+    fn ensure_claim(
         &self,
+        plan: &mut PodPlan,
         pod: &Pod,
         pod_claim: &PodResourceClaim,
-        new: &mut BTreeMap<String, String>,
+        new: &mut BTreeMap<String, NewClaim>,
     ) -> Result<()> {
         let key = ObjectKey::of(pod);
         match claim_name(pod, pod_claim) {
@@ -76,7 +88,7 @@ impl Controller {
             // recorded as such and left alone.
             ClaimName::Named(_) | ClaimName::NotNeeded => return Ok(()),
             ClaimName::Generated(name) => {
-                match self.parts.claims.get(&ObjectKey::new(&key.namespace, name)) {
+                match self.claims.get(&ObjectKey::new(&key.namespace, name)) {
                     Some(claim) if is_for_pod(pod, &claim) => return Ok(()),
                     Some(_) => tracing::warn!(
                         pod = %key, entry = %pod_claim.name, claim = name,
@@ -89,13 +101,10 @@ impl Controller {
             ClaimName::NotRecorded => {}
         }
         let claim = match self.find_generated(pod, pod_claim) {
-            Some(claim) => claim,
-            None => self.create_from_template(pod, pod_claim).await?,
+            Some(claim) => NewClaim::Found(claim.metadata.name.clone().unwrap_or_default()),
+            None => self.create_from_template(plan, pod, pod_claim)?,
         };
-        new.insert(
-            pod_claim.name.clone(),
-            claim.metadata.name.clone().unwrap_or_default(),
-        );
+        new.insert(pod_claim.name.clone(), claim);
         Ok(())
     }
 
@@ -108,8 +117,7 @@ impl Controller {
         pod: &Pod,
         pod_claim: &PodResourceClaim,
     ) -> Option<Arc<ResourceClaim>> {
-        self.parts
-            .claims
+        self.claims
             .owned_by(uid(&pod.metadata))
             .into_iter()
             .find(|claim| {
@@ -122,24 +130,24 @@ impl Controller {
             })
     }
 
-    /// Creates the entry's claim from its template, unless the template
-    /// asks for what a feature gate switched off.
-    async fn create_from_template(
+    /// Adds the create of the entry's claim from its template, unless the
+    /// template is missing or asks for what a feature gate switched off.
+    fn create_from_template(
         &self,
+        plan: &mut PodPlan,
         pod: &Pod,
         pod_claim: &PodResourceClaim,
-    ) -> Result<Arc<ResourceClaim>> {
+    ) -> Result<NewClaim> {
         let key = ObjectKey::of(pod);
         let template_name = pod_claim
             .resource_claim_template_name
             .clone()
             .unwrap_or_default();
         let template = self
-            .parts
             .templates
             .get(&ObjectKey::new(&key.namespace, &template_name))
             .ok_or_else(|| SyncError::MissingTemplate(template_name.clone()))?;
-        let features = self.parts.features;
+        let features = self.features;
         if !features.admin_access && requests_admin_access(&template.spec.spec) {
             return Err(SyncError::FeatureDisabled(
                 "admin access is requested, but the feature is disabled",
@@ -151,23 +159,27 @@ impl Controller {
             ));
         }
         let claim = claim_from_template(pod, pod_claim, &template);
-        self.parts.writer.create_claim(&key, &claim).await
+        let prefix = claim.metadata.generate_name.clone().unwrap_or_default();
+        let admin_access = requests_admin_access(&claim.spec);
+        let answer = plan.create(claim);
+        plan.after.creates.push(PlannedClaim {
+            entry: pod_claim.name.clone(),
+            admin_access,
+            answer: answer.clone(),
+        });
+        Ok(NewClaim::Created { prefix, answer })
     }
 
-    /// Reserves for a scheduled pod each of its allocated claims that is
-    /// not reserved for it yet and has room.
-    async fn reserve_for_scheduled(&self, pod: &Pod) -> Result<()> {
+    /// Adds, for a scheduled pod, the reservation of each of its allocated
+    /// claims that is not reserved for it yet and has room.
+    fn reserve_for_scheduled(&self, plan: &mut PodPlan, pod: &Pod) -> Result<()> {
         let key = ObjectKey::of(pod);
         for pod_claim in pod_claims(pod) {
             let name = claim_name(pod, pod_claim);
             let Some(claim_name) = name.name() else {
                 continue;
             };
-            let Some(claim) = self
-                .parts
-                .claims
-                .get(&ObjectKey::new(&key.namespace, claim_name))
-            else {
+            let Some(claim) = self.claims.get(&ObjectKey::new(&key.namespace, claim_name)) else {
                 return Ok(());
             };
             if name.must_check_owner() && !is_for_pod(pod, &claim) {
@@ -175,21 +187,14 @@ impl Controller {
             }
             if is_allocated(&claim) && !is_reserved_for_pod(pod, &claim) && can_be_reserved(&claim)
             {
-                let mut reserved = claim.as_ref().clone();
-                let basis = Arc::clone(&claim);
-                reserved
-                    .status
-                    .get_or_insert_with(Default::default)
-                    .reserved_for
-                    .get_or_insert_with(Vec::new)
-                    .push(ResourceClaimConsumerReference {
-                        api_group: None,
-                        resource: "pods".to_string(),
-                        name: key.name.clone(),
-                        uid: uid(&pod.metadata).to_string(),
-                    });
                 tracing::info!(pod = %key, claim = claim_name, "reserving claim for pod");
-                self.parts.writer.write_status(&basis, reserved).await?;
+                let consumer = ResourceClaimConsumerReference {
+                    api_group: None,
+                    resource: "pods".to_string(),
+                    name: key.name.clone(),
+                    uid: uid(&pod.metadata).to_string(),
+                };
+                plan.update(&claim, Part::Status, ClaimChange::Reserve(consumer))?;
             }
         }
         Ok(())

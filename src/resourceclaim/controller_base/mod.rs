@@ -14,8 +14,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use super::claims::ClaimCache;
 use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED, NAME};
 use super::controller::triage::{named_claims, named_templates};
-use super::controller::writes::Writes;
-use super::controller::{Controller, Parts};
+use super::controller::{Controller, Known, Parts};
 use super::deleted::DeletedPods;
 use super::error::SyncError;
 use super::features::Features;
@@ -71,22 +70,21 @@ pub(crate) fn build(
     let templates = informers.store::<ResourceClaimTemplate>();
     let deleted = Arc::new(DeletedPods::new(DELETED_PODS_REMEMBERED));
     let claim_metrics = ClaimMetrics::new(&shared.metrics, Arc::clone(&claims))?;
-    let writer = Writes {
-        client: shared.client.clone(),
-        claims: shared.writes.writer(NAME, informers.store()),
-        pods: shared.writes.writer(NAME, informers.store()),
-        cache: Arc::clone(&claims),
-        claim_metrics,
-    };
-    let controller = Arc::new(Controller::new(Parts {
+    let known = Known {
         pods: Arc::clone(&pods),
         templates,
         claims: Arc::clone(&claims),
         deleted: Arc::clone(&deleted),
-        recorder: shared.recorder.for_component(COMPONENT),
-        writer,
         features: config.features,
-    }));
+    };
+    let controller = Arc::new(Controller::new(Parts::new(
+        known,
+        shared.writes.writer(NAME, informers.store()),
+        shared.writes.writer(NAME, informers.store()),
+        shared.client.clone(),
+        shared.recorder.for_component(COMPONENT),
+        claim_metrics,
+    )));
     let handlers = Handlers {
         pods,
         claims,
