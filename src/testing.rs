@@ -100,7 +100,10 @@ pub fn offline_binder(
 
     let nowhere = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
     let client = kube::Client::try_from(nowhere)?;
-    let metrics = Arc::new(crate::runtime::metrics::Metrics::new().map_err(crate::runtime::shared::BuildError::from)?);
+    let metrics = Arc::new(
+        crate::runtime::metrics::Metrics::new()
+            .map_err(crate::runtime::shared::BuildError::from)?,
+    );
     let cache = Arc::new(ShadowCache::default());
     for volume in objects.volumes {
         cache.offer_volume(Arc::new(volume))?;

@@ -403,7 +403,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
 /// where the sync must fail. `None` for a row about what the server does
 /// (injected failures, a cache behind the server): the memapi runs
 /// alone check it.
-pub(crate) async fn run_planned(s: &Scenario) -> Option<Vec<String>> {
+pub(crate) fn run_planned(s: &Scenario) -> Option<Vec<String>> {
     if !s.errors.is_empty() || s.inject.is_some() || !s.stale_cached_claims.is_empty() {
         return None;
     }
@@ -746,14 +746,14 @@ pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
 pub(crate) async fn run_table(rows: Vec<Scenario>) {
     let mut failures = vec![];
     for s in &rows {
-        if let Some(problems) = run_planned(s).await {
-            if !problems.is_empty() {
-                failures.push(format!(
-                    "[planned] {}:\n    {}",
-                    s.name,
-                    problems.join("\n    ")
-                ));
-            }
+        if let Some(problems) = run_planned(s)
+            && !problems.is_empty()
+        {
+            failures.push(format!(
+                "[planned] {}:\n    {}",
+                s.name,
+                problems.join("\n    ")
+            ));
         }
         for (mode, problems) in [
             ("direct", run_direct(s).await),

@@ -18,8 +18,8 @@ use crate::pv::constants::{
 use crate::pv::error::{Error, Result};
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
-use crate::runtime::events::EventType;
 use crate::pv::operations;
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 
 impl Controller {

@@ -15,8 +15,8 @@ use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
-use crate::runtime::events::EventType;
 use crate::pv::operations;
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 
 /// Where a volume stands relative to the claim its claimRef names.
