@@ -62,6 +62,9 @@ pub(crate) async fn kubectl(
 
 /// Applies `deploy/`'s namespace, ServiceAccount and RBAC as rendered by
 /// `kubectl kustomize`; returns the ServiceAccount's namespace and name.
+/// The replicas elect their leader on a Lease of their own name
+/// ([`super::LEASE_NAME`]), so the leader-election Role grants it too, as
+/// an operator who picks another `--leader-elect-resource-name` must.
 /// Idempotent, and retried: concurrent runs apply the same objects.
 pub(crate) async fn apply_deploy_rbac(kubeconfig: &Path) -> anyhow::Result<(String, String)> {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
@@ -84,6 +87,8 @@ pub(crate) async fn apply_deploy_rbac(kubeconfig: &Path) -> anyhow::Result<(Stri
             ));
         }
         if RBAC_KINDS.contains(&kind) {
+            let mut object = object;
+            grant_lease(&mut object, super::LEASE_NAME);
             kept.push(serde_saphyr::to_string(&object)?);
         }
     }
@@ -98,6 +103,24 @@ pub(crate) async fn apply_deploy_rbac(kubeconfig: &Path) -> anyhow::Result<(Stri
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
     Err(last.context("applying deploy/'s RBAC"))
+}
+
+/// Adds `lease` to the Lease names a Role's rules grant by name.
+fn grant_lease(object: &mut Value, lease: &str) {
+    if object["kind"].as_str() != Some("Role") {
+        return;
+    }
+    let Some(rules) = object["rules"].as_array_mut() else {
+        return;
+    };
+    for rule in rules {
+        let leases = rule["resources"]
+            .as_array()
+            .is_some_and(|resources| resources.iter().any(|r| r == "leases"));
+        if let Some(names) = rule["resourceNames"].as_array_mut().filter(|_| leases) {
+            names.push(lease.into());
+        }
+    }
 }
 
 /// Writes a copy of `kubeconfig` whose current user impersonates the
