@@ -170,3 +170,57 @@ async fn a_dying_worker_stops_the_process_and_fails_livez() {
     let failure = liveness.failure().expect("/livez fails");
     assert!(failure.contains("worker"), "{failure}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lane_decides_in_queue_order_while_its_executions_run_beside_each_other() {
+    let queue = WorkQueue::new();
+    let decided = Arc::new(Mutex::new(Vec::new()));
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut workload = Workload::new("test");
+    let adding = queue.clone();
+    workload.on_lead(move || {
+        for key in ["a", "b", "c", "d", "e"] {
+            adding.add(key.to_string());
+        }
+    });
+    let (order, counting, peak) = (
+        Arc::clone(&decided),
+        Arc::clone(&running),
+        Arc::clone(&most),
+    );
+    workload.pool(Pool::lane(
+        queue,
+        2,
+        |_| "thing",
+        move |key: String| {
+            // The decision: made at once, in the lane.
+            order.lock().expect("decided").push(key);
+            let (counting, peak) = (Arc::clone(&counting), Arc::clone(&peak));
+            Box::pin(async move {
+                let now = counting.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                counting.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, Failed>(Outcome::Synced)
+            })
+        },
+    ));
+    let (runner, liveness, metrics) = runner(vec![workload], Leading::default());
+    let done = tokio::spawn(runner.run(None, tokio::time::sleep(Duration::from_secs(10))));
+    done.await.expect("join").expect("a clean stop");
+    assert_eq!(*decided.lock().expect("decided"), ["a", "b", "c", "d", "e"]);
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        2,
+        "two executions at once, no more"
+    );
+    assert_eq!(liveness.failure(), None);
+    let text = metrics.render().expect("render");
+    assert!(
+        text.contains(
+            "pv_controller_sync_duration_seconds_count{controller=\"test\",kind=\"thing\",result=\"ok\"} 5"
+        ),
+        "{text}"
+    );
+}
