@@ -41,6 +41,7 @@ pub use feature_gates::{Feature, FeatureGateError, FeatureGates};
 pub use options::{Command, DurationError, LogFormat, Options, parse_duration};
 pub use runtime::client::WriteGate;
 pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, ReviewClientOptions};
+pub use runtime::dry_run::{DryRunConfig, DryRunJournal};
 pub use runtime::informer::{StoreError, WatchFailure, WiringError};
 pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaseConfig, default_identity};
@@ -51,7 +52,6 @@ pub use runtime::server::{
     BindError, DelegationConfig, Health, Liveness, Readiness, SecureServing, ServingCertificate,
     ServingLimits, parse_bind_address,
 };
-pub use runtime::shadow_mode::{ShadowConfig, ShadowJournal};
 pub use runtime::shared::BuildError;
 pub use runtime::workload::IdleProbe;
 pub use runtime::write::WriteError;

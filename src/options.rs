@@ -2,7 +2,7 @@
 //! one, and the parsing of its duration syntax (`15s`, `1m30s`).
 //!
 //! Plain values with their defaults: the flags know the runtime's types
-//! (serving, shadow mode, the client's limits) and nothing of the
+//! (serving, the dry run, the client's limits) and nothing of the
 //! controllers; the process turns them into the controllers' settings,
 //! and a test of the process holds each default to the controller's own.
 
@@ -13,10 +13,10 @@ use clap::Parser;
 
 use crate::feature_gates::FeatureGates;
 use crate::runtime::client::ClientOptions;
+use crate::runtime::dry_run::DryRunConfig;
 use crate::runtime::server::{
     DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };
-use crate::runtime::shadow_mode::ShadowConfig;
 
 /// Flags of the `pv-controller` binary.
 #[derive(Debug, Clone, Parser)]
@@ -276,12 +276,12 @@ pub struct Options {
     /// decision against what the cluster comes to (`/shadow`,
     /// `pv_controller_shadow_decisions_total`).
     #[arg(long = "shadow")]
-    pub shadow: bool,
+    pub dry_run: bool,
 
     /// With --shadow: how long the cluster has to come to a decision before
     /// it counts as a difference (default: two sync periods).
-    #[arg(long = "shadow-window", value_parser = parse_duration, requires = "shadow")]
-    pub shadow_window: Option<Duration>,
+    #[arg(long = "shadow-window", value_parser = parse_duration, requires = "dry_run")]
+    pub dry_run_window: Option<Duration>,
 
     /// Run against an in-memory API server seeded from this YAML file
     /// instead of a cluster, served on a loopback port for kubectl.
@@ -372,11 +372,11 @@ impl Options {
         self.leader_elect.unwrap_or(!self.embedded())
     }
 
-    /// Shadow mode's settings, when --shadow is given.
-    pub fn shadow_config(&self) -> Option<ShadowConfig> {
-        self.shadow.then(|| ShadowConfig {
+    /// The dry run's settings, when --shadow is given.
+    pub fn dry_run_config(&self) -> Option<DryRunConfig> {
+        self.dry_run.then(|| DryRunConfig {
             window: self
-                .shadow_window
+                .dry_run_window
                 .unwrap_or_else(|| self.resync_period() * 2),
         })
     }

@@ -17,7 +17,7 @@ pub use crate::runtime::events::{
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
 
-/// The admin server's routes (without shadow mode), for tests that call
+/// The admin server's routes (without a dry run), for tests that call
 /// them without a socket.
 pub fn router(
     metrics: std::sync::Arc<crate::runtime::metrics::Metrics>,
@@ -26,7 +26,7 @@ pub fn router(
     crate::runtime::server::router(crate::runtime::server::AdminState {
         metrics,
         health,
-        shadow: None,
+        dry_run: None,
         routes: axum::Router::new(),
     })
 }
@@ -137,7 +137,7 @@ pub fn offline_binder(
         settings,
         pv_metrics: crate::pv::metrics::PvMetrics::new(&metrics)
             .map_err(crate::runtime::shared::BuildError::from)?,
-        shadow: None,
+        dry_run: None,
     };
     Ok(Controller::new(parts))
 }

@@ -9,9 +9,9 @@
 
 mod apis;
 mod controllers;
+mod dry_run;
 mod flags;
 mod selection;
-mod shadow;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::runtime::client::Clients;
+use crate::runtime::dry_run::{DryRun, DryRunConfig, DryRunJournal};
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
@@ -28,7 +29,6 @@ use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
     self, AdminState, BindError, Health, Liveness, Readiness, SecureServing,
 };
-use crate::runtime::shadow_mode::{ShadowConfig, ShadowJournal, ShadowMode};
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
 use crate::{ephemeral, pv, resourceclaim};
@@ -57,12 +57,12 @@ pub struct AppConfig {
     /// The secure admin port (HTTPS, delegated authentication and
     /// authorization), if any.
     pub secure: Option<SecureServing>,
-    /// The Lease to compete for; `None` runs without election. Shadow mode
+    /// The Lease to compete for; `None` runs without election. A dry run
     /// takes no Lease whatever this says.
     pub election: Option<LeaseConfig>,
-    /// Shadow mode (`--shadow`): the controllers decide but send nothing,
+    /// The dry run (`--shadow`): the controllers decide but send nothing,
     /// and each decision is judged against what the cluster comes to.
-    pub shadow: Option<ShadowConfig>,
+    pub dry_run: Option<DryRunConfig>,
     /// The PersistentVolume controller's settings.
     pub persistentvolume: pv::Config,
     /// The ephemeral volume controller's settings.
@@ -88,7 +88,7 @@ impl Default for AppConfig {
             insecure_address: Some(([127, 0, 0, 1], 0).into()),
             secure: None,
             election: None,
-            shadow: None,
+            dry_run: None,
             persistentvolume: pv::Config::default(),
             ephemeral: ephemeral::Config::default(),
             resourceclaim: resourceclaim::Config::default(),
@@ -139,7 +139,7 @@ pub struct App {
     metrics: Arc<Metrics>,
     clients: Clients,
     election: Option<LeaseConfig>,
-    shadow: Option<Arc<ShadowMode>>,
+    dry_run: Option<Arc<DryRun>>,
     insecure_address: Option<SocketAddr>,
     secure_address: Option<SocketAddr>,
     health: Health,
@@ -169,7 +169,7 @@ impl App {
         let mut shared = Shared::new(
             clients.controller.clone(),
             &config.instance,
-            config.shadow.as_ref(),
+            config.dry_run.as_ref(),
         )
         .map_err(AppError::Shared)?;
         let controllers::Built {
@@ -178,8 +178,8 @@ impl App {
             apis,
         } = controllers::build(&mut shared, &config).await?;
         let mut servers = tokio::task::JoinSet::new();
-        if let Some(journal) = &shared.shadow {
-            shadow::observe(&mut shared.informers, journal);
+        if let Some(journal) = &shared.dry_run {
+            dry_run::observe(&mut shared.informers, journal);
             servers.spawn(Arc::clone(journal).sweep_periodically());
             tracing::info!(
                 "shadow mode: nothing is written, each decision is judged against the cluster"
@@ -195,7 +195,7 @@ impl App {
         let admin = AdminState {
             metrics: Arc::clone(&shared.metrics),
             health: health.clone(),
-            shadow: shared.shadow.clone(),
+            dry_run: shared.dry_run.clone(),
             routes: pv::admin::routes(controllers.persistentvolume.clone()),
         };
         let secure_address = match &config.secure {
@@ -230,7 +230,7 @@ impl App {
             metrics: Arc::clone(&metrics),
             readiness: health.readiness.clone(),
             liveness: health.liveness.clone(),
-            shadow: shared.shadow.is_some(),
+            dry_run: shared.dry_run.is_some(),
         });
         Ok(Self {
             idle: runner.idle_probe(),
@@ -238,12 +238,12 @@ impl App {
             controllers,
             metrics,
             clients,
-            election: if config.shadow.is_some() {
+            election: if config.dry_run.is_some() {
                 None
             } else {
                 config.election
             },
-            shadow: shared.shadow.clone(),
+            dry_run: shared.dry_run.clone(),
             insecure_address,
             secure_address,
             health,
@@ -269,9 +269,9 @@ impl App {
         self.insecure_address
     }
 
-    /// Shadow mode's judgements, when the process runs in shadow mode.
-    pub fn shadow_journal(&self) -> Option<ShadowJournal> {
-        self.shadow.clone().map(ShadowJournal)
+    /// The dry run's judgements, when the process runs dry (`--shadow`).
+    pub fn dry_run_journal(&self) -> Option<DryRunJournal> {
+        self.dry_run.clone().map(DryRunJournal)
     }
 
     /// Where the secure admin port listens, if there is one.
@@ -299,8 +299,8 @@ impl App {
     /// client) until `shutdown` resolves or one of them fails, then stops
     /// the admin server. Without election the write gate opens for good.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
-        // Shadow mode sends nothing: the gate stays shut as a second guard.
-        if self.election.is_none() && self.shadow.is_none() {
+        // A dry run sends nothing: the gate stays shut as a second guard.
+        if self.election.is_none() && self.dry_run.is_none() {
             self.clients.gate.open();
         }
         let elector = self

@@ -5,7 +5,7 @@
 //! Two halves, as upstream: `controller_base` is the wiring (what it asks
 //! of the process's informers, its handlers, queues, workers and resync)
 //! and `controller` the decisions (what to do with one volume or one
-//! claim). Between them sit plain data structures, the shadow `cache` with
+//! claim). Between them sit plain data structures, the shadow write-through `cache` with
 //! its volume `index`, and the typed readings of the objects (`objects`,
 //! `keys`). The volume plugins touch storage; the controller only decides
 //! when. [`VolumePlugin`] is the interface a storage back end implements.

@@ -18,10 +18,10 @@
 
 use std::sync::Arc;
 
+use crate::runtime::dry_run::DryRun;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::operations::{OperationError, OperationTracker};
 use crate::runtime::plan::{Hold, Plan, Start, Step};
-use crate::runtime::shadow_mode::ShadowMode;
 use crate::runtime::write::{WriteError, WriterSet};
 
 /// Carries out one controller's plans. Cheap to clone.
@@ -30,7 +30,7 @@ pub(crate) struct Executor {
     writers: WriterSet,
     recorder: EventRecorder,
     operations: OperationTracker,
-    journal: Option<Arc<ShadowMode>>,
+    journal: Option<Arc<DryRun>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -49,7 +49,7 @@ impl Executor {
         writers: WriterSet,
         recorder: EventRecorder,
         operations: OperationTracker,
-        journal: Option<Arc<ShadowMode>>,
+        journal: Option<Arc<DryRun>>,
     ) -> Self {
         Self {
             writers,

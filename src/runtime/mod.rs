@@ -11,6 +11,7 @@
 
 pub(crate) mod api_message;
 pub(crate) mod client;
+pub(crate) mod dry_run;
 pub(crate) mod events;
 pub(crate) mod executor;
 pub(crate) mod informer;
@@ -28,7 +29,6 @@ pub(crate) mod rehearsal;
 pub(crate) mod requests;
 pub(crate) mod runner;
 pub(crate) mod server;
-pub(crate) mod shadow_mode;
 pub(crate) mod shared;
 pub(crate) mod sparse;
 pub(crate) mod workload;

@@ -116,7 +116,7 @@ pub(crate) struct Runner {
     metrics: Arc<Metrics>,
     readiness: Readiness,
     liveness: Liveness,
-    shadow: bool,
+    dry_run: bool,
 }
 
 /// What a [`Runner`] is made of.
@@ -139,9 +139,9 @@ pub(crate) struct RunnerParts {
     pub(crate) readiness: Readiness,
     /// For `/livez`.
     pub(crate) liveness: Liveness,
-    /// Whether the process runs in shadow mode: it leads nothing and says
+    /// Whether the process runs dry: it leads nothing and says
     /// so (`pv_controller_leader` stays 0), though its controllers decide.
-    pub(crate) shadow: bool,
+    pub(crate) dry_run: bool,
 }
 
 impl Runner {
@@ -158,7 +158,7 @@ impl Runner {
             metrics: parts.metrics,
             readiness: parts.readiness,
             liveness: parts.liveness,
-            shadow: parts.shadow,
+            dry_run: parts.dry_run,
         }
     }
 
@@ -215,7 +215,7 @@ impl Runner {
         let result = {
             let metrics = Arc::clone(&self.metrics);
             let relist = election.is_some() && !held;
-            let campaign = compete(election.as_mut(), held, &role, &metrics, !self.shadow);
+            let campaign = compete(election.as_mut(), held, &role, &metrics, !self.dry_run);
             Box::pin(self.lead(campaign, relist, role.subscribe(), shutdown)).await
         };
         self.metrics.set_leader(false);
@@ -389,7 +389,7 @@ async fn first_attempt(elector: &mut LeaderElector) -> bool {
 }
 
 /// Leads at once without an election (reported as leading unless
-/// `report_leader` is false: shadow mode); with one, acquires the Lease
+/// `report_leader` is false: a dry run); with one, acquires the Lease
 /// (unless `held` already), holds it, and reports its loss. Never returns.
 async fn compete(
     election: Option<&mut LeaderElector>,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use kube::Client;
 
+use crate::runtime::dry_run::{DryRun, DryRunConfig};
 use crate::runtime::events::{EventRecorder, RecorderError};
 use crate::runtime::informer::{Informers, WiringError};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::Leading;
-use crate::runtime::shadow_mode::{ShadowConfig, ShadowMode};
 use crate::runtime::write::Door;
 
 /// The parts of the process a controller is built from.
@@ -30,8 +30,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     /// Whether the process leads.
     pub(crate) leading: Leading,
-    /// Shadow mode's journal, when the process runs in shadow mode.
-    pub(crate) shadow: Option<Arc<ShadowMode>>,
+    /// The dry run's journal, when the process runs dry.
+    pub(crate) dry_run: Option<Arc<DryRun>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -44,13 +44,13 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// The parts on `client`, with events reported by `instance`, in
-    /// shadow mode when `shadow` is given (the door sends nothing, events
+    /// a dry run when `dry_run` is given (the door sends nothing, events
     /// are not written); fails when the metrics cannot be set up or there
     /// is no tokio runtime for the event recorder's sender task.
     pub(crate) fn new(
         client: Client,
         instance: &str,
-        shadow: Option<&ShadowConfig>,
+        dry_run: Option<&DryRunConfig>,
     ) -> Result<Self, BuildError> {
         let metrics = Arc::new(Metrics::new()?);
         let mut recorder = EventRecorder::new(
@@ -59,21 +59,21 @@ impl Shared {
             "pv-controller",
             instance,
         )?;
-        let shadow = match shadow {
+        let dry_run = match dry_run {
             Some(config) => {
                 recorder = recorder.silenced();
-                Some(Arc::new(ShadowMode::new(config, &metrics)?))
+                Some(Arc::new(DryRun::new(config, &metrics)?))
             }
             None => None,
         };
         Ok(Self {
-            writes: Door::new(client.clone(), Arc::clone(&metrics), shadow.clone()),
+            writes: Door::new(client.clone(), Arc::clone(&metrics), dry_run.clone()),
             client,
             informers: Informers::default(),
             recorder,
             metrics,
             leading: Leading::default(),
-            shadow,
+            dry_run,
         })
     }
 }

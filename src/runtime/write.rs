@@ -38,6 +38,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, Resource};
 use tokio::sync::OwnedMutexGuard;
 
+use crate::runtime::dry_run::{DryRun, View};
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
@@ -45,7 +46,6 @@ pub(crate) use crate::runtime::kinds::Part;
 use crate::runtime::lean::Lean;
 use crate::runtime::merge_patch::{self, MergePatch};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
-use crate::runtime::shadow_mode::{ShadowMode, View};
 use serde_json::value::RawValue;
 
 /// What an edit made of the newest copy of an object.
@@ -177,8 +177,8 @@ impl WriteLocks {
 /// The process's write door; [`Door::writer`] hands each controller its
 /// writer of a kind. Cheap to clone; clones share the locks.
 ///
-/// In shadow mode nothing is sent: each write is handed to the journal
-/// ([`ShadowMode::intended`]) and answered as the server would have, and
+/// In a dry run nothing is sent: each write is handed to the journal
+/// ([`DryRun::intended`]) and answered as the server would have, and
 /// that answer is kept apart (for the running decision only:
 /// [`one_decision`]), so the next write of the same decision edits it while the stores keep what the cluster shows.
 #[derive(Clone)]
@@ -186,16 +186,16 @@ pub(crate) struct Door {
     client: Client,
     metrics: Arc<Metrics>,
     locks: WriteLocks,
-    shadow: Option<Arc<ShadowMode>>,
+    dry_run: Option<Arc<DryRun>>,
 }
 
 tokio::task_local! {
-    /// Shadow mode's answers to the unsent writes of the decision the
+    /// The dry run's answers to the unsent writes of the decision the
     /// running task makes (a sync of one key, or one operation), by object.
     static DECISION: RefCell<HashMap<LockKey, UnsentAnswer>>;
 }
 
-/// Runs `work` as one decision: in shadow mode, its writes see the unsent
+/// Runs `work` as one decision: in a dry run, its writes see the unsent
 /// answers to its own earlier writes (a bind's four writes build on each
 /// other), and no other decision sees them. The next decision starts from
 /// what the cluster shows: a decision the cluster never carried out (the
@@ -253,17 +253,13 @@ impl fmt::Debug for Door {
 
 impl Door {
     /// The door of the process: writes through `client`, counted in
-    /// `metrics`; in shadow mode when `shadow` is given.
-    pub(crate) fn new(
-        client: Client,
-        metrics: Arc<Metrics>,
-        shadow: Option<Arc<ShadowMode>>,
-    ) -> Self {
+    /// `metrics`; a dry run when `dry_run` is given.
+    pub(crate) fn new(client: Client, metrics: Arc<Metrics>, dry_run: Option<Arc<DryRun>>) -> Self {
         Self {
             client,
             metrics,
             locks: WriteLocks::default(),
-            shadow,
+            dry_run,
         }
     }
 
@@ -405,8 +401,8 @@ impl<K: Kind> Writer<K> {
     /// Creates `object` and stores the answer.
     pub(crate) async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
-        if let Some(shadow) = &self.door.shadow {
-            shadow.intended(
+        if let Some(dry_run) = &self.door.dry_run {
+            dry_run.intended(
                 self.controller,
                 &K::plural(&()),
                 "create",
@@ -414,7 +410,7 @@ impl<K: Kind> Writer<K> {
                 Some(&View::of(object)),
             );
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
+                dry_run.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
             }
             let mut answer = object.clone();
             if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
@@ -457,18 +453,18 @@ impl<K: Kind> Writer<K> {
         key: &ObjectKey,
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
-        if let Some(shadow) = &self.door.shadow {
+        if let Some(dry_run) = &self.door.dry_run {
             let stored = self.store.get(key);
             let stored = stored.as_deref().map(View::of);
             let before = stored.unwrap_or_else(|| View::named(key, uid));
-            shadow.intended(
+            dry_run.intended(
                 self.controller,
                 &K::plural(&()),
                 "delete",
                 Some(&before),
                 None,
             );
-            shadow.present(&K::plural(&()), key, stored.as_ref());
+            dry_run.present(&K::plural(&()), key, stored.as_ref());
             return Ok(None);
         }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
@@ -539,11 +535,11 @@ impl<K: Kind> Writer<K> {
         manager: &str,
         applied: &serde_json::Value,
     ) -> Result<Arc<K>, WriteError> {
-        if let Some(shadow) = &self.door.shadow {
+        if let Some(dry_run) = &self.door.dry_run {
             let stored = self.store.get(key);
             let before = stored.as_deref().map(View::of);
             match serde_json::from_value::<K>(applied.clone()) {
-                Ok(after) => shadow.intended(
+                Ok(after) => dry_run.intended(
                     self.controller,
                     &K::plural(&()),
                     "apply",
@@ -555,7 +551,7 @@ impl<K: Kind> Writer<K> {
                 }
             }
             if let Some(before) = &before {
-                shadow.present(&K::plural(&()), key, Some(before));
+                dry_run.present(&K::plural(&()), key, Some(before));
             }
             return stored.ok_or_else(|| WriteError::Stale {
                 object: describe::<K>(key),
@@ -592,7 +588,7 @@ impl<K: Kind> Writer<K> {
         let key = ObjectKey::of(basis.as_ref());
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let mut newest = newer(basis, self.store.get(&key));
-        if self.door.shadow.is_some() {
+        if self.door.dry_run.is_some() {
             newest = unsent_or(&key, newest);
         }
         let mut changed = K::clone(&newest);
@@ -606,9 +602,9 @@ impl<K: Kind> Writer<K> {
             }
             Edit::Changed => {}
         }
-        if let Some(shadow) = &self.door.shadow {
+        if let Some(dry_run) = &self.door.dry_run {
             let before = View::of(newest.as_ref());
-            shadow.intended(
+            dry_run.intended(
                 self.controller,
                 &K::plural(&()),
                 "update",
@@ -618,7 +614,7 @@ impl<K: Kind> Writer<K> {
             // The cluster's copy: the basis, unless an unsent answer stands
             // in for it.
             if let Some(stored) = self.store.get(&key) {
-                shadow.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
+                dry_run.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
             }
             let answer = Arc::new(changed);
             keep_unsent(key, Arc::clone(&answer));

@@ -93,7 +93,7 @@ fn the_floors_run_one_way() {
 }
 
 /// The runtime's code names none of the controllers' kinds: they are
-/// the controllers' (`src/kinds/`). Shadow mode, which judges the
+/// the controllers' (`src/kinds/`). The dry run, which judges the
 /// PersistentVolume and ResourceClaim controllers' decisions, still reads
 /// their objects.
 #[test]
@@ -107,11 +107,11 @@ fn the_runtime_names_no_controllers_kind() {
         "ResourceClaim",
         "ResourceClaimTemplate",
     ];
-    let shadow_mode: ModulePath = vec!["runtime".into(), "shadow_mode".into()];
+    let dry_run: ModulePath = vec!["runtime".into(), "dry_run".into()];
     let mut named = Vec::new();
     for source in sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
         if source.module.first().map(String::as_str) != Some("runtime")
-            || source.module.starts_with(&shadow_mode)
+            || source.module.starts_with(&dry_run)
         {
             continue;
         }
@@ -147,7 +147,7 @@ fn paths_are_read_as_the_compiler_reads_them() {
         code: strip(
             "use crate::pv::{cache::ShadowCache, index};\n\
              use super::writes::Edit; // crate::app::Nothing\n\
-             use crate::ShadowConfig;\n\
+             use crate::DryRunConfig;\n\
              #[cfg(test)]\nuse crate::ephemeral::Something;\n\
              fn f() { crate::runtime::keys::ObjectKey::new(\"a\", \"b\"); }\n\
              #[cfg(test)]\nmod tests {\n    use crate::resourceclaim::X;\n    fn g() { let _ = \"}\"; }\n}\n",
@@ -265,7 +265,7 @@ fn top(node: &str) -> &str {
 }
 
 /// The node a module belongs to; paths through the root's re-exports (a
-/// first segment that is no module, e.g. `crate::ShadowConfig`) are the
+/// first segment that is no module, e.g. `crate::DryRunConfig`) are the
 /// node `crate root`.
 fn node(path: &[String]) -> String {
     match path {

@@ -91,12 +91,12 @@ pub struct LastSync {
 /// and the last binding message its events carried (a Pending claim's
 /// event is written again only when the message changes).
 #[derive(Debug, Default)]
-pub(crate) struct ClaimNotes {
-    notes: Mutex<HashMap<ObjectKey, Note>>,
+pub(crate) struct ClaimMemory {
+    claims: Mutex<HashMap<ObjectKey, Remembered>>,
 }
 
 #[derive(Debug, Default)]
-struct Note {
+struct Remembered {
     last_sync: Option<LastSync>,
     message: Option<(String, String)>,
     /// What the last binding event was made from: its reason and first
@@ -113,35 +113,36 @@ struct MadeFrom {
     version: Option<String>,
 }
 
-impl ClaimNotes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Note>> {
-        self.notes.lock().unwrap_or_else(PoisonError::into_inner)
+impl ClaimMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Remembered>> {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Notes how the claim's sync ended; a claim that no longer waits is
-    /// forgotten.
+    /// Remembers how the claim's sync ended; a claim that no longer waits
+    /// is forgotten.
     pub(crate) fn synced(&self, key: &ObjectKey, waits: bool, outcome: String) {
-        let mut notes = self.lock();
+        let mut claims = self.lock();
         if !waits && outcome == SYNCED {
-            notes.remove(key);
+            claims.remove(key);
             return;
         }
-        notes.entry(key.clone()).or_default().last_sync = Some(LastSync {
+        claims.entry(key.clone()).or_default().last_sync = Some(LastSync {
             outcome,
             at: Timestamp::now(),
         });
     }
 
-    /// Whether `reason` with `message` is news for the claim (and notes it).
+    /// Whether `reason` with `message` is news for the claim (and
+    /// remembers it).
     pub(crate) fn is_news(&self, key: &ObjectKey, reason: &str, message: &str) -> bool {
-        let mut notes = self.lock();
-        let note = notes.entry(key.clone()).or_default();
-        let news = note
+        let mut claims = self.lock();
+        let remembered = claims.entry(key.clone()).or_default();
+        let news = remembered
             .message
             .as_ref()
             .is_none_or(|(r, m)| r != reason || m != message);
         if news {
-            note.message = Some((reason.to_string(), message.to_string()));
+            remembered.message = Some((reason.to_string(), message.to_string()));
         }
         news
     }
@@ -154,7 +155,7 @@ impl ClaimNotes {
             .is_some_and(|last| last == made_from)
     }
 
-    /// Notes what the claim's last binding event was made from.
+    /// Remembers what the claim's last binding event was made from.
     fn set_made_from(&self, key: &ObjectKey, made_from: MadeFrom) {
         self.lock().entry(key.clone()).or_default().made_from = Some(made_from);
     }
@@ -205,7 +206,7 @@ impl Controller {
             judged,
             delay_binding,
             self.awaited_provisioner(&claim),
-            self.notes.last_sync(key),
+            self.memory.last_sync(key),
         ))
     }
 
@@ -225,8 +226,8 @@ impl Controller {
         reason: &str,
         base: &str,
     ) -> bool {
-        if self.shadow.is_some() {
-            // Shadow mode writes no event: its message is not worth a
+        if self.dry_run.is_some() {
+            // A dry run writes no event: its message is not worth a
             // judgement of every volume.
             return self.note_once(plan, claim, warning, reason, base.to_string());
         }
@@ -237,7 +238,7 @@ impl Controller {
             changes: self.cache.index_changes(),
             version: claim.metadata.resource_version.clone(),
         };
-        if self.notes.made_from(&key, &made_from) {
+        if self.memory.made_from(&key, &made_from) {
             tracing::debug!(
                 reason,
                 "nothing changed since the binding event, not written again"
@@ -250,7 +251,7 @@ impl Controller {
             None => base.to_string(),
         };
         let news = self.note_once(plan, claim, warning, reason, message);
-        self.notes.set_made_from(&key, made_from);
+        self.memory.set_made_from(&key, made_from);
         news
     }
 
@@ -264,7 +265,7 @@ impl Controller {
         reason: &str,
         message: String,
     ) -> bool {
-        if !self.notes.is_news(&ObjectKey::of(claim), reason, &message) {
+        if !self.memory.is_news(&ObjectKey::of(claim), reason, &message) {
             tracing::debug!(reason, "binding event unchanged, not written again");
             return false;
         }

@@ -102,7 +102,7 @@ mod changes;
 mod claim;
 mod delete;
 mod explain;
-pub(crate) use explain::{ClaimNotes, SYNCED, WAITING};
+pub(crate) use explain::{ClaimMemory, SYNCED, WAITING};
 pub use explain::{Explanation, LastSync, Requirements, explain_listed};
 mod finalizers;
 mod provision;
@@ -111,7 +111,7 @@ mod reclaim;
 mod recycle;
 mod rehearse;
 pub use rehearse::{Rehearsed, Server};
-pub(crate) mod shadow_judge;
+pub(crate) mod dry_run_judge;
 mod volume;
 mod writes;
 
@@ -127,12 +127,12 @@ use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::metrics::PvMetrics;
 use crate::pv::plugins::VolumePlugins;
+use crate::runtime::dry_run::DryRun;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::executor::Executor;
 use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationTracker;
-use crate::runtime::shadow_mode::ShadowMode;
 use crate::runtime::write::{Writer, WriterSet};
 pub(crate) use changes::PvPlan;
 use volume::Decided;
@@ -278,9 +278,9 @@ pub(crate) struct Parts {
     pub(crate) settings: Settings,
     /// The controller's own series.
     pub(crate) pv_metrics: PvMetrics,
-    /// Shadow mode's journal, which keeps the reservation of each intended
+    /// The dry run's journal, which keeps the reservation of each intended
     /// bind until it is judged.
-    pub(crate) shadow: Option<Arc<ShadowMode>>,
+    pub(crate) dry_run: Option<Arc<DryRun>>,
 }
 
 impl Writers {
@@ -307,9 +307,9 @@ pub struct Controller {
     settings: Settings,
     operations: OperationTracker,
     pv_metrics: PvMetrics,
-    shadow: Option<Arc<ShadowMode>>,
+    dry_run: Option<Arc<DryRun>>,
     executor: Executor,
-    notes: Arc<ClaimNotes>,
+    memory: Arc<ClaimMemory>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -327,7 +327,7 @@ impl Controller {
             parts.writers.set(),
             parts.recorder.clone(),
             parts.operations.clone(),
-            parts.shadow.clone(),
+            parts.dry_run.clone(),
         );
         Self {
             executor,
@@ -339,14 +339,14 @@ impl Controller {
             settings: parts.settings,
             operations: parts.operations,
             pv_metrics: parts.pv_metrics,
-            shadow: parts.shadow,
-            notes: Arc::default(),
+            dry_run: parts.dry_run,
+            memory: Arc::default(),
         }
     }
 
     /// What the binder remembers of each unbound claim.
-    pub(crate) fn notes(&self) -> &ClaimNotes {
-        &self.notes
+    pub(crate) fn claim_memory(&self) -> &ClaimMemory {
+        &self.memory
     }
 
     /// The tracker of running provision, delete and recycle operations.
@@ -490,7 +490,7 @@ pub(crate) mod testing {
             operations: OperationTracker::new(),
             settings,
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
-            shadow: None,
+            dry_run: None,
         })
     }
 }

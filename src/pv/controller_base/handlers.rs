@@ -77,7 +77,7 @@ impl Handlers {
             }
             Change::Deleted { key, last } => {
                 self.follow_up.forget(key);
-                self.controller.notes().forget(key);
+                self.controller.claim_memory().forget(key);
                 tracing::info!(claim = %key, "claim deleted");
                 let volume = last.and_then(|claim| volume_of_deleted_claim(claim));
                 if let Some(volume) = volume

@@ -129,12 +129,12 @@ pub(crate) fn build(
             move || follow_up.waiting()
         },
     )?))?;
-    // In shadow mode a freed volume wakes nobody: the other controller's
+    // In a dry run a freed volume wakes nobody: the other controller's
     // binds free the volumes this process held for other choices all the
     // time, and each wake would sync every waiting claim again for nothing
     // that is judged (a claim the other controller binds is judged by what
     // this one would have chosen; the resync still tries waiting claims).
-    if shared.shadow.is_none() {
+    if shared.dry_run.is_none() {
         cache.on_volume_freed({
             let follow_up = follow_up.clone();
             move || follow_up.volume_freed()
@@ -149,18 +149,18 @@ pub(crate) fn build(
         writers,
         recorder: shared.recorder.for_component(CONTROLLER_NAME),
         operations: operations.clone(),
-        settings: match &shared.shadow {
+        settings: match &shared.dry_run {
             Some(_) => Settings {
-                plugins: config.settings.plugins.shadowed(),
+                plugins: config.settings.plugins.for_dry_run(),
                 ..config.settings.clone()
             },
             None => config.settings.clone(),
         },
         pv_metrics,
-        shadow: shared.shadow.clone(),
+        dry_run: shared.dry_run.clone(),
     }));
-    if let Some(shadow) = &shared.shadow {
-        shadow.set_judge(crate::pv::controller::shadow_judge::judge(Arc::clone(
+    if let Some(dry_run) = &shared.dry_run {
+        dry_run.set_judge(crate::pv::controller::dry_run_judge::judge(Arc::clone(
             &cache,
         )));
     }

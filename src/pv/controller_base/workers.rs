@@ -87,7 +87,7 @@ impl ClaimWork {
                 Err(error) => error.to_string(),
             };
             let waits = result.as_ref().map_or(true, |next| next.claim_waits);
-            this.controller.notes().synced(&key, waits, outcome);
+            this.controller.claim_memory().synced(&key, waits, outcome);
             let next = result?;
             this.follow_up.claim_synced(&key, next.claim_waits, epoch);
             this.follow_up.apply(next);

@@ -8,10 +8,10 @@
 //! plugins exist, [`host_path::HostPathPlugin`] and [`nfs::NfsPlugin`]; tests
 //! add a mock, which is why the plugin interface is a trait.
 
+mod dry_run;
 pub(crate) mod host_path;
 pub(crate) mod nfs;
 pub(crate) mod recycler;
-mod shadowed;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -106,7 +106,7 @@ pub struct RecycleContext {
     pub volumes: RecycledVolumes,
     /// Where the pod's events go.
     pub relay: EventRelay,
-    /// Shadow mode: the recycler pod is only recorded (the write door sends
+    /// A dry run: the recycler pod is only recorded (the write door sends
     /// nothing), and the recycle the cluster itself carries out is
     /// followed instead of the pod.
     pub follow_cluster: bool,
@@ -336,15 +336,15 @@ impl VolumePlugins {
             .with(Arc::new(nfs::NfsPlugin::new(config.nfs_recycler.clone())))
     }
 
-    /// The same plugins for shadow mode: they decide as these but touch no
+    /// The same plugins for a dry run: they decide as these but touch no
     /// storage.
-    pub(crate) fn shadowed(&self) -> Self {
+    pub(crate) fn for_dry_run(&self) -> Self {
         Self {
             plugins: self
                 .plugins
                 .iter()
                 .map(|plugin| {
-                    Arc::new(shadowed::Shadowed(Arc::clone(plugin))) as Arc<dyn VolumePlugin>
+                    Arc::new(dry_run::DryRunPlugin(Arc::clone(plugin))) as Arc<dyn VolumePlugin>
                 })
                 .collect(),
         }

@@ -302,10 +302,10 @@ pub(crate) async fn recycle(
     outcome.map_err(|e| PluginError::Failed(e.to_string()))
 }
 
-/// How often shadow mode looks whether the cluster has recycled a volume.
+/// How often a dry run looks whether the cluster has recycled a volume.
 const FOLLOW_PERIOD: Duration = Duration::from_secs(5);
 
-/// Shadow mode's recycle: the pod goes to the write door (which records it
+/// The dry run's recycle: the pod goes to the write door (which records it
 /// as the decision and sends nothing), then the cluster's own recycle is
 /// awaited: done once the volume is Available or no longer bound to the
 /// released claim (or is gone); a timeout, as a pod that never ends would be, when that

@@ -102,7 +102,7 @@ pub struct EventRecorder {
     metrics: Arc<Metrics>,
     component: &'static str,
     reporting_instance: Arc<str>,
-    /// Records nothing (shadow mode writes no event).
+    /// Records nothing (a dry run writes no event).
     silent: bool,
 }
 
@@ -149,7 +149,7 @@ impl EventRecorder {
         })
     }
 
-    /// The same recorder, recording nothing: in shadow mode the process
+    /// The same recorder, recording nothing: in a dry run the process
     /// writes no event.
     pub(crate) fn silenced(self) -> Self {
         Self {

@@ -32,8 +32,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
+use crate::runtime::dry_run::DryRun;
 use crate::runtime::metrics::Metrics;
-use crate::runtime::shadow_mode::ShadowMode;
 
 /// Whether the controllers' caches have synced; set once by each
 /// controller, read by `/readyz`. A process of several controllers is ready
@@ -108,24 +108,24 @@ pub(crate) struct AdminState {
     pub(crate) metrics: Arc<Metrics>,
     /// For `/livez`, `/healthz` and `/readyz`.
     pub(crate) health: Health,
-    /// For `/shadow`, in shadow mode.
-    pub(crate) shadow: Option<Arc<ShadowMode>>,
+    /// For `/shadow`, in a dry run.
+    pub(crate) dry_run: Option<Arc<DryRun>>,
     /// The routes the controllers serve besides the process's own, tried
-    /// after them (so a controller cannot shadow `/metrics` or the health
+    /// after them (so a controller cannot override `/metrics` or the health
     /// checks), behind the same authentication and authorization.
     pub(crate) routes: Router,
 }
 
-/// The routes of the admin server: the process's own (`/shadow` in shadow
-/// mode), then the controllers'.
+/// The routes of the admin server: the process's own (`/shadow` in a dry
+/// run), then the controllers'.
 pub(crate) fn router(state: AdminState) -> Router {
     let routes = Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
         .route("/readyz", get(serve_ready));
-    let routes = if state.shadow.is_some() {
-        routes.route("/shadow", get(serve_shadow))
+    let routes = if state.dry_run.is_some() {
+        routes.route("/shadow", get(serve_dry_run))
     } else {
         routes
     };
@@ -218,11 +218,11 @@ async fn serve_metrics(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// Shadow mode's report: counts of agreeing and differing decisions and
+/// The dry run's report: counts of agreeing and differing decisions and
 /// the newest differences, as JSON.
-async fn serve_shadow(State(state): State<AdminState>) -> Response {
-    match &state.shadow {
-        Some(shadow) => match serde_json::to_string(&shadow.report()) {
+async fn serve_dry_run(State(state): State<AdminState>) -> Response {
+    match &state.dry_run {
+        Some(dry_run) => match serde_json::to_string(&dry_run.report()) {
             Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
             Err(error) => {
                 tracing::error!(%error, "cannot render the shadow report");
@@ -268,11 +268,11 @@ mod tests {
     use axum::extract::Path;
     use tower::ServiceExt;
 
-    fn state(metrics: Arc<Metrics>, health: Health, shadow: Option<Arc<ShadowMode>>) -> AdminState {
+    fn state(metrics: Arc<Metrics>, health: Health, dry_run: Option<Arc<DryRun>>) -> AdminState {
         AdminState {
             metrics,
             health,
-            shadow,
+            dry_run,
             routes: Router::new(),
         }
     }
@@ -338,34 +338,34 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_shadow_report_is_served_only_in_shadow_mode() {
+    async fn the_dry_run_report_is_served_only_in_a_dry_run() {
         let metrics = Arc::new(Metrics::new().unwrap());
         let plain = router(state(Arc::clone(&metrics), Health::default(), None));
         assert_eq!(
             get_path(plain, "/shadow").await.0,
             StatusCode::NOT_FOUND,
-            "no report outside shadow mode"
+            "no report outside a dry run"
         );
-        let config = crate::ShadowConfig {
+        let config = crate::DryRunConfig {
             window: std::time::Duration::from_secs(30),
         };
-        let shadow = Arc::new(ShadowMode::new(&config, &metrics).unwrap());
+        let dry_run = Arc::new(DryRun::new(&config, &metrics).unwrap());
         let claim = |volume: Option<&str>| {
             testkit::claim("c", "c-uid", "1Gi")
                 .namespace("ns")
                 .volume_name(volume.unwrap_or_default())
                 .build()
         };
-        shadow.intended(
+        dry_run.intended(
             "persistentvolume-binder-controller",
             "persistentvolumeclaims",
             "update",
-            Some(&crate::runtime::shadow_mode::View::of(&claim(None))),
-            Some(&crate::runtime::shadow_mode::View::of(&claim(Some("v1")))),
+            Some(&crate::runtime::dry_run::View::of(&claim(None))),
+            Some(&crate::runtime::dry_run::View::of(&claim(Some("v1")))),
         );
         tokio::time::advance(std::time::Duration::from_secs(31)).await;
-        shadow.sweep();
-        let app = router(state(metrics, Health::default(), Some(shadow)));
+        dry_run.sweep();
+        let app = router(state(metrics, Health::default(), Some(dry_run)));
         let (status, body) = get_path(app, "/shadow").await;
         assert_eq!(status, StatusCode::OK);
         let report: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -386,7 +386,7 @@ mod tests {
                 "/extra/{name}",
                 get(|Path(name): Path<String>| async move { name }),
             )
-            .route("/metrics", get(|| async { "shadowed" }));
+            .route("/metrics", get(|| async { "overridden" }));
         let app = router(AdminState {
             routes,
             ..state(metrics, Health::default(), None)
@@ -399,7 +399,7 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert!(
             body.contains("# TYPE pv_controller_leader gauge"),
-            "a controller's route does not shadow the process's: {body}"
+            "a controller's route does not override the process's: {body}"
         );
         assert_eq!(get_path(app, "/nowhere").await.0, StatusCode::NOT_FOUND);
     }

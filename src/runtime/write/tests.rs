@@ -247,16 +247,16 @@ async fn two_writers_of_one_object_never_conflict() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn in_shadow_mode_the_next_write_of_a_decision_edits_the_unsent_answer_and_the_next_decision_does_not()
+async fn in_a_dry_run_the_next_write_of_a_decision_edits_the_unsent_answer_and_the_next_decision_does_not()
  {
     let api = MemApi::new();
     api.create(&volume("v1")).expect("seed");
     let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let config = crate::ShadowConfig {
+    let config = crate::DryRunConfig {
         window: std::time::Duration::from_secs(30),
     };
-    let shadow = Arc::new(ShadowMode::new(&config, &metrics).expect("journal"));
-    let door = Door::new(api.client(), Arc::clone(&metrics), Some(shadow));
+    let dry_run = Arc::new(DryRun::new(&config, &metrics).expect("journal"));
+    let door = Door::new(api.client(), Arc::clone(&metrics), Some(dry_run));
     let store = Arc::new(MemStore::default());
     let stored = Arc::new(api.get::<PersistentVolume>(None, "v1").expect("seeded"));
     store.written(Arc::clone(&stored)).expect("stored");

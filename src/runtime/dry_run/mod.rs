@@ -1,9 +1,10 @@
-//! Shadow mode: the controllers decide as usual beside the controller that
-//! really runs the cluster (kube-controller-manager), but nothing is sent.
+//! The dry run (the process's `--shadow` mode): the controllers decide as
+//! usual beside the controller that really runs the cluster
+//! (kube-controller-manager), but nothing is sent.
 //! The write door hands each intended write here instead of to the API
-//! server ([`ShadowMode::intended`]); what it decides (a bind, a phase, a
+//! server ([`DryRun::intended`]); what it decides (a bind, a phase, a
 //! hand-off to a provisioner, a delete, a claim made for a pod) is kept
-//! until the watch shows the cluster come to the same ([`ShadowMode::observed`]:
+//! until the watch shows the cluster come to the same ([`DryRun::observed`]:
 //! agree) or to something else, or until a window passes with nothing
 //! (differ, with both sides named). A claim bound by the other controller
 //! before this one decided is judged by what this one would have chosen
@@ -12,7 +13,7 @@
 //!
 //! The caches follow only what the cluster shows: intended writes never
 //! enter them. A bind this process intends keeps its volume reserved in the
-//! binder's index until judged ([`ShadowMode::hold`]), so that its next
+//! binder's index until judged ([`DryRun::hold`]), so that its next
 //! decisions are the ones it would make had it written.
 
 mod decisions;
@@ -32,13 +33,13 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 pub(crate) use decisions::of_write;
 use decisions::{Decision, Expected, POD_CLAIM_NAME, Subject};
 use report::Difference;
-pub use report::ShadowJournal;
+pub use report::DryRunJournal;
 use views::Field;
 pub(crate) use views::View;
 
-/// Shadow mode's settings.
+/// The dry run's settings (`--shadow`, `--shadow-window`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShadowConfig {
+pub struct DryRunConfig {
     /// How long the cluster has to come to a decision of this process
     /// before it counts as a difference (default: two resync periods).
     pub window: Duration,
@@ -128,8 +129,8 @@ enum Verdict {
     Open(String),
 }
 
-/// Shadow mode's journal and judge.
-pub(crate) struct ShadowMode {
+/// The dry run's journal and judge.
+pub(crate) struct DryRun {
     window: Duration,
     state: Mutex<State>,
     judge: OnceLock<BindJudge>,
@@ -137,9 +138,9 @@ pub(crate) struct ShadowMode {
     pending_gauge: IntGauge,
 }
 
-impl std::fmt::Debug for ShadowMode {
+impl std::fmt::Debug for DryRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShadowMode")
+        f.debug_struct("DryRun")
             .field("window", &self.window)
             .finish_non_exhaustive()
     }
@@ -179,10 +180,10 @@ fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
     }
 }
 
-impl ShadowMode {
+impl DryRun {
     /// A journal judging within `config.window`, its series registered in
     /// `metrics`.
-    pub(crate) fn new(config: &ShadowConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
+    pub(crate) fn new(config: &DryRunConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "pv_controller_shadow_decisions_total",

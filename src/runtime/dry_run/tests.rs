@@ -7,16 +7,16 @@ use serde_json::json;
 use super::views::typed;
 use super::*;
 
-fn shadow() -> (ShadowMode, Metrics) {
+fn dry_run() -> (DryRun, Metrics) {
     let metrics = Metrics::new().unwrap();
-    let shadow = ShadowMode::new(
-        &ShadowConfig {
+    let dry_run = DryRun::new(
+        &DryRunConfig {
             window: Duration::from_secs(30),
         },
         &metrics,
     )
     .unwrap();
-    (shadow, metrics)
+    (dry_run, metrics)
 }
 
 fn claim(volume: Option<&str>) -> PersistentVolumeClaim {
@@ -37,9 +37,9 @@ fn volume(phase: &str, deleting: bool) -> PersistentVolume {
 }
 
 /// The cluster shows claim `c`, bound to `volume` or not.
-fn observe_claim(shadow: &ShadowMode, volume: Option<&str>) {
+fn observe_claim(dry_run: &DryRun, volume: Option<&str>) {
     let claim = claim(volume);
-    shadow.observed_claim(&key(), "c-uid", volume, || View::of(&claim));
+    dry_run.observed_claim(&key(), "c-uid", volume, || View::of(&claim));
 }
 
 fn key() -> ObjectKey {
@@ -50,8 +50,8 @@ const BINDER: &str = "persistentvolume-binder-controller";
 
 #[tokio::test(start_paused = true)]
 async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
-    let (shadow, _) = shadow();
-    shadow.intended(
+    let (dry_run, _) = dry_run();
+    dry_run.intended(
         BINDER,
         "persistentvolumeclaims",
         "update",
@@ -59,71 +59,71 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
         Some(&View::of(&claim(Some("v1")))),
     );
     let held = Arc::new(());
-    shadow.hold("c-uid", "v", Box::new(Arc::clone(&held)));
+    dry_run.hold("c-uid", "v", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
-    observe_claim(&shadow, None);
-    assert_eq!(shadow.totals(), (0, 0), "not yet");
-    observe_claim(&shadow, Some("v1"));
-    assert_eq!(shadow.totals(), (1, 0));
+    observe_claim(&dry_run, None);
+    assert_eq!(dry_run.totals(), (0, 0), "not yet");
+    observe_claim(&dry_run, Some("v1"));
+    assert_eq!(dry_run.totals(), (1, 0));
     assert_eq!(Arc::strong_count(&held), 1, "the reservation is let go");
-    assert!(shadow.report().differences.is_empty());
+    assert!(dry_run.report().differences.is_empty());
 }
 
 #[tokio::test(start_paused = true)]
 async fn another_volume_differs_unless_equivalent() {
-    let (shadow, _) = shadow();
-    shadow.set_judge(BindJudge {
+    let (dry_run, _) = dry_run();
+    dry_run.set_judge(BindJudge {
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
         would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
-    shadow.intended(
+    dry_run.intended(
         BINDER,
         "persistentvolumeclaims",
         "update",
         Some(&View::of(&claim(None))),
         Some(&View::of(&claim(Some("v1")))),
     );
-    observe_claim(&shadow, Some("v1-twin"));
-    assert_eq!(shadow.totals(), (1, 0), "an equivalent volume agrees");
-    shadow.intended(
+    observe_claim(&dry_run, Some("v1-twin"));
+    assert_eq!(dry_run.totals(), (1, 0), "an equivalent volume agrees");
+    dry_run.intended(
         BINDER,
         "persistentvolumeclaims",
         "update",
         Some(&View::of(&claim(None))),
         Some(&View::of(&claim(Some("v1")))),
     );
-    observe_claim(&shadow, Some("v9"));
-    assert_eq!(shadow.totals(), (1, 1));
-    let report = shadow.report();
+    observe_claim(&dry_run, Some("v9"));
+    assert_eq!(dry_run.totals(), (1, 1));
+    let report = dry_run.report();
     assert_eq!(report.differences[0].ours, "bind to volume v1");
     assert_eq!(report.differences[0].upstream, "bound to volume v9");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_decision_nothing_comes_to_differs_after_the_window() {
-    let (shadow, metrics) = shadow();
+    let (dry_run, metrics) = dry_run();
     let before = volume("Bound", false);
     let after = volume("Released", false);
-    shadow.intended(
+    dry_run.intended(
         BINDER,
         "persistentvolumes",
         "update",
         Some(&View::of(&before)),
         Some(&View::of(&after)),
     );
-    shadow.observed(
+    dry_run.observed(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some("u"),
         Some(&View::of(&before)),
     );
     tokio::time::advance(Duration::from_secs(29)).await;
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (0, 0));
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (0, 0));
     tokio::time::advance(Duration::from_secs(2)).await;
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (0, 1));
-    let report = shadow.report();
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (0, 1));
+    let report = dry_run.report();
     assert_eq!(report.differences[0].kind, "volume_phase");
     assert_eq!(
         report.differences[0].upstream,
@@ -135,8 +135,8 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
 
 #[tokio::test(start_paused = true)]
 async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
-    let (shadow, _) = shadow();
-    shadow.set_judge(BindJudge {
+    let (dry_run, _) = dry_run();
+    dry_run.set_judge(BindJudge {
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|claim, _| match claim.name.as_str() {
             "c" => Some(Choice::Bind("v1".to_string())),
@@ -144,106 +144,106 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
             _ => Some(Choice::Pending),
         }),
     });
-    observe_claim(&shadow, None);
-    observe_claim(&shadow, Some("v1"));
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
-    assert_eq!(shadow.report().pending, 1);
+    observe_claim(&dry_run, None);
+    observe_claim(&dry_run, Some("v1"));
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (0, 0), "judged once the caches caught up");
+    assert_eq!(dry_run.report().pending, 1);
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (1, 0));
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
     let d: PersistentVolumeClaim = typed(
         json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} }),
     );
-    shadow.observed_claim(&other, "d-uid", None, || View::of(&d));
-    shadow.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
+    dry_run.observed_claim(&other, "d-uid", None, || View::of(&d));
+    dry_run.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (1, 1));
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (1, 1));
     assert_eq!(
-        shadow.report().differences[0].ours,
+        dry_run.report().differences[0].ours,
         "leave the claim Pending"
     );
     let gone = ObjectKey::new("ns", "gone");
-    shadow.observed_claim(&gone, "g-uid", None, || unreachable!("not waited for"));
-    shadow.observed_claim(&gone, "g-uid", Some("v3"), || {
+    dry_run.observed_claim(&gone, "g-uid", None, || unreachable!("not waited for"));
+    dry_run.observed_claim(&gone, "g-uid", Some("v3"), || {
         unreachable!("not waited for")
     });
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    shadow.sweep();
-    assert_eq!(shadow.totals(), (1, 1), "a claim gone since is not judged");
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (1, 1), "a claim gone since is not judged");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
-    let (shadow, _) = shadow();
+    let (dry_run, _) = dry_run();
     let ours: ResourceClaim = typed(
         json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
         "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu" },
         "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] },
         "spec": {} }),
     );
-    shadow.intended(
+    dry_run.intended(
         "resourceclaim-controller",
         "resourceclaims",
         "create",
         None,
         Some(&View::of(&ours)),
     );
-    assert_eq!(shadow.kinds_pending(), ["generate_claim"].into());
+    assert_eq!(dry_run.kinds_pending(), ["generate_claim"].into());
     let mut theirs = ours.clone();
     theirs.metadata.name = Some("p-gpu-abcde".to_string());
-    shadow.observed(
+    dry_run.observed(
         "resourceclaims",
         &ObjectKey::new("ns", "p-gpu-abcde"),
         Some("x"),
         Some(&View::of(&theirs)),
     );
-    assert_eq!(shadow.totals(), (1, 0));
+    assert_eq!(dry_run.totals(), (1, 0));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_delete_the_cluster_made_first_agrees_at_once() {
-    let (shadow, _) = shadow();
+    let (dry_run, _) = dry_run();
     let released = volume("Released", false);
     let deleting = volume("Released", true);
-    shadow.intended(
+    dry_run.intended(
         BINDER,
         "persistentvolumes",
         "delete",
         Some(&View::of(&released)),
         None,
     );
-    shadow.present(
+    dry_run.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some(&View::of(&deleting)),
     );
-    assert_eq!(shadow.totals(), (1, 0), "held by a finalizer, but deleted");
-    shadow.intended(
+    assert_eq!(dry_run.totals(), (1, 0), "held by a finalizer, but deleted");
+    dry_run.intended(
         BINDER,
         "persistentvolumes",
         "delete",
         Some(&View::of(&released)),
         None,
     );
-    shadow.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
-    assert_eq!(shadow.totals(), (2, 0), "gone already");
-    shadow.intended(
+    dry_run.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
+    assert_eq!(dry_run.totals(), (2, 0), "gone already");
+    dry_run.intended(
         BINDER,
         "persistentvolumes",
         "delete",
         Some(&View::of(&released)),
         None,
     );
-    shadow.present(
+    dry_run.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some(&View::of(&released)),
     );
     assert_eq!(
-        shadow.totals(),
+        dry_run.totals(),
         (2, 0),
         "still there: the cluster has a window"
     );
@@ -251,10 +251,10 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn what_is_kept_about_an_object_goes_with_it() {
-    let (shadow, _) = shadow();
+    let (dry_run, _) = dry_run();
     let before = volume("Bound", false);
     let after = volume("Released", false);
-    shadow.intended(
+    dry_run.intended(
         BINDER,
         "persistentvolumes",
         "update",
@@ -262,16 +262,16 @@ async fn what_is_kept_about_an_object_goes_with_it() {
         Some(&View::of(&after)),
     );
     tokio::time::advance(Duration::from_secs(31)).await;
-    shadow.sweep();
-    observe_claim(&shadow, None);
+    dry_run.sweep();
+    observe_claim(&dry_run, None);
     {
-        let state = shadow.lock();
+        let state = dry_run.lock();
         assert_eq!(state.unmet.len(), 1);
         assert!(state.unbound.contains("c-uid"));
     }
-    shadow.forget("persistentvolumes", &ObjectKey::cluster("v1"), Some("u"));
-    shadow.forget("persistentvolumeclaims", &key(), Some("c-uid"));
-    let state = shadow.lock();
+    dry_run.forget("persistentvolumes", &ObjectKey::cluster("v1"), Some("u"));
+    dry_run.forget("persistentvolumeclaims", &key(), Some("c-uid"));
+    let state = dry_run.lock();
     assert!(state.unmet.is_empty());
     assert!(state.unbound.is_empty());
 }

@@ -1,4 +1,4 @@
-//! How shadow mode judges a bind by the binder's rules: whether another
+//! How the dry run judges a bind by the binder's rules: whether another
 //! volume is as good a choice for a claim as the one this controller chose
 //! (both fit it; same capacity, class, access modes, volume mode and node
 //! affinity), and which volume this controller would have chosen for a
@@ -16,8 +16,8 @@ use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     claim_class, volume_access_modes, volume_capacity, volume_class, volume_mode,
 };
+use crate::runtime::dry_run::{BindJudge, Choice};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::shadow_mode::{BindJudge, Choice};
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.
 const BIND_ANNOTATIONS: [&str; 2] = [

@@ -1,4 +1,4 @@
-//! Shadow mode's eyes: every change the informers show of the kinds whose
+//! The dry run's eyes: every change the informers show of the kinds whose
 //! decisions are judged (volumes, claims, pods, ResourceClaims) goes to the
 //! journal, as the few fields decisions read, when a decision waits for it
 //! (claims: also to see a bind this process did not decide).
@@ -8,65 +8,60 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
+use crate::runtime::dry_run::{DryRun, View};
 use crate::runtime::informer::{Change, Informers};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
-use crate::runtime::shadow_mode::{ShadowMode, View};
 
-/// Subscribes `shadow` to the changes of each judged kind the controllers
+/// Subscribes `dry_run` to the changes of each judged kind the controllers
 /// watch.
-pub(crate) fn observe(informers: &mut Informers, shadow: &Arc<ShadowMode>) {
+pub(crate) fn observe(informers: &mut Informers, dry_run: &Arc<DryRun>) {
     let kinds = informers.kinds();
     if kinds.contains(&PersistentVolume::NAME) {
-        let shadow = Arc::clone(shadow);
+        let dry_run = Arc::clone(dry_run);
         informers.on::<PersistentVolume>(move |change| {
-            forward(&shadow, "persistentvolumes", change, false);
+            forward(&dry_run, "persistentvolumes", change, false);
         });
     }
     if kinds.contains(&PersistentVolumeClaim::NAME) {
-        let shadow = Arc::clone(shadow);
-        informers.on::<PersistentVolumeClaim>(move |change| claim_changed(&shadow, change));
+        let dry_run = Arc::clone(dry_run);
+        informers.on::<PersistentVolumeClaim>(move |change| claim_changed(&dry_run, change));
     }
     if kinds.contains(&Pod::NAME) {
-        let shadow = Arc::clone(shadow);
-        informers.on::<Pod>(move |change| forward(&shadow, "pods", change, false));
+        let dry_run = Arc::clone(dry_run);
+        informers.on::<Pod>(move |change| forward(&dry_run, "pods", change, false));
     }
     if kinds.contains(&ResourceClaim::NAME) {
-        let shadow = Arc::clone(shadow);
+        let dry_run = Arc::clone(dry_run);
         informers.on::<ResourceClaim>(move |change| {
-            forward(&shadow, "resourceclaims", change, true);
+            forward(&dry_run, "resourceclaims", change, true);
         });
     }
 }
 
 /// Hands a change to the journal when a decision waits for the object (or
 /// always, with `every`).
-fn forward<K: Kind>(
-    shadow: &ShadowMode,
-    resource: &'static str,
-    change: &Change<'_, K>,
-    every: bool,
-) {
+fn forward<K: Kind>(dry_run: &DryRun, resource: &'static str, change: &Change<'_, K>, every: bool) {
     match change {
         Change::Applied { object, .. } => {
             let key = ObjectKey::of(object.as_ref());
-            if every || shadow.waits_for(resource, &key) {
+            if every || dry_run.waits_for(resource, &key) {
                 let view = View::of(object.as_ref());
-                shadow.observed(resource, &key, view.uid, Some(&view));
+                dry_run.observed(resource, &key, view.uid, Some(&view));
             }
         }
         Change::Deleted { key, last } => {
             let uid = last.and_then(|l| l.meta().uid.as_deref());
-            if shadow.waits_for(resource, key) {
-                shadow.observed(resource, key, uid, None);
+            if dry_run.waits_for(resource, key) {
+                dry_run.observed(resource, key, uid, None);
             }
-            shadow.forget(resource, key, uid);
+            dry_run.forget(resource, key, uid);
         }
         Change::Listed => {}
     }
 }
 
-fn claim_changed(shadow: &ShadowMode, change: &Change<'_, PersistentVolumeClaim>) {
+fn claim_changed(dry_run: &DryRun, change: &Change<'_, PersistentVolumeClaim>) {
     match change {
         Change::Applied { object, .. } => {
             let key = ObjectKey::of(object.as_ref());
@@ -76,10 +71,10 @@ fn claim_changed(shadow: &ShadowMode, change: &Change<'_, PersistentVolumeClaim>
                 .as_ref()
                 .and_then(|spec| spec.volume_name.as_deref())
                 .filter(|name| !name.is_empty());
-            shadow.observed_claim(&key, uid, volume, || View::of(object.as_ref()));
+            dry_run.observed_claim(&key, uid, volume, || View::of(object.as_ref()));
         }
         deleted @ Change::Deleted { .. } => {
-            forward(shadow, "persistentvolumeclaims", deleted, false);
+            forward(dry_run, "persistentvolumeclaims", deleted, false);
         }
         Change::Listed => {}
     }

@@ -415,7 +415,7 @@ fn resource_claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::shadow_mode::views::typed;
+    use crate::runtime::dry_run::views::typed;
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::resource::v1::ResourceClaim;
     use serde_json::json;

@@ -1,8 +1,8 @@
-//! The volume plugins in shadow mode: they tell what they can do as the
+//! The volume plugins in a dry run: they tell what they can do as the
 //! real ones, but touch no storage. Provisioning answers the volume the
 //! controller would then create (so the create is judged), deleting answers
 //! done (so the delete of the volume is judged). Recycling is the real
-//! plugin's, which in shadow mode only records its recycler pod and
+//! plugin's, which in a dry run only records its recycler pod and
 //! follows the cluster's own recycle of the volume
 //! ([`RecycleContext::follow_cluster`]).
 
@@ -16,9 +16,9 @@ use super::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
 use crate::pv::constants::ANN_DYNAMICALLY_PROVISIONED;
 
 /// A plugin that decides as `0` but acts on nothing.
-pub(crate) struct Shadowed(pub(crate) Arc<dyn VolumePlugin>);
+pub(crate) struct DryRunPlugin(pub(crate) Arc<dyn VolumePlugin>);
 
-impl VolumePlugin for Shadowed {
+impl VolumePlugin for DryRunPlugin {
     fn name(&self) -> &str {
         self.0.name()
     }

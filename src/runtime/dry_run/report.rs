@@ -1,4 +1,4 @@
-//! What shadow mode reports: `/shadow`'s answer (counts by controller and
+//! What the dry run reports: `/shadow`'s answer (counts by controller and
 //! kind, the newest differences) and the handle an embedder reads it by.
 
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::ShadowMode;
+use super::DryRun;
 
 /// One reported difference.
 #[derive(Clone, Debug, Serialize)]
@@ -37,7 +37,7 @@ pub(super) struct CountRow {
     pub(super) differ: u64,
 }
 
-impl ShadowMode {
+impl DryRun {
     /// Counts and the newest differences, newest first.
     pub(crate) fn report(&self) -> Report {
         let state = self.lock();
@@ -67,12 +67,12 @@ impl ShadowMode {
     }
 }
 
-/// A handle on shadow mode's judgements: what `/shadow` serves, for an
+/// A handle on the dry run's judgements: what `/shadow` serves, for an
 /// embedder or a test. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct ShadowJournal(pub(crate) Arc<ShadowMode>);
+pub struct DryRunJournal(pub(crate) Arc<DryRun>);
 
-impl ShadowJournal {
+impl DryRunJournal {
     /// `/shadow`'s answer: the window, the decisions not yet judged, the
     /// agree and differ counts by controller and kind, and the newest
     /// differences.
