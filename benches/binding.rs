@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::client::ClientBuilder;
 use memapi::{MemApi, Verb};
-use pv_controller::pv;
 use pv_controller::testing::VolumeIndex;
 use pv_controller::{App, AppConfig, ClientOptions, Clients, ControllerSelection};
 use testkit::{ClaimBuilder, RWO, VolumeBuilder, claim, volume};
@@ -64,7 +63,7 @@ async fn bind(n: usize) {
         ClientOptions::default(),
     );
     let config = AppConfig {
-        controllers: ControllerSelection::new([pv::NAME]),
+        controllers: ControllerSelection::new([k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER]),
         ..AppConfig::default()
     };
     let app = App::start(clients, config)

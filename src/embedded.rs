@@ -373,7 +373,7 @@ pub fn render_resource_claims(claims: &[ResourceClaim]) -> String {
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get("resource.kubernetes.io/pod-claim-name").cloned())
+            .and_then(|a| a.get(k8s_names::ANN_POD_CLAIM_NAME).cloned())
             .unwrap_or_default();
         rows.push(vec![
             claim.namespace().unwrap_or_default(),

@@ -370,10 +370,7 @@ async fn bind(writers: &Writers, pair: &mut Pair, round: u64) {
     let mark = |meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         meta.annotations
             .get_or_insert_with(Default::default)
-            .insert(
-                "pv.kubernetes.io/bound-by-controller".into(),
-                round.to_string(),
-            );
+            .insert(k8s_names::ANN_BOUND_BY_CONTROLLER.into(), round.to_string());
     };
     let claim_ref = ObjectReference {
         kind: Some("PersistentVolumeClaim".into()),

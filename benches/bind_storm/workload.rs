@@ -98,7 +98,7 @@ pub(crate) fn claim_of(
         builder = builder.selector(&[("tier", "gold")]);
     }
     if shape.delayed() {
-        builder = builder.annotation("volume.kubernetes.io/selected-node", "node-1");
+        builder = builder.annotation(k8s_names::ANN_SELECTED_NODE, "node-1");
     }
     let mut claim = builder.build();
     claim.status = None;
@@ -144,7 +144,7 @@ pub(crate) fn volume_of(
                 .annotations
                 .get_or_insert_with(Default::default)
                 .insert(
-                    "pv.kubernetes.io/bound-by-controller".to_string(),
+                    k8s_names::ANN_BOUND_BY_CONTROLLER.to_string(),
                     "yes".to_string(),
                 );
         }

@@ -28,15 +28,9 @@ use super::rbac::{Attributes, User};
 use super::resources::{self, ResourceKind};
 use super::status::ApiError;
 use super::store::Store;
+use k8s_names::{ANN_BETA_STORAGE_CLASS, FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION};
 use quantity::Amount;
 use serde_json::{Value, json};
-
-/// The finalizer StorageObjectInUseProtection puts on every new PV.
-const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
-/// The finalizer StorageObjectInUseProtection puts on every new PVC.
-const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-
-const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
 /// The mutating admission of a create: adds the protection finalizer to a
 /// new PV or PVC (unless already there) when the server is configured to.
@@ -45,8 +39,8 @@ pub(crate) fn admit_create(store: &Store, kind: &ResourceKind, obj: &mut Value) 
         return;
     }
     let finalizer = match kind.plural {
-        "persistentvolumes" => PV_PROTECTION,
-        "persistentvolumeclaims" => PVC_PROTECTION,
+        "persistentvolumes" => FINALIZER_PV_PROTECTION,
+        "persistentvolumeclaims" => FINALIZER_PVC_PROTECTION,
         _ => return,
     };
     let mut finalizers: Vec<Value> = value_at(obj, "metadata.finalizers")
@@ -97,7 +91,7 @@ pub(crate) fn validate_claim_update(
 /// beta annotation first, then `spec.storageClassName`.
 fn claim_class(claim: &Value) -> &str {
     value_at(claim, "metadata.annotations")
-        .and_then(|a| a.get(BETA_STORAGE_CLASS))
+        .and_then(|a| a.get(ANN_BETA_STORAGE_CLASS))
         .and_then(Value::as_str)
         .or_else(|| str_at(claim, "spec.storageClassName"))
         .unwrap_or_default()

@@ -25,7 +25,7 @@ use crate::runtime::workload::{Outcome, Pool, Workload};
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
-pub const NAME: &str = "ephemeral-volume-controller";
+pub(crate) const NAME: &str = k8s_names::EPHEMERAL_VOLUME_CONTROLLER;
 
 /// The component of its events (upstream's `EventSource`).
 pub(crate) const COMPONENT: &str = "ephemeral_volume";

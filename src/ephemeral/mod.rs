@@ -18,4 +18,5 @@ pub(crate) mod controller_base;
 pub(crate) mod metrics;
 
 pub use controller::{Controller, SyncError, Synced};
-pub use controller_base::{Config, DEFAULT_WORKERS, NAME};
+pub(crate) use controller_base::NAME;
+pub use controller_base::{Config, DEFAULT_WORKERS};

@@ -11,11 +11,11 @@
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use crate::pv::constants::{
+use crate::pv::objects::annotation;
+use k8s_names::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO,
     ANN_STORAGE_PROVISIONER,
 };
-use crate::pv::objects::annotation;
 
 /// Each migrated in-tree plugin and the CSI driver that took it over
 /// (csi-translation-lib's names).

@@ -14,9 +14,9 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use quantity::{Amount, QuantityError};
 
-use crate::pv::constants::ANN_BETA_STORAGE_CLASS;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
+use k8s_names::ANN_BETA_STORAGE_CLASS;
 
 /// The resource name under which capacities and requests hold storage size.
 const STORAGE: &str = "storage";

@@ -1,28 +1,14 @@
-//! The names the ResourceClaim controller shares with Kubernetes: its
-//! event source, the annotation on generated claims, the finalizer of
-//! allocated claims, event reasons and limits.
+//! The ResourceClaim controller's own words: its name and event source,
+//! its field manager, event reasons and limits. The annotations and the
+//! finalizer it shares with Kubernetes are in the `k8s_names` crate.
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
-pub const NAME: &str = "resourceclaim-controller";
+pub(crate) const NAME: &str = k8s_names::RESOURCE_CLAIM_CONTROLLER;
 
 /// The event source (`source.component`) of the controller, as upstream's
 /// `resource_claim` recorder.
 pub(crate) const COMPONENT: &str = "resource_claim";
-
-/// Annotation of a claim generated for a pod: its value is the
-/// `pod.spec.resourceClaims[].name` the claim was made for. Internal to the
-/// controller (upstream's `podResourceClaimAnnotation`).
-pub(crate) const ANN_POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
-
-/// Annotation (`"true"`) of a claim the scheduler made for a pod's
-/// extended resources (upstream's `ExtendedResourceClaimAnnotation`).
-pub(crate) const ANN_EXTENDED_RESOURCE_CLAIM: &str =
-    "resource.kubernetes.io/extended-resource-claim";
-
-/// Finalizer the scheduler puts on a claim it allocated; while present the
-/// controller clears the allocation once nothing uses the claim.
-pub(crate) const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 
 /// The field manager of the pod status writes (server-side apply), as
 /// upstream's.

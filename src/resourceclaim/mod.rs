@@ -22,7 +22,7 @@ mod keys;
 mod metrics;
 mod objects;
 
-pub use constants::NAME;
+pub(crate) use constants::NAME;
 pub use controller::Controller;
 pub use controller_base::{Config, DEFAULT_WORKERS};
 pub use error::SyncError;

@@ -9,9 +9,8 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use super::constants::{
-    ANN_EXTENDED_RESOURCE_CLAIM, ANN_POD_CLAIM_NAME, MAX_GENERATE_NAME, RESERVED_FOR_MAX,
-};
+use super::constants::{MAX_GENERATE_NAME, RESERVED_FOR_MAX};
+use k8s_names::{ANN_EXTENDED_RESOURCE_CLAIM, ANN_POD_CLAIM_NAME};
 
 /// What one `pod.spec.resourceClaims[]` entry names (upstream's
 /// `resourceclaim.Name`).

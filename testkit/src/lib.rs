@@ -22,9 +22,14 @@
 //! `.modes(&[RWO])`, `.namespace("myns")`); an empty string given for an
 //! optional field removes that field where the method says so.
 //!
-//! The crate depends on nothing but the API types: it knows nothing of the
-//! controller, and the test support that does (the scenario harness, the
-//! mock volume plugin) lives with the integration tests.
+//! The crate depends on nothing but the API types and the names on objects
+//! (`k8s_names`, which tests import from there too): it knows nothing of
+//! the controller, and the test support that does (the scenario harness,
+//! the mock volume plugin) lives with the integration tests.
+
+use k8s_names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_STORAGE_PROVISIONER,
+};
 
 mod claim;
 mod other;
@@ -49,33 +54,6 @@ pub const ROX: &str = "ReadOnlyMany";
 pub const RWX: &str = "ReadWriteMany";
 /// Access mode ReadWriteOncePod.
 pub const RWOP: &str = "ReadWriteOncePod";
-
-/// On a claim: the controller finished binding it.
-pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
-/// On a volume or claim: the binding was made by the controller, not
-/// pre-bound by a user.
-pub const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
-/// On a volume: the provisioner (plugin or external) that created it.
-pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
-/// On a claim: the provisioner asked to provision it (GA key).
-pub const ANN_STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
-/// On a claim: the provisioner asked to provision it (beta key, written
-/// together with the GA key).
-pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
-/// On a claim: the node the scheduler picked for a WaitForFirstConsumer claim.
-pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-/// On a volume or claim: the storage class, in the beta annotation that
-/// takes precedence over `spec.storageClassName`.
-pub const ANN_BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
-/// On a volume: the capacity its claim had before a resize.
-pub const ANN_PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-capacity";
-/// On a volume or claim: the CSI driver that took over an in-tree plugin.
-pub const ANN_MIGRATED_TO: &str = "pv.kubernetes.io/migrated-to";
-/// On a volume: the controller deleted its storage (the volume object
-/// lingers for other finalizers).
-pub const ANN_STORAGE_DELETED: &str = "pv-controller.k8s.io/storage-deleted";
-/// The external provisioner's finalizer on volumes.
-pub const FINALIZER_EXTERNAL: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 
 /// A `storage` resource list of one quantity.
 fn storage(
@@ -102,7 +80,7 @@ fn non_empty(value: &str) -> Option<String> {
 /// plugin for provisioner keys, `yes` otherwise (as upstream's framework).
 fn annotation_value(key: &str) -> String {
     match key {
-        ANN_PROVISIONED_BY | ANN_STORAGE_PROVISIONER | ANN_BETA_STORAGE_PROVISIONER => {
+        ANN_DYNAMICALLY_PROVISIONED | ANN_STORAGE_PROVISIONER | ANN_BETA_STORAGE_PROVISIONER => {
             MOCK_PLUGIN.to_string()
         }
         _ => "yes".to_string(),

@@ -33,7 +33,7 @@ pub fn default_class(mut class: StorageClass) -> StorageClass {
         .annotations
         .get_or_insert_with(BTreeMap::new)
         .insert(
-            "storageclass.kubernetes.io/is-default-class".to_string(),
+            k8s_names::ANN_IS_DEFAULT_CLASS.to_string(),
             "true".to_string(),
         );
     class

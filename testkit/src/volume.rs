@@ -209,7 +209,7 @@ impl VolumeBuilder {
     pub fn deleting(mut self) -> Self {
         self.0.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         self.0.metadata.deletion_grace_period_seconds = Some(0);
-        self.0.metadata.finalizers = Some(vec!["kubernetes.io/pv-protection".to_string()]);
+        self.0.metadata.finalizers = Some(vec![k8s_names::FINALIZER_PV_PROTECTION.to_string()]);
         self
     }
 

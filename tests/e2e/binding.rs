@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
+use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use testkit::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, claim};
+use testkit::claim;
 
 use crate::support::case::{annotation, volume_phase};
 use crate::support::{Case, wait};

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use anyhow::ensure;
+use k8s_names::ANN_BIND_COMPLETED;
 use kube::api::DeleteParams;
-use testkit::{ANN_BIND_COMPLETED, claim};
+use testkit::claim;
 
 use crate::support::Case;
 use crate::support::case::strip_finalizers;

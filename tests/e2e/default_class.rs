@@ -18,12 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
+use k8s_names::ANN_STORAGE_PROVISIONER;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
-use testkit::{ANN_STORAGE_PROVISIONER, claim, default_class, storage_class};
+use testkit::{claim, default_class, storage_class};
 
 use crate::support::case::{annotation, claim_phase};
 use crate::support::{Case, metrics, wait};
@@ -254,8 +255,8 @@ async fn default_class_name(case: &Case) -> anyhow::Result<Option<String>> {
     let classes = case.classes().list(&ListParams::default()).await?;
     let is_default = |class: &StorageClass| {
         [
-            "storageclass.kubernetes.io/is-default-class",
-            "storageclass.beta.kubernetes.io/is-default-class",
+            k8s_names::ANN_IS_DEFAULT_CLASS,
+            k8s_names::ANN_BETA_IS_DEFAULT_CLASS,
         ]
         .iter()
         .any(|key| annotation(&class.metadata, key) == Some("true"))

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
+use k8s_names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER,
+};
 use k8s_openapi::api::core::v1::{
     AWSElasticBlockStoreVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     PersistentVolume, VolumeNodeAffinity,
 };
 use kube::api::{Patch, PatchParams};
-use testkit::{
-    ANN_BETA_STORAGE_PROVISIONER, ANN_MIGRATED_TO, ANN_PROVISIONED_BY, ANN_SELECTED_NODE,
-    ANN_STORAGE_PROVISIONER, VolumeBuilder, claim, storage_class,
-};
+use testkit::{VolumeBuilder, claim, storage_class};
 
 use crate::support::case::{annotation, claim_phase, volume_phase};
 use crate::support::{Case, wait};
@@ -192,7 +193,7 @@ pub(crate) async fn csi_migrated(case: Arc<Case>) -> anyhow::Result<()> {
             volume_phase(v) == "Bound" && annotation(&v.metadata, ANN_MIGRATED_TO) == Some(DRIVER)
         })
         .await?;
-    ensure!(annotation(&bound.metadata, ANN_PROVISIONED_BY) == Some(IN_TREE));
+    ensure!(annotation(&bound.metadata, ANN_DYNAMICALLY_PROVISIONED) == Some(IN_TREE));
     released_and_left_alone(&case, &volume_name).await?;
     case.expect_events("pv", &volume_name, &[]).await?;
     Ok(())
@@ -219,7 +220,7 @@ async fn provisioned(
         .class(class)
         .policy("Delete")
         .claim_ref(&namespace, claim, &uid)
-        .annotation(ANN_PROVISIONED_BY, provisioner))
+        .annotation(ANN_DYNAMICALLY_PROVISIONED, provisioner))
 }
 
 /// Node affinity to one node, as a provisioner of local storage sets it.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
+use k8s_names::ANN_RECYCLED_VOLUME_UID;
+use k8s_names::ANN_RELEASED_CLAIM_UID;
 use k8s_openapi::api::core::v1::Pod;
-use pv_controller::pv::RECYCLER_ANN_CLAIM_UID;
-use pv_controller::pv::RECYCLER_ANN_VOLUME_UID;
 use testkit::claim;
 
 use crate::support::case::{annotation, volume_phase};
@@ -30,8 +30,8 @@ async fn tenancy(case: &Case, tenant: &str, class: &str, volume: &str) -> anyhow
 /// Checks that `pod` was made for this release of `volume`.
 fn made_for(pod: &Pod, volume_uid: &str, claim_uid: &str) -> anyhow::Result<()> {
     ensure!(
-        annotation(&pod.metadata, RECYCLER_ANN_VOLUME_UID) == Some(volume_uid)
-            && annotation(&pod.metadata, RECYCLER_ANN_CLAIM_UID) == Some(claim_uid),
+        annotation(&pod.metadata, ANN_RECYCLED_VOLUME_UID) == Some(volume_uid)
+            && annotation(&pod.metadata, ANN_RELEASED_CLAIM_UID) == Some(claim_uid),
         "pod made for volume {volume_uid} and claim {claim_uid}: {:?}",
         pod.metadata.annotations
     );

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::harness::{Running, check_invariants, recorded_events};
+use k8s_names::ANN_STORAGE_PROVISIONER;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::{MemApi, Reactor, Verb};
 use pv_controller::pv;

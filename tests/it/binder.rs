@@ -5,6 +5,11 @@
 //! it settles.
 
 use crate::harness::{Call, SKIP_CACHE, row, run_table};
+use k8s_names::{
+    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO,
+    ANN_PRE_RESIZE_CAPACITY, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
+    FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
+};
 use testkit::*;
 
 const WAIT: &str = "wait";
@@ -1102,11 +1107,11 @@ async fn set_m_migration_of_bound_pairs() {
                 volumes([volume("volume-m1", "10Gi")
                     .bound_to("uid-m1", "claim-m1")
                     .phase("Bound")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/gce-pd")]),
                 volumes([volume("volume-m1", "10Gi")
                     .bound_to("uid-m1", "claim-m1")
                     .phase("Bound")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/gce-pd")
                     .annotation(ANN_MIGRATED_TO, GCE_CSI)]),
             )
             .same_claims(claims([bound_claim("claim-m1", "uid-m1", "volume-m1")]))
@@ -1128,15 +1133,15 @@ async fn set_m_migration_of_bound_pairs() {
                     .bound_to("uid5-9", "claim5-9")
                     .phase("Bound")
                     .policy("Delete")
-                    .annotations(&[ANN_PROVISIONED_BY])
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED])
                     .annotation(ANN_MIGRATED_TO, GCE_CSI)
-                    .finalizers(&[FINALIZER_EXTERNAL])]),
+                    .finalizers(&[FINALIZER_EXTERNAL_PROVISIONER])]),
                 volumes([volume("volume5-9", "10Gi")
                     .bound_to("uid5-9", "claim5-9")
                     .phase("Bound")
                     .policy("Delete")
-                    .annotations(&[ANN_PROVISIONED_BY])
-                    .finalizers(&["kubernetes.io/pv-controller"])]),
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED])
+                    .finalizers(&[FINALIZER_PV_CONTROLLER])]),
             )
             .same_claims(claims([bound_claim("claim5-9", "uid5-9", "volume5-9")]))
             .call(Call::SyncVolume),

@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use crate::harness::{Call, Running, direct_binder, row, run_table};
 use crate::mock_plugin::{MockConfig, MockPlugin};
+use k8s_names::{
+    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO,
+    ANN_STORAGE_DELETED, FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
+    FINALIZER_PV_PROTECTION,
+};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use pv_controller::pv;
@@ -15,8 +20,6 @@ use pv_controller::pv::Settings;
 use pv_controller::pv::VolumeName;
 use pv_controller::pv::VolumePlugins;
 use testkit::*;
-
-const PV_CONTROLLER: &str = "kubernetes.io/pv-controller";
 
 fn released(name: &str, uid: &str, claim_name: &str) -> VolumeBuilder {
     volume(name, "1Gi")
@@ -113,22 +116,22 @@ async fn set_8_delete() {
             .volumes(
                 volumes([released("volume8-10", "uid10-1", "claim10-1")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER])
-                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test")]),
                 volumes([released("volume8-10", "uid10-1", "claim10-1")
                     .phase("Released")
                     .annotations(&[ANN_BOUND_BY_CONTROLLER])
-                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test")]),
             )
             .call(Call::SyncVolume),
         row("8-10-1 external deleter of a CSI volume")
             .volumes(
                 volumes([released("volume8-10-1", "uid10-1", "claim10-1")
                     .csi("external.io/test")
-                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test")]),
                 volumes([released("volume8-10-1", "uid10-1", "claim10-1")
                     .csi("external.io/test")
                     .phase("Released")
-                    .annotation(ANN_PROVISIONED_BY, "external.io/test")]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test")]),
             )
             .call(Call::SyncVolume),
         // No provisioner made it, and no plugin of this controller deletes
@@ -147,11 +150,11 @@ async fn set_8_delete() {
         row("8-10-3 migrated volume is left to the CSI driver")
             .volumes(
                 volumes([released("volume8-10-3", "uid10-3", "claim10-3")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/gce-pd")
                     .annotation(ANN_MIGRATED_TO, "pd.csi.storage.gke.io")]),
                 volumes([released("volume8-10-3", "uid10-3", "claim10-3")
                     .phase("Released")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/gce-pd")
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/gce-pd")
                     .annotation(ANN_MIGRATED_TO, "pd.csi.storage.gke.io")]),
             )
             .call(Call::SyncVolume),
@@ -161,60 +164,60 @@ async fn set_8_delete() {
         row("8-10-4 released aws-ebs volume is annotated and left to ebs.csi.aws.com")
             .volumes(
                 volumes([released("volume8-10-4", "uid10-4", "claim10-4")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
-                    .finalizers(&[FINALIZER_EXTERNAL])]),
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/aws-ebs")
+                    .finalizers(&[FINALIZER_EXTERNAL_PROVISIONER])]),
                 volumes([released("volume8-10-4", "uid10-4", "claim10-4")
                     .phase("Released")
-                    .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
+                    .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/aws-ebs")
                     .annotation(ANN_MIGRATED_TO, "ebs.csi.aws.com")
-                    .finalizers(&[FINALIZER_EXTERNAL])]),
+                    .finalizers(&[FINALIZER_EXTERNAL_PROVISIONER])]),
             )
             .call(Call::SyncVolume),
         row("8-11 two PVs provisioned for a single claim")
             .volumes(
                 volumes([
-                    released("volume8-11-1", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY]),
-                    released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY]),
+                    released("volume8-11-1", "uid8-11", "claim8-11").annotations(&[ANN_DYNAMICALLY_PROVISIONED]),
+                    released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_DYNAMICALLY_PROVISIONED]),
                 ]),
-                volumes([released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_PROVISIONED_BY])]),
+                volumes([released("volume8-11-2", "uid8-11", "claim8-11").annotations(&[ANN_DYNAMICALLY_PROVISIONED])]),
             )
             .same_claims(claims([claim("claim8-11", "uid8-11", "10Gi").volume_name("volume8-11-2").phase("Bound")]))
             .plugin(one_success())
             .call(Call::SyncVolume)
             .settles_with(|s| {
-                s.volume("volume8-11-2", |v| v.finalizers(&[PV_CONTROLLER]))
+                s.volume("volume8-11-2", |v| v.finalizers(&[FINALIZER_PV_CONTROLLER]))
                     .claim("claim8-11", |c| c.annotations(&[ANN_BIND_COMPLETED]))
             }),
         row("8-12 two PVs externally provisioned for a single claim")
             .volumes(
                 volumes([
-                    released("volume8-12-1", "uid8-12", "claim8-12").annotation(ANN_PROVISIONED_BY, "external.io/test"),
-                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_PROVISIONED_BY]),
+                    released("volume8-12-1", "uid8-12", "claim8-12").annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test"),
+                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_DYNAMICALLY_PROVISIONED]),
                 ]),
                 volumes([
                     released("volume8-12-1", "uid8-12", "claim8-12")
                         .phase("Released")
-                        .annotation(ANN_PROVISIONED_BY, "external.io/test"),
-                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_PROVISIONED_BY]),
+                        .annotation(ANN_DYNAMICALLY_PROVISIONED, "external.io/test"),
+                    released("volume8-12-2", "uid8-12", "claim8-12").annotations(&[ANN_DYNAMICALLY_PROVISIONED]),
                 ]),
             )
             .same_claims(claims([claim("claim8-12", "uid8-12", "10Gi").volume_name("volume8-12-2").phase("Bound")]))
             .call(Call::SyncVolume)
             .settles_with(|s| {
-                s.volume("volume8-12-2", |v| v.finalizers(&[PV_CONTROLLER]))
+                s.volume("volume8-12-2", |v| v.finalizers(&[FINALIZER_PV_CONTROLLER]))
                     .claim("claim8-12", |c| c.annotations(&[ANN_BIND_COMPLETED]))
             }),
         row("8-13 volume deleted by a user while bound is reclaimed once released")
             .volumes(
                 volumes([released("volume8-13", "uid8-13", "claim8-13")
-                    .annotations(&[ANN_PROVISIONED_BY])
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED])
                     .deleting()
-                    .finalizers(&["kubernetes.io/pv-protection", PV_CONTROLLER])]),
+                    .finalizers(&[FINALIZER_PV_PROTECTION, FINALIZER_PV_CONTROLLER])]),
                 // Storage deleted and recorded so, our finalizer gone;
                 // pv-protection's finalizer is another controller's to remove.
                 volumes([released("volume8-13", "uid8-13", "claim8-13")
                     .phase("Released")
-                    .annotations(&[ANN_PROVISIONED_BY, ANN_STORAGE_DELETED])
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED, ANN_STORAGE_DELETED])
                     .deleting()]),
             )
             .plugin(one_success())
@@ -225,11 +228,11 @@ async fn set_8_delete() {
         row("8-14 volume without the finalizer deleted by a user is reclaimed once released")
             .volumes(
                 volumes([released("volume8-14", "uid8-14", "claim8-14")
-                    .annotations(&[ANN_PROVISIONED_BY])
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED])
                     .deleting()]),
                 volumes([released("volume8-14", "uid8-14", "claim8-14")
                     .phase("Released")
-                    .annotations(&[ANN_PROVISIONED_BY, ANN_STORAGE_DELETED])
+                    .annotations(&[ANN_DYNAMICALLY_PROVISIONED, ANN_STORAGE_DELETED])
                     .deleting()]),
             )
             .plugin(one_success())

@@ -250,7 +250,7 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
             .metadata
             .annotations
             .as_ref()
-            .is_some_and(|a| a.contains_key("volume.kubernetes.io/storage-provisioner"));
+            .is_some_and(|a| a.contains_key(k8s_names::ANN_STORAGE_PROVISIONER));
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         let name = format!("pvc-{uid}");
         if handed && api.get::<PersistentVolume>(None, &name).is_none() {
@@ -270,7 +270,7 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
                 .annotations
                 .get_or_insert_with(Default::default)
                 .insert(
-                    "pv.kubernetes.io/provisioned-by".into(),
+                    k8s_names::ANN_DYNAMICALLY_PROVISIONED.into(),
                     format!("example.com/{class}"),
                 );
             if let Some(reference) = provisioned.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
@@ -344,7 +344,7 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
             .class("")
             .volume_name("big")
             .phase("Bound")
-            .annotation("pv.kubernetes.io/bind-completed", "yes")
+            .annotation(k8s_names::ANN_BIND_COMPLETED, "yes")
             .build(),
     )
     .unwrap();
@@ -369,7 +369,7 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
             .class("")
             .volume_name("big-2")
             .phase("Bound")
-            .annotation("pv.kubernetes.io/bind-completed", "yes")
+            .annotation(k8s_names::ANN_BIND_COMPLETED, "yes")
             .build(),
     )
     .unwrap();

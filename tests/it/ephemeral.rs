@@ -18,7 +18,7 @@ use kube::ResourceExt;
 use memapi::{MemApi, Reactor, Verb};
 use pv_controller::LeaseConfig;
 use pv_controller::ObjectKey;
-use pv_controller::ephemeral::{self, Synced};
+use pv_controller::ephemeral::Synced;
 
 use crate::pod_harness::{Running, direct, events_of, run_settled, value};
 
@@ -376,7 +376,7 @@ fn labelled_claim() -> PersistentVolumeClaim {
 /// Runs a direct sync of the test pod; returns what differs.
 async fn run_direct(row: &Row) -> Vec<String> {
     let api = row.seeded();
-    let app = direct(&api, ephemeral::NAME).await;
+    let app = direct(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
@@ -432,7 +432,7 @@ async fn run_row_settled(row: &Row) -> Vec<String> {
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
-    run_settled(&api, ephemeral::NAME).await;
+    run_settled(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
     api.clear_reactors();
     let expected = row.settled_claims.as_ref().unwrap_or(&row.claims_after);
     let claims = api.list::<PersistentVolumeClaim>();
@@ -483,7 +483,7 @@ async fn rows_settled() {
 async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let app = direct(&api, ephemeral::NAME).await;
+    let app = direct(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
     let controller = app.controllers().ephemeral.clone().expect("built");
     let key = ObjectKey::new(NAMESPACE, POD);
     // Back to back, without yielding to the claim watch in between.
@@ -509,7 +509,9 @@ async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
 async fn a_deleted_claim_is_made_again_while_its_pod_lives() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let running = Running::start(&api, ephemeral::NAME, None).await.unwrap();
+    let running = Running::start(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER, None)
+        .await
+        .unwrap();
     running.settle().await;
     let first = api
         .get::<PersistentVolumeClaim>(Some(NAMESPACE), CLAIM)
@@ -533,7 +535,9 @@ async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
     api.create(&pod(POD, POD_UID, &names)).unwrap();
     // Status updates of the pod (a kubelet's) queue nothing new.
     let metrics = {
-        let running = Running::start(&api, ephemeral::NAME, None).await.unwrap();
+        let running = Running::start(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER, None)
+            .await
+            .unwrap();
         running.settle().await;
         let pods: kube::Api<Pod> = kube::Api::namespaced(api.client(), NAMESPACE);
         let status = serde_json::json!({"status": {"phase": "Running"}});

@@ -572,7 +572,7 @@ pub(crate) fn check_invariants(api: &MemApi) -> Vec<String> {
             .metadata
             .annotations
             .as_ref()
-            .is_some_and(|a| a.contains_key("pv.kubernetes.io/bind-completed"));
+            .is_some_and(|a| a.contains_key(k8s_names::ANN_BIND_COMPLETED));
         if phase != "Bound" || !completed {
             continue;
         }
@@ -800,7 +800,7 @@ pub(crate) fn direct_clients(api: &MemApi) -> Clients {
 /// alone, with `config`.
 pub(crate) fn binder_only(config: pv::Config) -> AppConfig {
     AppConfig {
-        controllers: ControllerSelection::new([pv::NAME]),
+        controllers: ControllerSelection::new([k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER]),
         persistentvolume: config,
         ..AppConfig::default()
     }

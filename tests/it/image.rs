@@ -182,10 +182,16 @@ fn the_image_build_stage_loads_the_workspace() {
 fn a_build_stage_missing_a_file_the_manifest_names_is_caught() {
     let head = "FROM rust:1.95-alpine AS build\nWORKDIR /src\nCOPY Cargo.toml Cargo.lock ./\nCOPY src ./src\n";
     let build = "RUN cargo build --release --locked --no-default-features --bin pv-controller\n";
-    let members: String = ["quantity", "memapi", "resourceslice", "testkit"]
-        .iter()
-        .map(|m| format!("COPY {m} ./{m}\n"))
-        .collect();
+    let members: String = [
+        "k8s-names",
+        "quantity",
+        "memapi",
+        "resourceslice",
+        "testkit",
+    ]
+    .iter()
+    .map(|m| format!("COPY {m} ./{m}\n"))
+    .collect();
     let cases = [
         (
             "the original build stage",

@@ -3,6 +3,10 @@
 //! external provisioning, delayed binding and the default StorageClass.
 
 use crate::harness::{Running, check_invariants, recorded_events};
+use k8s_names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED,
+    ANN_STORAGE_PROVISIONER,
+};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use testkit::*;
@@ -96,7 +100,7 @@ async fn a_claim_handed_to_an_external_provisioner_binds_to_the_volume_it_create
         .policy("Delete")
         .bound_to("uid-x", "claim-x")
         .annotations(&[ANN_BOUND_BY_CONTROLLER])
-        .annotation(ANN_PROVISIONED_BY, "example.com/nfs")
+        .annotation(ANN_DYNAMICALLY_PROVISIONED, "example.com/nfs")
         .build();
     kube::Api::<PersistentVolume>::all(api.client())
         .create(&Default::default(), &provisioned)

@@ -13,6 +13,11 @@ use crate::harness::{Running, row, run_table};
 use crate::mock_plugin::{
     MockConfig, MockPlugin, provision1_error, provision1_success, provision2_success,
 };
+use k8s_names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER,
+    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
+    FINALIZER_PV_CONTROLLER, FINALIZER_PV_PROTECTION,
+};
 use k8s_openapi::api::core::v1::{
     Node, PersistentVolume, PersistentVolumeClaim, TypedLocalObjectReference,
 };
@@ -24,8 +29,6 @@ use pv_controller::pv::RetryPolicy;
 use pv_controller::pv::Settings;
 use pv_controller::pv::VolumePlugins;
 use testkit::*;
-
-const FINALIZER: &str = "kubernetes.io/pv-controller";
 
 fn class(name: &str, provisioner: &str, mode: &str, param: (&str, &str)) -> StorageClass {
     StorageClass {
@@ -97,8 +100,8 @@ fn provisioned(uid: &str, claim_name: &str, class: &str) -> VolumeBuilder {
         .phase("Bound")
         .policy("Delete")
         .class(class)
-        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_PROVISIONED_BY])
-        .finalizers(&[FINALIZER, "kubernetes.io/pv-protection"])
+        .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED])
+        .finalizers(&[FINALIZER_PV_CONTROLLER, FINALIZER_PV_PROTECTION])
 }
 
 /// A claim bound to its provisioned volume.
@@ -586,7 +589,7 @@ async fn a_migrated_claim_binds_without_migrated_to() {
         .claim_ref("default", "claim", "uid")
         .class("gp2")
         .policy("Delete")
-        .annotation(ANN_PROVISIONED_BY, "kubernetes.io/aws-ebs")
+        .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/aws-ebs")
         .build();
     api.create(&provisioned).expect("volume");
     running.settle().await;

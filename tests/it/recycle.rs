@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::harness::{Call, binder_only, clients, recorded_events, row, run_table};
 use crate::mock_plugin::MockConfig;
+use k8s_names::ANN_BOUND_BY_CONTROLLER;
 use k8s_openapi::api::core::v1::{
     Event as CoreEvent, ObjectReference, PersistentVolume, Pod, PodStatus,
 };
@@ -485,7 +486,7 @@ async fn a_lingering_recycler_pod_of_an_earlier_release_is_never_taken_as_proof(
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_CLAIM_UID))
+            .and_then(|a| a.get(k8s_names::ANN_RELEASED_CLAIM_UID))
             .map(String::as_str),
         Some("uid-2"),
         "the new pod is made for the second release"
@@ -566,11 +567,11 @@ enum Forgery {
 fn forged_pod(volume_uid: &str, claim_uid: &str) -> Pod {
     let annotations = [
         (
-            pv_controller::pv::RECYCLER_ANN_VOLUME_UID.to_string(),
+            k8s_names::ANN_RECYCLED_VOLUME_UID.to_string(),
             volume_uid.to_string(),
         ),
         (
-            pv_controller::pv::RECYCLER_ANN_CLAIM_UID.to_string(),
+            k8s_names::ANN_RELEASED_CLAIM_UID.to_string(),
             claim_uid.to_string(),
         ),
     ];
@@ -602,7 +603,7 @@ fn forged_pod(volume_uid: &str, claim_uid: &str) -> Pod {
 fn recorded_pod_uid(api: &MemApi) -> Option<String> {
     api.get::<PersistentVolume>(None, "host-volume")
         .and_then(|v| v.metadata.annotations)
-        .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_POD_UID).cloned())
+        .and_then(|a| a.get(k8s_names::ANN_RECYCLER_POD_UID).cloned())
 }
 
 /// A forged recycler pod (right name, right annotations, Succeeded) is
@@ -674,7 +675,7 @@ async fn forged_pod_is_never_proof(case: Forgery) {
         volume
             .metadata
             .annotations
-            .and_then(|a| a.get(pv_controller::pv::RECYCLER_ANN_POD_UID).cloned()),
+            .and_then(|a| a.get(k8s_names::ANN_RECYCLER_POD_UID).cloned()),
         None,
         "the record goes with the release"
     );

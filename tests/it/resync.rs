@@ -39,7 +39,7 @@ fn synced(running: &Running, kind: &str) -> f64 {
         &running.metrics,
         &format!(
             "pv_controller_sync_duration_seconds_count{{controller=\"{}\",kind=\"{kind}\",result=\"ok\"}}",
-            pv::NAME
+            k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER
         ),
     )
 }

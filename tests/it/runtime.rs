@@ -300,20 +300,21 @@ async fn every_write_of_every_controller_is_counted_once() {
             .copied()
             .unwrap_or(0)
     };
-    let ephemeral = pv_controller::ephemeral::NAME;
-    let claims = pv_controller::resourceclaim::NAME;
+    let binder = k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER;
+    let ephemeral = k8s_names::EPHEMERAL_VOLUME_CONTROLLER;
+    let claims = k8s_names::RESOURCE_CLAIM_CONTROLLER;
     assert_eq!(by(ephemeral, "persistentvolumeclaims", "create", ""), 1);
     assert_eq!(by(claims, "resourceclaims", "create", ""), 1);
     assert_eq!(by(claims, "pods", "patch", "status"), 1);
-    assert_eq!(by(pv::NAME, "pods", "create", ""), 1, "the recycler pod");
+    assert_eq!(by(binder, "pods", "create", ""), 1, "the recycler pod");
     assert_eq!(
-        by(pv::NAME, "pods", "delete", ""),
+        by(binder, "pods", "delete", ""),
         1,
         "deleted once it succeeded"
     );
-    assert_eq!(by(pv::NAME, "persistentvolumes", "delete", ""), 1);
-    assert!(by(pv::NAME, "persistentvolumes", "patch", "status") > 0);
-    assert!(by(pv::NAME, "persistentvolumeclaims", "patch", "") > 0);
+    assert_eq!(by(binder, "persistentvolumes", "delete", ""), 1);
+    assert!(by(binder, "persistentvolumes", "patch", "status") > 0);
+    assert!(by(binder, "persistentvolumeclaims", "patch", "") > 0);
     for controller in [ephemeral, claims] {
         assert_eq!(by(controller, "persistentvolumes", "patch", ""), 0);
     }

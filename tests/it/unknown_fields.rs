@@ -8,6 +8,10 @@
 
 use std::time::Duration;
 
+use k8s_names::{
+    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED,
+    ANN_STORAGE_PROVISIONER, FINALIZER_PV_CONTROLLER,
+};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, PodStatus};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use memapi::MemApi;
@@ -164,7 +168,7 @@ async fn the_provisioned_volumes_finalizer_added_and_removed_keeps_every_unknown
             .bound_to("uid-p", "claim-p")
             .phase("Bound")
             .annotations(&[ANN_BOUND_BY_CONTROLLER])
-            .annotation(ANN_PROVISIONED_BY, "kubernetes.io/host-path")
+            .annotation(ANN_DYNAMICALLY_PROVISIONED, "kubernetes.io/host-path")
             .host_path("/tmp/hostpath_pv/pvc-uid-p")
     };
     seed_with_unknown_fields(&api, &provisioned("Delete").build());
@@ -183,10 +187,7 @@ async fn the_provisioned_volumes_finalizer_added_and_removed_keeps_every_unknown
             .and_then(|v| v.metadata.finalizers)
             .unwrap_or_default()
     };
-    assert_eq!(
-        finalizers(&api),
-        vec!["kubernetes.io/pv-controller".to_string()]
-    );
+    assert_eq!(finalizers(&api), vec![FINALIZER_PV_CONTROLLER.to_string()]);
     assert_unknown_fields_kept(&api, "persistentvolumes", None, "pvc-uid-p");
 
     // Retain, as a user patches it: the volume no longer needs the

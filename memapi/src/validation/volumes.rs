@@ -23,6 +23,7 @@
 
 use super::super::object::{str_at, value_at};
 use super::FieldError;
+use k8s_names::ANN_BETA_STORAGE_CLASS;
 use quantity::Amount;
 use serde_json::{Map, Value};
 
@@ -53,7 +54,6 @@ const VOLUME_SOURCES: [&str; 22] = [
 ];
 
 const IMMUTABLE: &str = "field is immutable";
-const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
 /// A value with nulls and empty lists and maps removed, and quantity
 /// strings under `requests`/`limits`/`capacity` replaced by their exact
@@ -141,7 +141,7 @@ pub(crate) fn validate_pv_update(new: &Value, old: &Value) -> Vec<FieldError> {
 fn storage_class_upgrade(new: &Value, old: &Value) -> bool {
     let ann = |o: &Value| {
         value_at(o, "metadata.annotations")
-            .and_then(|a| a.get(BETA_STORAGE_CLASS))
+            .and_then(|a| a.get(ANN_BETA_STORAGE_CLASS))
             .and_then(Value::as_str)
             .map(str::to_string)
     };
@@ -158,7 +158,7 @@ fn storage_class_upgrade(new: &Value, old: &Value) -> bool {
 fn retroactive_default_class(new: &Value, old: &Value) -> bool {
     let has_beta = |o: &Value| {
         value_at(o, "metadata.annotations")
-            .and_then(|a| a.get(BETA_STORAGE_CLASS))
+            .and_then(|a| a.get(ANN_BETA_STORAGE_CLASS))
             .is_some()
     };
     str_at(old, "spec.storageClassName").is_none()
@@ -193,7 +193,7 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
     } else {
         let ann = |o: &Value| {
             value_at(o, "metadata.annotations")
-                .and_then(|a| a.get(BETA_STORAGE_CLASS))
+                .and_then(|a| a.get(ANN_BETA_STORAGE_CLASS))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string()
@@ -201,7 +201,7 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
         let (new_ann, old_ann) = (ann(new), ann(old));
         if new_ann != old_ann {
             errs.push(FieldError::invalid(
-                &format!("metadata.annotations[{BETA_STORAGE_CLASS}]"),
+                &format!("metadata.annotations[{ANN_BETA_STORAGE_CLASS}]"),
                 new_ann,
                 IMMUTABLE,
             ));
@@ -318,7 +318,7 @@ mod tests {
     #[test]
     fn claim_storage_class_upgrade_and_annotation() {
         let mut old = claim("", "1Gi", "Pending");
-        old["metadata"]["annotations"] = json!({BETA_STORAGE_CLASS: "gold"});
+        old["metadata"]["annotations"] = json!({ANN_BETA_STORAGE_CLASS: "gold"});
         let mut new = old.clone();
         new["spec"]["storageClassName"] = json!("gold");
         assert!(validate_pvc_update(&new, &old).is_empty());
@@ -330,7 +330,7 @@ mod tests {
             ]
         );
         let mut relabelled = old.clone();
-        relabelled["metadata"]["annotations"][BETA_STORAGE_CLASS] = json!("silver");
+        relabelled["metadata"]["annotations"][ANN_BETA_STORAGE_CLASS] = json!("silver");
         assert_eq!(
             rendered(&validate_pvc_update(&relabelled, &old)),
             vec![

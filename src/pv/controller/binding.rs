@@ -11,10 +11,10 @@ use quantity::Amount;
 use super::Controller;
 use super::changes::{ClaimChange, PvPlan, VolumeChange};
 use super::writes::Part;
-use crate::pv::constants::ANN_PRE_RESIZE_CAPACITY;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{ClaimPhase, claim_phase};
+use k8s_names::ANN_PRE_RESIZE_CAPACITY;
 
 impl Controller {
     /// Plans a claim's phase, and its access modes and capacity from the

@@ -14,15 +14,14 @@ use std::collections::BTreeMap;
 use quantity::Amount;
 
 use super::finalizers::{anneal_claim_edit, anneal_volume_edit};
-use crate::pv::constants::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_VALUE_YES};
 use crate::pv::objects::{
     ClaimPhase, VolumePhase, claim_has_class, claim_phase, claim_reference, has_annotation,
     is_volume_bound_to_claim, volume_phase,
 };
-use crate::pv::plugins::recycler::ANN_POD_UID as ANN_RECYCLER_POD_UID;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{Change, Plan};
 use crate::runtime::write::Edit;
+use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_RECYCLER_POD_UID, ANN_VALUE_YES};
 
 use super::Next;
 
@@ -368,10 +367,7 @@ pub(super) fn same_claim_binding(a: &PersistentVolumeClaim, b: &PersistentVolume
         (
             c.metadata.uid.clone(),
             c.spec.as_ref().and_then(|s| s.volume_name.clone()),
-            crate::pv::objects::has_annotation(
-                &c.metadata,
-                crate::pv::constants::ANN_BIND_COMPLETED,
-            ),
+            crate::pv::objects::has_annotation(&c.metadata, k8s_names::ANN_BIND_COMPLETED),
         )
     };
     binding(a) == binding(b)

@@ -8,9 +8,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::changes::{ClaimChange, PvPlan, VolumeChange};
 use super::{Controller, Settle};
-use crate::pv::constants::{
-    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, reasons,
-};
+use crate::pv::constants::reasons;
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
@@ -21,6 +19,7 @@ use crate::pv::objects::{
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Part;
 use crate::runtime::plan::Hold;
+use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE};
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
 #[derive(Debug)]

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
+use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER};
+
 use super::claim::check_volume_satisfies_claim;
 use crate::pv::cache::ShadowCache;
 use crate::pv::index::VolumeIndex;
@@ -20,10 +22,7 @@ use crate::runtime::dry_run::{BindJudge, Choice};
 use crate::runtime::keys::ObjectKey;
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.
-const BIND_ANNOTATIONS: [&str; 2] = [
-    "pv.kubernetes.io/bind-completed",
-    "pv.kubernetes.io/bound-by-controller",
-];
+const BIND_ANNOTATIONS: [&str; 2] = [ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER];
 
 /// The claim as it was before a bind: no volume name, no bind annotations.
 fn unbound(claim: &PersistentVolumeClaim) -> PersistentVolumeClaim {

@@ -17,15 +17,13 @@ use serde::Serialize;
 
 use super::Controller;
 use super::changes::PvPlan;
-use crate::pv::constants::{
-    ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
-};
 use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
 };
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER};
 
 /// The answer to "why is my claim Pending?".
 #[derive(Debug, Clone, Serialize)]

@@ -18,16 +18,17 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use super::Controller;
 use super::changes::{ClaimChange, PvPlan, VolumeChange};
 use super::writes::{Edit, Part};
-use crate::pv::constants::{
-    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
-    FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER, IN_TREE_PLUGIN_PREFIX,
-};
+use crate::pv::constants::IN_TREE_PLUGIN_PREFIX;
 use crate::pv::error::Result;
 use crate::pv::migration::{
     MigratedToChange, claim_migrated_to_change, csi_driver_of, volume_migrated_to_change,
 };
 use crate::pv::objects::{
     ReclaimPolicy, annotation, has_annotation, is_being_deleted, reclaim_policy,
+};
+use k8s_names::{
+    ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
+    FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
 };
 
 /// The finalizers a volume should have, when they differ from what it has.

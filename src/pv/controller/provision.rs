@@ -11,16 +11,17 @@ use super::changes::{ClaimChange, PvPlan};
 use super::finalizers::apply_migrated_to;
 use super::writes::{Edit, Part};
 use crate::kinds::pod::{PODS_BY_CLAIM, PodPhase};
-use crate::pv::constants::{
-    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
-    ANN_STORAGE_PROVISIONER, IN_TREE_PLUGIN_PREFIX, reasons,
-};
+use crate::pv::constants::{IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::pv::error::{Error, Result};
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
 use crate::pv::operations;
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use k8s_names::{
+    ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
+    ANN_STORAGE_PROVISIONER,
+};
 
 impl Controller {
     /// The StorageClass of the given name, from the lister.

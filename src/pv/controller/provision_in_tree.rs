@@ -18,10 +18,7 @@ use super::changes::set_annotation;
 use super::claim::requested_volume;
 use super::delete::Deletion;
 use super::writes::{Edit, Part};
-use crate::pv::constants::{
-    ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE,
-    ANN_STORAGE_PROVISIONER, FINALIZER_PV_CONTROLLER, reasons,
-};
+use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
@@ -29,6 +26,10 @@ use crate::pv::objects::{
 };
 use crate::pv::plugins::{PluginError, ProvisionRequest, VolumePlugin};
 use crate::runtime::keys::ObjectKey;
+use k8s_names::{
+    ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER, FINALIZER_PV_CONTROLLER,
+};
 
 /// Whether `now`, a later copy of `claim`, is the same claim (by UID) and
 /// still names no volume.

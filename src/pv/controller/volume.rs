@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use super::changes::PvPlan;
 use super::claim::requested_volume;
 use super::{Controller, Settle};
-use crate::pv::constants::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, reasons};
+use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result, api};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
@@ -18,6 +18,7 @@ use crate::pv::objects::{
 use crate::pv::operations;
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use k8s_names::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED};
 
 /// Where a volume stands relative to the claim its claimRef names.
 #[derive(Debug)]

@@ -40,7 +40,7 @@ use workers::{ClaimWork, VolumeWork};
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
-pub const NAME: &str = "persistentvolume-binder-controller";
+pub(crate) const NAME: &str = k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER;
 
 /// The controller's own settings.
 #[derive(Clone, Debug)]

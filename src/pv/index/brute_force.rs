@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_names::ANN_BETA_STORAGE_CLASS;
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeSpec, PersistentVolumeStatus, VolumeResourceRequirements,
@@ -41,7 +42,6 @@ const CLASSES: [&str; 3] = ["", "gold", "silver"];
 const VOLUME_MODES: [Option<&str>; 3] = [None, Some("Filesystem"), Some("Block")];
 const VACS: [Option<&str>; 3] = [None, Some(""), Some("fast")];
 const PHASES: [&str; 4] = ["Available", "Pending", "Bound", "Released"];
-const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
 /// A random volume, as small numbers.
 #[derive(Debug, Clone)]
@@ -136,7 +136,7 @@ fn storage(size: &str) -> BTreeMap<String, Quantity> {
 fn with_class(meta: &mut ObjectMeta, beta: bool, class: &str) -> Option<String> {
     if beta {
         meta.annotations = Some(BTreeMap::from([(
-            BETA_CLASS.to_string(),
+            ANN_BETA_STORAGE_CLASS.to_string(),
             class.to_string(),
         )]));
         // The annotation wins: a field that says otherwise must not count.
@@ -245,7 +245,7 @@ fn build_claim(c: &ClaimCase) -> PersistentVolumeClaim {
 fn class_of(meta: &ObjectMeta, field: Option<&String>) -> String {
     meta.annotations
         .as_ref()
-        .and_then(|a| a.get(BETA_CLASS))
+        .and_then(|a| a.get(ANN_BETA_STORAGE_CLASS))
         .or(field)
         .cloned()
         .unwrap_or_default()

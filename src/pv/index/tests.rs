@@ -2,7 +2,8 @@
 //! they miss: access-mode groups, pre-bound volumes, volume modes,
 //! attributes classes, selectors, phases and classes, bad input, updates.
 
-use testkit::{ANN_BETA_CLASS, ClaimBuilder, ROX, RWO, RWOP, RWX, VolumeBuilder, claim, volume};
+use k8s_names::ANN_BETA_STORAGE_CLASS;
+use testkit::{ClaimBuilder, ROX, RWO, RWOP, RWX, VolumeBuilder, claim, volume};
 
 use super::*;
 use crate::pv::objects::{ObjectName, claim_reference};
@@ -459,7 +460,7 @@ fn filters_class() {
         available("gold", "2Gi").class("gold").build(),
         available("beta-silver", "3Gi")
             .class("gold")
-            .annotation(ANN_BETA_CLASS, "silver")
+            .annotation(ANN_BETA_STORAGE_CLASS, "silver")
             .build(),
         available("plain", "4Gi").build(),
     ]);
@@ -479,7 +480,7 @@ fn filters_class() {
         best(
             &index,
             &claim("c", "", "1Gi")
-                .annotation(ANN_BETA_CLASS, "silver")
+                .annotation(ANN_BETA_STORAGE_CLASS, "silver")
                 .build(),
             false
         )

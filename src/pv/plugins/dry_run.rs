@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
-use crate::pv::constants::ANN_DYNAMICALLY_PROVISIONED;
+use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
 
 /// A plugin that decides as `0` but acts on nothing.
 pub(crate) struct DryRunPlugin(pub(crate) Arc<dyn VolumePlugin>);

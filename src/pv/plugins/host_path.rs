@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::recycler::{self, RecyclerPodConfig};
 use super::{PluginError, ProvisionRequest, RecycleContext, VolumePlugin};
-use crate::pv::constants::ANN_DYNAMICALLY_PROVISIONED;
+use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
 
 /// Name of the hostPath plugin.
 pub(crate) const PLUGIN_NAME: &str = "kubernetes.io/host-path";

@@ -24,11 +24,12 @@ use k8s_openapi::api::core::v1::{
 };
 use kube::Client;
 
-use crate::pv::constants::{ANN_DYNAMICALLY_PROVISIONED, IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::constants::{IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::pv::objects::{ReclaimPolicy, annotation};
 use crate::runtime::events::{EventRecorder, EventType};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::{Edit, Part, WriteError, Writer};
+use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
 use recycler::RecyclerPodConfig;
 
 /// Why a plugin could not do what it was asked. The controller words its

@@ -5,7 +5,7 @@
 //! hash when the volume name is too long), and carries in annotations the
 //! UID of the volume and the UID of the released claim: one release of one
 //! volume. Once created, and before it is waited for, its UID is recorded
-//! on the volume ([`ANN_POD_UID`]). A pod of that name found at create
+//! on the volume ([`ANN_RECYCLER_POD_UID`]). A pod of that name found at create
 //! time is adopted (waited for instead of duplicated) only when it is the
 //! pod the volume records and was made for this very release (same volume
 //! and claim UIDs, not being deleted): a pod this controller started before
@@ -24,6 +24,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_names::{ANN_RECYCLED_VOLUME_UID, ANN_RECYCLER_POD_UID, ANN_RELEASED_CLAIM_UID};
 use k8s_openapi::api::core::v1::{
     Container, Event as CoreEvent, PersistentVolume, Pod, PodSpec, Volume, VolumeMount,
 };
@@ -50,19 +51,6 @@ pub(crate) const SCRUB_SCRIPT: &str =
 
 /// Prefix of recycler pod names.
 pub(crate) const POD_NAME_PREFIX: &str = "recycler-for-";
-
-/// Annotation on a recycler pod: the UID of the volume it scrubs, so that a
-/// restarted controller can tell its own pod from a stale one.
-pub const ANN_VOLUME_UID: &str = "pv-controller.k8s.io/recycled-volume-uid";
-
-/// Annotation on a recycler pod: the UID of the claim whose release it
-/// scrubs; with [`ANN_VOLUME_UID`] it names one release of one volume.
-pub const ANN_CLAIM_UID: &str = "pv-controller.k8s.io/released-claim-uid";
-
-/// Annotation on a volume being recycled: the UID of the recycler pod this
-/// controller created for it, written before the pod is waited for. Only a
-/// pod of this UID is taken as proof of the scrub.
-pub const ANN_POD_UID: &str = "pv-controller.k8s.io/recycler-pod-uid";
 
 /// Longest pod name (a DNS subdomain).
 const MAX_NAME_LEN: usize = 253;
@@ -254,11 +242,11 @@ pub(crate) fn build_pod(
         .annotations
         .get_or_insert_with(Default::default);
     annotations.insert(
-        ANN_VOLUME_UID.to_string(),
+        ANN_RECYCLED_VOLUME_UID.to_string(),
         volume.metadata.uid.clone().unwrap_or_default(),
     );
     annotations.insert(
-        ANN_CLAIM_UID.to_string(),
+        ANN_RELEASED_CLAIM_UID.to_string(),
         crate::pv::objects::claim_ref_uid(volume).to_string(),
     );
     pod.status = None;
@@ -451,7 +439,7 @@ async fn create_or_adopt(
                 Err("the server gave the pod no UID".to_string())
             } else {
                 // Boxed: the volume write's future is large.
-                Box::pin(context.volumes.annotate(volume, ANN_POD_UID, &uid))
+                Box::pin(context.volumes.annotate(volume, ANN_RECYCLER_POD_UID, &uid))
                     .await
                     .map_err(|e| e.to_string())
             };
@@ -503,7 +491,7 @@ fn is_recorded_pod(found: &Pod, volume: &PersistentVolume) -> bool {
         .metadata
         .annotations
         .as_ref()
-        .and_then(|a| a.get(ANN_POD_UID))
+        .and_then(|a| a.get(ANN_RECYCLER_POD_UID))
         .filter(|uid| !uid.is_empty());
     recorded.is_some() && recorded == found.metadata.uid.as_ref()
 }
@@ -522,7 +510,9 @@ fn made_for_this_release(found: &Pod, wanted: &Pod) -> bool {
         };
         value(found).is_some() && value(found) == value(wanted)
     };
-    same(ANN_VOLUME_UID) && same(ANN_CLAIM_UID) && found.metadata.deletion_timestamp.is_none()
+    same(ANN_RECYCLED_VOLUME_UID)
+        && same(ANN_RELEASED_CLAIM_UID)
+        && found.metadata.deletion_timestamp.is_none()
 }
 
 /// Watches the pod `started` names until it ends, relaying its new events
@@ -710,7 +700,7 @@ mod tests {
             pod.metadata
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(ANN_VOLUME_UID))
+                .and_then(|a| a.get(ANN_RECYCLED_VOLUME_UID))
                 .map(String::as_str),
             Some("uid-1")
         );
@@ -724,8 +714,8 @@ mod tests {
                 uid: Some(uid.to_string()),
                 annotations: Some(
                     [
-                        (ANN_VOLUME_UID.to_string(), volume_uid.to_string()),
-                        (ANN_CLAIM_UID.to_string(), claim_uid.to_string()),
+                        (ANN_RECYCLED_VOLUME_UID.to_string(), volume_uid.to_string()),
+                        (ANN_RELEASED_CLAIM_UID.to_string(), claim_uid.to_string()),
                     ]
                     .into(),
                 ),
@@ -738,7 +728,7 @@ mod tests {
         let recording = |uid: Option<&str>| {
             let mut recorded = volume("pv", "1Gi");
             recorded.metadata.annotations =
-                uid.map(|uid| [(ANN_POD_UID.to_string(), uid.to_string())].into());
+                uid.map(|uid| [(ANN_RECYCLER_POD_UID.to_string(), uid.to_string())].into());
             recorded
         };
         let wanted = pod("", "pv-uid", "claim-2", false);

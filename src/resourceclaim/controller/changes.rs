@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 use serde_json::json;
 
-use crate::resourceclaim::constants::FINALIZER;
 use crate::resourceclaim::objects::{can_be_reserved, is_allocated};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{Answer, Applied, Change};
 use crate::runtime::write::Edit;
+use k8s_names::FINALIZER_RESOURCE_DELETE_PROTECTION;
 
 /// Whether the claim carries the scheduler's finalizer.
 pub(crate) fn has_finalizer(claim: &ResourceClaim) -> bool {
@@ -24,7 +24,7 @@ pub(crate) fn has_finalizer(claim: &ResourceClaim) -> bool {
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == FINALIZER)
+        .any(|f| f == FINALIZER_RESOURCE_DELETE_PROTECTION)
 }
 
 /// The consumers in a claim's `status.reservedFor`.
@@ -101,7 +101,7 @@ impl Change<ResourceClaim> for ClaimChange {
                     return Edit::Unchanged;
                 }
                 if let Some(finalizers) = newest.metadata.finalizers.as_mut() {
-                    finalizers.retain(|f| f != FINALIZER);
+                    finalizers.retain(|f| f != FINALIZER_RESOURCE_DELETE_PROTECTION);
                 }
                 Edit::Changed
             }
@@ -149,7 +149,10 @@ impl fmt::Display for ClaimChange {
                 Ok(())
             }
             Self::Deallocate => f.write_str("allocation cleared"),
-            Self::RemoveFinalizer => write!(f, "finalizer {FINALIZER} removed"),
+            Self::RemoveFinalizer => write!(
+                f,
+                "finalizer {FINALIZER_RESOURCE_DELETE_PROTECTION} removed"
+            ),
         }
     }
 }

@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReferen
 
 use super::changes::{ClaimChange, NewClaim, RecordClaims};
 use super::{Known, PlannedClaim, PodPlan};
-use crate::resourceclaim::constants::{ANN_POD_CLAIM_NAME, FIELD_MANAGER, REASON_FAILED_CREATION};
+use crate::resourceclaim::constants::{FIELD_MANAGER, REASON_FAILED_CREATION};
 use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_from_template, claim_name, is_allocated, is_for_pod,
@@ -22,6 +22,7 @@ use crate::resourceclaim::objects::{
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::Part;
+use k8s_names::ANN_POD_CLAIM_NAME;
 
 impl Known {
     /// Decides about the pod of `key`; a pod gone, being deleted or done

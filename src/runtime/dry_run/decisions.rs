@@ -7,6 +7,10 @@
 
 use std::collections::BTreeSet;
 
+use k8s_names::{
+    ANN_BETA_STORAGE_PROVISIONER, ANN_POD_CLAIM_NAME, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
+};
+
 use super::views::{Field, View};
 use crate::runtime::keys::ObjectKey;
 
@@ -113,13 +117,7 @@ const PODS: &str = "pods";
 const RESOURCE_CLAIMS: &str = "resourceclaims";
 
 /// The annotation keys of a claim's provisioner.
-const PROVISIONER_KEYS: &[&str] = &[
-    "volume.kubernetes.io/storage-provisioner",
-    "volume.beta.kubernetes.io/storage-provisioner",
-];
-const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
-/// The annotation naming the pod's entry a ResourceClaim was made for.
-pub(crate) const POD_CLAIM_NAME: &str = "resource.kubernetes.io/pod-claim-name";
+const PROVISIONER_KEYS: &[&str] = &[ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER];
 
 fn key_of(object: &View<'_>) -> ObjectKey {
     ObjectKey::new(object.namespace, object.name)
@@ -173,7 +171,7 @@ fn created(resource: &str, object: &View<'_>) -> Vec<Decision> {
         PODS => ("recycle", PODS),
         RESOURCE_CLAIMS => {
             let (Some(pod_uid), Some(entry)) =
-                (object.owner_pod, object.annotation(POD_CLAIM_NAME))
+                (object.owner_pod, object.annotation(ANN_POD_CLAIM_NAME))
             else {
                 return Vec::new();
             };
@@ -279,10 +277,12 @@ fn claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
             format!("hand to provisioner {provisioner}"),
         );
     }
-    if before.annotation(SELECTED_NODE).is_some() && after.annotation(SELECTED_NODE).is_none() {
+    if before.annotation(ANN_SELECTED_NODE).is_some()
+        && after.annotation(ANN_SELECTED_NODE).is_none()
+    {
         push(
             "reschedule",
-            Expected::NoAnnotation(SELECTED_NODE),
+            Expected::NoAnnotation(ANN_SELECTED_NODE),
             "give the node choice back to the scheduler".to_string(),
         );
     }
@@ -499,7 +499,7 @@ mod tests {
     fn a_generated_resource_claim_is_judged_by_its_pod_and_entry() {
         let claim: ResourceClaim = typed(
             json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
-            "annotations": { POD_CLAIM_NAME: "gpu" },
+            "annotations": { ANN_POD_CLAIM_NAME: "gpu" },
             "ownerReferences": [ { "kind": "Pod", "uid": "pod-uid", "controller": true, "name": "p", "apiVersion": "v1" } ] }, "spec": {} }),
         );
         let decisions = of_write(RESOURCE_CLAIMS, "create", None, Some(&View::of(&claim)));

@@ -31,7 +31,8 @@ use tokio::time::Instant;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 pub(crate) use decisions::of_write;
-use decisions::{Decision, Expected, POD_CLAIM_NAME, Subject};
+use decisions::{Decision, Expected, Subject};
+use k8s_names::ANN_POD_CLAIM_NAME;
 use report::Difference;
 pub use report::DryRunJournal;
 use views::Field;
@@ -344,7 +345,7 @@ impl DryRun {
         if resource == "resourceclaims"
             && let Some(object) = object
             && let (Some(pod_uid), Some(entry)) =
-                (object.owner_pod, object.annotation(POD_CLAIM_NAME))
+                (object.owner_pod, object.annotation(ANN_POD_CLAIM_NAME))
         {
             let generated = Subject::Generated {
                 namespace: key.namespace.clone(),
@@ -439,7 +440,7 @@ impl DryRun {
         };
         self.count(
             &mut state,
-            "persistentvolume-binder-controller",
+            k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER,
             "bind",
             &subject,
             &ours,

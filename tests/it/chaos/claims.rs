@@ -7,6 +7,7 @@
 //! The scheduler and the garbage collector write to the store directly:
 //! the request faults are the controllers', not theirs.
 
+use k8s_names::FINALIZER_RESOURCE_DELETE_PROTECTION;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -19,7 +20,6 @@ use super::world::Rng;
 /// The template every pod's entries name.
 const TEMPLATE: &str = "chaos-template";
 /// The scheduler's finalizer on the claims it allocates.
-const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 /// The node pods are placed on.
 const NODE: &str = "node-1";
 const NAMESPACE: &str = "default";
@@ -124,7 +124,7 @@ fn has_finalizer(claim: &ResourceClaim) -> bool {
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == FINALIZER)
+        .any(|f| f == FINALIZER_RESOURCE_DELETE_PROTECTION)
 }
 
 fn consumers(claim: &ResourceClaim) -> Vec<(String, String)> {
@@ -176,8 +176,11 @@ pub(crate) fn schedule(api: &MemApi, rng: &mut Rng) -> u64 {
         for claim in ready {
             let mut allocated = claim.clone();
             let finalizers = allocated.metadata.finalizers.get_or_insert_with(Vec::new);
-            if !finalizers.iter().any(|f| f == FINALIZER) {
-                finalizers.push(FINALIZER.to_string());
+            if !finalizers
+                .iter()
+                .any(|f| f == FINALIZER_RESOURCE_DELETE_PROTECTION)
+            {
+                finalizers.push(FINALIZER_RESOURCE_DELETE_PROTECTION.to_string());
             }
             let status = allocated.status.get_or_insert_with(Default::default);
             status.allocation = Some(Default::default());

@@ -17,12 +17,12 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
+use k8s_names::ANN_RECYCLED_VOLUME_UID;
+use k8s_names::ANN_RECYCLER_POD_UID;
+use k8s_names::ANN_RELEASED_CLAIM_UID;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use memapi::{ChangeType, MemApi, Observed, Observer};
-use pv_controller::pv::RECYCLER_ANN_CLAIM_UID;
-use pv_controller::pv::RECYCLER_ANN_POD_UID;
-use pv_controller::pv::RECYCLER_ANN_VOLUME_UID;
-use testkit::ANN_PROVISIONED_BY;
 
 use super::world::StorageCall;
 
@@ -228,7 +228,7 @@ impl Walk {
         let id = uid(v);
         let volume = name(v);
         let before = self.volumes.get(&volume).filter(|b| uid(*b) == id).cloned();
-        if let Some(pod) = annotation(v, RECYCLER_ANN_POD_UID) {
+        if let Some(pod) = annotation(v, ANN_RECYCLER_POD_UID) {
             self.recorded_pods.insert(pod.to_string());
         }
         if ty == ChangeType::Added && volume.starts_with("pvc-") {
@@ -290,7 +290,7 @@ impl Walk {
     /// or (a volume with `provisioned-by`) its claim names another volume,
     /// so it is not needed (upstream deletes it too).
     fn deletable_now(&self, v: &PersistentVolume) -> bool {
-        let provisioned = annotation(v, ANN_PROVISIONED_BY).is_some();
+        let provisioned = annotation(v, ANN_DYNAMICALLY_PROVISIONED).is_some();
         let bound_elsewhere = claim_uid_of(v)
             .and_then(|u| self.named.get(&u))
             .is_some_and(|other| *other != name(v));
@@ -299,8 +299,8 @@ impl Walk {
 
     fn pod(&mut self, ty: ChangeType, p: &Pod) {
         let (Some(volume), Some(claim)) = (
-            annotation(p, RECYCLER_ANN_VOLUME_UID),
-            annotation(p, RECYCLER_ANN_CLAIM_UID),
+            annotation(p, ANN_RECYCLED_VOLUME_UID),
+            annotation(p, ANN_RELEASED_CLAIM_UID),
         ) else {
             return;
         };

@@ -11,7 +11,6 @@ use pv_controller::pv::{
     self, Controller, PluginConfig, RecyclerPodConfig, Settings, VolumePlugins,
     default_recycler_template,
 };
-use pv_controller::resourceclaim;
 use pv_controller::{
     App, AppConfig, AppError, ClientOptions, Clients, ControllerSelection, LeaseConfig, WriteGate,
 };
@@ -61,7 +60,10 @@ impl Replica {
             },
         );
         let config = AppConfig {
-            controllers: ControllerSelection::new([pv::NAME, resourceclaim::NAME]),
+            controllers: ControllerSelection::new([
+                k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER,
+                k8s_names::RESOURCE_CLAIM_CONTROLLER,
+            ]),
             instance: identity.clone(),
             election: Some(LeaseConfig::new("kube-system", "pv-controller", &identity)),
             persistentvolume: pv::Config {

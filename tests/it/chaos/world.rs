@@ -10,13 +10,14 @@
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
 use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, ObjectReference, PersistentVolume, PersistentVolumeClaim,
 };
 use pv_controller::pv::PluginError;
 use pv_controller::pv::ProvisionRequest;
 use pv_controller::pv::VolumePlugin;
-use testkit::{ANN_PROVISIONED_BY, RWO, claim, storage_class, volume};
+use testkit::{RWO, claim, storage_class, volume};
 
 use crate::mock_plugin::provisioned_volume;
 
@@ -73,7 +74,7 @@ pub(crate) fn static_volume(name: &str, size: &str, policy: Policy) -> Persisten
         Policy::Retain => builder.policy("Retain").build(),
         Policy::Delete => builder
             .policy("Delete")
-            .annotation(ANN_PROVISIONED_BY, PLUGIN)
+            .annotation(ANN_DYNAMICALLY_PROVISIONED, PLUGIN)
             .build(),
         Policy::Recycle => {
             let mut v = builder.policy("Recycle").build();

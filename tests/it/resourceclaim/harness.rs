@@ -134,7 +134,7 @@ pub(crate) fn seeded(row: &Row) -> MemApi {
 /// `election` when given.
 fn config(election: Option<LeaseConfig>, features: Features) -> AppConfig {
     AppConfig {
-        controllers: ControllerSelection::new([resourceclaim::NAME]),
+        controllers: ControllerSelection::new([k8s_names::RESOURCE_CLAIM_CONTROLLER]),
         election,
         resourceclaim: resourceclaim::Config {
             features,

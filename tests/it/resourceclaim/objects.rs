@@ -2,6 +2,7 @@
 //! test names (`test-pod` in `my-namespace`, entry `acme-resource` from
 //! template `my-template`), built as JSON so a row fits on a few lines.
 
+use k8s_names::{ANN_POD_CLAIM_NAME, FINALIZER_RESOURCE_DELETE_PROTECTION};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use serde_json::{Value, json};
@@ -18,8 +19,6 @@ pub(crate) const GENERATED: &str = "test-pod-acme-resource-x6zgt";
 pub(crate) const FRESH: &str = "test-pod-acme-resource-*";
 /// The deterministic name of Kubernetes 1.27 and earlier.
 pub(crate) const LEGACY: &str = "test-pod-acme-resource";
-pub(crate) const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
-pub(crate) const ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
 
 fn from(value: Value) -> Pod {
     serde_json::from_value(value).expect("pod")
@@ -147,7 +146,7 @@ pub(crate) fn test_claim() -> ResourceClaim {
 pub(crate) fn generated_named(name: &str) -> ResourceClaim {
     let mut claim = claim(name, NAMESPACE, Some(&pod_with_resource()));
     claim.metadata.generate_name = Some("test-pod-acme-resource-".to_string());
-    claim.metadata.annotations = Some([(ANNOTATION.to_string(), ENTRY.to_string())].into());
+    claim.metadata.annotations = Some([(ANN_POD_CLAIM_NAME.to_string(), ENTRY.to_string())].into());
     claim
 }
 
@@ -161,7 +160,7 @@ pub(crate) fn generated_for(entry: &str, suffix: &str) -> ResourceClaim {
         Some(&pod_with_resource()),
     );
     claim.metadata.generate_name = Some(prefix);
-    claim.metadata.annotations = Some([(ANNOTATION.to_string(), entry.to_string())].into());
+    claim.metadata.annotations = Some([(ANN_POD_CLAIM_NAME.to_string(), entry.to_string())].into());
     claim
 }
 
@@ -213,7 +212,7 @@ impl ClaimExt for ResourceClaim {
         self.metadata
             .finalizers
             .get_or_insert_with(Vec::new)
-            .push(FINALIZER.to_string());
+            .push(FINALIZER_RESOURCE_DELETE_PROTECTION.to_string());
         self
     }
 

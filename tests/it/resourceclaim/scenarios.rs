@@ -3,6 +3,7 @@
 //! storm, a done pod's claim, a claim the pod does not own, a pod that
 //! vanished while the watch was down, and the claim gauges.
 
+use k8s_names::ANN_POD_CLAIM_NAME;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -96,7 +97,13 @@ async fn a_pod_with_50_template_claims_gets_50_claims_and_one_status_write() {
     assert_eq!(claims.len(), 50);
     let entries: BTreeSet<String> = claims
         .iter()
-        .filter_map(|c| c.metadata.annotations.as_ref()?.get(ANNOTATION).cloned())
+        .filter_map(|c| {
+            c.metadata
+                .annotations
+                .as_ref()?
+                .get(ANN_POD_CLAIM_NAME)
+                .cloned()
+        })
         .collect();
     assert_eq!(entries.len(), 50, "one claim per entry");
     assert_eq!(status_writes(&api), (1, 1), "one status write for all 50");
@@ -470,7 +477,7 @@ async fn the_claim_gauge_follows_the_claims() {
     let mut extended = claim("test-pod-extended-resources-1", NAMESPACE, None);
     extended.metadata.annotations = Some(
         [(
-            "resource.kubernetes.io/extended-resource-claim".to_string(),
+            k8s_names::ANN_EXTENDED_RESOURCE_CLAIM.to_string(),
             "true".to_string(),
         )]
         .into(),
@@ -558,7 +565,7 @@ async fn a_claim_watch_that_keeps_failing_stops_the_controller() {
         crate::harness::clients(&api),
         pv_controller::AppConfig {
             controllers: pv_controller::ControllerSelection::new([
-                pv_controller::resourceclaim::NAME,
+                k8s_names::RESOURCE_CLAIM_CONTROLLER,
             ]),
             watch_failure_limit: Duration::from_secs(30),
             ..pv_controller::AppConfig::default()
@@ -619,7 +626,7 @@ async fn a_done_pods_extended_resource_claim_is_released_and_deleted() {
         .reserved_for(&running_pod);
     extended.metadata.annotations = Some(
         [(
-            "resource.kubernetes.io/extended-resource-claim".to_string(),
+            k8s_names::ANN_EXTENDED_RESOURCE_CLAIM.to_string(),
             "true".to_string(),
         )]
         .into(),

@@ -10,8 +10,8 @@ use memapi::MemApi;
 use testkit::{claim, storage_class, volume};
 
 use super::*;
-use crate::pv::constants::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
 use crate::pv::plugins::ProvisionRequest;
+use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
 
 const PLUGIN: &str = "example.com/counting";
 
