@@ -8,14 +8,32 @@
 //! the claims of pods' ephemeral volumes (`ephemeral-volume-controller`);
 //! and the ResourceClaims of pods' templates (`resourceclaim-controller`).
 //!
-//! The process ([`App`], configured by [`AppConfig`] or the binary's
-//! [`Options`]) builds the controllers that `--controllers` enables on one
-//! runtime: one watch and one store per kind, one write door, one event
-//! recorder, one runner under one leader election. Each controller is a
-//! module with its `Controller` (the decisions) and `Config`; [`pv`] also
-//! has the plugin interface ([`pv::VolumePlugin`]) a storage back end
-//! implements. docs/architecture.md draws the whole; what only tests and
-//! benchmarks need is in [`testing`].
+//! The surface is what a user of the library needs:
+//!
+//! - the process: [`App`] (or [`serve`], which builds it again when an API
+//!   appears or goes) on [`Clients`], configured by an [`AppConfig`], made
+//!   from the binary's flags ([`Options`]) or by hand: which controllers
+//!   run ([`ControllerSelection`]), the Lease ([`LeaseConfig`]), the dry run
+//!   of `--shadow` ([`DryRunConfig`], its judgements in a
+//!   [`DryRunJournal`]); and, with the `embedded` feature,
+//!   [`run_embedded`] on an in-memory cluster;
+//! - each controller's settings: [`pv::Config`], [`ephemeral::Config`],
+//!   [`resourceclaim::Config`];
+//! - the plugin interface a storage back end implements,
+//!   [`pv::VolumePlugin`], and what it is handed;
+//! - `pv-controller explain`'s client, [`explain_cli`].
+//!
+//! The names on objects (annotations, finalizers, the controllers' names)
+//! are the `k8s_names` crate's. docs/architecture.md draws the whole.
+//! What only the crate's own tests and benchmarks need (the controllers'
+//! syncs and caches, the runtime's parts, the offline binder in
+//! `testing`) is compiled in by the `testing` feature, which a user of the
+//! library never needs.
+
+// What only tests reach is `pub` for the `testing` feature, so without it
+// the lint would name every such item; it holds with the feature on, as
+// the crate's own tests, benchmarks and CI's lints build it.
+#![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 
 mod app;
 #[cfg(feature = "embedded")]
@@ -28,30 +46,28 @@ mod options;
 pub mod pv;
 pub mod resourceclaim;
 mod runtime;
+#[cfg(feature = "testing")]
 pub mod testing;
 
-pub use app::{
-    App, AppConfig, AppError, ControllerNames, ControllerSelection, Controllers,
-    DEFAULT_API_DISCOVERY_PERIOD, DEFAULT_WATCH_FAILURE_LIMIT, UnknownController, plugin_config,
-    serve,
-};
+pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
-pub use feature_gates::{Feature, FeatureGateError, FeatureGates};
-pub use options::{Command, DurationError, LogFormat, Options, parse_duration};
-pub use runtime::client::WriteGate;
-pub use runtime::client::{ClientOptions, Clients, DEFAULT_REQUEST_TIMEOUT, ReviewClientOptions};
+pub use options::{Command, LogFormat, Options};
+pub use runtime::client::{ClientOptions, Clients};
 pub use runtime::dry_run::{DryRunConfig, DryRunJournal};
-pub use runtime::informer::{StoreError, WatchFailure, WiringError};
-pub use runtime::keys::ObjectKey;
 pub use runtime::leader::{LeaseConfig, default_identity};
-pub use runtime::metrics::{Metrics, MetricsError};
-pub use runtime::requests::RequestCounts;
-pub use runtime::runner::RunError;
-pub use runtime::server::{
-    BindError, DelegationConfig, Health, Liveness, Readiness, SecureServing, ServingCertificate,
-    ServingLimits, parse_bind_address,
-};
-pub use runtime::shared::BuildError;
+pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;
-pub use runtime::write::WriteError;
+
+// Only for the crate's tests and benchmarks.
+#[cfg(feature = "testing")]
+pub use runtime::{
+    client::{ReviewClientOptions, WriteGate},
+    informer::WatchFailure,
+    keys::ObjectKey,
+    metrics::Metrics,
+    runner::RunError,
+    server::{
+        DelegationConfig, Health, Readiness, SecureServing, ServingCertificate, ServingLimits,
+    },
+};

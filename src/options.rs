@@ -353,7 +353,7 @@ pub enum Command {
 
 impl Options {
     /// Whether the controller runs on an embedded in-memory cluster.
-    pub fn embedded(&self) -> bool {
+    fn embedded(&self) -> bool {
         self.embedded_cluster.is_some()
     }
 
@@ -474,7 +474,7 @@ fn colours(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
 /// Why a duration flag was refused.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid duration {input:?}: {reason} (expected e.g. 15s, 1m30s, 500ms)")]
-pub struct DurationError {
+pub(crate) struct DurationError {
     input: String,
     reason: &'static str,
 }
@@ -482,7 +482,7 @@ pub struct DurationError {
 /// Parses a duration in Go's syntax: a sequence of decimal numbers with units
 /// `ns`, `us`, `µs`, `ms`, `s`, `m`, `h` (for example `1h2m3.5s`); a bare `0`
 /// is zero. Longer than Go takes (about 292 years) is out of range.
-pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
+pub(crate) fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     let fail = |reason| DurationError {
         input: input.to_string(),
         reason,

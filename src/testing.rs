@@ -1,9 +1,11 @@
-//! What only tests and benchmarks need, beyond the library's own surface:
-//! the event recorder and its outcomes, the leader elector on its own, the
-//! admin server's routes, the PersistentVolume controller's shadow cache
-//! and volume index (what [`crate::pv::Controller::cache`] shows), and
-//! (with the embedded cluster) the settle loop, the stand-in kubelet and
-//! the tables of the embedded mode.
+//! What only tests and benchmarks need, beyond the library's own surface
+//! (compiled in by the `testing` feature, which the crate's own tests and
+//! benchmarks turn on): the event recorder and its outcomes, the leader
+//! elector on its own, the admin server's routes, the PersistentVolume
+//! controller's shadow cache and volume index (what
+//! [`crate::pv::Controller::cache`] shows), the offline binder, and (with
+//! the embedded cluster) the settle loop, the stand-in kubelet and the
+//! tables of the embedded mode.
 
 #[cfg(feature = "embedded")]
 pub use crate::embedded::{
@@ -11,9 +13,7 @@ pub use crate::embedded::{
 };
 pub use crate::pv::cache::{CacheError, Reservation, ShadowCache};
 pub use crate::pv::index::{MatchError, VolumeIndex};
-pub use crate::runtime::events::{
-    EventRecorder, EventType, QUEUE_CAPACITY, RecorderError, reference_of,
-};
+pub use crate::runtime::events::{EventRecorder, QUEUE_CAPACITY, RecorderError, reference_of};
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
 

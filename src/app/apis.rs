@@ -12,7 +12,7 @@ use kube::Client;
 use super::controllers::{RequiredApi, discover};
 
 /// Default of [`super::AppConfig::api_discovery_period`].
-pub const DEFAULT_API_DISCOVERY_PERIOD: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_API_DISCOVERY_PERIOD: Duration = Duration::from_secs(60);
 
 /// Resolves when discovery, asked every `period`, shows one of `apis`
 /// served where it was not at build time, or not served where it was; a

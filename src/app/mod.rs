@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::runtime::client::Clients;
 use crate::runtime::dry_run::{DryRun, DryRunConfig, DryRunJournal};
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
-use crate::runtime::metrics::{Metrics, MetricsError};
+use crate::runtime::metrics::MetricsError;
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
@@ -32,11 +32,11 @@ use crate::runtime::server::{
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
 use crate::{ephemeral, pv, resourceclaim};
-pub use apis::DEFAULT_API_DISCOVERY_PERIOD;
-pub use controllers::Controllers;
+pub(crate) use apis::DEFAULT_API_DISCOVERY_PERIOD;
 use controllers::RequiredApi;
 pub use flags::plugin_config;
-pub use selection::{ControllerNames, ControllerSelection, UnknownController};
+pub use selection::ControllerSelection;
+pub(crate) use selection::{ControllerNames, UnknownController};
 
 /// What the process runs, and how: the process's own settings, then each
 /// controller's.
@@ -75,7 +75,7 @@ pub struct AppConfig {
 }
 
 /// Default of [`AppConfig::watch_failure_limit`].
-pub const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
+pub(crate) const DEFAULT_WATCH_FAILURE_LIMIT: Duration = Duration::from_secs(180);
 
 impl Default for AppConfig {
     /// Every controller with its defaults, no election, the admin server
@@ -134,14 +134,17 @@ pub enum AppError {
 /// listening.
 pub struct App {
     runner: Runner,
-    controllers: Controllers,
+    #[cfg(feature = "testing")]
+    controllers: controllers::Controllers,
     idle: IdleProbe,
-    metrics: Arc<Metrics>,
+    #[cfg(feature = "testing")]
+    metrics: Arc<crate::runtime::metrics::Metrics>,
     clients: Clients,
     election: Option<LeaseConfig>,
     dry_run: Option<Arc<DryRun>>,
     insecure_address: Option<SocketAddr>,
     secure_address: Option<SocketAddr>,
+    #[cfg(feature = "testing")]
     health: Health,
     servers: tokio::task::JoinSet<()>,
     /// The APIs the enabled controllers need, as served at start-up.
@@ -235,7 +238,9 @@ impl App {
         Ok(Self {
             idle: runner.idle_probe(),
             runner,
+            #[cfg(feature = "testing")]
             controllers,
+            #[cfg(feature = "testing")]
             metrics,
             clients,
             election: if config.dry_run.is_some() {
@@ -246,6 +251,7 @@ impl App {
             dry_run: shared.dry_run.clone(),
             insecure_address,
             secure_address,
+            #[cfg(feature = "testing")]
             health,
             servers,
             apis,
@@ -253,13 +259,15 @@ impl App {
     }
 
     /// The controllers that run, for callers that sync objects themselves.
-    pub fn controllers(&self) -> &Controllers {
+    #[cfg(feature = "testing")]
+    pub fn controllers(&self) -> &controllers::Controllers {
         &self.controllers
     }
 
     /// Starts the watches and waits until every kind's first list is in
     /// its store, without leading: for callers that sync objects
     /// themselves. [`App::run`] goes on from there.
+    #[cfg(feature = "testing")]
     pub async fn start_informers(&mut self) -> Result<(), AppError> {
         Ok(self.runner.sync_caches().await?)
     }
@@ -280,7 +288,8 @@ impl App {
     }
 
     /// The process's metrics registry (what `/metrics` serves).
-    pub fn metrics(&self) -> Arc<Metrics> {
+    #[cfg(feature = "testing")]
+    pub fn metrics(&self) -> Arc<crate::runtime::metrics::Metrics> {
         Arc::clone(&self.metrics)
     }
 
@@ -291,6 +300,7 @@ impl App {
 
     /// What `/readyz` and `/livez` report, as handles that stay valid
     /// while the process runs.
+    #[cfg(feature = "testing")]
     pub fn health(&self) -> Health {
         self.health.clone()
     }

@@ -8,11 +8,11 @@
 /// A controller's names in `--controllers`: kube-controller-manager's
 /// canonical name and the aliases it keeps for older flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ControllerNames {
+pub(crate) struct ControllerNames {
     /// The canonical name (`persistentvolume-binder-controller`).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Older names still accepted (`persistentvolume-binder`).
-    pub aliases: &'static [&'static str],
+    pub(crate) aliases: &'static [&'static str],
 }
 
 impl ControllerNames {
@@ -55,7 +55,7 @@ impl ControllerSelection {
     }
 
     /// Checks every entry is `*` or names one of `known` (by name or alias).
-    pub fn validate(&self, known: &[ControllerNames]) -> Result<(), UnknownController> {
+    pub(crate) fn validate(&self, known: &[ControllerNames]) -> Result<(), UnknownController> {
         for entry in &self.0 {
             let name = entry.strip_prefix('-').unwrap_or(entry);
             if entry != "*" && !known.iter().any(|names| names.named_by(name)) {
@@ -78,7 +78,7 @@ impl ControllerSelection {
 
     /// Whether the controller `names` (on by default) runs: as the first
     /// entry naming it says, else as `*` does.
-    pub fn is_enabled(&self, names: &ControllerNames) -> bool {
+    pub(crate) fn is_enabled(&self, names: &ControllerNames) -> bool {
         let mut star = false;
         for entry in &self.0 {
             if names.named_by(entry) {

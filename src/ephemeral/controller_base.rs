@@ -39,7 +39,7 @@ pub struct Config {
 }
 
 /// Default of [`Config::workers`], kube-controller-manager's.
-pub const DEFAULT_WORKERS: usize = 5;
+pub(crate) const DEFAULT_WORKERS: usize = 5;
 
 impl Default for Config {
     fn default() -> Self {

@@ -17,6 +17,9 @@ pub(crate) mod controller;
 pub(crate) mod controller_base;
 pub(crate) mod metrics;
 
-pub use controller::{Controller, SyncError, Synced};
+pub use controller_base::Config;
 pub(crate) use controller_base::NAME;
-pub use controller_base::{Config, DEFAULT_WORKERS};
+
+// Only for the crate's tests and benchmarks.
+#[cfg(feature = "testing")]
+pub use controller::{Controller, SyncError, Synced};

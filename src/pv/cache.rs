@@ -518,6 +518,7 @@ impl ShadowCache {
 
     /// Every stored claim, in key order, each unpacked only as the iterator
     /// reaches it, as [`ShadowCache::volumes`] goes.
+    #[cfg(feature = "testing")]
     pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
         self.claims_of(self.claim_keys())
     }

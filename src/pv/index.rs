@@ -537,6 +537,7 @@ impl VolumeIndex {
     }
 
     /// Copies of all volumes, in no particular order.
+    #[cfg(feature = "testing")]
     pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> {
         self.volumes.values().filter_map(|e| e.volume.object())
     }
@@ -555,6 +556,7 @@ impl VolumeIndex {
     }
 
     /// Whether no volume is stored.
+    #[cfg(feature = "testing")]
     pub fn is_empty(&self) -> bool {
         self.volumes.is_empty()
     }
@@ -610,6 +612,7 @@ impl VolumeIndex {
     }
 
     /// The claim the volume of that name is held for, if any.
+    #[cfg(feature = "testing")]
     pub fn reserved_for(&self, name: &str) -> Option<&ObjectKey> {
         self.reserved.get(name).map(|hold| &hold.claim)
     }
@@ -720,7 +723,7 @@ impl VolumeIndex {
 mod explain;
 mod selector;
 pub(crate) use explain::human;
-pub use explain::{Candidate, Verdict};
+pub(crate) use explain::{Candidate, Verdict};
 
 #[cfg(test)]
 mod brute_force;

@@ -27,21 +27,24 @@ pub(crate) mod operations;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 
-pub use controller::{
-    Controller, Explanation, LastSync, Next, Requirements, RetryPolicy, Settings, explain_listed,
-};
+pub use crate::runtime::events::EventType;
+pub use controller::Settings;
+pub use controller_base::Config;
 pub(crate) use controller_base::NAME;
-pub use controller_base::{
-    Config, DEFAULT_CLAIM_WORKERS, DEFAULT_RESYNC_PERIOD, DEFAULT_VOLUME_WORKERS,
-};
-pub use error::Error;
-pub use index::{Candidate, Verdict};
-pub use keys::VolumeName;
-pub use objects::{ClaimPhase, ReclaimPolicy, VolumePhase};
-pub use plugins::recycler::{
-    RecyclerPodConfig, TemplateError, default_template as default_recycler_template,
-};
+pub use objects::ReclaimPolicy;
 pub use plugins::{
-    EventRelay, PluginConfig, PluginError, ProvisionRequest, RecycleContext, RecycledVolumes,
-    RecyclerPods, VolumePlugin, VolumePlugins,
+    EventRelay, PluginError, ProvisionRequest, RecycleContext, RecycledVolumes, RecyclerPods,
+    VolumePlugin, VolumePlugins,
 };
+
+// Only for the crate's tests and benchmarks.
+#[cfg(feature = "testing")]
+pub use controller::{Controller, Next, RetryPolicy};
+#[cfg(feature = "testing")]
+pub use controller_base::DEFAULT_CLAIM_WORKERS;
+#[cfg(feature = "testing")]
+pub use keys::VolumeName;
+#[cfg(feature = "testing")]
+pub use plugins::PluginConfig;
+#[cfg(feature = "testing")]
+pub use plugins::recycler::{RecyclerPodConfig, default_template as default_recycler_template};

@@ -437,7 +437,7 @@ pub(crate) fn claim_vac(claim: &PersistentVolumeClaim) -> Option<&str> {
 
 /// The phase of a PersistentVolume (`status.phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum VolumePhase {
+pub(crate) enum VolumePhase {
     /// Created, not yet seen by the controller.
     Pending,
     /// Free for a claim.
@@ -452,7 +452,7 @@ pub enum VolumePhase {
 
 impl VolumePhase {
     /// The phase as the API spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",
             Self::Available => "Available",
@@ -464,7 +464,7 @@ impl VolumePhase {
 
     /// The phase of this spelling; `None` for anything else (no phase yet,
     /// or one the controller does not know).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         [
             Self::Pending,
             Self::Available,
@@ -485,7 +485,7 @@ impl fmt::Display for VolumePhase {
 
 /// The phase of a PersistentVolumeClaim (`status.phase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ClaimPhase {
+pub(crate) enum ClaimPhase {
     /// Not bound yet.
     Pending,
     /// Bound to a volume that points back at it.
@@ -496,7 +496,7 @@ pub enum ClaimPhase {
 
 impl ClaimPhase {
     /// The phase as the API spells it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",
             Self::Bound => "Bound",
@@ -505,7 +505,7 @@ impl ClaimPhase {
     }
 
     /// The phase of this spelling; `None` for anything else.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         [Self::Pending, Self::Bound, Self::Lost]
             .into_iter()
             .find(|phase| phase.as_str() == text)
@@ -553,7 +553,7 @@ pub enum ReclaimPolicy {
 
 impl ReclaimPolicy {
     /// The policy of this spelling.
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         match text {
             "Retain" => Self::Retain,
             "Recycle" => Self::Recycle,

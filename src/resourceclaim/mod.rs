@@ -23,10 +23,15 @@ mod metrics;
 mod objects;
 
 pub(crate) use constants::NAME;
-pub use controller::Controller;
-pub use controller_base::{Config, DEFAULT_WORKERS};
-pub use error::SyncError;
+pub use controller_base::Config;
 pub use features::Features;
+
+// Only for the crate's tests and benchmarks.
+#[cfg(feature = "testing")]
+pub use controller::Controller;
+#[cfg(feature = "testing")]
+pub use error::SyncError;
+#[cfg(feature = "testing")]
 pub use keys::WorkKey;
 
 /// The API the controller needs: on an API server that does not serve it

@@ -95,7 +95,7 @@ impl Default for ClientOptions {
 }
 
 /// Default time limit of one request (`--kube-api-timeout`).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How the review client (the admin port's TokenReviews and
 /// SubjectAccessReviews) talks to the API server; the defaults are those
@@ -131,9 +131,29 @@ pub struct Clients {
     /// For the admin port's delegated reviews only.
     pub reviews: Client,
     /// Open while this replica may write.
-    pub gate: WriteGate,
+    pub(crate) gate: WriteGate,
     /// The answers to the clients' requests, by status code.
-    pub requests: RequestCounts,
+    pub(crate) requests: RequestCounts,
+}
+
+#[cfg(feature = "testing")]
+impl Clients {
+    /// The three clients as they are, writing through `gate` and counting
+    /// nothing: for replicas a test hands one gate it opens and shuts.
+    pub fn with_gate(controller: Client, lease: Client, reviews: Client, gate: WriteGate) -> Self {
+        Self {
+            controller,
+            lease,
+            reviews,
+            gate,
+            requests: RequestCounts::default(),
+        }
+    }
+
+    /// The gate the controller's client writes through.
+    pub fn gate(&self) -> &WriteGate {
+        &self.gate
+    }
 }
 
 impl Clients {

@@ -147,6 +147,7 @@ impl LeaderElector {
     }
 
     /// The timings and names this candidate uses.
+    #[cfg(feature = "testing")]
     pub fn config(&self) -> &LeaseConfig {
         &self.config
     }

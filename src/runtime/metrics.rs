@@ -151,6 +151,7 @@ impl Metrics {
     /// Writes counted so far to `resource`/`subresource`, whatever their
     /// controller, verb and outcome; lets a test tell which of two
     /// processes wrote.
+    #[cfg(feature = "testing")]
     pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
         self.count_writes(|label| {
             label("resource") == resource && label("subresource") == subresource
@@ -159,6 +160,7 @@ impl Metrics {
 
     /// Writes counted so far by `controller` to `resource` with `verb`,
     /// whatever their subresource and outcome.
+    #[cfg(feature = "testing")]
     pub fn api_writes_by(&self, controller: &str, resource: &str, verb: &str) -> u64 {
         self.count_writes(|label| {
             label("controller") == controller
@@ -169,6 +171,7 @@ impl Metrics {
 
     /// The sum of the write counters whose labels `keep` keeps (it reads a
     /// label's value by the label's name).
+    #[cfg(feature = "testing")]
     fn count_writes(&self, keep: impl Fn(&dyn Fn(&str) -> String) -> bool) -> u64 {
         use prometheus::core::Collector;
         let families = self.api_writes.collect();
@@ -200,6 +203,7 @@ impl Metrics {
 
     /// Events counted so far with `outcome`; lets a test check that an event
     /// was written, folded or lost as it expects.
+    #[cfg(feature = "testing")]
     pub fn events_with_outcome(&self, outcome: EventOutcome) -> u64 {
         self.events.with_label_values(&[outcome.as_str()]).get()
     }

@@ -25,6 +25,7 @@ pub(crate) mod operations;
 pub(crate) mod plan;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
+#[cfg(feature = "testing")]
 pub(crate) mod rehearsal;
 pub(crate) mod requests;
 pub(crate) mod runner;

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -55,6 +54,7 @@ impl OperationName {
     }
 
     /// The name as a string, e.g. for log fields.
+    #[cfg(feature = "testing")]
     pub fn as_str(&self) -> &str {
         &self.name
     }
@@ -110,8 +110,6 @@ impl OperationOutcome {
 pub struct OperationReport {
     /// The operation.
     pub name: OperationName,
-    /// When it started.
-    pub started: Instant,
     /// How long it ran.
     pub elapsed: Duration,
     /// How it ended.
@@ -224,7 +222,6 @@ impl OperationTracker {
             tracker.finish(&OperationReport {
                 elapsed: started.elapsed(),
                 name,
-                started,
                 outcome,
             });
         });
@@ -248,9 +245,10 @@ impl OperationTracker {
 
     /// Waits until no operation is running (upstream's `WaitForCompletion`),
     /// so tests can check the results of the operations a sync started.
+    #[cfg(feature = "testing")]
     pub async fn wait_idle(&self) {
         loop {
-            let mut finished = pin!(self.inner.finished.notified());
+            let mut finished = std::pin::pin!(self.inner.finished.notified());
             finished.as_mut().enable();
             if self.running_count() == 0 {
                 return;

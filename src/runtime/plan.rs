@@ -40,6 +40,7 @@ use crate::runtime::events::{EventType, reference_of};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Part};
 use crate::runtime::operations::OperationName;
+#[cfg(feature = "testing")]
 use crate::runtime::rehearsal::Rehearsal;
 use crate::runtime::write::{Edit, WriteError, WriterSet};
 
@@ -184,6 +185,7 @@ pub(crate) trait WriteStep: fmt::Display + Send + Sync {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>>;
 
     /// Makes the write on the copies of `rehearsal` instead.
+    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError>;
 }
 
@@ -198,6 +200,7 @@ impl<K: Kind> WriteStep for Update<K> {
         })
     }
 
+    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let key = ObjectKey::of(self.basis.as_ref());
         let mut newest = rehearsal
@@ -230,6 +233,7 @@ impl<K: Kind> WriteStep for Create<K> {
         })
     }
 
+    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let mut created = self.object.clone();
         let version = rehearsal.next_version();
@@ -256,6 +260,7 @@ impl<K: Kind> WriteStep for Delete<K> {
         })
     }
 
+    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let held = rehearsal.get::<K>(&self.key);
         let other = held.is_some_and(|held| {
@@ -286,6 +291,7 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
     /// Merges the partial object into the rehearsal's copy (a list it
     /// names is replaced whole, as an apply that names every item it
     /// manages leaves it).
+    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let object = format!("{} {}", K::kind(&()), self.key);
         let Some(held) = rehearsal.get::<K>(&self.key) else {
@@ -309,6 +315,7 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
 
 /// Merges `patch` into `target` as a JSON merge patch does (RFC 7386):
 /// members of objects merged, a null removing, anything else replacing.
+#[cfg(feature = "testing")]
 fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
     let serde_json::Value::Object(members) = patch else {
         *target = patch.clone();
@@ -604,6 +611,7 @@ impl<A> Plan<A> {
     /// Carries the plan out on the copies of `rehearsal` (events and
     /// operation starts noted there); returns what follows it, or the
     /// first write's refusal.
+    #[cfg(feature = "testing")]
     pub(crate) fn rehearse(self, rehearsal: &mut Rehearsal) -> Result<A, WriteError> {
         for step in &self.steps {
             match step {

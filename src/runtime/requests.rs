@@ -33,7 +33,7 @@ type Key = (&'static str, String, String);
 /// Answers counted so far. Cheap to clone; clones count together. It counts
 /// from the start and is exported once registered ([`RequestCounts::collector`]).
 #[derive(Clone, Debug, Default)]
-pub struct RequestCounts {
+pub(crate) struct RequestCounts {
     counts: Arc<Mutex<BTreeMap<Key, u64>>>,
 }
 
@@ -49,7 +49,8 @@ impl RequestCounts {
 
     /// Answers with status `code` (`"403"`, or `"error"`: no answer) so
     /// far, over both clients and every method.
-    pub fn with_code(&self, code: &str) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn with_code(&self, code: &str) -> u64 {
         self.lock()
             .iter()
             .filter(|((_, _, counted), _)| counted == code)

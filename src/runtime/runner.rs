@@ -183,6 +183,7 @@ impl Runner {
     /// Starts the watches (once) and waits until every kind's first list
     /// is in its store, without leading: for callers that sync objects
     /// themselves.
+    #[cfg(feature = "testing")]
     pub(crate) async fn sync_caches(&mut self) -> Result<(), RunError> {
         self.start_watches();
         let Watches { tasks, synced, .. } = &mut self.watches;

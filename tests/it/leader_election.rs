@@ -18,7 +18,7 @@ use pv_controller::Metrics;
 use pv_controller::Readiness;
 use pv_controller::WriteGate;
 use pv_controller::pv;
-use pv_controller::{App, AppConfig, AppError, RequestCounts, RunError};
+use pv_controller::{App, AppConfig, AppError, RunError};
 use testkit::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -214,14 +214,8 @@ async fn lead(
     lease_client: kube::Client,
     gate: WriteGate,
 ) -> Leader {
-    let clients = Clients {
-        controller: controller_client,
-        // No admin port here, so no review is ever sent.
-        reviews: lease_client.clone(),
-        lease: lease_client,
-        gate,
-        requests: RequestCounts::default(),
-    };
+    // No admin port here, so no review is ever sent.
+    let clients = Clients::with_gate(controller_client, lease_client.clone(), lease_client, gate);
     let app = App::start(clients, elected("a", Duration::from_secs(15)))
         .await
         .unwrap();
@@ -276,8 +270,8 @@ fn last_controller_write(api: &MemApi) -> u64 {
 async fn losing_the_lease_stops_every_write_at_once() {
     let api = MemApi::new();
     let clients = clients(&api, ClientOptions::default());
-    let gate = clients.gate.clone();
-    let leader = lead(clients.controller, clients.lease, clients.gate).await;
+    let gate = clients.gate().clone();
+    let leader = lead(clients.controller, clients.lease, gate.clone()).await;
     until_holder(&api, "a").await;
 
     api.add_reactor(
@@ -348,7 +342,8 @@ async fn a_queue_of_controller_traffic_never_costs_the_lease() {
         ..ClientOptions::default()
     };
     let clients = clients(&api, options);
-    let leader = lead(clients.controller, clients.lease, clients.gate).await;
+    let gate = clients.gate().clone();
+    let leader = lead(clients.controller, clients.lease, gate).await;
     until_holder(&api, "a").await;
     api.reset_requests();
     tokio::time::sleep(Duration::from_secs(120)).await;

@@ -114,6 +114,7 @@ impl Controller {
 
     /// Waits until every event recorded so far is written (for callers
     /// that sync pods themselves and read the events).
+    #[cfg(feature = "testing")]
     pub async fn flush_events(&self) {
         self.parts.recorder.flush().await;
     }

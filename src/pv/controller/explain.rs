@@ -353,7 +353,7 @@ fn explanation(
 /// StorageClass `class` if it has one), by the binder's own rules, for
 /// `pv-controller explain --kubeconfig` when no controller is at hand to
 /// ask. Without a running binder there is no last sync.
-pub fn explain_listed(
+pub(crate) fn explain_listed(
     claim: &PersistentVolumeClaim,
     volumes: &[PersistentVolume],
     class: Option<&StorageClass>,

@@ -102,14 +102,16 @@ mod changes;
 mod claim;
 mod delete;
 mod explain;
+pub(crate) use explain::explain_listed;
 pub(crate) use explain::{ClaimMemory, SYNCED, WAITING};
-pub use explain::{Explanation, LastSync, Requirements, explain_listed};
 mod finalizers;
 mod provision;
 mod provision_in_tree;
 mod reclaim;
 mod recycle;
+#[cfg(feature = "testing")]
 mod rehearse;
+#[cfg(feature = "testing")]
 pub use rehearse::{Rehearsed, Server};
 pub(crate) mod dry_run_judge;
 mod volume;
@@ -254,6 +256,7 @@ pub(crate) enum Settle {
 
 impl Next {
     /// Nothing more to do.
+    #[cfg(feature = "testing")]
     pub fn nothing() -> Self {
         Self::default()
     }
@@ -355,6 +358,7 @@ impl Controller {
     }
 
     /// The event recorder, to flush the events of a sync (tests, shutdown).
+    #[cfg(feature = "testing")]
     pub fn recorder(&self) -> &EventRecorder {
         &self.recorder
     }
@@ -400,6 +404,7 @@ impl Controller {
 
     /// Syncs one claim: decides and carries the plan out; says what should
     /// follow.
+    #[cfg(feature = "testing")]
     pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
         let plan = self.decide_claim(claim)?;
         self.execute(plan).await

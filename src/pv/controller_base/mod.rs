@@ -71,10 +71,10 @@ pub struct Config {
 pub const DEFAULT_CLAIM_WORKERS: usize = 256;
 
 /// Default of [`Config::volume_workers`]: most volume syncs write nothing.
-pub const DEFAULT_VOLUME_WORKERS: usize = 4;
+pub(crate) const DEFAULT_VOLUME_WORKERS: usize = 4;
 
 /// Default of [`Config::resync_period`] (kube-controller-manager's).
-pub const DEFAULT_RESYNC_PERIOD: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_RESYNC_PERIOD: Duration = Duration::from_secs(15);
 
 impl Default for Config {
     fn default() -> Self {

@@ -77,7 +77,7 @@ pub struct EventRelay {
 
 impl EventRelay {
     /// A relay recording on `volume` through `recorder`.
-    pub fn new(recorder: EventRecorder, volume: ObjectReference) -> Self {
+    pub(crate) fn new(recorder: EventRecorder, volume: ObjectReference) -> Self {
         Self { recorder, volume }
     }
 
@@ -278,7 +278,7 @@ pub trait VolumePlugin: Send + Sync {
 
 /// Who deletes a released volume's storage; see [`VolumePlugins::deleter`].
 #[derive(Clone)]
-pub enum Deleter {
+pub(crate) enum Deleter {
     /// This plugin, in process.
     Plugin(Arc<dyn VolumePlugin>),
     /// An external provisioner, which deletes the volume itself.
@@ -352,12 +352,12 @@ impl VolumePlugins {
     }
 
     /// The plugin of this name, whatever it can do.
-    pub fn by_name(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
+    pub(crate) fn by_name(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
         self.plugins.iter().find(|p| p.name() == name).cloned()
     }
 
     /// The provisioner of this name.
-    pub fn provisioner(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
+    pub(crate) fn provisioner(&self, name: &str) -> Option<Arc<dyn VolumePlugin>> {
         self.by_name(name).filter(|p| p.can_provision())
     }
 
@@ -366,7 +366,7 @@ impl VolumePlugins {
     /// `provisioned-by`); an external provisioner when that names no plugin
     /// here and no in-tree plugin; for a volume no provisioner made, the
     /// plugin that handles its source.
-    pub fn deleter(&self, volume: &PersistentVolume) -> Deleter {
+    pub(crate) fn deleter(&self, volume: &PersistentVolume) -> Deleter {
         let provisioner = annotation(&volume.metadata, ANN_DYNAMICALLY_PROVISIONED).unwrap_or("");
         if !provisioner.is_empty() {
             return match self.by_name(provisioner).filter(|p| p.can_delete(volume)) {
@@ -384,7 +384,7 @@ impl VolumePlugins {
     }
 
     /// The first plugin that can recycle this volume.
-    pub fn recycler_for(&self, volume: &PersistentVolume) -> Option<Arc<dyn VolumePlugin>> {
+    pub(crate) fn recycler_for(&self, volume: &PersistentVolume) -> Option<Arc<dyn VolumePlugin>> {
         self.plugins.iter().find(|p| p.can_recycle(volume)).cloned()
     }
 }

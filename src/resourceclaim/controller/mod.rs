@@ -189,6 +189,7 @@ impl Controller {
 
     /// Waits until every event recorded so far has been written (or given
     /// up on), so a caller can read them.
+    #[cfg(feature = "testing")]
     pub async fn flush_events(&self) {
         self.parts.recorder.flush().await;
     }
@@ -196,6 +197,7 @@ impl Controller {
     /// Puts a claim into the controller's claim cache as a create's answer
     /// does, before (or without) its watch event: how a test stages a
     /// create whose watch event has not arrived.
+    #[cfg(feature = "testing")]
     pub fn cache_created(&self, claim: ResourceClaim) {
         self.parts.known.claims.offer(Arc::new(claim));
     }

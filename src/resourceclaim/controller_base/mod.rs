@@ -46,7 +46,7 @@ pub struct Config {
 
 /// Default of [`Config::workers`]: kube-controller-manager's count since
 /// 1.34.
-pub const DEFAULT_WORKERS: usize = 50;
+pub(crate) const DEFAULT_WORKERS: usize = 50;
 
 impl Default for Config {
     fn default() -> Self {

@@ -35,7 +35,7 @@ use tokio::task::JoinSet;
 
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
-pub use store::StoreError;
+pub(crate) use store::StoreError;
 pub(crate) use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::WatchFailure;
 

@@ -50,6 +50,7 @@ struct ReadinessState {
 
 impl Readiness {
     /// Ready when every one of `parts` is (and not before there is one).
+    #[cfg(feature = "testing")]
     pub fn all(parts: Vec<Readiness>) -> Self {
         Self(Arc::new(ReadinessState {
             ready: AtomicBool::new(false),
@@ -151,7 +152,7 @@ pub enum BindError {
 }
 
 /// Parses a bind address in Go's style too: `:10280` means every interface
-/// (of both IP families, as [`bind`] treats an unspecified address).
+/// (of both IP families, as `bind` treats an unspecified address).
 pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrParseError> {
     match address.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}").parse(),
