@@ -317,6 +317,32 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
         .is_some_and(|a| a.contains_key(SKIP_CACHE))
 }
 
+/// The row's first claim, as `controller`'s shadow cache holds it.
+fn first_claim(controller: &Controller, s: &Scenario) -> Arc<PersistentVolumeClaim> {
+    let key = ObjectKey::of(&s.claims[0]);
+    controller
+        .cache()
+        .claim(&key)
+        .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name))
+}
+
+/// The row's first volume, as `controller`'s shadow cache holds it.
+fn first_volume(controller: &Controller, s: &Scenario) -> Arc<PersistentVolume> {
+    let name = VolumeName::of(&s.volumes[0]);
+    controller
+        .cache()
+        .volume(&name)
+        .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name))
+}
+
+/// Whether each event of `got` starts with the expected text at its place
+/// (as far as both go).
+fn events_begin_with(got: &[String], want: &[&str]) -> bool {
+    got.iter()
+        .zip(want)
+        .all(|(got, want)| got.starts_with(want))
+}
+
 /// Runs one direct sync and returns what differs from the row's expectation.
 pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let api = seeded_server(s);
@@ -348,19 +374,11 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let mut problems = vec![];
     let result = match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
-            let key = ObjectKey::of(&s.claims[0]);
-            let claim = controller
-                .cache()
-                .claim(&key)
-                .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name));
+            let claim = first_claim(&controller, s);
             controller.sync_claim(&claim).await
         }
         Call::SyncVolume => {
-            let name = VolumeName::of(&s.volumes[0]);
-            let volume = controller
-                .cache()
-                .volume(&name)
-                .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name));
+            let volume = first_volume(&controller, s);
             controller.sync_volume(&volume).await
         }
     };
@@ -386,12 +404,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
         &s.expected_claims,
     ));
     let recorded = recorded_events(&api);
-    if recorded.len() != s.events.len()
-        || !recorded
-            .iter()
-            .zip(&s.events)
-            .all(|(got, want)| got.starts_with(want))
-    {
+    if !events_begin_with(&recorded, &s.events) || recorded.len() != s.events.len() {
         problems.push(format!("events: expected {:?}, got {recorded:?}", s.events));
     }
     problems
@@ -436,19 +449,11 @@ pub(crate) fn run_planned(s: &Scenario) -> Option<Vec<String>> {
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     let rehearsed = match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
-            let key = ObjectKey::of(&s.claims[0]);
-            let claim = controller
-                .cache()
-                .claim(&key)
-                .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name));
+            let claim = first_claim(&controller, s);
             controller.rehearse_claim(&claim, &server)
         }
         Call::SyncVolume => {
-            let name = VolumeName::of(&s.volumes[0]);
-            let volume = controller
-                .cache()
-                .volume(&name)
-                .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name));
+            let volume = first_volume(&controller, s);
             controller.rehearse_volume(&volume, &server)
         }
     };
@@ -471,11 +476,7 @@ pub(crate) fn run_planned(s: &Scenario) -> Option<Vec<String>> {
             &s.expected_claims,
         ));
     }
-    let events_agree = rehearsed
-        .events
-        .iter()
-        .zip(&s.events)
-        .all(|(got, want)| got.starts_with(want));
+    let events_agree = events_begin_with(&rehearsed.events, &s.events);
     let counts_agree = if operation {
         rehearsed.events.len() <= s.events.len()
     } else {

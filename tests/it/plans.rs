@@ -2,30 +2,35 @@
 //! order, which fields of which object it writes (and on which version it
 //! decided), which events it records and which operation it starts.
 
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use pv_controller::pv::Settings;
-use pv_controller::testing::{OfflineObjects, Server, offline_binder};
+use pv_controller::testing::{OfflineObjects, Rehearsed, Server, offline_binder};
 use testkit::{claim, volume};
 
-#[tokio::test]
-async fn a_bind_is_four_writes_volume_first_taking_turns() {
-    let volume = volume("pv1", "1Gi").phase("Available").rv("10").build();
-    let claim = claim("c1", "uid-c1", "1Gi").rv("20").build();
-    let objects = OfflineObjects {
-        volumes: vec![volume.clone()],
-        claims: vec![claim.clone()],
-        ..OfflineObjects::default()
-    };
-    let controller = offline_binder(Settings::default(), objects).unwrap();
+/// The claim `default/c1` decided with no server, knowing `volumes` and
+/// `claims` (cache and server alike), its plan rehearsed.
+fn rehearse_c1(volumes: Vec<PersistentVolume>, claims: Vec<PersistentVolumeClaim>) -> Rehearsed {
+    let controller = offline_binder(
+        Settings::default(),
+        OfflineObjects {
+            volumes: volumes.clone(),
+            claims: claims.clone(),
+            ..OfflineObjects::default()
+        },
+    )
+    .unwrap();
     let cached = controller
         .cache()
         .claim(&pv_controller::ObjectKey::new("default", "c1"))
         .unwrap();
-    let rehearsed = controller.rehearse_claim(
-        &cached,
-        &Server {
-            volumes: vec![volume],
-            claims: vec![claim],
-        },
+    controller.rehearse_claim(&cached, &Server { volumes, claims })
+}
+
+#[tokio::test]
+async fn a_bind_is_four_writes_volume_first_taking_turns() {
+    let rehearsed = rehearse_c1(
+        vec![volume("pv1", "1Gi").phase("Available").rv("10").build()],
+        vec![claim("c1", "uid-c1", "1Gi").rv("20").build()],
     );
     assert_eq!(
         rehearsed.lines,
@@ -48,27 +53,9 @@ async fn a_bind_is_four_writes_volume_first_taking_turns() {
 
 #[tokio::test]
 async fn a_claim_nothing_fits_waits_with_an_event_and_no_write_when_already_pending() {
-    let volume = volume("pv1", "1Gi").phase("Available").rv("10").build();
-    let claim = claim("c1", "uid-c1", "5Gi").rv("20").build();
-    let controller = offline_binder(
-        Settings::default(),
-        OfflineObjects {
-            volumes: vec![volume.clone()],
-            claims: vec![claim.clone()],
-            ..OfflineObjects::default()
-        },
-    )
-    .unwrap();
-    let cached = controller
-        .cache()
-        .claim(&pv_controller::ObjectKey::new("default", "c1"))
-        .unwrap();
-    let rehearsed = controller.rehearse_claim(
-        &cached,
-        &Server {
-            volumes: vec![volume],
-            claims: vec![claim],
-        },
+    let rehearsed = rehearse_c1(
+        vec![volume("pv1", "1Gi").phase("Available").rv("10").build()],
+        vec![claim("c1", "uid-c1", "5Gi").rv("20").build()],
     );
     assert_eq!(rehearsed.lines.len(), 1, "{:?}", rehearsed.lines);
     assert!(
