@@ -36,6 +36,7 @@
 #![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 
 mod app;
+mod dry_run;
 #[cfg(feature = "embedded")]
 mod embedded;
 pub mod ephemeral;
@@ -50,11 +51,11 @@ mod runtime;
 pub mod testing;
 
 pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
+pub use dry_run::{DryRunConfig, DryRunJournal};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{Command, LogFormat, Options};
 pub use runtime::client::{ClientOptions, Clients};
-pub use runtime::dry_run::{DryRunConfig, DryRunJournal};
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;

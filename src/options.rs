@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use crate::dry_run::DryRunConfig;
 use crate::feature_gates::FeatureGates;
 use crate::runtime::client::ClientOptions;
-use crate::runtime::dry_run::DryRunConfig;
 use crate::runtime::server::{
     DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };

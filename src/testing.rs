@@ -17,8 +17,8 @@ pub use crate::runtime::events::{EventRecorder, QUEUE_CAPACITY, RecorderError, r
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
 
-/// The admin server's routes (without a dry run), for tests that call
-/// them without a socket.
+/// The admin server's own routes, for tests that call them without a
+/// socket.
 pub fn router(
     metrics: std::sync::Arc<crate::runtime::metrics::Metrics>,
     health: crate::runtime::server::Health,
@@ -26,7 +26,6 @@ pub fn router(
     crate::runtime::server::router(crate::runtime::server::AdminState {
         metrics,
         health,
-        dry_run: None,
         routes: axum::Router::new(),
     })
 }
@@ -112,7 +111,7 @@ pub fn offline_binder(
         cache.offer_claim(Arc::new(claim))?;
     }
     let pods = filled(objects.pods)?;
-    let door = Door::new(client.clone(), Arc::clone(&metrics), None);
+    let door = Door::new(client.clone(), Arc::clone(&metrics));
     let parts = Parts {
         client: client.clone(),
         listers: Listers {
@@ -137,7 +136,7 @@ pub fn offline_binder(
         settings,
         pv_metrics: crate::pv::metrics::PvMetrics::new(&metrics)
             .map_err(crate::runtime::shared::BuildError::from)?,
-        dry_run: None,
+        journal: None,
     };
     Ok(Controller::new(parts))
 }

@@ -9,7 +9,6 @@
 
 mod apis;
 mod controllers;
-mod dry_run;
 mod flags;
 mod selection;
 
@@ -20,10 +19,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::dry_run::{self, DryRun, DryRunConfig, DryRunJournal};
 use crate::runtime::client::Clients;
-use crate::runtime::dry_run::{DryRun, DryRunConfig, DryRunJournal};
+use crate::runtime::journal::Journal;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
-use crate::runtime::metrics::MetricsError;
+use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
@@ -169,10 +169,16 @@ impl App {
     /// when the API appears). Fails on a `--controllers` entry that names
     /// no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
+        let metrics = Arc::new(Metrics::new()?);
+        let dry_run = match &config.dry_run {
+            Some(settings) => Some(Arc::new(DryRun::new(settings, &metrics)?)),
+            None => None,
+        };
         let mut shared = Shared::new(
             clients.controller.clone(),
+            Arc::clone(&metrics),
             &config.instance,
-            config.dry_run.as_ref(),
+            dry_run.clone().map(|journal| journal as Arc<dyn Journal>),
         )
         .map_err(AppError::Shared)?;
         let controllers::Built {
@@ -181,9 +187,14 @@ impl App {
             apis,
         } = controllers::build(&mut shared, &config).await?;
         let mut servers = tokio::task::JoinSet::new();
-        if let Some(journal) = &shared.dry_run {
+        let mut routes = pv::admin::routes(controllers.persistentvolume.clone());
+        if let Some(journal) = &dry_run {
             dry_run::observe(&mut shared.informers, journal);
+            if let Some(binder) = &controllers.persistentvolume {
+                journal.set_judge(dry_run::judge_binds_by(Arc::clone(binder)));
+            }
             servers.spawn(Arc::clone(journal).sweep_periodically());
+            routes = routes.merge(dry_run::route(Arc::clone(journal)));
             tracing::info!(
                 "shadow mode: nothing is written, each decision is judged against the cluster"
             );
@@ -198,8 +209,7 @@ impl App {
         let admin = AdminState {
             metrics: Arc::clone(&shared.metrics),
             health: health.clone(),
-            dry_run: shared.dry_run.clone(),
-            routes: pv::admin::routes(controllers.persistentvolume.clone()),
+            routes,
         };
         let secure_address = match &config.secure {
             Some(secure) => {
@@ -222,7 +232,6 @@ impl App {
             }
             None => None,
         };
-        let metrics = Arc::clone(&shared.metrics);
         let runner = Runner::new(RunnerParts {
             client: shared.client,
             watch_failure_limit: config.watch_failure_limit,
@@ -233,7 +242,7 @@ impl App {
             metrics: Arc::clone(&metrics),
             readiness: health.readiness.clone(),
             liveness: health.liveness.clone(),
-            dry_run: shared.dry_run.is_some(),
+            report_leader: dry_run.is_none(),
         });
         Ok(Self {
             idle: runner.idle_probe(),
@@ -248,7 +257,7 @@ impl App {
             } else {
                 config.election
             },
-            dry_run: shared.dry_run.clone(),
+            dry_run,
             insecure_address,
             secure_address,
             #[cfg(feature = "testing")]

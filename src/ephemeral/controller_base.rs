@@ -105,6 +105,7 @@ pub(crate) fn build(
         shared.writes.writer(NAME, claims),
         shared.recorder.for_component(COMPONENT),
         EphemeralMetrics::new(&shared.metrics)?,
+        shared.journal.clone(),
     )));
     let handlers = Handlers {
         controller: Arc::clone(&controller),

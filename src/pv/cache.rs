@@ -133,7 +133,7 @@ impl Reservation {
     }
 
     /// Keeps the volume held without keeping the volume: a hold that
-    /// outlives the binding (a dry run's, until the cluster shows what
+    /// outlives the binding (one a journal keeps until the cluster shows what
     /// became of the claim) costs a name, not a whole object.
     pub fn into_hold(self) -> VolumeHold {
         self.hold

@@ -11,26 +11,31 @@
 //! - An event is handed to the recorder; an operation to the tracker, which
 //!   refuses a second start of a name that runs or backs off (normal: the
 //!   next decision asks again).
-//! - The plan's holds are released when it ends; in a dry run (the
-//!   process's `--shadow`), the holds of a plan that went through are
-//!   handed to the journal, which keeps them until the cluster shows what
-//!   became of their objects.
+//! - The plan's holds are released when it ends.
+//!
+//! Its other mode journals plans instead ([`super::journal`]): each write
+//! is made on copies and handed to the journal with the objects before and
+//! after it, each operation start is handed over unstarted, events are
+//! dropped, and the holds of a plan that went through go to the journal.
+//! Nothing is sent; the stores keep what the cluster shows.
 
 use std::sync::Arc;
 
-use crate::runtime::dry_run::DryRun;
 use crate::runtime::events::EventRecorder;
+use crate::runtime::journal::Journal;
 use crate::runtime::operations::{OperationError, OperationTracker};
-use crate::runtime::plan::{Hold, Plan, Start, Step};
+use crate::runtime::plan::{Plan, Start, Step};
+use crate::runtime::rehearsal::Rehearsal;
 use crate::runtime::write::{WriteError, WriterSet};
 
 /// Carries out one controller's plans. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Executor {
+    controller: &'static str,
     writers: WriterSet,
     recorder: EventRecorder,
     operations: OperationTracker,
-    journal: Option<Arc<DryRun>>,
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -42,16 +47,18 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    /// The executor writing through `writers`, recording events on
-    /// `recorder` and starting operations on `operations`; in a dry run,
-    /// handing the holds of its plans to `journal`.
+    /// The executor of `controller`'s plans, writing through `writers`,
+    /// recording events on `recorder` and starting operations on
+    /// `operations`; with a `journal`, handing its plans there instead.
     pub(crate) fn new(
+        controller: &'static str,
         writers: WriterSet,
         recorder: EventRecorder,
         operations: OperationTracker,
-        journal: Option<Arc<DryRun>>,
+        journal: Option<Arc<dyn Journal>>,
     ) -> Self {
         Self {
+            controller,
             writers,
             recorder,
             operations,
@@ -62,6 +69,9 @@ impl Executor {
     /// Carries out `plan`'s steps in order and returns what follows it;
     /// ends at the first failed write, with its error.
     pub(crate) async fn execute<A>(&self, plan: Plan<A>) -> Result<A, WriteError> {
+        if let Some(journal) = &self.journal {
+            return self.journal(plan, journal.as_ref());
+        }
         let (steps, holds, after) = plan.into_parts();
         for step in steps {
             match step {
@@ -80,7 +90,30 @@ impl Executor {
                 Step::Start(start) => self.start(start),
             }
         }
-        self.release(holds);
+        drop(holds);
+        Ok(after)
+    }
+
+    /// Hands `plan` to `journal` step by step, its writes made on copies of
+    /// the stored objects; ends at the first write its copy refuses.
+    fn journal<A>(&self, plan: Plan<A>, journal: &dyn Journal) -> Result<A, WriteError> {
+        let (steps, holds, after) = plan.into_parts();
+        let mut copies = Rehearsal::default();
+        for step in steps {
+            match step {
+                Step::Write(write) => {
+                    if let Err(error) = write.journal(&self.writers, &mut copies, journal) {
+                        tracing::debug!(step = %write, %error, "journaled plan ended by a write");
+                        return Err(error);
+                    }
+                }
+                Step::Event(_) => {}
+                Step::Start(start) => journal.start(self.controller, &start.name),
+            }
+        }
+        for hold in holds {
+            journal.hold(hold);
+        }
         Ok(after)
     }
 
@@ -99,15 +132,7 @@ impl Executor {
             }
         }
     }
-
-    /// Releases the holds of a plan that went through, or hands them to the
-    /// journal of a dry run.
-    fn release(&self, holds: Vec<Hold>) {
-        let Some(journal) = &self.journal else {
-            return;
-        };
-        for hold in holds {
-            journal.hold(&hold.holder, &hold.held, hold.guard);
-        }
-    }
 }
+
+#[cfg(test)]
+mod tests;

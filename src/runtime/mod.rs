@@ -11,10 +11,10 @@
 
 pub(crate) mod api_message;
 pub(crate) mod client;
-pub(crate) mod dry_run;
 pub(crate) mod events;
 pub(crate) mod executor;
 pub(crate) mod informer;
+pub(crate) mod journal;
 pub(crate) mod keys;
 pub(crate) mod kinds;
 pub(crate) mod leader;
@@ -25,7 +25,6 @@ pub(crate) mod operations;
 pub(crate) mod plan;
 pub(crate) mod queue;
 pub(crate) mod ratelimit;
-#[cfg(feature = "testing")]
 pub(crate) mod rehearsal;
 pub(crate) mod requests;
 pub(crate) mod runner;

@@ -6,7 +6,8 @@
 //! operation again; the tracker is what keeps the operation from running
 //! twice at once for one object, and keeps a failing operation from being
 //! retried on every resync. The controller names its operations
-//! ([`OperationName::new`]); the tracker knows none of them.
+//! ([`OperationName::new`]: a kind of work on one object); the tracker
+//! knows none of them.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
-use crate::runtime::write::one_decision;
+use crate::runtime::keys::ObjectKey;
 
 /// Wait after an operation's first failure before it may run again.
 pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -31,21 +32,25 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(122);
 pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
 
 /// The identity of an operation, as the controller that runs it names it:
-/// what is done (`kind`, a metrics label) and to which object (`name`,
-/// unique per object, e.g. by UID, so a re-created object of the same name
-/// gets its own operation). The tracker runs at most one operation per
-/// name.
+/// what is done (`kind`, a metrics label) to which object (its key, and
+/// its UID, so a re-created object of the same name gets its own
+/// operation). The tracker runs at most one operation per name. Shown as
+/// `<kind>-<key>[<uid>]`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OperationName {
     kind: &'static str,
-    name: String,
+    object: ObjectKey,
+    uid: String,
 }
 
 impl OperationName {
-    /// The operation `name` of kind `kind`; the name is used as given, so
-    /// the controller spells it (and its kind) as it wants them logged.
-    pub fn new(kind: &'static str, name: String) -> Self {
-        Self { kind, name }
+    /// The operation of kind `kind` on the object `object` of UID `uid`.
+    pub fn new(kind: &'static str, object: ObjectKey, uid: &str) -> Self {
+        Self {
+            kind,
+            object,
+            uid: uid.to_string(),
+        }
     }
 
     /// What the operation does, e.g. for a metric's label.
@@ -53,16 +58,20 @@ impl OperationName {
         self.kind
     }
 
-    /// The name as a string, e.g. for log fields.
-    #[cfg(feature = "testing")]
-    pub fn as_str(&self) -> &str {
-        &self.name
+    /// The object it works on.
+    pub fn object(&self) -> &ObjectKey {
+        &self.object
+    }
+
+    /// The UID of the object it works on.
+    pub fn uid(&self) -> &str {
+        &self.uid
     }
 }
 
 impl fmt::Display for OperationName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)
+        write!(f, "{}-{}[{}]", self.kind, self.object, self.uid)
     }
 }
 
@@ -201,7 +210,7 @@ impl OperationTracker {
         // for its turn there, holding its name meanwhile.
         let task = tokio::spawn(async move {
             let _turn = turns.acquire_owned().await;
-            one_decision(operation).await
+            operation.await
         });
         if let Some(entry) = self.lock().get_mut(&name) {
             entry.abort = Some(task.abort_handle());

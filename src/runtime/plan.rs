@@ -28,6 +28,7 @@
 //! will cause, in order.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -37,12 +38,12 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::runtime::events::{EventType, reference_of};
+use crate::runtime::journal::{Intended, Journal, Verb};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::{Kind, Part};
 use crate::runtime::operations::OperationName;
-#[cfg(feature = "testing")]
 use crate::runtime::rehearsal::Rehearsal;
-use crate::runtime::write::{Edit, WriteError, WriterSet};
+use crate::runtime::write::{Edit, WriteError, Writer, WriterSet, newer};
 
 /// A change of named fields of one object of kind `K`, made on the newest
 /// copy of the object when its step runs. Shown in a plan's lines by its
@@ -185,8 +186,48 @@ pub(crate) trait WriteStep: fmt::Display + Send + Sync {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>>;
 
     /// Makes the write on the copies of `rehearsal` instead.
-    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError>;
+
+    /// Makes the write on `copies` (which start from the stored copy of
+    /// its object when they hold none) and hands it to `journal` instead
+    /// of sending it.
+    fn journal(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Rehearsal,
+        journal: &dyn Journal,
+    ) -> Result<(), WriteError>;
+}
+
+/// Puts the stored copy of `key` (or `basis`, when that is newer) into
+/// `copies` unless they hold the object already; returns the stored copy.
+fn seed<K: Kind>(
+    writer: &Writer<K>,
+    copies: &mut Rehearsal,
+    key: &ObjectKey,
+    basis: Option<&Arc<K>>,
+) -> Option<Arc<K>> {
+    let shown = writer.stored(key);
+    if copies.get::<K>(key).is_none() {
+        let start = match basis {
+            Some(basis) => Some(newer(basis, shown.clone())),
+            None => shown.clone(),
+        };
+        if let Some(start) = start {
+            copies.put(K::clone(&start));
+        }
+    }
+    shown
+}
+
+/// `object` as the journal takes it.
+fn any<K: Kind>(object: &K) -> &(dyn Any + Send + Sync) {
+    object
+}
+
+/// The resource (plural) of the kind `K`.
+fn plural<K: Kind>() -> Cow<'static, str> {
+    K::plural(&())
 }
 
 impl<K: Kind> WriteStep for Update<K> {
@@ -200,7 +241,6 @@ impl<K: Kind> WriteStep for Update<K> {
         })
     }
 
-    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let key = ObjectKey::of(self.basis.as_ref());
         let mut newest = rehearsal
@@ -220,6 +260,35 @@ impl<K: Kind> WriteStep for Update<K> {
             }
         }
     }
+
+    fn journal(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Rehearsal,
+        journal: &dyn Journal,
+    ) -> Result<(), WriteError> {
+        let writer = writers.get::<K>()?;
+        let key = ObjectKey::of(self.basis.as_ref());
+        let shown = seed(writer, copies, &key, Some(&self.basis));
+        let before = copies.get::<K>(&key).cloned();
+        self.rehearse(copies)?;
+        let after = copies.get::<K>(&key);
+        let version = |object: Option<&K>| object.and_then(|o| o.meta().resource_version.clone());
+        if version(after) == version(before.as_ref()) {
+            return Ok(());
+        }
+        journal.write(&Intended {
+            controller: writer.controller(),
+            resource: &plural::<K>(),
+            verb: Verb::Update,
+            key: &key,
+            uid: None,
+            before: before.as_ref().map(any),
+            after: after.map(any),
+            shown: shown.as_deref().map(any),
+        });
+        Ok(())
+    }
 }
 
 impl<K: Kind> WriteStep for Create<K> {
@@ -233,7 +302,6 @@ impl<K: Kind> WriteStep for Create<K> {
         })
     }
 
-    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let mut created = self.object.clone();
         let version = rehearsal.next_version();
@@ -246,6 +314,32 @@ impl<K: Kind> WriteStep for Create<K> {
         meta.resource_version = Some(version);
         rehearsal.put(created.clone());
         self.answer.settle::<WriteError>(Ok(Arc::new(created)))
+    }
+
+    fn journal(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Rehearsal,
+        journal: &dyn Journal,
+    ) -> Result<(), WriteError> {
+        let writer = writers.get::<K>()?;
+        let key = ObjectKey::of(&self.object);
+        let shown = (!key.name.is_empty())
+            .then(|| writer.stored(&key))
+            .flatten();
+        self.rehearse(copies)?;
+        let created = self.answer.answered();
+        journal.write(&Intended {
+            controller: writer.controller(),
+            resource: &plural::<K>(),
+            verb: Verb::Create,
+            key: &key,
+            uid: None,
+            before: None,
+            after: created.map(|created| any(created.as_ref())),
+            shown: shown.as_deref().map(any),
+        });
+        Ok(())
     }
 }
 
@@ -260,7 +354,6 @@ impl<K: Kind> WriteStep for Delete<K> {
         })
     }
 
-    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let held = rehearsal.get::<K>(&self.key);
         let other = held.is_some_and(|held| {
@@ -274,6 +367,29 @@ impl<K: Kind> WriteStep for Delete<K> {
         }
         rehearsal.remove::<K>(&self.key);
         self.answer.settle::<WriteError>(Ok(None))
+    }
+
+    fn journal(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Rehearsal,
+        journal: &dyn Journal,
+    ) -> Result<(), WriteError> {
+        let writer = writers.get::<K>()?;
+        let shown = seed(writer, copies, &self.key, None);
+        let before = copies.get::<K>(&self.key).cloned();
+        self.rehearse(copies)?;
+        journal.write(&Intended {
+            controller: writer.controller(),
+            resource: &plural::<K>(),
+            verb: Verb::Delete,
+            key: &self.key,
+            uid: self.uid.as_deref(),
+            before: before.as_ref().map(any),
+            after: None,
+            shown: shown.as_deref().map(any),
+        });
+        Ok(())
     }
 }
 
@@ -291,7 +407,6 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
     /// Merges the partial object into the rehearsal's copy (a list it
     /// names is replaced whole, as an apply that names every item it
     /// manages leaves it).
-    #[cfg(feature = "testing")]
     fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
         let object = format!("{} {}", K::kind(&()), self.key);
         let Some(held) = rehearsal.get::<K>(&self.key) else {
@@ -311,11 +426,33 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
         rehearsal.put(applied);
         Ok(())
     }
+
+    fn journal(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Rehearsal,
+        journal: &dyn Journal,
+    ) -> Result<(), WriteError> {
+        let writer = writers.get::<K>()?;
+        let shown = seed(writer, copies, &self.key, None);
+        let before = copies.get::<K>(&self.key).cloned();
+        self.rehearse(copies)?;
+        journal.write(&Intended {
+            controller: writer.controller(),
+            resource: &plural::<K>(),
+            verb: Verb::Apply,
+            key: &self.key,
+            uid: None,
+            before: before.as_ref().map(any),
+            after: copies.get::<K>(&self.key).map(any),
+            shown: shown.as_deref().map(any),
+        });
+        Ok(())
+    }
 }
 
 /// Merges `patch` into `target` as a JSON merge patch does (RFC 7386):
 /// members of objects merged, a null removing, anything else replacing.
-#[cfg(feature = "testing")]
 fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
     let serde_json::Value::Object(members) = patch else {
         *target = patch.clone();
@@ -451,9 +588,10 @@ fn event_object(object: &ObjectReference) -> String {
     }
 }
 
-/// Something a decision holds until its plan ends (a volume reserved for a
-/// claim), with the objects it is about, so that a dry run can keep it
-/// until the cluster shows what became of them.
+/// Something a decision holds until its plan ends (an object reserved for
+/// another), with the objects it is about, so that a journal
+/// ([`super::journal`]) can keep it until the cluster shows what became of
+/// them.
 pub(crate) struct Hold {
     /// The UID of the object the hold is for (the claim).
     pub(crate) holder: String,

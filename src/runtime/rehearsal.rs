@@ -1,4 +1,5 @@
 //! A rehearsal: a plan carried out on copies of objects, with no server.
+//! The executor's journaling mode makes each plan's writes this way.
 //! Each update is made on the rehearsal's copy (or on the copy the decision
 //! read, when the rehearsal has none) and stored back with a new
 //! resourceVersion, each create stored, each delete dropped; events and
@@ -47,6 +48,7 @@ impl Rehearsal {
     }
 
     /// Every object of kind `K`, by key.
+    #[cfg(feature = "testing")]
     pub(crate) fn list<K: Kind>(&self) -> Vec<K> {
         self.objects
             .iter()

@@ -116,7 +116,7 @@ pub(crate) struct Runner {
     metrics: Arc<Metrics>,
     readiness: Readiness,
     liveness: Liveness,
-    dry_run: bool,
+    report_leader: bool,
 }
 
 /// What a [`Runner`] is made of.
@@ -139,9 +139,10 @@ pub(crate) struct RunnerParts {
     pub(crate) readiness: Readiness,
     /// For `/livez`.
     pub(crate) liveness: Liveness,
-    /// Whether the process runs dry: it leads nothing and says
-    /// so (`pv_controller_leader` stays 0), though its controllers decide.
-    pub(crate) dry_run: bool,
+    /// Whether a process without an election reports itself leading
+    /// (`pv_controller_leader` 1); one that must not act on the cluster
+    /// leads nothing and says so, though its controllers decide.
+    pub(crate) report_leader: bool,
 }
 
 impl Runner {
@@ -158,7 +159,7 @@ impl Runner {
             metrics: parts.metrics,
             readiness: parts.readiness,
             liveness: parts.liveness,
-            dry_run: parts.dry_run,
+            report_leader: parts.report_leader,
         }
     }
 
@@ -216,7 +217,7 @@ impl Runner {
         let result = {
             let metrics = Arc::clone(&self.metrics);
             let relist = election.is_some() && !held;
-            let campaign = compete(election.as_mut(), held, &role, &metrics, !self.dry_run);
+            let campaign = compete(election.as_mut(), held, &role, &metrics, self.report_leader);
             Box::pin(self.lead(campaign, relist, role.subscribe(), shutdown)).await
         };
         self.metrics.set_leader(false);
@@ -390,7 +391,7 @@ async fn first_attempt(elector: &mut LeaderElector) -> bool {
 }
 
 /// Leads at once without an election (reported as leading unless
-/// `report_leader` is false: a dry run); with one, acquires the Lease
+/// `report_leader` is false); with one, acquires the Lease
 /// (unless `held` already), holds it, and reports its loss. Never returns.
 async fn compete(
     election: Option<&mut LeaderElector>,

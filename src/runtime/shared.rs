@@ -1,15 +1,16 @@
 //! What every controller of the process is built from: the controllers'
 //! client (for reads), the informers (one watch and one store per kind),
-//! the one write door, the one event recorder, the one metrics registry and
-//! the flag that says whether the process leads.
+//! the one write door, the one event recorder, the one metrics registry,
+//! the flag that says whether the process leads, and the journal the
+//! executors hand their plans to when the process must not act.
 
 use std::sync::Arc;
 
 use kube::Client;
 
-use crate::runtime::dry_run::{DryRun, DryRunConfig};
 use crate::runtime::events::{EventRecorder, RecorderError};
 use crate::runtime::informer::{Informers, WiringError};
+use crate::runtime::journal::Journal;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::Leading;
 use crate::runtime::write::Door;
@@ -30,8 +31,9 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     /// Whether the process leads.
     pub(crate) leading: Leading,
-    /// The dry run's journal, when the process runs dry.
-    pub(crate) dry_run: Option<Arc<DryRun>>,
+    /// Where the executors hand their plans instead of carrying them out,
+    /// when the process must not act on the cluster.
+    pub(crate) journal: Option<Arc<dyn Journal>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -43,37 +45,33 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// The parts on `client`, with events reported by `instance`, in
-    /// a dry run when `dry_run` is given (the door sends nothing, events
-    /// are not written); fails when the metrics cannot be set up or there
-    /// is no tokio runtime for the event recorder's sender task.
+    /// The parts on `client` and `metrics`, with events reported by
+    /// `instance`; with a `journal`, the executors hand their plans there
+    /// and no event is written. Fails when there is no tokio runtime for
+    /// the event recorder's sender task.
     pub(crate) fn new(
         client: Client,
+        metrics: Arc<Metrics>,
         instance: &str,
-        dry_run: Option<&DryRunConfig>,
+        journal: Option<Arc<dyn Journal>>,
     ) -> Result<Self, BuildError> {
-        let metrics = Arc::new(Metrics::new()?);
         let mut recorder = EventRecorder::new(
             client.clone(),
             Arc::clone(&metrics),
             "pv-controller",
             instance,
         )?;
-        let dry_run = match dry_run {
-            Some(config) => {
-                recorder = recorder.silenced();
-                Some(Arc::new(DryRun::new(config, &metrics)?))
-            }
-            None => None,
-        };
+        if journal.is_some() {
+            recorder = recorder.silenced();
+        }
         Ok(Self {
-            writes: Door::new(client.clone(), Arc::clone(&metrics), dry_run.clone()),
+            writes: Door::new(client.clone(), Arc::clone(&metrics)),
             client,
             informers: Informers::default(),
             recorder,
             metrics,
             leading: Leading::default(),
-            dry_run,
+            journal,
         })
     }
 }

@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::metrics::Metrics;
 use crate::runtime::queue::{Turn, WorkQueue};
-use crate::runtime::write::one_decision;
 
 /// How one key's turn ended, when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +136,7 @@ where
     ) {
         while let Some((key, turn)) = self.queue.get_in_turn().await {
             let started = tokio::time::Instant::now();
-            let result = one_decision(sync(key.clone(), turn)).await;
+            let result = sync(key.clone(), turn).await;
             self.finish(controller, &metrics, &key, started, result);
         }
     }
@@ -171,7 +170,7 @@ where
             let this = Arc::clone(&self);
             let metrics = Arc::clone(&metrics);
             running.spawn(async move {
-                let result = one_decision(execution).await;
+                let result = execution.await;
                 this.finish(controller, &metrics, &key, started, result);
                 drop(slot);
             });

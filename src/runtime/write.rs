@@ -28,17 +28,14 @@
 //!    controller, and the next writer, sees it.
 
 use std::any::{Any, TypeId};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, Resource};
 use tokio::sync::OwnedMutexGuard;
 
-use crate::runtime::dry_run::{DryRun, View};
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
@@ -176,71 +173,11 @@ impl WriteLocks {
 
 /// The process's write door; [`Door::writer`] hands each controller its
 /// writer of a kind. Cheap to clone; clones share the locks.
-///
-/// In a dry run nothing is sent: each write is handed to the journal
-/// ([`DryRun::intended`]) and answered as the server would have, and
-/// that answer is kept apart (for the running decision only:
-/// [`one_decision`]), so the next write of the same decision edits it while the stores keep what the cluster shows.
 #[derive(Clone)]
 pub(crate) struct Door {
     client: Client,
     metrics: Arc<Metrics>,
     locks: WriteLocks,
-    dry_run: Option<Arc<DryRun>>,
-}
-
-tokio::task_local! {
-    /// The dry run's answers to the unsent writes of the decision the
-    /// running task makes (a sync of one key, or one operation), by object.
-    static DECISION: RefCell<HashMap<LockKey, UnsentAnswer>>;
-}
-
-/// Runs `work` as one decision: in a dry run, its writes see the unsent
-/// answers to its own earlier writes (a bind's four writes build on each
-/// other), and no other decision sees them. The next decision starts from
-/// what the cluster shows: a decision the cluster never carried out (the
-/// other controller chose otherwise) must not refuse the next decisions
-/// about the same object.
-pub(crate) async fn one_decision<T>(work: impl Future<Output = T>) -> T {
-    DECISION.scope(RefCell::default(), work).await
-}
-
-/// An unsent answer: the version it was made from, and the object.
-struct UnsentAnswer {
-    version: Option<String>,
-    object: Arc<dyn Any + Send + Sync>,
-}
-
-/// The running decision's unsent answer for `key` when made from
-/// `newest`'s version, else `newest`.
-fn unsent_or<K: Kind>(key: &ObjectKey, newest: Arc<K>) -> Arc<K> {
-    let lock_key = (K::NAME, key.clone());
-    DECISION
-        .try_with(|answers| {
-            let answers = answers.borrow();
-            let answer = answers.get(&lock_key)?;
-            if answer.version != newest.meta().resource_version {
-                return None;
-            }
-            Arc::clone(&answer.object).downcast::<K>().ok()
-        })
-        .ok()
-        .flatten()
-        .unwrap_or(newest)
-}
-
-/// Keeps `object` as the running decision's unsent answer for `key`;
-/// outside a decision, nothing is kept.
-fn keep_unsent<K: Kind>(key: ObjectKey, object: Arc<K>) {
-    let answer = UnsentAnswer {
-        version: object.meta().resource_version.clone(),
-        object,
-    };
-    DECISION
-        .try_with(|answers| {
-            answers.borrow_mut().insert((K::NAME, key), answer);
-        })
-        .unwrap_or(());
 }
 
 impl fmt::Debug for Door {
@@ -253,13 +190,12 @@ impl fmt::Debug for Door {
 
 impl Door {
     /// The door of the process: writes through `client`, counted in
-    /// `metrics`; a dry run when `dry_run` is given.
-    pub(crate) fn new(client: Client, metrics: Arc<Metrics>, dry_run: Option<Arc<DryRun>>) -> Self {
+    /// `metrics`.
+    pub(crate) fn new(client: Client, metrics: Arc<Metrics>) -> Self {
         Self {
             client,
             metrics,
             locks: WriteLocks::default(),
-            dry_run,
         }
     }
 
@@ -343,7 +279,7 @@ impl WriterSet {
 
 /// The newer of the basis and the stored copy, by resourceVersion; the
 /// basis when either version does not parse.
-fn newer<K: Resource>(basis: &Arc<K>, stored: Option<Arc<K>>) -> Arc<K> {
+pub(crate) fn newer<K: Resource>(basis: &Arc<K>, stored: Option<Arc<K>>) -> Arc<K> {
     let version = |object: &K| {
         object
             .meta()
@@ -363,6 +299,16 @@ fn describe<K: Kind>(key: &ObjectKey) -> String {
 }
 
 impl<K: Kind> Writer<K> {
+    /// The controller whose writes these are.
+    pub(crate) fn controller(&self) -> &'static str {
+        self.controller
+    }
+
+    /// The stored copy of the object `key`, if the store holds one.
+    pub(crate) fn stored(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.store.get(key)
+    }
+
     fn count(&self, verb: &str, subresource: &str, outcome: WriteOutcome) {
         self.door
             .metrics
@@ -401,24 +347,6 @@ impl<K: Kind> Writer<K> {
     /// Creates `object` and stores the answer.
     pub(crate) async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
-        if let Some(dry_run) = &self.door.dry_run {
-            dry_run.intended(
-                self.controller,
-                &K::plural(&()),
-                "create",
-                None,
-                Some(&View::of(object)),
-            );
-            if let Some(stored) = self.store.get(&key) {
-                dry_run.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
-            }
-            let mut answer = object.clone();
-            if answer.meta().name.as_deref().unwrap_or_default().is_empty() {
-                let prefix = answer.meta().generate_name.clone().unwrap_or_default();
-                answer.meta_mut().name = Some(format!("{prefix}shadow"));
-            }
-            return Ok(Arc::new(answer));
-        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let result = K::api(&self.door.client, &key.namespace)
             .create(&PostParams::default(), object)
@@ -453,20 +381,6 @@ impl<K: Kind> Writer<K> {
         key: &ObjectKey,
         uid: Option<&str>,
     ) -> Result<Option<K>, WriteError> {
-        if let Some(dry_run) = &self.door.dry_run {
-            let stored = self.store.get(key);
-            let stored = stored.as_deref().map(View::of);
-            let before = stored.unwrap_or_else(|| View::named(key, uid));
-            dry_run.intended(
-                self.controller,
-                &K::plural(&()),
-                "delete",
-                Some(&before),
-                None,
-            );
-            dry_run.present(&K::plural(&()), key, stored.as_ref());
-            return Ok(None);
-        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {
@@ -535,29 +449,6 @@ impl<K: Kind> Writer<K> {
         manager: &str,
         applied: &serde_json::Value,
     ) -> Result<Arc<K>, WriteError> {
-        if let Some(dry_run) = &self.door.dry_run {
-            let stored = self.store.get(key);
-            let before = stored.as_deref().map(View::of);
-            match serde_json::from_value::<K>(applied.clone()) {
-                Ok(after) => dry_run.intended(
-                    self.controller,
-                    &K::plural(&()),
-                    "apply",
-                    before.as_ref(),
-                    Some(&View::of(&after)),
-                ),
-                Err(error) => {
-                    tracing::warn!(object = %describe::<K>(key), %error, "shadow: an intended apply is not a whole object; not judged");
-                }
-            }
-            if let Some(before) = &before {
-                dry_run.present(&K::plural(&()), key, Some(before));
-            }
-            return stored.ok_or_else(|| WriteError::Stale {
-                object: describe::<K>(key),
-                reason: "not in the store".to_string(),
-            });
-        }
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let result = K::api(&self.door.client, &key.namespace)
             .patch_status(
@@ -587,10 +478,7 @@ impl<K: Kind> Writer<K> {
     ) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(basis.as_ref());
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let mut newest = newer(basis, self.store.get(&key));
-        if self.door.dry_run.is_some() {
-            newest = unsent_or(&key, newest);
-        }
+        let newest = newer(basis, self.store.get(&key));
         let mut changed = K::clone(&newest);
         match edit(&mut changed) {
             Edit::Unchanged => return Ok(newest),
@@ -601,24 +489,6 @@ impl<K: Kind> Writer<K> {
                 });
             }
             Edit::Changed => {}
-        }
-        if let Some(dry_run) = &self.door.dry_run {
-            let before = View::of(newest.as_ref());
-            dry_run.intended(
-                self.controller,
-                &K::plural(&()),
-                "update",
-                Some(&before),
-                Some(&View::of(&changed)),
-            );
-            // The cluster's copy: the basis, unless an unsent answer stands
-            // in for it.
-            if let Some(stored) = self.store.get(&key) {
-                dry_run.present(&K::plural(&()), &key, Some(&View::of(stored.as_ref())));
-            }
-            let answer = Arc::new(changed);
-            keep_unsent(key, Arc::clone(&answer));
-            return Ok(answer);
         }
         let Some(patch) = conditional_patch(newest.as_ref(), &changed, part)? else {
             // The edit changed nothing the server keeps in this part.

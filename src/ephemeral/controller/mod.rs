@@ -15,12 +15,15 @@ mod decide;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
 use super::metrics::EphemeralMetrics;
 use crate::runtime::api_message::ApiMessage;
 use crate::runtime::events::{EventRecorder, EventType, reference_of};
 use crate::runtime::executor::Executor;
+use crate::runtime::journal::Journal;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationTracker;
 use crate::runtime::write::{WriteError, Writer, WriterSet};
@@ -71,19 +74,22 @@ pub(crate) struct Parts {
 impl Parts {
     /// The parts of a controller that decides from `known`, creates claims
     /// through `writer` (the process's write door), records events on
-    /// `recorder` and counts its creates in `metrics`.
+    /// `recorder` and counts its creates in `metrics`; with a `journal`,
+    /// its plans go there instead of being carried out.
     pub(crate) fn new(
         known: Known,
         writer: Writer<PersistentVolumeClaim>,
         recorder: EventRecorder,
         metrics: EphemeralMetrics,
+        journal: Option<Arc<dyn Journal>>,
     ) -> Self {
         let executor = Executor::new(
+            writer.controller(),
             WriterSet::default().with(writer),
             recorder.clone(),
             // The controller starts no long operation.
             OperationTracker::new(),
-            None,
+            journal,
         );
         Self {
             known,

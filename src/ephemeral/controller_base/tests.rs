@@ -53,10 +53,11 @@ fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<Persiste
             pods: Arc::clone(&pod_store),
             claims: claims.clone(),
         },
-        Door::new(api.client(), Arc::clone(&metrics), None).writer(NAME, claims),
+        Door::new(api.client(), Arc::clone(&metrics)).writer(NAME, claims),
         EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
             .expect("recorder"),
         EphemeralMetrics::new(&metrics).expect("metrics"),
+        None,
     )));
     let handlers = Handlers {
         controller,

@@ -224,9 +224,9 @@ impl Controller {
         reason: &str,
         base: &str,
     ) -> bool {
-        if self.dry_run.is_some() {
-            // A dry run writes no event: its message is not worth a
-            // judgement of every volume.
+        if self.recorder.is_silent() {
+            // No event is written: its message is not worth a judgement of
+            // every volume.
             return self.note_once(plan, claim, warning, reason, base.to_string());
         }
         let key = ObjectKey::of(claim);

@@ -113,7 +113,7 @@ mod recycle;
 mod rehearse;
 #[cfg(feature = "testing")]
 pub use rehearse::{Rehearsed, Server};
-pub(crate) mod dry_run_judge;
+mod binds_elsewhere;
 mod volume;
 mod writes;
 
@@ -129,10 +129,10 @@ use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::metrics::PvMetrics;
 use crate::pv::plugins::VolumePlugins;
-use crate::runtime::dry_run::DryRun;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::executor::Executor;
 use crate::runtime::informer::{MemStore, StoreRef};
+use crate::runtime::journal::Journal;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationTracker;
 use crate::runtime::write::{Writer, WriterSet};
@@ -281,9 +281,9 @@ pub(crate) struct Parts {
     pub(crate) settings: Settings,
     /// The controller's own series.
     pub(crate) pv_metrics: PvMetrics,
-    /// The dry run's journal, which keeps the reservation of each intended
-    /// bind until it is judged.
-    pub(crate) dry_run: Option<Arc<DryRun>>,
+    /// Where the executor hands plans instead of carrying them out, when
+    /// the process must not act on the cluster.
+    pub(crate) journal: Option<Arc<dyn Journal>>,
 }
 
 impl Writers {
@@ -310,7 +310,6 @@ pub struct Controller {
     settings: Settings,
     operations: OperationTracker,
     pv_metrics: PvMetrics,
-    dry_run: Option<Arc<DryRun>>,
     executor: Executor,
     memory: Arc<ClaimMemory>,
 }
@@ -327,10 +326,11 @@ impl Controller {
     /// A controller made of `parts`.
     pub(crate) fn new(parts: Parts) -> Self {
         let executor = Executor::new(
+            k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER,
             parts.writers.set(),
             parts.recorder.clone(),
             parts.operations.clone(),
-            parts.dry_run.clone(),
+            parts.journal,
         );
         Self {
             executor,
@@ -342,7 +342,6 @@ impl Controller {
             settings: parts.settings,
             operations: parts.operations,
             pv_metrics: parts.pv_metrics,
-            dry_run: parts.dry_run,
             memory: Arc::default(),
         }
     }
@@ -469,7 +468,7 @@ pub(crate) mod testing {
     pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
         let metrics = Arc::new(Metrics::new().expect("metrics"));
         let cache = Arc::new(ShadowCache::default());
-        let door = Door::new(client.clone(), Arc::clone(&metrics), None);
+        let door = Door::new(client.clone(), Arc::clone(&metrics));
         let pods = Arc::new(MemStore::<Pod>::default());
         Controller::new(Parts {
             client: client.clone(),
@@ -495,7 +494,7 @@ pub(crate) mod testing {
             operations: OperationTracker::new(),
             settings,
             pv_metrics: PvMetrics::new(&metrics).expect("pv metrics"),
-            dry_run: None,
+            journal: None,
         })
     }
 }

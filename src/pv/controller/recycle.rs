@@ -57,7 +57,6 @@ impl Controller {
             pods: RecyclerPods(self.writers.pods.clone()),
             volumes: RecycledVolumes(self.writers.volumes.clone()),
             relay: EventRelay::new(self.recorder.clone(), reference_of(volume.as_ref())),
-            follow_cluster: self.dry_run.is_some(),
         };
         tracing::info!(plugin = plugin.name(), "recycling volume");
         match plugin.recycle(&volume, &context).await {

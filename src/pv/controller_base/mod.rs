@@ -129,12 +129,12 @@ pub(crate) fn build(
             move || follow_up.waiting()
         },
     )?))?;
-    // In a dry run a freed volume wakes nobody: the other controller's
-    // binds free the volumes this process held for other choices all the
-    // time, and each wake would sync every waiting claim again for nothing
-    // that is judged (a claim the other controller binds is judged by what
-    // this one would have chosen; the resync still tries waiting claims).
-    if shared.dry_run.is_none() {
+    // A process whose plans go to a journal wakes nobody when a volume is
+    // freed: beside the controller that acts, that controller's binds free
+    // the volumes this process held for other choices all the time, and
+    // each wake would sync every waiting claim again for nothing (the
+    // resync still tries waiting claims).
+    if shared.journal.is_none() {
         cache.on_volume_freed({
             let follow_up = follow_up.clone();
             move || follow_up.volume_freed()
@@ -149,21 +149,10 @@ pub(crate) fn build(
         writers,
         recorder: shared.recorder.for_component(CONTROLLER_NAME),
         operations: operations.clone(),
-        settings: match &shared.dry_run {
-            Some(_) => Settings {
-                plugins: config.settings.plugins.for_dry_run(),
-                ..config.settings.clone()
-            },
-            None => config.settings.clone(),
-        },
+        settings: config.settings.clone(),
         pv_metrics,
-        dry_run: shared.dry_run.clone(),
+        journal: shared.journal.clone(),
     }));
-    if let Some(dry_run) = &shared.dry_run {
-        dry_run.set_judge(crate::pv::controller::dry_run_judge::judge(Arc::clone(
-            &cache,
-        )));
-    }
     let handlers = Handlers {
         cache: Arc::clone(&cache),
         volume_queue: volume_queue.clone(),

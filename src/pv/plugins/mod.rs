@@ -8,7 +8,6 @@
 //! plugins exist, [`host_path::HostPathPlugin`] and [`nfs::NfsPlugin`]; tests
 //! add a mock, which is why the plugin interface is a trait.
 
-mod dry_run;
 pub(crate) mod host_path;
 pub(crate) mod nfs;
 pub(crate) mod recycler;
@@ -107,10 +106,6 @@ pub struct RecycleContext {
     pub volumes: RecycledVolumes,
     /// Where the pod's events go.
     pub relay: EventRelay,
-    /// A dry run: the recycler pod is only recorded (the write door sends
-    /// nothing), and the recycle the cluster itself carries out is
-    /// followed instead of the pod.
-    pub follow_cluster: bool,
 }
 
 /// Creates and deletes recycler pods through the process's write door, so
@@ -335,20 +330,6 @@ impl VolumePlugins {
                 config.host_path_root.clone(),
             )))
             .with(Arc::new(nfs::NfsPlugin::new(config.nfs_recycler.clone())))
-    }
-
-    /// The same plugins for a dry run: they decide as these but touch no
-    /// storage.
-    pub(crate) fn for_dry_run(&self) -> Self {
-        Self {
-            plugins: self
-                .plugins
-                .iter()
-                .map(|plugin| {
-                    Arc::new(dry_run::DryRunPlugin(Arc::clone(plugin))) as Arc<dyn VolumePlugin>
-                })
-                .collect(),
-        }
     }
 
     /// The plugin of this name, whatever it can do.

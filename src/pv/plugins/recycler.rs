@@ -282,63 +282,9 @@ pub(crate) async fn recycle(
     context: &RecycleContext,
 ) -> Result<(), PluginError> {
     let pod = build_pod(config, volume, source);
-    let outcome = if context.follow_cluster {
-        follow_cluster(context, &pod, volume).await
-    } else {
-        run(context, pod, volume).await
-    };
-    outcome.map_err(|e| PluginError::Failed(e.to_string()))
-}
-
-/// How often a dry run looks whether the cluster has recycled a volume.
-const FOLLOW_PERIOD: Duration = Duration::from_secs(5);
-
-/// The dry run's recycle: the pod goes to the write door (which records it
-/// as the decision and sends nothing), then the cluster's own recycle is
-/// awaited: done once the volume is Available or no longer bound to the
-/// released claim (or is gone); a timeout, as a pod that never ends would be, when that
-/// takes longer than the pod's deadline and the grace after it.
-async fn follow_cluster(
-    context: &RecycleContext,
-    pod: &Pod,
-    volume: &PersistentVolume,
-) -> Result<(), RecyclerError> {
-    context
-        .pods
-        .create(pod)
+    run(context, pod, volume)
         .await
-        .map_err(|e| RecyclerError::Create(e.to_string()))?;
-    let name = volume.metadata.name.clone().unwrap_or_default();
-    let released_by = claim_uid(volume);
-    let volumes: Api<PersistentVolume> = Api::all(context.client.clone());
-    let recycled = async {
-        loop {
-            match volumes.get_opt(&name).await {
-                Ok(None) => return,
-                Ok(Some(now))
-                    if claim_uid(&now) != released_by
-                        || crate::pv::objects::volume_phase(&now)
-                            == Some(crate::pv::objects::VolumePhase::Available) =>
-                {
-                    return;
-                }
-                Ok(Some(_)) => {}
-                Err(error) => {
-                    tracing::debug!(volume = %name, %error, "reading the volume failed, retrying");
-                }
-            }
-            tokio::time::sleep(FOLLOW_PERIOD).await;
-        }
-    };
-    let deadline = pod_deadline(pod);
-    tokio::time::timeout(deadline, recycled)
-        .await
-        .map_err(|_| RecyclerError::Timeout(deadline))
-}
-
-/// The UID of the claim a volume is bound to.
-fn claim_uid(volume: &PersistentVolume) -> Option<String> {
-    volume.spec.as_ref()?.claim_ref.as_ref()?.uid.clone()
+        .map_err(|e| PluginError::Failed(e.to_string()))
 }
 
 /// How long a recycler pod may run: its active deadline and the grace

@@ -47,6 +47,7 @@ use super::metrics::ClaimMetrics;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::executor::Executor;
 use crate::runtime::informer::{MemStore, StoreRef};
+use crate::runtime::journal::Journal;
 use crate::runtime::operations::OperationTracker;
 use crate::runtime::plan::{Answer, Plan};
 use crate::runtime::write::{Writer, WriterSet};
@@ -133,7 +134,8 @@ impl Parts {
     /// The parts of a controller that decides from `known`, writes claims
     /// and pod statuses through `claims` and `pods` (the process's write
     /// door), reads pods through `client`, records events on `recorder`
-    /// and counts its creates in `claim_metrics`.
+    /// and counts its creates in `claim_metrics`; with a `journal`, its
+    /// plans go there instead of being carried out.
     pub(crate) fn new(
         known: Known,
         claims: Writer<ResourceClaim>,
@@ -141,13 +143,15 @@ impl Parts {
         client: Client,
         recorder: EventRecorder,
         claim_metrics: ClaimMetrics,
+        journal: Option<Arc<dyn Journal>>,
     ) -> Self {
         let executor = Executor::new(
+            claims.controller(),
             WriterSet::default().with(claims).with(pods),
             recorder.clone(),
             // The controller starts no long operation.
             OperationTracker::new(),
-            None,
+            journal,
         );
         Self {
             known,

@@ -84,6 +84,7 @@ pub(crate) fn build(
         shared.client.clone(),
         shared.recorder.for_component(COMPONENT),
         claim_metrics,
+        shared.journal.clone(),
     )));
     let handlers = Handlers {
         pods,

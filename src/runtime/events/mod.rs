@@ -102,7 +102,7 @@ pub struct EventRecorder {
     metrics: Arc<Metrics>,
     component: &'static str,
     reporting_instance: Arc<str>,
-    /// Records nothing (a dry run writes no event).
+    /// Records nothing (a process that must not act writes no event).
     silent: bool,
 }
 
@@ -149,13 +149,19 @@ impl EventRecorder {
         })
     }
 
-    /// The same recorder, recording nothing: in a dry run the process
-    /// writes no event.
+    /// The same recorder, recording nothing: a process that must not act
+    /// on the cluster writes no event.
     pub(crate) fn silenced(self) -> Self {
         Self {
             silent: true,
             ..self
         }
+    }
+
+    /// Whether the recorder records nothing, so that what only an event
+    /// would carry need not be worked out.
+    pub(crate) fn is_silent(&self) -> bool {
+        self.silent
     }
 
     /// A handle on the same queue, correlation memory and sender task that

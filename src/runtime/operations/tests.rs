@@ -7,13 +7,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::*;
 
-/// An operation named `name`, of a kind of the tests' own.
+/// An operation on the object `name`, of a kind of the tests' own.
 fn named(name: &str) -> OperationName {
-    OperationName::new("scrub", name.to_string())
+    OperationName::new("scrub", ObjectKey::new("", name), "uid-1")
 }
 
 fn op() -> OperationName {
-    named("scrub-object1[uid-1]")
+    named("object1")
 }
 
 fn fail() -> std::future::Ready<Result<(), String>> {
@@ -44,10 +44,11 @@ fn remaining(result: &Result<(), OperationError>) -> Option<Duration> {
 
 #[test]
 fn names_and_kinds_are_the_controllers() {
-    let name = OperationName::new("scrub", "scrub-ns/object[u2]".to_string());
-    assert_eq!(name.as_str(), "scrub-ns/object[u2]");
+    let name = OperationName::new("scrub", ObjectKey::new("ns", "object"), "u2");
     assert_eq!(name.to_string(), "scrub-ns/object[u2]");
     assert_eq!(name.kind(), "scrub");
+    assert_eq!(name.object(), &ObjectKey::new("ns", "object"));
+    assert_eq!(name.uid(), "u2");
 }
 
 #[tokio::test(start_paused = true)]
@@ -67,7 +68,7 @@ async fn second_start_of_a_running_operation_is_refused() {
     );
     // Another name is independent.
     tracker
-        .run(named("other-object1[uid-1]"), succeed())
+        .run(named("other-object1"), succeed())
         .expect("other name");
     release.send(()).expect("operation waits");
     tracker.wait_idle().await;
@@ -162,7 +163,7 @@ async fn completion_hook_gets_duration_and_outcome() {
 async fn wait_idle_waits_for_every_running_operation() {
     let tracker = OperationTracker::new();
     for (i, secs) in [3u64, 1, 2].into_iter().enumerate() {
-        let name = named(&format!("scrub-ns/object{i}[uid]"));
+        let name = named(&format!("object{i}"));
         tracker
             .run(name, async move {
                 tokio::time::sleep(Duration::from_secs(secs)).await;
@@ -211,7 +212,7 @@ async fn at_most_the_concurrency_limit_runs_at_once() {
     for i in 0..5 {
         let (active, most) = (Arc::clone(&active), Arc::clone(&most));
         tracker
-            .run(named(&format!("scrub-object{i}[uid]")), async move {
+            .run(named(&format!("object{i}")), async move {
                 let now = active.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -230,7 +231,7 @@ async fn at_most_the_concurrency_limit_runs_at_once() {
     );
     assert!(
         tracker
-            .run(named("scrub-object0[uid]"), async { Ok::<(), String>(()) })
+            .run(named("object0"), async { Ok::<(), String>(()) })
             .is_ok(),
         "finished operations may run again"
     );

@@ -37,7 +37,7 @@ fn runner(workloads: Vec<Workload>, leading: Leading) -> (Runner, Liveness, Arc<
     let recorder =
         EventRecorder::new(api.client(), Arc::clone(&metrics), "test", "test").expect("recorder");
     let runner = Runner::new(RunnerParts {
-        dry_run: false,
+        report_leader: true,
         client: api.client(),
         watch_failure_limit: Duration::from_secs(60),
         informers: Informers::default(),

@@ -32,7 +32,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use crate::runtime::dry_run::DryRun;
 use crate::runtime::metrics::Metrics;
 
 /// Whether the controllers' caches have synced; set once by each
@@ -109,27 +108,20 @@ pub(crate) struct AdminState {
     pub(crate) metrics: Arc<Metrics>,
     /// For `/livez`, `/healthz` and `/readyz`.
     pub(crate) health: Health,
-    /// For `/shadow`, in a dry run.
-    pub(crate) dry_run: Option<Arc<DryRun>>,
     /// The routes the controllers serve besides the process's own, tried
     /// after them (so a controller cannot override `/metrics` or the health
     /// checks), behind the same authentication and authorization.
     pub(crate) routes: Router,
 }
 
-/// The routes of the admin server: the process's own (`/shadow` in a dry
-/// run), then the controllers'.
+/// The routes of the admin server: the process's own, then the
+/// controllers'.
 pub(crate) fn router(state: AdminState) -> Router {
     let routes = Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
         .route("/readyz", get(serve_ready));
-    let routes = if state.dry_run.is_some() {
-        routes.route("/shadow", get(serve_dry_run))
-    } else {
-        routes
-    };
     let controllers = state.routes.clone();
     routes.with_state(state).fallback_service(controllers)
 }
@@ -219,21 +211,6 @@ async fn serve_metrics(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// The dry run's report: counts of agreeing and differing decisions and
-/// the newest differences, as JSON.
-async fn serve_dry_run(State(state): State<AdminState>) -> Response {
-    match &state.dry_run {
-        Some(dry_run) => match serde_json::to_string(&dry_run.report()) {
-            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-            Err(error) => {
-                tracing::error!(%error, "cannot render the shadow report");
-                internal_error()
-            }
-        },
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
 /// A 500 that tells the caller nothing of the cause (the handler logs it).
 fn internal_error() -> Response {
     (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
@@ -269,11 +246,10 @@ mod tests {
     use axum::extract::Path;
     use tower::ServiceExt;
 
-    fn state(metrics: Arc<Metrics>, health: Health, dry_run: Option<Arc<DryRun>>) -> AdminState {
+    fn state(metrics: Arc<Metrics>, health: Health) -> AdminState {
         AdminState {
             metrics,
             health,
-            dry_run,
             routes: Router::new(),
         }
     }
@@ -310,7 +286,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new().unwrap());
         let health = Health::default();
         let readiness = health.readiness.clone();
-        let app = router(state(Arc::clone(&metrics), health.clone(), None));
+        let app = router(state(Arc::clone(&metrics), health.clone()));
         assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
         assert_eq!(
             get_path(app.clone(), "/readyz").await.0,
@@ -338,47 +314,6 @@ mod tests {
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_dry_run_report_is_served_only_in_a_dry_run() {
-        let metrics = Arc::new(Metrics::new().unwrap());
-        let plain = router(state(Arc::clone(&metrics), Health::default(), None));
-        assert_eq!(
-            get_path(plain, "/shadow").await.0,
-            StatusCode::NOT_FOUND,
-            "no report outside a dry run"
-        );
-        let config = crate::DryRunConfig {
-            window: std::time::Duration::from_secs(30),
-        };
-        let dry_run = Arc::new(DryRun::new(&config, &metrics).unwrap());
-        let claim = |volume: Option<&str>| {
-            testkit::claim("c", "c-uid", "1Gi")
-                .namespace("ns")
-                .volume_name(volume.unwrap_or_default())
-                .build()
-        };
-        dry_run.intended(
-            "persistentvolume-binder-controller",
-            "persistentvolumeclaims",
-            "update",
-            Some(&crate::runtime::dry_run::View::of(&claim(None))),
-            Some(&crate::runtime::dry_run::View::of(&claim(Some("v1")))),
-        );
-        tokio::time::advance(std::time::Duration::from_secs(31)).await;
-        dry_run.sweep();
-        let app = router(state(metrics, Health::default(), Some(dry_run)));
-        let (status, body) = get_path(app, "/shadow").await;
-        assert_eq!(status, StatusCode::OK);
-        let report: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(report["window_seconds"], 30);
-        assert_eq!(report["counts"][0]["differ"], 1, "{report:#}");
-        let difference = &report["differences"][0];
-        assert_eq!(difference["object"], "persistentvolumeclaims ns/c");
-        assert_eq!(difference["ours"], "bind to volume v1");
-        assert_eq!(difference["upstream"], "nothing within 30s");
-        assert!(difference["at"].as_str().is_some(), "{report:#}");
-    }
-
     #[tokio::test]
     async fn the_controllers_routes_come_after_the_processs_own() {
         let metrics = Arc::new(Metrics::new().unwrap());
@@ -390,7 +325,7 @@ mod tests {
             .route("/metrics", get(|| async { "overridden" }));
         let app = router(AdminState {
             routes,
-            ..state(metrics, Health::default(), None)
+            ..state(metrics, Health::default())
         });
         assert_eq!(
             get_path(app.clone(), "/extra/one").await,

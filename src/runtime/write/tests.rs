@@ -28,7 +28,7 @@ fn writer(
     Arc<Metrics>,
 ) {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let door = Door::new(api.client(), Arc::clone(&metrics), None);
+    let door = Door::new(api.client(), Arc::clone(&metrics));
     let store = Arc::new(MemStore::default());
     let handle = StoreRef::default();
     handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
@@ -182,7 +182,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
         3
     );
 
-    let pods = Door::new(api.client(), Arc::clone(&metrics), None);
+    let pods = Door::new(api.client(), Arc::clone(&metrics));
     let pod_store = Arc::new(MemStore::<Pod>::default());
     let handle = StoreRef::default();
     handle.fix(Arc::clone(&pod_store) as Arc<dyn Store<Pod>>);
@@ -244,69 +244,4 @@ async fn two_writers_of_one_object_never_conflict() {
         0,
         "locks are forgotten after use"
     );
-}
-
-#[tokio::test(start_paused = true)]
-async fn in_a_dry_run_the_next_write_of_a_decision_edits_the_unsent_answer_and_the_next_decision_does_not()
- {
-    let api = MemApi::new();
-    api.create(&volume("v1")).expect("seed");
-    let metrics = Arc::new(Metrics::new().expect("metrics"));
-    let config = crate::DryRunConfig {
-        window: std::time::Duration::from_secs(30),
-    };
-    let dry_run = Arc::new(DryRun::new(&config, &metrics).expect("journal"));
-    let door = Door::new(api.client(), Arc::clone(&metrics), Some(dry_run));
-    let store = Arc::new(MemStore::default());
-    let stored = Arc::new(api.get::<PersistentVolume>(None, "v1").expect("seeded"));
-    store.written(Arc::clone(&stored)).expect("stored");
-    let handle = StoreRef::default();
-    handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
-    let writer = door.writer("test", handle);
-    api.reset_requests();
-    let refuse_if_touched = |volume: &mut PersistentVolume| {
-        if volume
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key("touched"))
-        {
-            Edit::Refused("already touched".into())
-        } else {
-            Edit::Unchanged
-        }
-    };
-    // Boxed, as the workers' futures are: an update's future is large.
-    let (first, next) = Box::pin(one_decision(async {
-        let first = writer
-            .update(&stored, Part::Spec, label("yes"))
-            .await
-            .expect("unsent write");
-        (
-            first,
-            writer.update(&stored, Part::Spec, refuse_if_touched).await,
-        )
-    }))
-    .await;
-    assert_eq!(first.metadata.labels.as_ref().unwrap()["touched"], "yes");
-    assert!(
-        next.is_err(),
-        "the same decision's next write sees its answer"
-    );
-    let later = Box::pin(one_decision(writer.update(
-        &stored,
-        Part::Spec,
-        refuse_if_touched,
-    )))
-    .await;
-    assert!(
-        later.is_ok(),
-        "an answer the cluster never took does not outlive its decision: {later:?}"
-    );
-    let outside = writer.update(&stored, Part::Spec, refuse_if_touched).await;
-    assert!(
-        outside.is_ok(),
-        "outside a decision nothing is overlaid: {outside:?}"
-    );
-    assert_eq!(api.requests().log().len(), 0, "nothing was sent");
 }

@@ -115,6 +115,20 @@ impl<'a> View<'a> {
         view
     }
 
+    /// The view of an object of a kind decisions are judged on (claims,
+    /// volumes, pods, ResourceClaims); `None` for any other kind.
+    pub(crate) fn of_any(object: &'a (dyn Any + Send + Sync)) -> Option<Self> {
+        if let Some(claim) = object.downcast_ref::<PersistentVolumeClaim>() {
+            Some(Self::of(claim))
+        } else if let Some(volume) = object.downcast_ref::<PersistentVolume>() {
+            Some(Self::of(volume))
+        } else if let Some(pod) = object.downcast_ref::<Pod>() {
+            Some(Self::of(pod))
+        } else {
+            object.downcast_ref::<ResourceClaim>().map(Self::of)
+        }
+    }
+
     /// An object known only by its key (and UID): gone from the store.
     pub(crate) fn named(key: &'a ObjectKey, uid: Option<&'a str>) -> Self {
         Self {

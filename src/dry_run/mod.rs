@@ -1,22 +1,24 @@
 //! The dry run (the process's `--shadow` mode): the controllers decide as
 //! usual beside the controller that really runs the cluster
-//! (kube-controller-manager), but nothing is sent.
-//! The write door hands each intended write here instead of to the API
-//! server ([`DryRun::intended`]); what it decides (a bind, a phase, a
-//! hand-off to a provisioner, a delete, a claim made for a pod) is kept
-//! until the watch shows the cluster come to the same ([`DryRun::observed`]:
-//! agree) or to something else, or until a window passes with nothing
-//! (differ, with both sides named). A claim bound by the other controller
-//! before this one decided is judged by what this one would have chosen
+//! (kube-controller-manager), but nothing is sent. Their executors journal
+//! their plans ([`crate::runtime::journal`]) into a [`DryRun`], which turns
+//! each intended write and each operation it would start into the
+//! decisions they carry ([`decisions`]) and keeps them until the watch
+//! shows the cluster come to the same ([`DryRun::observed`]: agree) or to
+//! something else, or until a window passes with nothing (differ, with
+//! both sides named). A claim bound by the other controller before this
+//! one decided is judged by what this one would have chosen
 //! ([`BindJudge`]). Counts go to `pv_controller_shadow_decisions_total`,
-//! each difference to the log and to `GET /shadow`.
+//! each difference to the log and to `GET /shadow` ([`route`]).
 //!
 //! The caches follow only what the cluster shows: intended writes never
 //! enter them. A bind this process intends keeps its volume reserved in the
 //! binder's index until judged ([`DryRun::hold`]), so that its next
 //! decisions are the ones it would make had it written.
 
+mod bind_judge;
 mod decisions;
+mod observe;
 mod report;
 mod views;
 
@@ -28,15 +30,19 @@ use std::time::Duration;
 use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
+use crate::runtime::journal::{Intended, Journal, Verb};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
-pub(crate) use decisions::of_write;
-use decisions::{Decision, Expected, Subject};
+use crate::runtime::operations::OperationName;
+use crate::runtime::plan::Hold;
+pub(crate) use bind_judge::judge_binds_by;
+use decisions::{Decision, Expected, Subject, of_start, of_write};
 use k8s_names::ANN_POD_CLAIM_NAME;
+pub(crate) use observe::observe;
 use report::Difference;
 pub use report::DryRunJournal;
-use views::Field;
-pub(crate) use views::View;
+pub(crate) use report::route;
+use views::{Field, View};
 
 /// The dry run's settings (`--shadow`, `--shadow-window`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,6 +178,14 @@ fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
                 .find_map(|k| object.annotation(k))
                 .unwrap_or("none")
         ),
+        Expected::Annotated(keys) => format!(
+            "annotation {}",
+            if keys.iter().any(|k| object.annotation(k).is_some()) {
+                "there"
+            } else {
+                "missing"
+            }
+        ),
         Expected::NoAnnotation(key) => format!("annotation {key} still there"),
         Expected::Finalizer { .. } => format!("finalizers {:?}", object.finalizers()),
         Expected::ReservedFor(_) => format!("reserved for {:?}", object.reserved_for()),
@@ -218,16 +232,10 @@ impl DryRun {
         let _ = self.judge.set(judge);
     }
 
-    /// Records what a write `controller` did not send would have decided.
-    pub(crate) fn intended(
-        &self,
-        controller: &'static str,
-        resource: &str,
-        verb: &str,
-        before: Option<&View<'_>>,
-        after: Option<&View<'_>>,
-    ) {
-        let decisions = of_write(resource, verb, before, after);
+    /// Keeps `decisions` of `controller` until the cluster comes to them:
+    /// one already waiting stays as it is, one judged unmet before is not
+    /// counted again while the cluster shows its subject unchanged.
+    fn expect(&self, controller: &'static str, decisions: Vec<Decision>) {
         if decisions.is_empty() {
             return;
         }
@@ -294,9 +302,9 @@ impl DryRun {
 
     /// Keeps `reservation` (the binder's hold of `volume` for the claim of
     /// `claim_uid`) until the cluster shows that claim bound or gone, or
-    /// its bind is judged otherwise than by the window passing. A hold of the same
-    /// volume kept already stays: the new one only repeats it.
-    pub(crate) fn hold(&self, claim_uid: &str, volume: &str, reservation: Box<dyn Any + Send>) {
+    /// its bind is judged otherwise than by the window passing. A hold of
+    /// the same volume kept already stays: the new one only repeats it.
+    fn keep(&self, claim_uid: &str, volume: &str, reservation: Box<dyn Any + Send>) {
         let mut state = self.lock();
         match state.held.get(claim_uid) {
             Some((held, _)) if held == volume => {}
@@ -517,6 +525,7 @@ impl DryRun {
             Expected::Annotation { keys, value } => keys
                 .iter()
                 .any(|k| object.annotation(k) == Some(value.as_str())),
+            Expected::Annotated(keys) => keys.iter().any(|k| object.annotation(k).is_some()),
             Expected::NoAnnotation(key) => object.annotation(key).is_none(),
             Expected::Finalizer { name, present } => object.has_finalizer(name) == *present,
             Expected::ReservedFor(uids) => object.reserved_for() == *uids,
@@ -659,6 +668,36 @@ impl DryRun {
             .flatten()
             .map(|p| p.decision.kind)
             .collect()
+    }
+}
+
+impl Journal for DryRun {
+    fn write(&self, intended: &Intended<'_>) {
+        fn view<'a>(object: Option<&'a (dyn Any + Send + Sync)>) -> Option<View<'a>> {
+            object.and_then(View::of_any)
+        }
+        let deleted = intended.verb == Verb::Delete;
+        let before = view(intended.before)
+            .or_else(|| deleted.then(|| View::named(intended.key, intended.uid)));
+        let shown = view(intended.shown);
+        let decisions = of_write(
+            intended.resource,
+            intended.verb,
+            before.as_ref(),
+            view(intended.after).as_ref(),
+        );
+        self.expect(intended.controller, decisions);
+        if shown.is_some() || deleted {
+            self.present(intended.resource, intended.key, shown.as_ref());
+        }
+    }
+
+    fn start(&self, controller: &'static str, operation: &OperationName) {
+        self.expect(controller, of_start(operation));
+    }
+
+    fn hold(&self, hold: Hold) {
+        self.keep(&hold.holder, &hold.held, hold.guard);
     }
 }
 

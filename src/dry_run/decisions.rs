@@ -1,9 +1,12 @@
-//! What an intended write decides, in terms the cluster can be checked
-//! against: one write may hold several decisions (a claim's spec update
-//! binds it and hands it to a provisioner), and the writes of one decision
-//! spread over several objects are folded into one (binding a claim writes
-//! the volume's claimRef and phase and the claim's volumeName and phase:
-//! one `bind` decision, judged on the claim).
+//! What an intended write or operation decides, in terms the cluster can
+//! be checked against: one write may hold several decisions (a claim's
+//! spec update binds it and hands it to a provisioner), and the writes of
+//! one decision spread over several objects are folded into one (binding a
+//! claim writes the volume's claimRef and phase and the claim's volumeName
+//! and phase: one `bind` decision, judged on the claim). An operation is
+//! judged by what it leaves on the cluster: a recycled volume no longer
+//! bound to its released claim, a deleted volume gone, a claim handed to
+//! its provisioner.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +15,10 @@ use k8s_names::{
 };
 
 use super::views::{Field, View};
+use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
+use crate::runtime::journal::Verb;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::operations::OperationName;
 
 /// Which object (or which object to come) a decision is judged on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,6 +75,8 @@ pub(crate) enum Expected {
         /// The value.
         value: String,
     },
+    /// An annotation under any of these keys, whatever its value.
+    Annotated(&'static [&'static str]),
     /// An annotation gone.
     NoAnnotation(&'static str),
     /// A finalizer present or not.
@@ -127,25 +135,24 @@ fn uid_of(object: &View<'_>) -> Option<String> {
     object.uid.map(str::to_string)
 }
 
-/// The decisions of a write of `resource` by `verb` (`create`, `update`,
-/// `apply`, `delete`), from the object as it was (`before`) to the object
-/// as it would be (`after`).
+/// The decisions of a write of `resource` by `verb`, from the object as it
+/// was (`before`) to the object as it would be (`after`).
 pub(crate) fn of_write(
     resource: &str,
-    verb: &str,
+    verb: Verb,
     before: Option<&View<'_>>,
     after: Option<&View<'_>>,
 ) -> Vec<Decision> {
     match (verb, before, after) {
-        ("create", _, Some(after)) => created(resource, after),
-        ("delete", Some(before), _) => deleted(resource, before),
-        ("update", Some(before), Some(after)) => match resource {
+        (Verb::Create, _, Some(after)) => created(resource, after),
+        (Verb::Delete, Some(before), _) => deleted(resource, before),
+        (Verb::Update, Some(before), Some(after)) => match resource {
             CLAIMS => claim_update(before, after),
             VOLUMES => volume_update(before, after),
             RESOURCE_CLAIMS => resource_claim_update(before, after),
             _ => Vec::new(),
         },
-        ("apply", _, Some(after)) if resource == PODS => {
+        (Verb::Apply, _, Some(after)) if resource == PODS => {
             let entries = after.recorded();
             let key = key_of(after);
             vec![Decision {
@@ -163,12 +170,57 @@ pub(crate) fn of_write(
     }
 }
 
+/// The decision of starting `operation`: what the cluster must come to
+/// show of its object.
+pub(crate) fn of_start(operation: &OperationName) -> Vec<Decision> {
+    let object = operation.object().clone();
+    let uid = Some(operation.uid().to_string());
+    let decision = match operation.kind() {
+        RECYCLE => Decision {
+            kind: "recycle",
+            ours: format!("recycle {VOLUMES} {object}"),
+            subject: Subject::Object {
+                resource: VOLUMES,
+                key: object,
+            },
+            uid,
+            expected: Expected::Field {
+                field: Field::ClaimRefUid,
+                value: None,
+            },
+        },
+        DELETE => Decision {
+            kind: "delete_volume",
+            ours: format!("delete {VOLUMES} {object}"),
+            subject: Subject::Object {
+                resource: VOLUMES,
+                key: object,
+            },
+            uid,
+            expected: Expected::Gone,
+        },
+        // The claim is handed to its provisioner (the annotation kept by
+        // an in-process plugin's provisioning as by an external
+        // provisioner's).
+        PROVISION => Decision {
+            kind: "provisioning",
+            ours: "hand to a provisioner".to_string(),
+            subject: Subject::Object {
+                resource: CLAIMS,
+                key: object,
+            },
+            uid,
+            expected: Expected::Annotated(PROVISIONER_KEYS),
+        },
+        _ => return Vec::new(),
+    };
+    vec![decision]
+}
+
 fn created(resource: &str, object: &View<'_>) -> Vec<Decision> {
     let key = key_of(object);
     let (kind, resource) = match resource {
         CLAIMS => ("create_claim", CLAIMS),
-        VOLUMES => ("provision", VOLUMES),
-        PODS => ("recycle", PODS),
         RESOURCE_CLAIMS => {
             let (Some(pod_uid), Some(entry)) =
                 (object.owner_pod, object.annotation(ANN_POD_CLAIM_NAME))
@@ -415,7 +467,7 @@ fn resource_claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::dry_run::views::typed;
+    use crate::dry_run::views::typed;
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::resource::v1::ResourceClaim;
     use serde_json::json;
@@ -431,7 +483,7 @@ mod tests {
         );
         let from_volume = of_write(
             VOLUMES,
-            "update",
+            Verb::Update,
             Some(&View::of(&volume_before)),
             Some(&View::of(&volume_after)),
         );
@@ -447,7 +499,7 @@ mod tests {
         );
         let from_claim = of_write(
             CLAIMS,
-            "update",
+            Verb::Update,
             Some(&View::of(&claim_before)),
             Some(&View::of(&claim_after)),
         );
@@ -467,7 +519,7 @@ mod tests {
         );
         let kinds: Vec<&str> = of_write(
             VOLUMES,
-            "update",
+            Verb::Update,
             Some(&View::of(&before)),
             Some(&View::of(&after)),
         )
@@ -484,15 +536,15 @@ mod tests {
         );
         let decisions = of_write(
             CLAIMS,
-            "update",
+            Verb::Update,
             Some(&View::of(&claim)),
             Some(&View::of(&handed)),
         );
         assert_eq!(decisions.len(), 1);
         assert_eq!(decisions[0].kind, "provisioning");
-        let deleted = of_write(VOLUMES, "delete", Some(&View::of(&after)), None);
+        let deleted = of_write(VOLUMES, Verb::Delete, Some(&View::of(&after)), None);
         assert_eq!(deleted[0].expected, Expected::Gone);
-        assert!(of_write(PODS, "delete", Some(&View::of(&after)), None).is_empty());
+        assert!(of_write(PODS, Verb::Delete, Some(&View::of(&after)), None).is_empty());
     }
 
     #[test]
@@ -502,7 +554,7 @@ mod tests {
             "annotations": { ANN_POD_CLAIM_NAME: "gpu" },
             "ownerReferences": [ { "kind": "Pod", "uid": "pod-uid", "controller": true, "name": "p", "apiVersion": "v1" } ] }, "spec": {} }),
         );
-        let decisions = of_write(RESOURCE_CLAIMS, "create", None, Some(&View::of(&claim)));
+        let decisions = of_write(RESOURCE_CLAIMS, Verb::Create, None, Some(&View::of(&claim)));
         assert_eq!(
             decisions[0].subject,
             Subject::Generated {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use crate::runtime::dry_run::{DryRun, View};
+use super::{DryRun, View};
 use crate::runtime::informer::{Change, Informers};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;

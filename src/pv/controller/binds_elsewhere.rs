@@ -1,16 +1,15 @@
-//! How the dry run judges a bind by the binder's rules: whether another
+//! A bind made elsewhere, judged by the binder's rules: whether another
 //! volume is as good a choice for a claim as the one this controller chose
 //! (both fit it; same capacity, class, access modes, volume mode and node
 //! affinity), and which volume this controller would have chosen for a
-//! claim the other controller bound first (the volume it was bound to
+//! claim another controller bound first (the volume it was bound to
 //! counted free again).
-
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER};
 
+use super::Controller;
 use super::claim::check_volume_satisfies_claim;
 use crate::pv::cache::ShadowCache;
 use crate::pv::index::VolumeIndex;
@@ -18,7 +17,6 @@ use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     claim_class, volume_access_modes, volume_capacity, volume_class, volume_mode,
 };
-use crate::runtime::dry_run::{BindJudge, Choice};
 use crate::runtime::keys::ObjectKey;
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.
@@ -89,9 +87,10 @@ fn equivalent(cache: &ShadowCache, key: &ObjectKey, ours: &str, other: &str) -> 
         && affinity(&ours) == affinity(&other)
 }
 
-/// What this controller would do with the claim `key`, with `taken` (the
-/// volume it was bound to) free again; `None` when the claim is gone.
-fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Choice> {
+/// The volume this controller would bind the claim `key` to, with `taken`
+/// (the volume it was bound to) free again: `Some(None)` to leave it
+/// Pending; `None` when the claim is gone.
+fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
     let claim = unbound(cache.claim(key)?.as_ref());
     let class = claim_class(&claim);
     let mut index = VolumeIndex::default();
@@ -118,20 +117,29 @@ fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Choic
         .ok()
         .flatten()
         .and_then(|volume| volume.metadata.name.clone());
-    Some(chosen.map_or(Choice::Pending, Choice::Bind))
+    Some(chosen)
 }
 
-/// The binder's judge of binds, reading `cache`.
-pub(crate) fn judge(cache: Arc<ShadowCache>) -> BindJudge {
-    let for_equivalent = Arc::clone(&cache);
-    BindJudge {
-        equivalent: Box::new(move |key, ours, other| equivalent(&for_equivalent, key, ours, other)),
-        would_bind: Box::new(move |key, taken| would_bind(&cache, key, taken)),
+impl Controller {
+    /// Whether the volume `other` is as good a choice as `ours` for the
+    /// claim `key`, as this controller knows them.
+    pub(crate) fn equally_good(&self, key: &ObjectKey, ours: &str, other: &str) -> bool {
+        equivalent(&self.cache, key, ours, other)
+    }
+
+    /// The volume this controller would bind the claim `key` to, had
+    /// `taken` (the volume another controller bound it to) been free:
+    /// `Some(None)` to leave the claim Pending; `None` when the claim is
+    /// not known here.
+    pub(crate) fn would_bind(&self, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
+        would_bind(&self.cache, key, taken)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::runtime::informer::Store;
     use testkit::{claim, volume};
@@ -182,7 +190,7 @@ mod tests {
         );
         assert_eq!(
             would_bind(&cache, &key(), "taken"),
-            Some(Choice::Bind("small".into()))
+            Some(Some("small".into()))
         );
         let cache = cache_with(
             volumes(),
@@ -190,13 +198,13 @@ mod tests {
         );
         assert_eq!(
             would_bind(&cache, &key(), "taken"),
-            Some(Choice::Bind("taken".into()))
+            Some(Some("taken".into()))
         );
         let cache = cache_with(
             volumes(),
             claim("c", "c-uid", "5Gi").volume_name("taken").build(),
         );
-        assert_eq!(would_bind(&cache, &key(), "taken"), Some(Choice::Pending));
+        assert_eq!(would_bind(&cache, &key(), "taken"), Some(None));
         assert_eq!(
             would_bind(&cache, &ObjectKey::new("ns", "gone"), "taken"),
             None,
@@ -219,7 +227,7 @@ mod tests {
         );
         assert_eq!(
             would_bind(&cache, &key(), "taken"),
-            Some(Choice::Bind("taken".into()))
+            Some(Some("taken".into()))
         );
     }
 }

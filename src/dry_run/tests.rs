@@ -48,18 +48,38 @@ fn key() -> ObjectKey {
 
 const BINDER: &str = "persistentvolume-binder-controller";
 
+/// Keeps what a write of `resource` by `controller` from `before` to
+/// `after` decides, as the journal does for a write it is handed.
+pub(super) fn intend<K: kube::Resource + std::any::Any>(
+    dry_run: &DryRun,
+    controller: &'static str,
+    resource: &str,
+    verb: Verb,
+    before: Option<&K>,
+    after: Option<&K>,
+) {
+    let decisions = of_write(
+        resource,
+        verb,
+        before.map(View::of).as_ref(),
+        after.map(View::of).as_ref(),
+    );
+    dry_run.expect(controller, decisions);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
     let (dry_run, _) = dry_run();
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumeclaims",
-        "update",
-        Some(&View::of(&claim(None))),
-        Some(&View::of(&claim(Some("v1")))),
+        Verb::Update,
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
     );
     let held = Arc::new(());
-    dry_run.hold("c-uid", "v", Box::new(Arc::clone(&held)));
+    dry_run.keep("c-uid", "v", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
     observe_claim(&dry_run, None);
     assert_eq!(dry_run.totals(), (0, 0), "not yet");
@@ -76,21 +96,23 @@ async fn another_volume_differs_unless_equivalent() {
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
         would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumeclaims",
-        "update",
-        Some(&View::of(&claim(None))),
-        Some(&View::of(&claim(Some("v1")))),
+        Verb::Update,
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
     );
     observe_claim(&dry_run, Some("v1-twin"));
     assert_eq!(dry_run.totals(), (1, 0), "an equivalent volume agrees");
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumeclaims",
-        "update",
-        Some(&View::of(&claim(None))),
-        Some(&View::of(&claim(Some("v1")))),
+        Verb::Update,
+        Some(&claim(None)),
+        Some(&claim(Some("v1"))),
     );
     observe_claim(&dry_run, Some("v9"));
     assert_eq!(dry_run.totals(), (1, 1));
@@ -104,12 +126,13 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
     let (dry_run, metrics) = dry_run();
     let before = volume("Bound", false);
     let after = volume("Released", false);
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumes",
-        "update",
-        Some(&View::of(&before)),
-        Some(&View::of(&after)),
+        Verb::Update,
+        Some(&before),
+        Some(&after),
     );
     dry_run.observed(
         "persistentvolumes",
@@ -184,12 +207,13 @@ async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
         "ownerReferences": [ { "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": true } ] },
         "spec": {} }),
     );
-    dry_run.intended(
+    intend(
+        &dry_run,
         "resourceclaim-controller",
         "resourceclaims",
-        "create",
+        Verb::Create,
         None,
-        Some(&View::of(&ours)),
+        Some(&ours),
     );
     assert_eq!(dry_run.kinds_pending(), ["generate_claim"].into());
     let mut theirs = ours.clone();
@@ -208,11 +232,12 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
     let (dry_run, _) = dry_run();
     let released = volume("Released", false);
     let deleting = volume("Released", true);
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumes",
-        "delete",
-        Some(&View::of(&released)),
+        Verb::Delete,
+        Some(&released),
         None,
     );
     dry_run.present(
@@ -221,20 +246,22 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
         Some(&View::of(&deleting)),
     );
     assert_eq!(dry_run.totals(), (1, 0), "held by a finalizer, but deleted");
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumes",
-        "delete",
-        Some(&View::of(&released)),
+        Verb::Delete,
+        Some(&released),
         None,
     );
     dry_run.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
     assert_eq!(dry_run.totals(), (2, 0), "gone already");
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumes",
-        "delete",
-        Some(&View::of(&released)),
+        Verb::Delete,
+        Some(&released),
         None,
     );
     dry_run.present(
@@ -254,12 +281,13 @@ async fn what_is_kept_about_an_object_goes_with_it() {
     let (dry_run, _) = dry_run();
     let before = volume("Bound", false);
     let after = volume("Released", false);
-    dry_run.intended(
+    intend(
+        &dry_run,
         BINDER,
         "persistentvolumes",
-        "update",
-        Some(&View::of(&before)),
-        Some(&View::of(&after)),
+        Verb::Update,
+        Some(&before),
+        Some(&after),
     );
     tokio::time::advance(Duration::from_secs(31)).await;
     dry_run.sweep();
@@ -274,4 +302,60 @@ async fn what_is_kept_about_an_object_goes_with_it() {
     let state = dry_run.lock();
     assert!(state.unmet.is_empty());
     assert!(state.unbound.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_operation_is_judged_by_what_it_leaves_on_the_cluster() {
+    let (dry_run, _) = dry_run();
+    let volumes = ObjectKey::cluster("v1");
+    dry_run.start(BINDER, &crate::pv::operations::recycle("v1", "u"));
+    dry_run.start(
+        BINDER,
+        &crate::pv::operations::provision("ns", "c", "c-uid"),
+    );
+    assert_eq!(
+        dry_run.kinds_pending(),
+        ["provisioning", "recycle"].into(),
+        "nothing started, both waiting for the cluster"
+    );
+    let mut bound: PersistentVolume = typed(json!({ "metadata": { "name": "v1", "uid": "u" },
+        "spec": { "claimRef": { "namespace": "ns", "name": "gone", "uid": "gone-uid" } },
+        "status": { "phase": "Released" } }));
+    dry_run.observed(
+        "persistentvolumes",
+        &volumes,
+        Some("u"),
+        Some(&View::of(&bound)),
+    );
+    assert_eq!(
+        dry_run.totals(),
+        (0, 0),
+        "still bound to the released claim"
+    );
+    bound.spec.as_mut().unwrap().claim_ref = None;
+    dry_run.observed(
+        "persistentvolumes",
+        &volumes,
+        Some("u"),
+        Some(&View::of(&bound)),
+    );
+    assert_eq!(dry_run.totals(), (1, 0), "recycled: no longer bound");
+    let handed: PersistentVolumeClaim = typed(json!({
+        "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
+            "annotations": { "volume.kubernetes.io/storage-provisioner": "example.com/nfs" } },
+        "spec": {} }));
+    dry_run.observed(
+        "persistentvolumeclaims",
+        &key(),
+        Some("c-uid"),
+        Some(&View::of(&handed)),
+    );
+    assert_eq!(dry_run.totals(), (2, 0), "handed to its provisioner");
+    dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
+    dry_run.observed("persistentvolumes", &volumes, Some("u"), None);
+    assert_eq!(dry_run.totals(), (3, 0), "deleted");
+    dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
+    tokio::time::advance(Duration::from_secs(31)).await;
+    dry_run.sweep();
+    assert_eq!(dry_run.totals(), (3, 1), "a delete that never came differs");
 }

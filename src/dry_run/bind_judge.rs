@@ -1,0 +1,21 @@
+//! The binder as the judge of binds: the dry run asks it whether another
+//! volume is as good as the one it chose for a claim, and what it would
+//! have chosen for a claim the other controller bound first.
+
+use std::sync::Arc;
+
+use super::{BindJudge, Choice};
+use crate::pv::controller::Controller;
+
+/// Binds judged by `binder`'s rules, on the claims and volumes it knows.
+pub(crate) fn judge_binds_by(binder: Arc<Controller>) -> BindJudge {
+    let for_equivalent = Arc::clone(&binder);
+    BindJudge {
+        equivalent: Box::new(move |key, ours, other| for_equivalent.equally_good(key, ours, other)),
+        would_bind: Box::new(move |key, taken| {
+            binder
+                .would_bind(key, taken)
+                .map(|chosen| chosen.map_or(Choice::Pending, Choice::Bind))
+        }),
+    }
+}

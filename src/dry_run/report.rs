@@ -1,0 +1,166 @@
+//! What the dry run reports: `/shadow`'s answer (counts by controller and
+//! kind, the newest differences), the route on the admin server that
+//! serves it, and the handle an embedder reads it by.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::DryRun;
+
+/// One reported difference.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Difference {
+    pub(super) controller: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) object: String,
+    pub(super) ours: String,
+    pub(super) upstream: String,
+    pub(super) at: String,
+}
+
+/// `/shadow`'s answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct Report {
+    pub(super) window_seconds: u64,
+    pub(super) pending: usize,
+    pub(super) counts: Vec<CountRow>,
+    pub(super) differences: Vec<Difference>,
+}
+
+/// One row of counts.
+#[derive(Debug, Serialize)]
+pub(super) struct CountRow {
+    pub(super) controller: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) agree: u64,
+    pub(super) differ: u64,
+}
+
+impl DryRun {
+    /// Counts and the newest differences, newest first.
+    pub(crate) fn report(&self) -> Report {
+        let state = self.lock();
+        Report {
+            window_seconds: self.window.as_secs(),
+            pending: state.pending.values().map(Vec::len).sum::<usize>() + state.their_binds.len(),
+            counts: state
+                .counts
+                .iter()
+                .map(|((controller, kind), (agree, differ))| CountRow {
+                    controller,
+                    kind,
+                    agree: *agree,
+                    differ: *differ,
+                })
+                .collect(),
+            differences: state.differences.iter().rev().cloned().collect(),
+        }
+    }
+
+    /// Agree and differ totals over every kind.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        self.lock()
+            .counts
+            .values()
+            .fold((0, 0), |(a, d), (agree, differ)| (a + agree, d + differ))
+    }
+}
+
+/// A handle on the dry run's judgements: what `/shadow` serves, for an
+/// embedder or a test. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct DryRunJournal(pub(crate) Arc<DryRun>);
+
+impl DryRunJournal {
+    /// `/shadow`'s answer: the window, the decisions not yet judged, the
+    /// agree and differ counts by controller and kind, and the newest
+    /// differences.
+    pub fn report(&self) -> Value {
+        serde_json::to_value(self.0.report()).unwrap_or_default()
+    }
+
+    /// How many decisions agreed and how many differed, over every kind.
+    pub fn totals(&self) -> (u64, u64) {
+        self.0.totals()
+    }
+}
+
+/// `GET /shadow`, answered from `dry_run`: a route for the admin server,
+/// behind its authentication and authorization as every route of it.
+pub(crate) fn route(dry_run: Arc<DryRun>) -> Router {
+    Router::new()
+        .route("/shadow", get(serve_report))
+        .with_state(dry_run)
+}
+
+/// The report as JSON.
+async fn serve_report(State(dry_run): State<Arc<DryRun>>) -> Response {
+    match serde_json::to_string(&dry_run.report()) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot render the shadow report");
+            (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::dry_run::DryRunConfig;
+    use crate::runtime::metrics::Metrics;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_report_is_served_as_json() {
+        let metrics = Metrics::new().unwrap();
+        let config = DryRunConfig {
+            window: Duration::from_secs(30),
+        };
+        let dry_run = Arc::new(DryRun::new(&config, &metrics).unwrap());
+        let claim = |volume: Option<&str>| {
+            testkit::claim("c", "c-uid", "1Gi")
+                .namespace("ns")
+                .volume_name(volume.unwrap_or_default())
+                .build()
+        };
+        super::super::tests::intend(
+            &dry_run,
+            "persistentvolume-binder-controller",
+            "persistentvolumeclaims",
+            crate::runtime::journal::Verb::Update,
+            Some(&claim(None)),
+            Some(&claim(Some("v1"))),
+        );
+        tokio::time::advance(Duration::from_secs(31)).await;
+        dry_run.sweep();
+        let answer = route(dry_run)
+            .oneshot(Request::get("/shadow").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let report: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(report["window_seconds"], 30);
+        assert_eq!(report["counts"][0]["differ"], 1, "{report:#}");
+        let difference = &report["differences"][0];
+        assert_eq!(difference["object"], "persistentvolumeclaims ns/c");
+        assert_eq!(difference["ours"], "bind to volume v1");
+        assert_eq!(difference["upstream"], "nothing within 30s");
+        assert!(difference["at"].as_str().is_some(), "{report:#}");
+    }
+}
