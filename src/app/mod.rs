@@ -182,7 +182,8 @@ impl App {
         } = controllers::build(&mut shared, &config).await?;
         let mut servers = tokio::task::JoinSet::new();
         if let Some(journal) = &shared.dry_run {
-            dry_run::observe(&mut shared.informers, journal);
+            dry_run::observe(&mut shared.informers, journal)
+                .map_err(|error| AppError::Shared(error.into()))?;
             servers.spawn(Arc::clone(journal).sweep_periodically());
             tracing::info!(
                 "shadow mode: nothing is written, each decision is judged against the cluster"

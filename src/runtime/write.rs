@@ -41,8 +41,8 @@ use tokio::sync::OwnedMutexGuard;
 use crate::runtime::dry_run::{DryRun, View};
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::Kind;
 pub(crate) use crate::runtime::kinds::Part;
+use crate::runtime::kinds::{Kind, Shape};
 use crate::runtime::lean::Lean;
 use crate::runtime::merge_patch::{self, MergePatch};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
@@ -285,7 +285,7 @@ impl Door {
 }
 
 /// One controller's writes of one kind. Cheap to clone.
-pub(crate) struct Writer<K> {
+pub(crate) struct Writer<K: 'static> {
     door: Door,
     controller: &'static str,
     store: StoreRef<K>,
@@ -371,7 +371,7 @@ impl<K: Kind> Writer<K> {
 
     /// Trims the server's answer as the watch would and stores it.
     fn store(&self, mut answer: K) -> Result<Arc<K>, WriteError> {
-        answer.trim();
+        self.store.shape().trim(&mut answer);
         let answer = Arc::new(answer);
         if let Some(store) = self.store.store() {
             store.written(Arc::clone(&answer))?;
@@ -488,7 +488,7 @@ impl<K: Kind> Writer<K> {
                         && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty())
                 })
                 .map(|mut held| {
-                    held.trim();
+                    self.store.shape().trim(&mut held);
                     held
                 })),
             Err(error) => Err(error),
@@ -620,7 +620,8 @@ impl<K: Kind> Writer<K> {
             keep_unsent(key, Arc::clone(&answer));
             return Ok(answer);
         }
-        let Some(patch) = conditional_patch(newest.as_ref(), &changed, part)? else {
+        let shape = self.store.shape();
+        let Some(patch) = conditional_patch(shape, newest.as_ref(), &changed, part)? else {
             // The edit changed nothing the server keeps in this part.
             return Ok(newest);
         };
@@ -646,12 +647,14 @@ impl<K: Kind> Writer<K> {
     }
 }
 
-/// The merge patch that makes `part` of `newest` into that of `changed`,
-/// carrying `newest`'s resourceVersion so the server refuses it (409) when
-/// the object changed since; `None` when that part did not change. Only
-/// what the edit changed is named, so every field the compiled types do
-/// not know (a newer server's) stays as the server holds it.
+/// The merge patch that makes `part` of `newest` into that of `changed`
+/// (both encoded as `shape` encodes a write of `part`), carrying
+/// `newest`'s resourceVersion so the server refuses it (409) when the
+/// object changed since; `None` when that part did not change. Only what
+/// the edit changed is named, so every field the compiled types do not
+/// know (a newer server's) stays as the server holds it.
 fn conditional_patch<K: Kind>(
+    shape: &Shape<K>,
     newest: &K,
     changed: &K,
     part: Part,
@@ -660,8 +663,8 @@ fn conditional_patch<K: Kind>(
         action: format!("encode {}", describe::<K>(&ObjectKey::of(newest))),
         source: kube::Error::SerdeError(error),
     };
-    let before = newest.encode_part(part).map_err(encoding_failed)?;
-    let after = changed.encode_part(part).map_err(encoding_failed)?;
+    let before = shape.encode(newest, part).map_err(encoding_failed)?;
+    let after = shape.encode(changed, part).map_err(encoding_failed)?;
     let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
         return Ok(None);
     };
