@@ -27,7 +27,7 @@ use crate::runtime::metrics::MetricsError;
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
-    self, AdminState, BindError, Health, Liveness, Readiness, SecureServing,
+    self, AdminState, Health, ListenError, Liveness, Readiness, SecureServing,
 };
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
@@ -127,7 +127,7 @@ pub enum AppError {
     Metrics(#[from] MetricsError),
     /// The admin server could not listen.
     #[error(transparent)]
-    Bind(#[from] BindError),
+    Listen(#[from] ListenError),
 }
 
 /// The process's controllers, built, with the admin server already
@@ -205,7 +205,7 @@ impl App {
         let secure_address = match &config.secure {
             Some(secure) => {
                 let server =
-                    SecureServer::bind(secure, clients.reviews.clone(), admin.clone()).await?;
+                    SecureServer::listen(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn(server.serve());
                 tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
@@ -215,7 +215,7 @@ impl App {
         };
         let insecure_address = match config.insecure_address {
             Some(address) => {
-                let listener = server::bind(address).await?;
+                let listener = server::listen(address).await?;
                 let bound = listener.local_addr().unwrap_or(address);
                 servers.spawn(server::serve_insecure(listener, admin.clone()));
                 tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
