@@ -1,6 +1,6 @@
 //! The one door for every API write of every controller of the process:
-//! updates, status writes, patches, creates and deletes of volumes, claims,
-//! pods and ResourceClaims (events and the Lease have their own paths).
+//! updates, status writes, patches, creates and deletes of objects of any
+//! kind (events and the Lease have their own paths).
 //!
 //! A decision is made from one copy of an object (its basis); by the time
 //! the write goes out, another task of this process (another worker, a
@@ -67,7 +67,7 @@ pub enum WriteError {
     /// `action` says which request it was.
     #[error("{action}: {source}")]
     Api {
-        /// What the request was for, e.g. `update status of PersistentVolume pv1`.
+        /// What the request was for, e.g. `update status of Widget w1`.
         action: String,
         /// The client's error.
         #[source]
@@ -77,7 +77,7 @@ pub enum WriteError {
     /// wrote it first); nothing was sent.
     #[error("{object} changed since the decision: {reason}")]
     Stale {
-        /// The object, e.g. `PersistentVolume pv1`.
+        /// The object, e.g. `Widget w1`.
         object: String,
         /// What changed.
         reason: String,
@@ -196,8 +196,8 @@ tokio::task_local! {
 }
 
 /// Runs `work` as one decision: in a dry run, its writes see the unsent
-/// answers to its own earlier writes (a bind's four writes build on each
-/// other), and no other decision sees them. The next decision starts from
+/// answers to its own earlier writes (successive writes of one plan build
+/// on each other), and no other decision sees them. The next decision starts from
 /// what the cluster shows: a decision the cluster never carried out (the
 /// other controller chose otherwise) must not refuse the next decisions
 /// about the same object.
