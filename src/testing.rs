@@ -75,12 +75,14 @@ pub fn offline_binder(
 ) -> Result<crate::pv::Controller, OfflineError> {
     use std::sync::Arc;
 
+    use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD};
     use crate::pv::controller::{Controller, Listers, Parts, Writers};
     use crate::runtime::informer::{MemStore, Store, StoreRef};
+    use crate::runtime::kinds::Shape;
     use crate::runtime::write::Door;
 
-    fn fixed<K>(store: Arc<dyn Store<K>>) -> StoreRef<K> {
-        let handle = StoreRef::default();
+    fn fixed<K>(shape: &'static Shape<K>, store: Arc<dyn Store<K>>) -> StoreRef<K> {
+        let handle = StoreRef::new(shape);
         handle.fix(store);
         handle
     }
@@ -117,12 +119,18 @@ pub fn offline_binder(
         listers: Listers {
             classes: filled(objects.classes)?,
             pods: Arc::clone(&pods),
-            nodes: fixed(filled(objects.nodes)?),
+            nodes: fixed(&NODE, filled(objects.nodes)?),
         },
         writers: Writers {
-            volumes: door.writer("offline", fixed(Arc::clone(&cache) as _)),
-            claims: door.writer("offline", fixed(Arc::clone(&cache) as _)),
-            pods: door.writer("offline", fixed(pods)),
+            volumes: door.writer(
+                "offline",
+                fixed(&PERSISTENT_VOLUME, Arc::clone(&cache) as _),
+            ),
+            claims: door.writer(
+                "offline",
+                fixed(&PERSISTENT_VOLUME_CLAIM, Arc::clone(&cache) as _),
+            ),
+            pods: door.writer("offline", fixed(&POD, pods)),
         },
         cache,
         recorder: EventRecorder::new(

@@ -27,7 +27,7 @@ use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
 use crate::runtime::server::secure::SecureServer;
 use crate::runtime::server::{
-    self, AdminState, BindError, Health, Liveness, Readiness, SecureServing,
+    self, AdminState, Health, ListenError, Liveness, Readiness, SecureServing,
 };
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
@@ -127,7 +127,7 @@ pub enum AppError {
     Metrics(#[from] MetricsError),
     /// The admin server could not listen.
     #[error(transparent)]
-    Bind(#[from] BindError),
+    Listen(#[from] ListenError),
 }
 
 /// The process's controllers, built, with the admin server already
@@ -189,7 +189,8 @@ impl App {
         let mut servers = tokio::task::JoinSet::new();
         let mut routes = pv::admin::routes(controllers.persistentvolume.clone());
         if let Some(journal) = &dry_run {
-            dry_run::observe(&mut shared.informers, journal);
+            dry_run::observe(&mut shared.informers, journal)
+                .map_err(|error| AppError::Shared(error.into()))?;
             if let Some(binder) = &controllers.persistentvolume {
                 journal.set_judge(dry_run::judge_binds_by(Arc::clone(binder)));
             }
@@ -214,7 +215,7 @@ impl App {
         let secure_address = match &config.secure {
             Some(secure) => {
                 let server =
-                    SecureServer::bind(secure, clients.reviews.clone(), admin.clone()).await?;
+                    SecureServer::listen(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn(server.serve());
                 tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
@@ -224,7 +225,7 @@ impl App {
         };
         let insecure_address = match config.insecure_address {
             Some(address) => {
-                let listener = server::bind(address).await?;
+                let listener = server::listen(address).await?;
                 let bound = listener.local_addr().unwrap_or(address);
                 servers.spawn(server::serve_insecure(listener, admin.clone()));
                 tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");

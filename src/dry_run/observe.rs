@@ -9,34 +9,38 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
 use super::{DryRun, View};
-use crate::runtime::informer::{Change, Informers};
+use crate::kinds::{PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, RESOURCE_CLAIM};
+use crate::runtime::informer::{Change, Informers, WiringError};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::kinds::Kind;
 
 /// Subscribes `dry_run` to the changes of each judged kind the controllers
 /// watch.
-pub(crate) fn observe(informers: &mut Informers, dry_run: &Arc<DryRun>) {
+pub(crate) fn observe(informers: &mut Informers, dry_run: &Arc<DryRun>) -> Result<(), WiringError> {
     let kinds = informers.kinds();
     if kinds.contains(&PersistentVolume::NAME) {
         let dry_run = Arc::clone(dry_run);
-        informers.on::<PersistentVolume>(move |change| {
+        informers.on(&PERSISTENT_VOLUME, move |change| {
             forward(&dry_run, "persistentvolumes", change, false);
-        });
+        })?;
     }
     if kinds.contains(&PersistentVolumeClaim::NAME) {
         let dry_run = Arc::clone(dry_run);
-        informers.on::<PersistentVolumeClaim>(move |change| claim_changed(&dry_run, change));
+        informers.on(&PERSISTENT_VOLUME_CLAIM, move |change| {
+            claim_changed(&dry_run, change);
+        })?;
     }
     if kinds.contains(&Pod::NAME) {
         let dry_run = Arc::clone(dry_run);
-        informers.on::<Pod>(move |change| forward(&dry_run, "pods", change, false));
+        informers.on(&POD, move |change| forward(&dry_run, "pods", change, false))?;
     }
     if kinds.contains(&ResourceClaim::NAME) {
         let dry_run = Arc::clone(dry_run);
-        informers.on::<ResourceClaim>(move |change| {
+        informers.on(&RESOURCE_CLAIM, move |change| {
             forward(&dry_run, "resourceclaims", change, true);
-        });
+        })?;
     }
+    Ok(())
 }
 
 /// Hands a change to the journal when a decision waits for the object (or

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use super::controller::{Controller, Known, Parts, SyncError};
 use super::metrics::EphemeralMetrics;
 use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
+use crate::kinds::{PERSISTENT_VOLUME_CLAIM, POD};
 use crate::runtime::informer::{Change, MemStore};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::WorkQueue;
@@ -93,10 +94,8 @@ pub(crate) fn build(
     shared: &mut Shared,
     config: &Config,
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
-    let pods = shared
-        .informers
-        .index::<Pod>(PODS_BY_CLAIM, claims_of_pod)?;
-    let claims = shared.informers.store::<PersistentVolumeClaim>();
+    let pods = shared.informers.index(&POD, PODS_BY_CLAIM, claims_of_pod)?;
+    let claims = shared.informers.store(&PERSISTENT_VOLUME_CLAIM)?;
     let controller = Arc::new(Controller::new(Parts::new(
         Known {
             pods: Arc::clone(&pods),
@@ -116,10 +115,12 @@ pub(crate) fn build(
     let (on_pods, on_claims, on_lead) = (handlers.clone(), handlers.clone(), handlers.clone());
     shared
         .informers
-        .on::<Pod>(move |change| on_pods.on_pod(change));
+        .on(&POD, move |change| on_pods.on_pod(change))?;
     shared
         .informers
-        .on::<PersistentVolumeClaim>(move |change| on_claims.on_claim(change));
+        .on(&PERSISTENT_VOLUME_CLAIM, move |change| {
+            on_claims.on_claim(change);
+        })?;
     let mut workload = Workload::new(NAME);
     workload.on_lead(move || on_lead.enqueue_all());
     let syncing = Arc::clone(&controller);

@@ -3,48 +3,44 @@
 //! by claim), its phase, whether it ended.
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use kube::{Api, Client};
 
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::{Kind, drop_managed_fields};
+use crate::runtime::kinds::{Shape, drop_managed_fields};
 
-impl Kind for Pod {
-    const NAME: &'static str = "pod";
-    fn api(client: &Client, namespace: &str) -> Api<Self> {
-        Api::namespaced(client.clone(), namespace)
+/// Pods: kept as [`trim`] keeps them, encoded whole for a write.
+pub(crate) static POD: Shape<Pod> = Shape::new(trim);
+
+/// Keeps what the controllers read of a pod: its identity and deletion,
+/// its volumes (claims and ephemeral volumes), resource claims and node,
+/// its phase, the claims recorded in its status, and the state of each
+/// container of every kind (which tells whether it runs). The containers'
+/// specs, labels, annotations, owners and conditions go.
+fn trim(pod: &mut Pod) {
+    drop_managed_fields(pod);
+    pod.metadata.annotations = None;
+    pod.metadata.labels = None;
+    pod.metadata.owner_references = None;
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.clear();
+        spec.init_containers = None;
+        spec.ephemeral_containers = None;
     }
-    /// Keeps what the controllers read of a pod: its identity and deletion,
-    /// its volumes (claims and ephemeral volumes), resource claims and
-    /// node, its phase, the claims recorded in its status, and the state of
-    /// each container of every kind (which tells whether it runs). The
-    /// containers' specs, labels, annotations, owners and conditions go.
-    fn trim(&mut self) {
-        drop_managed_fields(self);
-        self.metadata.annotations = None;
-        self.metadata.labels = None;
-        self.metadata.owner_references = None;
-        if let Some(spec) = self.spec.as_mut() {
-            spec.containers.clear();
-            spec.init_containers = None;
-            spec.ephemeral_containers = None;
-        }
-        if let Some(status) = self.status.as_mut() {
-            status.conditions = None;
-            for statuses in [
-                &mut status.container_statuses,
-                &mut status.init_container_statuses,
-                &mut status.ephemeral_container_statuses,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                for container in statuses.iter_mut() {
-                    *container = ContainerStatus {
-                        name: std::mem::take(&mut container.name),
-                        state: container.state.take(),
-                        ..ContainerStatus::default()
-                    };
-                }
+    if let Some(status) = pod.status.as_mut() {
+        status.conditions = None;
+        for statuses in [
+            &mut status.container_statuses,
+            &mut status.init_container_statuses,
+            &mut status.ephemeral_container_statuses,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for container in statuses.iter_mut() {
+                *container = ContainerStatus {
+                    name: std::mem::take(&mut container.name),
+                    state: container.state.take(),
+                    ..ContainerStatus::default()
+                };
             }
         }
     }
@@ -164,7 +160,7 @@ mod tests {
             ..Pod::default()
         };
         pod.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
-        pod.trim();
+        POD.trim(&mut pod);
         let spec = pod.spec.as_ref().expect("spec");
         assert!(spec.containers.is_empty());
         assert_eq!(spec.node_name.as_deref(), Some("n1"));

@@ -1,6 +1,6 @@
 //! What the API server said of a failed request, in its words: the
-//! `message` of its `Status` answer (`persistentvolumeclaims "c" is
-//! forbidden: exceeded quota: ...`), as upstream's events and logs carry
+//! `message` of its `Status` answer (`widgets "w" is forbidden: exceeded
+//! quota: ...`), as upstream's events and logs carry
 //! it, not the client's debug form of the whole answer (`ApiError: ...
 //! (Status { ... })`). A request the server did not answer keeps the
 //! client's own description (a broken connection, a timeout).

@@ -68,9 +68,9 @@ impl LeaseConfig {
     }
 }
 
-/// A unique identity for this process: the pod name (`POD_NAME`), else the
-/// host name, followed by a random suffix so that two processes on one host
-/// never share an identity.
+/// A unique identity for this process: `POD_NAME` (the instance's name,
+/// from the downward API), else the host name, followed by a random suffix
+/// so that two processes on one host never share an identity.
 pub fn default_identity() -> String {
     let base = std::env::var("POD_NAME")
         .ok()

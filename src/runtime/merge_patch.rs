@@ -10,8 +10,8 @@
 //!
 //! Merge patches replace lists whole, so a list the edit changed is sent as
 //! the compiled types know it (its elements' unknown fields are the one
-//! thing a write can still lose: none of the lists the controllers edit,
-//! finalizers and a ResourceClaim's reservations, has any today).
+//! thing a write can still lose: none of the lists the controllers of the
+//! process edit has any today).
 //!
 //! The difference is taken on the encoded text, member by member: equal
 //! text is an equal value (the encoding is deterministic), so only the

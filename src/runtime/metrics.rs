@@ -121,7 +121,7 @@ impl Metrics {
     }
 
     /// Records one sync of `controller`'s object of `kind` (`volume`,
-    /// `claim`, `pod`, ...).
+    /// `claim`, ...).
     pub(crate) fn sync_finished(&self, controller: &str, kind: &str, result: &str, took: Duration) {
         self.sync_seconds
             .with_label_values(&[controller, kind, result])

@@ -1,6 +1,6 @@
 //! The one door for every API write of every controller of the process:
-//! updates, status writes, patches, creates and deletes of volumes, claims,
-//! pods and ResourceClaims (events and the Lease have their own paths).
+//! updates, status writes, patches, creates and deletes of objects of any
+//! kind (events and the Lease have their own paths).
 //!
 //! A decision is made from one copy of an object (its basis); by the time
 //! the write goes out, another task of this process (another worker, a
@@ -38,8 +38,8 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::runtime::informer::{StoreError, StoreRef};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::Kind;
 pub(crate) use crate::runtime::kinds::Part;
+use crate::runtime::kinds::{Kind, Shape};
 use crate::runtime::lean::Lean;
 use crate::runtime::merge_patch::{self, MergePatch};
 use crate::runtime::metrics::{Metrics, WriteOutcome};
@@ -64,7 +64,7 @@ pub enum WriteError {
     /// `action` says which request it was.
     #[error("{action}: {source}")]
     Api {
-        /// What the request was for, e.g. `update status of PersistentVolume pv1`.
+        /// What the request was for, e.g. `update status of Widget w1`.
         action: String,
         /// The client's error.
         #[source]
@@ -74,7 +74,7 @@ pub enum WriteError {
     /// wrote it first); nothing was sent.
     #[error("{object} changed since the decision: {reason}")]
     Stale {
-        /// The object, e.g. `PersistentVolume pv1`.
+        /// The object, e.g. `Widget w1`.
         object: String,
         /// What changed.
         reason: String,
@@ -221,7 +221,7 @@ impl Door {
 }
 
 /// One controller's writes of one kind. Cheap to clone.
-pub(crate) struct Writer<K> {
+pub(crate) struct Writer<K: 'static> {
     door: Door,
     controller: &'static str,
     store: StoreRef<K>,
@@ -317,7 +317,7 @@ impl<K: Kind> Writer<K> {
 
     /// Trims the server's answer as the watch would and stores it.
     fn store(&self, mut answer: K) -> Result<Arc<K>, WriteError> {
-        answer.trim();
+        self.store.shape().trim(&mut answer);
         let answer = Arc::new(answer);
         if let Some(store) = self.store.store() {
             store.written(Arc::clone(&answer))?;
@@ -402,7 +402,7 @@ impl<K: Kind> Writer<K> {
                         && meta.finalizers.as_ref().is_some_and(|f| !f.is_empty())
                 })
                 .map(|mut held| {
-                    held.trim();
+                    self.store.shape().trim(&mut held);
                     held
                 })),
             Err(error) => Err(error),
@@ -490,7 +490,8 @@ impl<K: Kind> Writer<K> {
             }
             Edit::Changed => {}
         }
-        let Some(patch) = conditional_patch(newest.as_ref(), &changed, part)? else {
+        let shape = self.store.shape();
+        let Some(patch) = conditional_patch(shape, newest.as_ref(), &changed, part)? else {
             // The edit changed nothing the server keeps in this part.
             return Ok(newest);
         };
@@ -516,12 +517,14 @@ impl<K: Kind> Writer<K> {
     }
 }
 
-/// The merge patch that makes `part` of `newest` into that of `changed`,
-/// carrying `newest`'s resourceVersion so the server refuses it (409) when
-/// the object changed since; `None` when that part did not change. Only
-/// what the edit changed is named, so every field the compiled types do
-/// not know (a newer server's) stays as the server holds it.
+/// The merge patch that makes `part` of `newest` into that of `changed`
+/// (both encoded as `shape` encodes a write of `part`), carrying
+/// `newest`'s resourceVersion so the server refuses it (409) when the
+/// object changed since; `None` when that part did not change. Only what
+/// the edit changed is named, so every field the compiled types do not
+/// know (a newer server's) stays as the server holds it.
 fn conditional_patch<K: Kind>(
+    shape: &Shape<K>,
     newest: &K,
     changed: &K,
     part: Part,
@@ -530,8 +533,8 @@ fn conditional_patch<K: Kind>(
         action: format!("encode {}", describe::<K>(&ObjectKey::of(newest))),
         source: kube::Error::SerdeError(error),
     };
-    let before = newest.encode_part(part).map_err(encoding_failed)?;
-    let after = changed.encode_part(part).map_err(encoding_failed)?;
+    let before = shape.encode(newest, part).map_err(encoding_failed)?;
+    let after = shape.encode(changed, part).map_err(encoding_failed)?;
     let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
         return Ok(None);
     };

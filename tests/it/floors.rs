@@ -122,6 +122,129 @@ fn the_runtime_names_no_controllers_kind() {
     assert!(named.is_empty(), "{named:#?}");
 }
 
+/// The runtime's source, comments included, speaks no controller's
+/// language: no kind of theirs, and none of the words of their trade
+/// (binding, provisioning, recycling). Tests are left out.
+#[test]
+fn the_runtime_speaks_no_controllers_words() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&src.join("runtime"), &mut files);
+    let mut spoken = Vec::new();
+    for file in files {
+        let Ok(relative) = file.strip_prefix(&src) else {
+            continue;
+        };
+        if relative.ends_with("tests.rs") {
+            continue;
+        }
+        let text = without_tests(&std::fs::read_to_string(&file).unwrap());
+        for (number, line) in text.lines().enumerate() {
+            if let Some(word) = controllers_word(line) {
+                spoken.push(format!(
+                    "{}:{}: {word}: {}",
+                    relative.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(spoken.is_empty(), "{spoken:#?}");
+}
+
+#[test]
+fn controllers_words_are_found_as_grep_finds_them() {
+    for (line, found) in [
+        (
+            "/// e.g. `update status of PersistentVolume pv1`",
+            Some("persistentvolume"),
+        ),
+        ("fn f(storageClass: &str)", Some("storageclass")),
+        ("    // a pod's name", Some("pod")),
+        ("let pods = 1;", Some("pods")),
+        ("PodPhase or pod_name", None),
+        ("BindError::Listen", Some("bind")),
+        ("TcpListener::bind(address).await", None),
+        ("socket.bind(&address)?; binder", Some("bind")),
+        ("rebind", None),
+        ("ResourceClaims", Some("resourceclaim")),
+        ("Reprovisioning, recycled", Some("provision")),
+        ("a widget is forbidden", None),
+    ] {
+        assert_eq!(controllers_word(line), found, "{line}");
+    }
+    let text = "fn kept() {}\n#[cfg(test)]\nmod tests {\n    // a pod\n}\nfn also() {} // a bind\n";
+    assert_eq!(
+        without_tests(text),
+        "fn kept() {}\n\n\n\n\nfn also() {} // a bind\n"
+    );
+}
+
+/// The first word of the controllers' trade on `line`, as `grep -iE
+/// 'persistentvolume|resourceclaim|\bpods?\b|storageclass|provision|recycl|\bbind'`
+/// finds it, in lower case; calls of the socket API's `bind` (the system
+/// call's name, not the controllers' word) excepted.
+fn controllers_word(line: &str) -> Option<&'static str> {
+    const SOCKET_CALLS: [&str; 2] = ["TcpListener::bind(", "socket.bind("];
+    const ANYWHERE: [&str; 5] = [
+        "persistentvolume",
+        "resourceclaim",
+        "storageclass",
+        "provision",
+        "recycl",
+    ];
+    let lower = SOCKET_CALLS
+        .into_iter()
+        .fold(line.to_string(), |line, call| line.replace(call, "("))
+        .to_ascii_lowercase();
+    if let Some(word) = ANYWHERE.into_iter().find(|word| lower.contains(word)) {
+        return Some(word);
+    }
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    lower
+        .split(|c: char| !is_word(c))
+        .find_map(|word| match word {
+            "pod" => Some("pod"),
+            "pods" => Some("pods"),
+            _ if word.starts_with("bind") => Some("bind"),
+            _ => None,
+        })
+}
+
+/// The text of a file with its comments, without the items under
+/// `#[cfg(test)]` (each left as its line breaks, so lines keep their
+/// numbers). The items are found on the text with its comments and
+/// character literals blanked out (so a quote or a brace in them misleads
+/// nothing), then cut from the text itself.
+fn without_tests(text: &str) -> String {
+    let blanked: String = ["'\\\"'", "'\"'", "'{'", "'}'"]
+        .into_iter()
+        .fold(text.to_string(), |text, literal| {
+            text.replace(literal, &format!("'{}'", " ".repeat(literal.len() - 2)))
+        })
+        .split_inclusive('\n')
+        .map(|line| {
+            let (line, end) = match line.strip_suffix('\n') {
+                Some(line) => (line, "\n"),
+                None => (line, ""),
+            };
+            let code = without_comment(line);
+            format!("{code}{}{end}", " ".repeat(line.len() - code.len()))
+        })
+        .collect();
+    let mut kept = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(at) = blanked[from..].find("#[cfg(test)]").map(|at| from + at) {
+        kept.push_str(&text[from..at]);
+        let rest = skip_item(&blanked[at + "#[cfg(test)]".len()..]);
+        from = blanked.len() - rest.len();
+        kept.extend(text[at..from].matches('\n'));
+    }
+    kept.push_str(&text[from..]);
+    kept
+}
+
 #[test]
 fn a_circle_is_found() {
     let mut graph = Graph::default();

@@ -48,7 +48,7 @@ fn known(pods: &[Pod], claims: &[PersistentVolumeClaim]) -> Known {
     for claim in claims {
         claim_store.watched(&Arc::new(claim.clone()));
     }
-    let claim_ref = StoreRef::default();
+    let claim_ref = StoreRef::new(&crate::kinds::PERSISTENT_VOLUME_CLAIM);
     claim_ref.fix(claim_store as Arc<dyn Store<PersistentVolumeClaim>>);
     Known {
         pods: pod_store,

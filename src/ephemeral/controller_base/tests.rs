@@ -46,7 +46,7 @@ fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<Persiste
         pod_store.watched(pod);
     }
     let claim_store = Arc::new(MemStore::default());
-    let claims = StoreRef::default();
+    let claims = StoreRef::new(&crate::kinds::PERSISTENT_VOLUME_CLAIM);
     claims.fix(Arc::clone(&claim_store) as Arc<dyn Store<PersistentVolumeClaim>>);
     let controller = Arc::new(Controller::new(Parts::new(
         Known {

@@ -442,11 +442,13 @@ pub(crate) mod testing {
     use memapi::MemApi;
 
     use super::{Controller, Listers, Parts, Settings, Writers};
+    use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD};
     use crate::pv::cache::ShadowCache;
     use crate::pv::constants::CONTROLLER_NAME;
     use crate::pv::metrics::PvMetrics;
     use crate::runtime::events::EventRecorder;
     use crate::runtime::informer::{MemStore, Store, StoreRef};
+    use crate::runtime::kinds::Shape;
     use crate::runtime::metrics::Metrics;
     use crate::runtime::operations::OperationTracker;
     use crate::runtime::write::Door;
@@ -456,9 +458,9 @@ pub(crate) mod testing {
         controller_with(api.client(), Settings::default())
     }
 
-    /// A store handle fixed to `store`.
-    fn fixed<K>(store: Arc<dyn Store<K>>) -> StoreRef<K> {
-        let handle = StoreRef::default();
+    /// A store handle of the kind `shape` describes, fixed to `store`.
+    fn fixed<K>(shape: &'static Shape<K>, store: Arc<dyn Store<K>>) -> StoreRef<K> {
+        let handle = StoreRef::new(shape);
         handle.fix(store);
         handle
     }
@@ -475,18 +477,24 @@ pub(crate) mod testing {
             listers: Listers {
                 classes: Arc::default(),
                 pods: Arc::clone(&pods),
-                nodes: fixed(Arc::new(MemStore::default())),
+                nodes: fixed(&NODE, Arc::new(MemStore::default())),
             },
             writers: Writers {
                 volumes: door.writer(
                     "test",
-                    fixed(Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>),
+                    fixed(
+                        &PERSISTENT_VOLUME,
+                        Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>,
+                    ),
                 ),
                 claims: door.writer(
                     "test",
-                    fixed(Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>),
+                    fixed(
+                        &PERSISTENT_VOLUME_CLAIM,
+                        Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>,
+                    ),
                 ),
-                pods: door.writer("test", fixed(pods)),
+                pods: door.writer("test", fixed(&POD, pods)),
             },
             cache,
             recorder: EventRecorder::new(client, Arc::clone(&metrics), CONTROLLER_NAME, "test")

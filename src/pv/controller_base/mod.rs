@@ -18,10 +18,10 @@ mod workers;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
+use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, STORAGE_CLASS};
 use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
@@ -102,19 +102,27 @@ pub(crate) fn build(
     let in_flight = config.claim_workers + config.volume_workers;
     let cache = Arc::new(ShadowCache::with_recent(RECENT.max(in_flight)));
     let informers = &mut shared.informers;
-    informers.provide::<PersistentVolume>(Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>)?;
-    informers.provide::<PersistentVolumeClaim>(
-        Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>
+    informers.provide(
+        &PERSISTENT_VOLUME,
+        Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>,
+    )?;
+    informers.provide(
+        &PERSISTENT_VOLUME_CLAIM,
+        Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>,
     )?;
     let listers = Listers {
-        classes: informers.mem_store::<StorageClass>()?,
-        pods: informers.index::<Pod>(PODS_BY_CLAIM, claims_of_pod)?,
-        nodes: informers.store::<Node>(),
+        classes: informers.mem_store(&STORAGE_CLASS)?,
+        pods: informers.index(&POD, PODS_BY_CLAIM, claims_of_pod)?,
+        nodes: informers.store(&NODE)?,
     };
     let writers = Writers {
-        volumes: shared.writes.writer(NAME, informers.store()),
-        claims: shared.writes.writer(NAME, informers.store()),
-        pods: shared.writes.writer(NAME, informers.store()),
+        volumes: shared
+            .writes
+            .writer(NAME, informers.store(&PERSISTENT_VOLUME)?),
+        claims: shared
+            .writes
+            .writer(NAME, informers.store(&PERSISTENT_VOLUME_CLAIM)?),
+        pods: shared.writes.writer(NAME, informers.store(&POD)?),
     };
     let volume_queue = WorkQueue::new();
     let claim_queue = WorkQueue::new();
@@ -162,8 +170,10 @@ pub(crate) fn build(
         controller: Arc::clone(&controller),
     };
     let on_claims = handlers.clone();
-    informers.on::<PersistentVolume>(move |change| handlers.on_volume(change));
-    informers.on::<PersistentVolumeClaim>(move |change| on_claims.on_claim(change));
+    informers.on(&PERSISTENT_VOLUME, move |change| handlers.on_volume(change))?;
+    informers.on(&PERSISTENT_VOLUME_CLAIM, move |change| {
+        on_claims.on_claim(change);
+    })?;
 
     let mut workload = Workload::new(NAME);
     let volume_work = Arc::new(VolumeWork {

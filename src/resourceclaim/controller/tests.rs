@@ -139,7 +139,7 @@ fn known(
     for template in templates {
         template_store.watched(&Arc::new(template.clone()));
     }
-    let template_ref = StoreRef::default();
+    let template_ref = StoreRef::new(&crate::kinds::RESOURCE_CLAIM_TEMPLATE);
     template_ref.fix(template_store as Arc<dyn Store<ResourceClaimTemplate>>);
     Known {
         pods: pod_store,

@@ -8,8 +8,7 @@ mod handlers;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 
 use super::claims::ClaimCache;
 use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED, NAME};
@@ -20,6 +19,7 @@ use super::error::SyncError;
 use super::features::Features;
 use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
+use crate::kinds::{POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE};
 use crate::runtime::informer::Store;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
@@ -64,10 +64,13 @@ pub(crate) fn build(
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
     let claims = Arc::new(ClaimCache::default());
     let informers = &mut shared.informers;
-    informers.provide::<ResourceClaim>(Arc::clone(&claims) as Arc<dyn Store<ResourceClaim>>)?;
-    let pods = informers.index::<Pod>(PODS_BY_RESOURCE_CLAIM, named_claims)?;
-    informers.index::<Pod>(PODS_BY_TEMPLATE, named_templates)?;
-    let templates = informers.store::<ResourceClaimTemplate>();
+    informers.provide(
+        &RESOURCE_CLAIM,
+        Arc::clone(&claims) as Arc<dyn Store<ResourceClaim>>,
+    )?;
+    let pods = informers.index(&POD, PODS_BY_RESOURCE_CLAIM, named_claims)?;
+    informers.index(&POD, PODS_BY_TEMPLATE, named_templates)?;
+    let templates = informers.store(&RESOURCE_CLAIM_TEMPLATE)?;
     let deleted = Arc::new(DeletedPods::new(DELETED_PODS_REMEMBERED));
     let claim_metrics = ClaimMetrics::new(&shared.metrics, Arc::clone(&claims))?;
     let known = Known {
@@ -79,8 +82,10 @@ pub(crate) fn build(
     };
     let controller = Arc::new(Controller::new(Parts::new(
         known,
-        shared.writes.writer(NAME, informers.store()),
-        shared.writes.writer(NAME, informers.store()),
+        shared
+            .writes
+            .writer(NAME, informers.store(&RESOURCE_CLAIM)?),
+        shared.writes.writer(NAME, informers.store(&POD)?),
         shared.client.clone(),
         shared.recorder.for_component(COMPONENT),
         claim_metrics,
@@ -99,9 +104,11 @@ pub(crate) fn build(
         handlers.clone(),
         handlers.clone(),
     );
-    informers.on::<Pod>(move |change| on_pods.on_pod(change));
-    informers.on::<ResourceClaim>(move |change| on_claims.on_claim(change));
-    informers.on::<ResourceClaimTemplate>(move |change| on_templates.on_template(change));
+    informers.on(&POD, move |change| on_pods.on_pod(change))?;
+    informers.on(&RESOURCE_CLAIM, move |change| on_claims.on_claim(change))?;
+    informers.on(&RESOURCE_CLAIM_TEMPLATE, move |change| {
+        on_templates.on_template(change);
+    })?;
     let mut workload = Workload::new(NAME);
     workload.on_lead(move || on_lead.enqueue_all());
     let syncing = Arc::clone(&controller);

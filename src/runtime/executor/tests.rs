@@ -13,11 +13,14 @@ use crate::runtime::events::EventType;
 use crate::runtime::informer::{MemStore, Store, StoreRef};
 use crate::runtime::journal::Intended;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::Part;
+use crate::runtime::kinds::{Part, Shape, drop_managed_fields};
 use crate::runtime::metrics::Metrics;
 use crate::runtime::operations::OperationName;
 use crate::runtime::plan::{Change, Hold};
 use crate::runtime::write::{Door, Edit};
+
+/// Volumes, encoded whole.
+static VOLUME: Shape<PersistentVolume> = Shape::new(drop_managed_fields);
 
 /// What the journal was handed, as lines.
 #[derive(Default)]
@@ -101,7 +104,7 @@ async fn a_journaled_plan_builds_on_its_own_writes_sends_nothing_and_the_next_st
     let stored = Arc::new(api.get::<PersistentVolume>(None, "v1").expect("seeded"));
     let store = Arc::new(MemStore::default());
     store.written(Arc::clone(&stored)).expect("stored");
-    let handle = StoreRef::default();
+    let handle = StoreRef::new(&VOLUME);
     handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let door = Door::new(api.client(), Arc::clone(&metrics));

@@ -6,9 +6,10 @@
 //! ([`Informers::index`]). Once every controller is built,
 //! [`Informers::start`] starts one watch per kind that anyone asked for.
 //!
-//! Each event of a watch is trimmed ([`Kind::trim`]), put into the kind's
-//! one store, then told to every handler that asked, in the order they
-//! asked. A relist (after a watch could not resume) ends by telling an
+//! A kind is asked for by its [`Shape`], which every controller asking for
+//! it must hand alike. Each event of a watch is trimmed ([`Shape::trim`]),
+//! put into the kind's one store, then told to every handler that asked,
+//! in the order they asked. A relist (after a watch could not resume) ends by telling an
 //! object the store holds but the list did not show as deleted: it vanished
 //! while the watch was down, and no delete event will ever say so.
 //!
@@ -34,7 +35,7 @@ use kube::runtime::watcher::Event;
 use tokio::task::JoinSet;
 
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::Kind;
+use crate::runtime::kinds::{Kind, Shape};
 pub(crate) use store::StoreError;
 pub(crate) use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::WatchFailure;
@@ -106,7 +107,7 @@ impl Synced {
 pub(crate) const FIRST_LIST: u64 = 1;
 
 /// What the process has been asked to watch of one kind.
-struct Slot<K> {
+struct Slot<K: 'static> {
     store: StoreRef<K>,
     provided: Option<Arc<dyn Store<K>>>,
     mem: Option<Arc<MemStore<K>>>,
@@ -169,7 +170,8 @@ impl<K: Kind> Pending for Slot<K> {
             synced: lists.synced,
         };
         let client = client.clone();
-        let streams = move || watch::watch::<K>(&client).modify(K::trim);
+        let shape = self.store.shape();
+        let streams = move || watch::watch::<K>(&client).modify(move |object| shape.trim(object));
         Box::pin(watch::pump(
             K::NAME,
             streams,
@@ -256,6 +258,9 @@ pub enum WiringError {
     /// brought after another controller took the kind's default store.
     #[error("the {0} store is provided twice")]
     StoreProvidedTwice(&'static str),
+    /// Two controllers asked for the same kind with different shapes.
+    #[error("the {0} kind is asked for with two shapes")]
+    ShapedTwice(&'static str),
 }
 
 /// The kinds the process watches, while its controllers are being built;
@@ -274,42 +279,59 @@ impl std::fmt::Debug for Informers {
 }
 
 impl Informers {
-    fn slot<K: Kind>(&mut self) -> &mut Slot<K> {
+    /// The slot of the kind `shape` describes; fails when the kind was
+    /// asked for with another shape.
+    fn slot<K: Kind>(&mut self, shape: &'static Shape<K>) -> Result<&mut Slot<K>, WiringError> {
         let index = *self.by_type.entry(TypeId::of::<K>()).or_insert_with(|| {
             self.slots.push(Box::new(Slot::<K> {
-                store: StoreRef::default(),
+                store: StoreRef::new(shape),
                 provided: None,
                 mem: None,
                 handlers: Vec::new(),
             }));
             self.slots.len() - 1
         });
-        self.slots[index]
+        let slot = self.slots[index]
             .slot()
             .downcast_mut::<Slot<K>>()
-            .unwrap_or_else(|| unreachable!("slots are filed by their type"))
+            .unwrap_or_else(|| unreachable!("slots are filed by their type"));
+        if !std::ptr::eq(slot.store.shape(), shape) {
+            return Err(WiringError::ShapedTwice(K::NAME));
+        }
+        Ok(slot)
     }
 
-    /// Asks for the kind `K` and returns its store, readable once the
-    /// informers start.
-    pub(crate) fn store<K: Kind>(&mut self) -> StoreRef<K> {
-        self.slot::<K>().store.clone()
+    /// Asks for the kind `shape` describes and returns its store, readable
+    /// once the informers start.
+    pub(crate) fn store<K: Kind>(
+        &mut self,
+        shape: &'static Shape<K>,
+    ) -> Result<StoreRef<K>, WiringError> {
+        Ok(self.slot(shape)?.store.clone())
     }
 
-    /// Asks for the kind `K`, kept in a [`MemStore`] (for its indexes and
-    /// lists); fails when a controller brought another store for it.
-    pub(crate) fn mem_store<K: Kind>(&mut self) -> Result<Arc<MemStore<K>>, WiringError> {
-        let slot = self.slot::<K>();
+    /// Asks for the kind `shape` describes, kept in a [`MemStore`] (for its
+    /// indexes and lists); fails when a controller brought another store
+    /// for it.
+    pub(crate) fn mem_store<K: Kind>(
+        &mut self,
+        shape: &'static Shape<K>,
+    ) -> Result<Arc<MemStore<K>>, WiringError> {
+        let slot = self.slot(shape)?;
         if slot.provided.is_some() {
             return Err(WiringError::StoreProvidedTwice(K::NAME));
         }
         Ok(Arc::clone(slot.mem.get_or_insert_default()))
     }
 
-    /// Brings the store the kind `K` is kept in; fails when the kind has
-    /// one already.
-    pub(crate) fn provide<K: Kind>(&mut self, store: Arc<dyn Store<K>>) -> Result<(), WiringError> {
-        let slot = self.slot::<K>();
+    /// Brings the store the kind `shape` describes is kept in; fails when
+    /// the kind has one already.
+    pub(crate) fn provide<K: Kind>(
+        &mut self,
+        shape: &'static Shape<K>,
+        store: Arc<dyn Store<K>>,
+    ) -> Result<(), WiringError> {
+        let slot = self.slot(shape)?;
         if slot.provided.is_some() || slot.mem.is_some() {
             return Err(WiringError::StoreProvidedTwice(K::NAME));
         }
@@ -321,17 +343,23 @@ impl Informers {
     /// the store.
     pub(crate) fn index<K: Kind>(
         &mut self,
+        shape: &'static Shape<K>,
         name: &'static str,
         values: IndexFn<K>,
     ) -> Result<Arc<MemStore<K>>, WiringError> {
-        let store = self.mem_store::<K>()?;
+        let store = self.mem_store(shape)?;
         store.add_index(name, values);
         Ok(store)
     }
 
-    /// Subscribes `handler` to every change of the kind `K`.
-    pub(crate) fn on<K: Kind>(&mut self, handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static) {
-        self.slot::<K>().handlers.push(Box::new(handler));
+    /// Subscribes `handler` to every change of the kind `shape` describes.
+    pub(crate) fn on<K: Kind>(
+        &mut self,
+        shape: &'static Shape<K>,
+        handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static,
+    ) -> Result<(), WiringError> {
+        self.slot(shape)?.handlers.push(Box::new(handler));
+        Ok(())
     }
 
     /// The kinds asked for so far, in the order they were first asked for.

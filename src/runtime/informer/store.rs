@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 use kube::Resource;
 
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::Shape;
 
 /// Why the answer to a write could not be stored (a resourceVersion that
 /// is not a number, an object that cannot be packed).
@@ -51,30 +52,45 @@ pub(crate) trait Store<K>: Send + Sync {
 
 /// A handle on the store of a kind, usable from the moment a controller is
 /// built; it reads nothing until the informers start, when the kind's one
-/// store (a controller's own, or a [`MemStore`]) is fixed. Cheap to clone.
-pub(crate) struct StoreRef<K>(Arc<OnceLock<Arc<dyn Store<K>>>>);
+/// store (a controller's own, or a [`MemStore`]) is fixed. It carries the
+/// kind's [`Shape`], which the watch and the writers of the kind apply.
+/// Cheap to clone.
+pub(crate) struct StoreRef<K: 'static> {
+    shape: &'static Shape<K>,
+    store: Arc<OnceLock<Arc<dyn Store<K>>>>,
+}
 
 impl<K> Clone for StoreRef<K> {
     fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
-    }
-}
-
-impl<K> Default for StoreRef<K> {
-    fn default() -> Self {
-        Self(Arc::default())
+        Self {
+            shape: self.shape,
+            store: Arc::clone(&self.store),
+        }
     }
 }
 
 impl<K> StoreRef<K> {
+    /// A handle on the store of the kind `shape` describes, not fixed yet.
+    pub(crate) fn new(shape: &'static Shape<K>) -> Self {
+        Self {
+            shape,
+            store: Arc::default(),
+        }
+    }
+
+    /// The kind's shape.
+    pub(crate) fn shape(&self) -> &'static Shape<K> {
+        self.shape
+    }
+
     /// Fixes the store; a second call changes nothing.
     pub(crate) fn fix(&self, store: Arc<dyn Store<K>>) {
-        let _ = self.0.set(store);
+        let _ = self.store.set(store);
     }
 
     /// The store, once fixed.
     pub(crate) fn store(&self) -> Option<&Arc<dyn Store<K>>> {
-        self.0.get()
+        self.store.get()
     }
 
     /// The newest version held of the object `key`.

@@ -9,6 +9,16 @@ use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::runtime::watcher::Event;
 
 use super::*;
+use crate::runtime::kinds::drop_managed_fields;
+
+/// Pods, trimmed of their managedFields.
+static POD: Shape<Pod> = Shape::new(drop_managed_fields);
+
+/// Volumes, trimmed of their managedFields.
+static VOLUME: Shape<PersistentVolume> = Shape::new(drop_managed_fields);
+
+/// Volumes as another controller would hand them: another value.
+static OTHER_VOLUME: Shape<PersistentVolume> = Shape::new(drop_managed_fields);
 
 fn pod(name: &str, version: &str) -> Pod {
     let mut pod = Pod::default();
@@ -105,24 +115,37 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
 #[test]
 fn each_kind_has_one_store_and_one_slot() {
     let mut informers = Informers::default();
-    let first = informers.store::<Pod>();
-    let mem = informers.mem_store::<Pod>().expect("the default store");
+    let first = informers.store(&POD).expect("a store");
+    let mem = informers.mem_store(&POD).expect("the default store");
     informers
-        .index::<Pod>("by-name", |pod| vec![ObjectKey::of(pod)])
+        .index(&POD, "by-name", |pod| vec![ObjectKey::of(pod)])
         .expect("an index on it");
-    let _ = informers.store::<PersistentVolume>();
+    informers.store(&VOLUME).expect("a store");
     assert_eq!(informers.kinds(), ["pod", "persistentvolume"]);
     assert!(matches!(
-        informers.provide::<Pod>(mem),
+        informers.provide(&POD, mem),
         Err(WiringError::StoreProvidedTwice("pod"))
     ));
     let provided: Arc<dyn Store<PersistentVolume>> = Arc::new(MemStore::default());
     informers
-        .provide::<PersistentVolume>(Arc::clone(&provided))
+        .provide(&VOLUME, Arc::clone(&provided))
         .expect("the first store brought for the kind");
-    assert!(informers.provide::<PersistentVolume>(provided).is_err());
-    assert!(informers.mem_store::<PersistentVolume>().is_err());
+    assert!(informers.provide(&VOLUME, provided).is_err());
+    assert!(informers.mem_store(&VOLUME).is_err());
     assert!(first.store().is_none(), "fixed only when the watches start");
+    assert!(std::ptr::eq(first.shape(), &POD));
+}
+
+#[test]
+fn a_kind_asked_for_with_another_shape_is_refused() {
+    let mut informers = Informers::default();
+    informers.store(&VOLUME).expect("a store");
+    assert!(matches!(
+        informers.store(&OTHER_VOLUME),
+        Err(WiringError::ShapedTwice("persistentvolume"))
+    ));
+    assert!(informers.on(&OTHER_VOLUME, |_| {}).is_err());
+    informers.on(&VOLUME, |_| {}).expect("the same shape");
 }
 
 /// A list request replaces the watch's stream mid-list: the list under way

@@ -128,10 +128,10 @@ pub(crate) fn router(state: AdminState) -> Router {
 
 /// Why the admin server could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum BindError {
+pub enum ListenError {
     /// The address cannot be listened on.
-    #[error("binding the admin server's address {address}: {source}")]
-    Listen {
+    #[error("listening on the admin server's address {address}: {source}")]
+    Address {
         /// The address.
         address: String,
         /// Why.
@@ -143,8 +143,9 @@ pub enum BindError {
     Certificate(#[from] tls::CertificateError),
 }
 
-/// Parses a bind address in Go's style too: `:10280` means every interface
-/// (of both IP families, as `bind` treats an unspecified address).
+/// Parses a listening address in Go's style too: `:10280` means every
+/// interface (of both IP families, as [`listen`] treats an unspecified
+/// address).
 pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrParseError> {
     match address.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}").parse(),
@@ -156,13 +157,13 @@ pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrPar
 /// Go's listen backlog).
 const LISTEN_BACKLOG: i32 = 1024;
 
-/// Binds the admin server's listener (port 0 picks a free port; the
+/// Opens the admin server's listener (port 0 picks a free port; the
 /// listener's `local_addr` tells which). An unspecified address (`0.0.0.0`
 /// or `::`) listens on every interface of both IP families, as
 /// kube-controller-manager does: one IPv6 socket that takes IPv4
 /// connections too, or IPv4 alone where the host has no IPv6.
-pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> {
-    let listen_error = |source| BindError::Listen {
+pub(crate) async fn listen(address: SocketAddr) -> Result<TcpListener, ListenError> {
+    let listen_error = |source| ListenError::Address {
         address: address.to_string(),
         source,
     };
@@ -180,12 +181,13 @@ pub(crate) async fn bind(address: SocketAddr) -> Result<TcpListener, BindError> 
 }
 
 /// A listener on `[::]:port` that takes IPv4 connections too (as
-/// IPv4-mapped addresses), whatever the host's `bindv6only` default.
+/// IPv4-mapped addresses), whatever the host's default for IPv6 sockets.
 fn dual_stack(port: u16) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
     socket.set_only_v6(false)?;
-    // As tokio's own bind: a restarted process can take its port at once.
+    // As tokio's own listener: a restarted process can take its port at
+    // once.
     socket.set_reuse_address(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)).into())?;
@@ -344,7 +346,7 @@ mod tests {
     /// kube-controller-manager), and on IPv4 alone where it has not.
     #[tokio::test]
     async fn an_unspecified_address_listens_on_both_families() {
-        let listener = bind("0.0.0.0:0".parse().unwrap()).await.unwrap();
+        let listener = listen("0.0.0.0:0".parse().unwrap()).await.unwrap();
         let local = listener.local_addr().unwrap();
         let mut families = vec![SocketAddr::from(([127, 0, 0, 1], local.port()))];
         let host_has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();

@@ -29,14 +29,14 @@ use tokio_rustls::TlsAcceptor;
 use super::delegation::{Delegation, DelegationConfig, guard, status};
 use super::tls::Certificates;
 pub use super::tls::ServingCertificate;
-use super::{AdminState, BindError, bind, router};
+use super::{AdminState, ListenError, listen, router};
 
 /// The secure admin server's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SecureServing {
-    /// Where it listens (`--bind-address`, `--secure-port`; port 0: any
-    /// free one; an unspecified address listens on every interface of both
-    /// IP families).
+    /// Where it listens (the address and `--secure-port` flags; port 0:
+    /// any free one; an unspecified address listens on every interface of
+    /// both IP families).
     pub address: SocketAddr,
     /// Its certificate.
     pub certificate: ServingCertificate,
@@ -106,16 +106,16 @@ pub(crate) struct SecureServer {
 }
 
 impl SecureServer {
-    /// Loads or makes the certificate and binds the port; reviews go
+    /// Loads or makes the certificate and listens on the port; reviews go
     /// through `client`.
-    pub(crate) async fn bind(
+    pub(crate) async fn listen(
         config: &SecureServing,
         client: Client,
         admin: AdminState,
-    ) -> Result<Self, BindError> {
+    ) -> Result<Self, ListenError> {
         let certificates = Certificates::load(config.certificate.clone())?;
         let acceptor = TlsAcceptor::from(certificates.server_config()?);
-        let listener = bind(config.address).await?;
+        let listener = listen(config.address).await?;
         let delegation = Arc::new(Delegation::new(client, config.delegation.clone()));
         let router = router(admin)
             .layer(axum::middleware::from_fn_with_state(delegation, guard))

@@ -11,6 +11,14 @@ use memapi::{MemApi, Verb};
 
 use super::*;
 use crate::runtime::informer::{MemStore, Store};
+use crate::runtime::kinds::{drop_managed_fields, metadata_and};
+
+/// Volumes as the process keeps them: a status subresource.
+static VOLUME: Shape<PersistentVolume> = Shape::new(drop_managed_fields)
+    .with_status(|volume, part| metadata_and(&volume.metadata, &volume.spec, &volume.status, part));
+
+/// Pods, encoded whole.
+static POD: Shape<Pod> = Shape::new(drop_managed_fields);
 
 fn volume(name: &str) -> PersistentVolume {
     let mut volume = PersistentVolume::default();
@@ -30,7 +38,7 @@ fn writer(
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let door = Door::new(api.client(), Arc::clone(&metrics));
     let store = Arc::new(MemStore::default());
-    let handle = StoreRef::default();
+    let handle = StoreRef::new(&VOLUME);
     handle.fix(Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>);
     (door.writer("test", handle), store, metrics)
 }
@@ -184,7 +192,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
 
     let pods = Door::new(api.client(), Arc::clone(&metrics));
     let pod_store = Arc::new(MemStore::<Pod>::default());
-    let handle = StoreRef::default();
+    let handle = StoreRef::new(&POD);
     handle.fix(Arc::clone(&pod_store) as Arc<dyn Store<Pod>>);
     let pods = pods.writer("other", handle);
     let mut pod = Pod::default();
