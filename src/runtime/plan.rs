@@ -593,9 +593,9 @@ fn event_object(object: &ObjectReference) -> String {
 /// ([`super::journal`]) can keep it until the cluster shows what became of
 /// them.
 pub(crate) struct Hold {
-    /// The UID of the object the hold is for, e.g. the claim a volume is reserved for.
+    /// The UID of the object the hold is for.
     pub(crate) holder: String,
-    /// The name of the object held, e.g. the volume reserved.
+    /// The name of the object held for it.
     pub(crate) held: String,
     /// Releases the hold when dropped.
     pub(crate) guard: Box<dyn Any + Send>,
