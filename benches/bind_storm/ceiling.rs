@@ -31,7 +31,12 @@
 //!
 //! The server sends the changes to the watches a storm run has open (the
 //! controller's of volumes and claims, the bench's of claims), as it must
-//! during a run. A storm's pairs per second against `ceiling / writes per
+//! during a run; in the protobuf form the watches ask for protobuf too, as
+//! a controller speaking protobuf would.
+//!
+//! On a real server the probe also reads the CPU the API server and etcd
+//! spent on the sustained pass (`/proc/PID/stat`): their CPU per write, the
+//! server's cost of each wire form. A storm's pairs per second against `ceiling / writes per
 //! pair` is then how close the controller comes to what the server can
 //! take.
 
@@ -49,6 +54,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 use crate::cluster::Server;
+use crate::proto;
 use crate::workload::{self, LABEL, Shape};
 
 /// The name prefix of the burst pass's claims and volumes.
@@ -81,6 +87,11 @@ pub(crate) struct Ceiling {
     pub(crate) writers: usize,
     /// How the writers wrote.
     pub(crate) wire_form: WireForm,
+    /// CPU seconds of the API server per write of the faster sustained
+    /// pass (watch events included), on a real server.
+    pub(crate) server_cpu_per_write: Option<f64>,
+    /// The same for etcd.
+    pub(crate) etcd_cpu_per_write: Option<f64>,
 }
 
 /// How the probe's writers send a write.
@@ -92,6 +103,10 @@ pub(crate) enum WireForm {
     /// resourceVersion, as the controller writes (`--wire-form
     /// merge-patch`, the default).
     MergePatch,
+    /// PUT of the whole object or its status in protobuf, answers and
+    /// watch events in protobuf (`--wire-form protobuf-replace`; a real
+    /// server only).
+    ProtobufReplace,
 }
 
 impl WireForm {
@@ -100,7 +115,10 @@ impl WireForm {
         match name {
             "replace" => Self::Replace,
             "merge-patch" => Self::MergePatch,
-            other => panic!("--wire-form is replace or merge-patch, not {other:?}"),
+            "protobuf-replace" => Self::ProtobufReplace,
+            other => {
+                panic!("--wire-form is replace, merge-patch or protobuf-replace, not {other:?}")
+            }
         }
     }
 
@@ -109,6 +127,7 @@ impl WireForm {
         match self {
             Self::Replace => "replace",
             Self::MergePatch => "merge-patch",
+            Self::ProtobufReplace => "protobuf-replace",
         }
     }
 }
@@ -119,6 +138,7 @@ impl WireForm {
 struct Writers {
     volumes: Api<PersistentVolume>,
     claims: Api<PersistentVolumeClaim>,
+    client: kube::Client,
     form: WireForm,
 }
 
@@ -126,13 +146,38 @@ struct Writers {
 struct Pair {
     volume: PersistentVolume,
     claim: PersistentVolumeClaim,
+    /// The pair in protobuf, for the protobuf form.
+    proto: Option<Box<ProtoPair>>,
+}
+
+/// A pair as k8s-pb's messages.
+struct ProtoPair {
+    volume: k8s_pb::api::core::v1::PersistentVolume,
+    claim: k8s_pb::api::core::v1::PersistentVolumeClaim,
+}
+
+/// CPU seconds of the API server and of etcd so far, on a real server.
+fn server_cpu(server: &Server) -> Option<(f64, f64)> {
+    if !server.is_real() {
+        return None;
+    }
+    let apiserver = crate::process::pid_of("kube-apiserver")?;
+    let etcd = crate::process::pid_of("etcd")?;
+    Some((
+        crate::process::cpu_seconds(&apiserver),
+        crate::process::cpu_seconds(&etcd),
+    ))
 }
 
 /// Measures the ceiling on `server` for a storm of `storm` pairs, seeding
 /// its own pairs of the storm's shapes (the `plain` mix or the full one;
 /// removed with the storm's objects by the server's clean-up).
 pub(crate) async fn probe(server: &Server, plain: bool, storm: usize, form: WireForm) -> Ceiling {
-    let mut pairs = seed(server, PREFIX, PAIRS, plain).await;
+    assert!(
+        form != WireForm::ProtobufReplace || server.is_real(),
+        "the protobuf form needs a real API server (--kubeconfig)"
+    );
+    let mut pairs = seed(server, PREFIX, PAIRS, plain, form).await;
     let (writers_api, watches) = writers_and_watches(server, form);
     let (mut best_rate, mut best_writers) = (0.0, 1);
     let mut writers = 1;
@@ -162,19 +207,31 @@ pub(crate) async fn probe(server: &Server, plain: bool, storm: usize, form: Wire
     // The best number of writers moves with the server's noise (the
     // plateau is flat within it), so the sustained pass tries it and twice
     // it, and keeps the faster.
-    let mut sustained = (0.0, best_writers);
+    let mut sustained = (0.0, best_writers, None);
     for (pass, writers) in [best_writers, best_writers * 2].into_iter().enumerate() {
         if writers > MAX_WRITERS {
             continue;
         }
         let prefix = format!("{SUSTAINED_PREFIX}{pass}");
-        let fresh = seed(server, &prefix, storm, plain).await;
+        let fresh = seed(server, &prefix, storm, plain, form).await;
+        let cpu = server_cpu(server);
         let rate = once_each(&writers_api, fresh, writers).await;
+        let written = (storm * 4) as f64;
+        let per_write = cpu
+            .zip(server_cpu(server))
+            .map(|((api, etcd), (api_now, etcd_now))| {
+                ((api_now - api) / written, (etcd_now - etcd) / written)
+            });
         eprintln!(
-            "ceiling probe, sustained: {writers} writers bound {storm} fresh pairs once each at {rate:.0} writes/s"
+            "ceiling probe, sustained: {writers} writers bound {storm} fresh pairs once each at {rate:.0} writes/s{}",
+            per_write.map_or(String::new(), |(api, etcd)| format!(
+                ", {:.0} µs of the API server's CPU and {:.0} µs of etcd's per write",
+                api * 1e6,
+                etcd * 1e6
+            ))
         );
         if rate > sustained.0 {
-            sustained = (rate, writers);
+            sustained = (rate, writers, per_write);
         }
     }
     for watch in watches {
@@ -185,6 +242,8 @@ pub(crate) async fn probe(server: &Server, plain: bool, storm: usize, form: Wire
         burst_writes_per_second: best_rate,
         writers: sustained.1,
         wire_form: form,
+        server_cpu_per_write: sustained.2.map(|(api, _)| api),
+        etcd_cpu_per_write: sustained.2.map(|(_, etcd)| etcd),
     }
 }
 
@@ -198,7 +257,7 @@ pub(crate) async fn after(
     form: WireForm,
 ) -> f64 {
     let (writers_api, watches) = writers_and_watches(server, form);
-    let fresh = seed(server, AFTER_PREFIX, storm, plain).await;
+    let fresh = seed(server, AFTER_PREFIX, storm, plain, form).await;
     let rate = once_each(&writers_api, fresh, writers).await;
     for watch in watches {
         watch.abort();
@@ -212,22 +271,38 @@ fn writers_and_watches(server: &Server, form: WireForm) -> (Writers, [JoinHandle
     let writer = server.writer_client();
     let writers = Writers {
         volumes: Api::all(writer.clone()),
-        claims: Api::namespaced(writer, "default"),
+        claims: Api::namespaced(writer.clone(), "default"),
+        client: writer,
         form,
     };
     let client = server.client();
-    let watches = [
-        drain(Api::<PersistentVolume>::all(client.clone())),
-        drain(Api::<PersistentVolumeClaim>::all(client.clone())),
-        drain(Api::<PersistentVolumeClaim>::all(client)),
-    ];
+    let watches = if form == WireForm::ProtobufReplace {
+        [
+            "/api/v1/persistentvolumes",
+            "/api/v1/persistentvolumeclaims",
+            "/api/v1/persistentvolumeclaims",
+        ]
+        .map(|path| tokio::spawn(proto::drain_watch(client.clone(), path.to_string())))
+    } else {
+        [
+            drain(Api::<PersistentVolume>::all(client.clone())),
+            drain(Api::<PersistentVolumeClaim>::all(client.clone())),
+            drain(Api::<PersistentVolumeClaim>::all(client)),
+        ]
+    };
     (writers, watches)
 }
 
 /// Creates `count` pairs named `prefix`-i of the storm's shapes, none
 /// pre-bound (every pair takes the four writes), and returns them as the
-/// server listed them.
-async fn seed(server: &Server, prefix: &str, count: usize, plain: bool) -> Vec<Pair> {
+/// server listed them (in protobuf too, for the protobuf form).
+async fn seed(
+    server: &Server,
+    prefix: &str,
+    count: usize,
+    plain: bool,
+    form: WireForm,
+) -> Vec<Pair> {
     let claims = (0..count)
         .map(|i| workload::claim_of(prefix, i, &Shape::of(i, plain), "default"))
         .collect();
@@ -255,6 +330,11 @@ async fn seed(server: &Server, prefix: &str, count: usize, plain: bool) -> Vec<P
             .filter(|v| ours(&v.metadata.name))
             .map(|v| (v.metadata.name.clone().unwrap_or_default(), v))
             .collect();
+    let mut protos = if form == WireForm::ProtobufReplace {
+        listed_in_protobuf(&client).await
+    } else {
+        HashMap::new()
+    };
     let pairs: Vec<Pair> = Api::<PersistentVolumeClaim>::namespaced(client, "default")
         .list(&listed)
         .await
@@ -263,12 +343,62 @@ async fn seed(server: &Server, prefix: &str, count: usize, plain: bool) -> Vec<P
         .into_iter()
         .filter(|c| ours(&c.metadata.name))
         .filter_map(|claim| {
-            let volume = by_name.remove(claim.metadata.name.as_deref()?)?;
-            Some(Pair { volume, claim })
+            let name = claim.metadata.name.clone()?;
+            let volume = by_name.remove(&name)?;
+            let proto = protos.remove(&name).map(Box::new);
+            Some(Pair {
+                volume,
+                claim,
+                proto,
+            })
         })
         .collect();
     assert_eq!(pairs.len(), count, "every probe pair listed");
+    assert!(
+        form != WireForm::ProtobufReplace || pairs.iter().all(|p| p.proto.is_some()),
+        "every probe pair listed in protobuf"
+    );
     pairs
+}
+
+/// The bench's volumes and claims as listed in protobuf, by name (a pair's
+/// volume and claim share it).
+async fn listed_in_protobuf(client: &kube::Client) -> HashMap<String, ProtoPair> {
+    use k8s_pb::api::core::v1::{PersistentVolumeClaimList, PersistentVolumeList};
+    let selector = format!("labelSelector={}%3D{}", LABEL.0, LABEL.1);
+    let volumes: PersistentVolumeList = proto::request(
+        client,
+        http::Method::GET,
+        &format!("/api/v1/persistentvolumes?{selector}"),
+        None,
+    )
+    .await;
+    let claims: PersistentVolumeClaimList = proto::request(
+        client,
+        http::Method::GET,
+        &format!("/api/v1/namespaces/default/persistentvolumeclaims?{selector}"),
+        None,
+    )
+    .await;
+    let name = |meta: &Option<k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta>| {
+        meta.as_ref()
+            .and_then(|m| m.name.clone())
+            .unwrap_or_default()
+    };
+    let mut volumes: HashMap<String, _> = volumes
+        .items
+        .into_iter()
+        .map(|v| (name(&v.metadata), v))
+        .collect();
+    claims
+        .items
+        .into_iter()
+        .filter_map(|claim| {
+            let key = name(&claim.metadata);
+            let volume = volumes.remove(&key)?;
+            Some((key, ProtoPair { volume, claim }))
+        })
+        .collect()
 }
 
 /// `writers` writers taking the `pairs` from one shared list until it is
@@ -382,6 +512,70 @@ async fn bind(writers: &Writers, pair: &mut Pair, round: u64) {
     let volume_phase = if bound { "Bound" } else { "Available" };
     let claim_phase = if bound { "Bound" } else { "Pending" };
     match writers.form {
+        WireForm::ProtobufReplace => {
+            let proto = pair.proto.as_mut().expect("listed in protobuf");
+            let client = &writers.client;
+            let volume_path = format!("/api/v1/persistentvolumes/{name}");
+            let claim_path = format!("/api/v1/namespaces/default/persistentvolumeclaims/{name}");
+            let mark =
+                |meta: &mut Option<k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta>| {
+                    meta.get_or_insert_with(Default::default)
+                        .annotations
+                        .insert(k8s_names::ANN_BOUND_BY_CONTROLLER.into(), round.to_string());
+                };
+            mark(&mut proto.volume.metadata);
+            proto
+                .volume
+                .spec
+                .get_or_insert_with(Default::default)
+                .claim_ref = Some(k8s_pb::api::core::v1::ObjectReference {
+                kind: claim_ref.kind.clone(),
+                namespace: claim_ref.namespace.clone(),
+                name: claim_ref.name.clone(),
+                uid: claim_ref.uid.clone(),
+                ..Default::default()
+            });
+            proto.volume = proto::put(
+                client,
+                &volume_path,
+                proto::encode("v1", "PersistentVolume", &proto.volume),
+            )
+            .await;
+            mark(&mut proto.claim.metadata);
+            proto
+                .claim
+                .spec
+                .get_or_insert_with(Default::default)
+                .volume_name = Some(name.clone());
+            proto.claim = proto::put(
+                client,
+                &claim_path,
+                proto::encode("v1", "PersistentVolumeClaim", &proto.claim),
+            )
+            .await;
+            proto
+                .volume
+                .status
+                .get_or_insert_with(Default::default)
+                .phase = Some(volume_phase.into());
+            proto.volume = proto::put(
+                client,
+                &format!("{volume_path}/status"),
+                proto::encode("v1", "PersistentVolume", &proto.volume),
+            )
+            .await;
+            proto
+                .claim
+                .status
+                .get_or_insert_with(Default::default)
+                .phase = Some(claim_phase.into());
+            proto.claim = proto::put(
+                client,
+                &format!("{claim_path}/status"),
+                proto::encode("v1", "PersistentVolumeClaim", &proto.claim),
+            )
+            .await;
+        }
         WireForm::Replace => {
             let params = PostParams::default();
             mark(&mut pair.volume.metadata);

@@ -11,7 +11,7 @@
 //! ```sh
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
-//!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace] [--cold-start]
+//!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace|protobuf-replace] [--cold-start]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot docs/performance-results.jsonl docs/
 //! ```
@@ -25,6 +25,7 @@ mod cluster;
 mod cold;
 mod plot;
 mod process;
+mod proto;
 mod workload;
 
 use std::collections::HashMap;
@@ -501,6 +502,8 @@ async fn run(args: &Args, n: usize) -> Value {
         "ceiling_burst_writes_per_second": args.ceiling.as_ref().map(|c| c.burst_writes_per_second),
         "ceiling_writers": args.ceiling.as_ref().map(|c| c.writers),
         "ceiling_wire_form": args.ceiling.as_ref().map(|c| c.wire_form.name()),
+        "ceiling_server_cpu_us_per_write": args.ceiling.as_ref().and_then(|c| c.server_cpu_per_write).map(|s| s * 1e6),
+        "ceiling_etcd_cpu_us_per_write": args.ceiling.as_ref().and_then(|c| c.etcd_cpu_per_write).map(|s| s * 1e6),
         // Pairs a second against the pairs a second the server could take
         // at the controller's writes per pair: the sustained ceiling, and
         // the best 5 s of the burst pass.

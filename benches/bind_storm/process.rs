@@ -137,3 +137,13 @@ impl Drop for Controller {
         let _ = self.child.wait();
     }
 }
+
+/// The first process whose command name is `name` (as `/proc/PID/comm`
+/// shows it, at most 15 bytes), for the API server's and etcd's CPU.
+pub(crate) fn pid_of(name: &str) -> Option<String> {
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (comm.trim_end() == name).then_some(pid)
+    })
+}
