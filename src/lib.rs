@@ -46,9 +46,13 @@ mod kinds;
 mod options;
 pub mod pv;
 pub mod resourceclaim;
-mod runtime;
 #[cfg(feature = "testing")]
 pub mod testing;
+
+// The runtime is its own crate (runtime/ in the workspace); under this name
+// the crate's modules reach it as they did when it was one of them
+// (`crate::runtime::keys::ObjectKey`).
+use pv_controller_runtime as runtime;
 
 pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
 pub use dry_run::{DryRunConfig, DryRunJournal};

@@ -1,6 +1,8 @@
-//! The floors of the source, read from `src/`: which module imports which
-//! (every `crate::`, `super::` and `self::` path of code that is not a
-//! test's), and that the imports run one way. The runtime imports no other
+//! The floors of the source, read from `src/` and from the runtime's crate
+//! (`runtime/src/`, the node `runtime`): which module imports which (every
+//! `crate::`, `super::` and `self::` path of code that is not a test's, and
+//! every path through the other crate's name), and that the imports run
+//! one way. The runtime imports no other
 //! module of the crate; no controller imports another; the flags know only
 //! the runtime; nothing imports the process (`app`, `embedded`) or goes
 //! through the crate root's re-exports; the PersistentVolume controller's
@@ -10,7 +12,10 @@
 //!
 //! A node is a top-level module, except inside the three controllers,
 //! where each of their modules is a node of its own (`pv::cache`,
-//! `pv::controller`, `ephemeral::controller_base`, ...).
+//! `pv::controller`, `ephemeral::controller_base`, ...). The runtime's
+//! crate is read as the module `runtime` of the crate, as the crate's code
+//! names it (`crate::runtime::...`, through the crate root's alias): the
+//! whole of it is the node `runtime`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,17 +26,32 @@ const SPLIT: [&str; 3] = ["pv", "ephemeral", "resourceclaim"];
 /// A module of the crate, as its path (`["pv", "cache"]`; empty: the root).
 type ModulePath = Vec<String>;
 
-/// One source file: its module, its code without comments and tests, and
-/// the modules it declares.
+/// The crates read, as (directory of their source under the workspace,
+/// crate name, the module they are read as): the controller's crate is the
+/// root, the runtime's crate its module `runtime`.
+const CRATES: [(&str, &str, &[&str]); 2] = [
+    ("src", "pv_controller", &[]),
+    ("runtime/src", "pv_controller_runtime", &["runtime"]),
+];
+
+/// One source file: its module, the module its crate's root is read as
+/// (`crate::` starts there), its code without comments and tests, and the
+/// modules it declares.
 struct Source {
     module: ModulePath,
+    root: ModulePath,
     code: String,
     children: BTreeSet<String>,
 }
 
+/// The workspace's directory (the controller's package is at its root).
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 #[test]
 fn the_floors_run_one_way() {
-    let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let graph = Graph::read(workspace());
     assert!(
         graph.edges.contains_key("pv::cache") && graph.edges.contains_key("runtime"),
         "the graph was read: {graph:#?}"
@@ -106,8 +126,9 @@ fn the_runtime_names_no_controllers_kind() {
         "ResourceClaimTemplate",
     ];
     let mut named = Vec::new();
-    for source in sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
-        if source.module.first().map(String::as_str) != Some("runtime") {
+    let runtime = [String::from("runtime")];
+    for source in all_sources(workspace()) {
+        if !source.module.starts_with(&runtime) {
             continue;
         }
         for word in source
@@ -127,12 +148,12 @@ fn the_runtime_names_no_controllers_kind() {
 /// (binding, provisioning, recycling). Tests are left out.
 #[test]
 fn the_runtime_speaks_no_controllers_words() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    collect(&src.join("runtime"), &mut files);
+    collect(&workspace().join("runtime/src"), &mut files);
+    assert!(!files.is_empty(), "the runtime's source was read");
     let mut spoken = Vec::new();
     for file in files {
-        let Ok(relative) = file.strip_prefix(&src) else {
+        let Ok(relative) = file.strip_prefix(workspace()) else {
             continue;
         };
         if relative.ends_with("tests.rs") {
@@ -262,6 +283,7 @@ fn a_circle_is_found() {
 fn paths_are_read_as_the_compiler_reads_them() {
     let source = Source {
         module: vec!["pv".into(), "controller".into(), "claim".into()],
+        root: Vec::new(),
         code: strip(
             "use crate::pv::{cache::ShadowCache, index};\n\
              use super::writes::Edit; // crate::app::Nothing\n\
@@ -289,6 +311,33 @@ fn paths_are_read_as_the_compiler_reads_them() {
     assert_eq!(found, expected);
 }
 
+#[test]
+fn paths_between_the_crates_are_read_as_one_crates() {
+    // A file of the runtime's crate, read as the module `runtime::server`.
+    let source = Source {
+        module: vec!["runtime".into(), "server".into()],
+        root: vec!["runtime".into()],
+        code: strip(
+            "use crate::keys::ObjectKey;\n\
+             use super::plan::Plan;\n\
+             fn f() -> pv_controller::pv::Config { todo!() }\n\
+             fn g() -> pv_controller_runtime::write::Writer { todo!() }\n",
+        ),
+        children: BTreeSet::new(),
+    };
+    let found: BTreeSet<ModulePath> = references(&source).into_iter().collect();
+    let expected: BTreeSet<ModulePath> = [
+        &["runtime", "keys", "ObjectKey"][..],
+        &["runtime", "plan", "Plan"],
+        &["pv", "Config"],
+        &["runtime", "write", "Writer"],
+    ]
+    .into_iter()
+    .map(|path| path.iter().map(ToString::to_string).collect())
+    .collect();
+    assert_eq!(found, expected);
+}
+
 /// Which node imports which.
 #[derive(Debug, Default)]
 struct Graph {
@@ -296,9 +345,10 @@ struct Graph {
 }
 
 impl Graph {
-    /// The graph of every source file under `src`.
-    fn read(src: &Path) -> Self {
-        let sources = sources(src);
+    /// The graph of every source file of the crates read ([`CRATES`]),
+    /// under the workspace's directory.
+    fn read(workspace: &Path) -> Self {
+        let sources = all_sources(workspace);
         let modules: BTreeSet<ModulePath> = sources.iter().map(|s| s.module.clone()).collect();
         let mut graph = Self::default();
         for source in &sources {
@@ -407,14 +457,32 @@ fn known_prefix(path: &[String], modules: &BTreeSet<ModulePath>) -> Option<Modul
         .find(|prefix| modules.contains(prefix))
 }
 
-/// Every source file under `src` that is not a test's, nor the binary's.
-fn sources(src: &Path) -> Vec<Source> {
+/// Every source file of the crates read ([`CRATES`]) that is not a
+/// test's, nor the binary's, each with its module as the controller's
+/// crate names it.
+fn all_sources(workspace: &Path) -> Vec<Source> {
+    CRATES
+        .into_iter()
+        .flat_map(|(dir, _, root)| {
+            let root: ModulePath = root.iter().map(ToString::to_string).collect();
+            sources(&workspace.join(dir), &root)
+        })
+        .collect()
+}
+
+/// Every source file under `src` (one crate's, its root read as the module
+/// `root`) that is not a test's, nor the binary's.
+fn sources(src: &Path, root: &ModulePath) -> Vec<Source> {
     let mut files = Vec::new();
     collect(src, &mut files);
     let read: Vec<(ModulePath, String)> = files
         .iter()
         .filter_map(|file| {
-            let module = module_of(file.strip_prefix(src).ok()?)?;
+            let module = root
+                .iter()
+                .cloned()
+                .chain(module_of(file.strip_prefix(src).ok()?)?)
+                .collect();
             Some((module, std::fs::read_to_string(file).unwrap()))
         })
         .collect();
@@ -431,6 +499,7 @@ fn sources(src: &Path) -> Vec<Source> {
     read.into_iter()
         .filter(|(module, _)| !test_modules.iter().any(|test| module.starts_with(test)))
         .map(|(module, text)| Source {
+            root: root.clone(),
             children: declared(&text, false),
             code: strip(&text),
             module,
@@ -563,10 +632,11 @@ fn skip_item(text: &str) -> &str {
     ""
 }
 
-/// Every module path the code names: `crate::` paths, `super::` and
-/// `self::` paths resolved from the file's module, and paths into the
-/// modules it declares; use groups (`crate::pv::{cache, index}`) give one
-/// path each.
+/// Every module path the code names: `crate::` paths (from its crate's
+/// root), paths through a crate's name (`pv_controller_runtime::keys`: the
+/// module `runtime::keys`), `super::` and `self::` paths resolved from the
+/// file's module, and paths into the modules it declares; use groups
+/// (`crate::pv::{cache, index}`) give one path each.
 fn references(source: &Source) -> Vec<ModulePath> {
     let code = &source.code;
     let mut found = Vec::new();
@@ -578,7 +648,7 @@ fn references(source: &Source) -> Vec<ModulePath> {
         }
         let first = &code[start..at];
         let base: ModulePath = match first {
-            "crate" => Vec::new(),
+            "crate" => source.root.clone(),
             "super" | "self" => {
                 let mut base = source.module.clone();
                 let mut rest = &code[start..];
@@ -600,7 +670,10 @@ fn references(source: &Source) -> Vec<ModulePath> {
                 base.push(child.to_string());
                 base
             }
-            _ => continue,
+            other => match CRATES.iter().find(|(_, name, _)| *name == other) {
+                Some((_, _, root)) => root.iter().map(ToString::to_string).collect(),
+                None => continue,
+            },
         };
         for path in tree(&code[at + 2..]) {
             found.push(base.iter().cloned().chain(path).collect());

@@ -187,6 +187,7 @@ fn a_build_stage_missing_a_file_the_manifest_names_is_caught() {
         "quantity",
         "memapi",
         "resourceslice",
+        "runtime",
         "testkit",
     ]
     .iter()

@@ -1,0 +1,362 @@
+//! What the process keeps of one kind: the newest version of each object,
+//! whether a watch showed it or the API server answered it to a write of
+//! this process, ordered by resourceVersion so that an older version never
+//! replaces a newer one.
+//!
+//! Every kind has exactly one store, which every controller reads. A kind
+//! whose controller needs more than objects by key brings its own
+//! implementation of [`Store`] (a cache with indexes of its own); every
+//! other kind is kept in a [`MemStore`], with the indexes controllers asked
+//! for.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use kube::Resource;
+
+use crate::keys::ObjectKey;
+use crate::kinds::Shape;
+
+/// Why the answer to a write could not be stored (a resourceVersion that
+/// is not a number, an object that cannot be packed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object} could not be stored: {reason}")]
+pub struct StoreError {
+    /// The object, e.g. `volume "pv1"`.
+    pub object: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The newest version of each object of one kind; see the module
+/// documentation.
+pub trait Store<K>: Send + Sync {
+    /// Takes in a version a watch showed (a change, or an object of a
+    /// list), unless a newer one is held.
+    fn watched(&self, object: &Arc<K>);
+
+    /// Takes in the API server's answer to a write of this process, unless
+    /// a newer version is held.
+    fn written(&self, object: Arc<K>) -> Result<(), StoreError>;
+
+    /// Forgets an object the watch shows gone (deleted, or missing from a
+    /// relist); returns the last version held.
+    fn forget(&self, key: &ObjectKey) -> Option<Arc<K>>;
+
+    /// The newest version held of the object `key`.
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>>;
+
+    /// The key of every object held, in order.
+    fn keys(&self) -> Vec<ObjectKey>;
+}
+
+/// A handle on the store of a kind, usable from the moment a controller is
+/// built; it reads nothing until the informers start, when the kind's one
+/// store (a controller's own, or a [`MemStore`]) is fixed. It carries the
+/// kind's [`Shape`], which the watch and the writers of the kind apply.
+/// Cheap to clone.
+pub struct StoreRef<K: 'static> {
+    shape: &'static Shape<K>,
+    store: Arc<OnceLock<Arc<dyn Store<K>>>>,
+}
+
+impl<K> Clone for StoreRef<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shape: self.shape,
+            store: Arc::clone(&self.store),
+        }
+    }
+}
+
+impl<K> StoreRef<K> {
+    /// A handle on the store of the kind `shape` describes, not fixed yet.
+    pub fn new(shape: &'static Shape<K>) -> Self {
+        Self {
+            shape,
+            store: Arc::default(),
+        }
+    }
+
+    /// The kind's shape.
+    pub fn shape(&self) -> &'static Shape<K> {
+        self.shape
+    }
+
+    /// Fixes the store; a second call changes nothing.
+    pub fn fix(&self, store: Arc<dyn Store<K>>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The store, once fixed.
+    pub fn store(&self) -> Option<&Arc<dyn Store<K>>> {
+        self.store.get()
+    }
+
+    /// The newest version held of the object `key`.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.store()?.get(key)
+    }
+}
+
+/// The resourceVersion of `object` as a number; `None` when it is not one.
+fn version<K: Resource>(object: &K) -> Option<u64> {
+    object.meta().resource_version.as_deref()?.parse().ok()
+}
+
+/// Whether `offered` may replace `held`: a newer or equal version of the
+/// same object, any version of another incarnation, or versions that do not
+/// compare (then the newest to arrive wins).
+fn replaces<K: Resource>(held: &K, offered: &K) -> bool {
+    if held.meta().uid != offered.meta().uid {
+        return true;
+    }
+    match (version(held), version(offered)) {
+        (Some(held), Some(offered)) => offered >= held,
+        _ => true,
+    }
+}
+
+/// What an index files an object under: the keys of the objects it names
+/// (for example the objects it uses).
+pub type IndexFn<K> = fn(&K) -> Vec<ObjectKey>;
+
+/// One index of a [`MemStore`]: which objects name each key.
+struct Index<K> {
+    name: &'static str,
+    values: IndexFn<K>,
+    objects: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+}
+
+impl<K> Index<K> {
+    fn add(&mut self, key: &ObjectKey, object: &K) {
+        for value in (self.values)(object) {
+            self.objects.entry(value).or_default().insert(key.clone());
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectKey, object: &K) {
+        for value in (self.values)(object) {
+            if let Some(keys) = self.objects.get_mut(&value) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.objects.remove(&value);
+                }
+            }
+        }
+    }
+}
+
+struct Inner<K> {
+    objects: BTreeMap<ObjectKey, Arc<K>>,
+    indexes: Vec<Index<K>>,
+}
+
+/// A store of whole (trimmed) objects by key, with indexes. Cheap to
+/// share: wrap it in an `Arc`.
+pub struct MemStore<K> {
+    inner: RwLock<Inner<K>>,
+}
+
+impl<K> Default for MemStore<K> {
+    fn default() -> Self {
+        Self {
+            inner: RwLock::new(Inner {
+                objects: BTreeMap::new(),
+                indexes: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for MemStore<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemStore")
+            .field("objects", &self.read().objects.len())
+            .finish()
+    }
+}
+
+impl<K> MemStore<K> {
+    /// Every change replaces whole entries, so a poisoned lock still guards
+    /// consistent maps.
+    fn read(&self) -> RwLockReadGuard<'_, Inner<K>> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner<K>> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds the index `name` (once: a second index of the same name is
+    /// the same index), filing every object held under it.
+    pub fn add_index(&self, name: &'static str, values: IndexFn<K>) {
+        let mut inner = self.write();
+        if inner.indexes.iter().any(|index| index.name == name) {
+            return;
+        }
+        let mut index = Index {
+            name,
+            values,
+            objects: HashMap::new(),
+        };
+        for (key, object) in &inner.objects {
+            index.add(key, object);
+        }
+        inner.indexes.push(index);
+    }
+
+    /// The objects the index `name` files under `value`, in key order.
+    pub fn indexed(&self, name: &str, value: &ObjectKey) -> Vec<Arc<K>> {
+        let inner = self.read();
+        let Some(index) = inner.indexes.iter().find(|index| index.name == name) else {
+            return Vec::new();
+        };
+        index
+            .objects
+            .get(value)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| inner.objects.get(key).cloned())
+            .collect()
+    }
+
+    /// The object `key`, if held.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// Every object held, in key order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.read().objects.values().cloned().collect()
+    }
+}
+
+impl<K: Resource> MemStore<K> {
+    /// Stores `object` unless a newer version is held; returns whether it
+    /// was stored.
+    fn offer(&self, object: Arc<K>) -> bool {
+        let key = ObjectKey::of(object.as_ref());
+        let mut inner = self.write();
+        let Inner { objects, indexes } = &mut *inner;
+        if let Some(held) = objects.get(&key) {
+            if !replaces(held.as_ref(), object.as_ref()) {
+                return false;
+            }
+            for index in indexes.iter_mut() {
+                index.remove(&key, held);
+            }
+        }
+        for index in indexes.iter_mut() {
+            index.add(&key, &object);
+        }
+        objects.insert(key, object);
+        true
+    }
+}
+
+impl<K: Resource + Send + Sync> Store<K> for MemStore<K> {
+    fn watched(&self, object: &Arc<K>) {
+        self.offer(Arc::clone(object));
+    }
+
+    fn written(&self, object: Arc<K>) -> Result<(), StoreError> {
+        self.offer(object);
+        Ok(())
+    }
+
+    fn forget(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        let mut inner = self.write();
+        let Inner { objects, indexes } = &mut *inner;
+        let last = objects.remove(key)?;
+        for index in indexes.iter_mut() {
+            index.remove(key, &last);
+        }
+        Some(last)
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        MemStore::get(self, key)
+    }
+
+    fn keys(&self) -> Vec<ObjectKey> {
+        self.read().objects.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+
+    fn pod(name: &str, uid: &str, version: &str, claims: &[&str]) -> Arc<Pod> {
+        let mut pod = Pod::default();
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.name = Some(name.into());
+        pod.metadata.uid = Some(uid.into());
+        pod.metadata.resource_version = Some(version.into());
+        pod.metadata.annotations = Some(
+            claims
+                .iter()
+                .map(|claim| ((*claim).to_string(), String::new()))
+                .collect(),
+        );
+        Arc::new(pod)
+    }
+
+    /// Files a pod under the claims its annotations name.
+    fn claims(pod: &Pod) -> Vec<ObjectKey> {
+        pod.metadata
+            .annotations
+            .iter()
+            .flatten()
+            .map(|(claim, _)| ObjectKey::new("ns", claim.clone()))
+            .collect()
+    }
+
+    fn names(pods: &[Arc<Pod>]) -> Vec<(String, String)> {
+        pods.iter()
+            .map(|pod| {
+                (
+                    pod.metadata.name.clone().unwrap_or_default(),
+                    pod.metadata.resource_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_older_version_never_replaces_a_newer_one() {
+        let store = MemStore::default();
+        store.written(pod("a", "u1", "7", &[])).expect("stored");
+        store.watched(&pod("a", "u1", "6", &[]));
+        assert_eq!(names(&store.list()), [("a".into(), "7".into())]);
+        store.watched(&pod("a", "u1", "7", &[]));
+        store.watched(&pod("a", "u2", "3", &[]));
+        assert_eq!(
+            names(&store.list()),
+            [("a".into(), "3".into())],
+            "a new incarnation replaces the old one whatever its version"
+        );
+    }
+
+    #[test]
+    fn indexes_follow_every_change() {
+        let store = MemStore::default();
+        store.watched(&pod("a", "u1", "1", &["c1"]));
+        store.add_index("claims", claims);
+        store.watched(&pod("b", "u2", "1", &["c1", "c2"]));
+        let c1 = ObjectKey::new("ns", "c1");
+        assert_eq!(store.indexed("claims", &c1).len(), 2);
+        store.watched(&pod("a", "u1", "2", &["c2"]));
+        assert_eq!(
+            names(&store.indexed("claims", &c1)),
+            [("b".into(), "1".into())]
+        );
+        assert!(store.forget(&ObjectKey::new("ns", "b")).is_some());
+        assert!(store.indexed("claims", &c1).is_empty());
+        assert_eq!(store.indexed("unknown", &c1).len(), 0);
+        assert_eq!(store.keys(), [ObjectKey::new("ns", "a")]);
+    }
+}

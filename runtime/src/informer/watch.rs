@@ -1,0 +1,126 @@
+//! Watching a kind: a watcher with backoff, and the pump that drives it
+//! into the kind's informer while supervising it.
+//!
+//! A watch that fails is retried with backoff; one that keeps failing for
+//! the configured time ends its pump with an error, which stops the process
+//! (so Kubernetes restarts it) instead of leaving a healthy-looking
+//! controller that sees nothing.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt, TryStreamExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use crate::lean::Lean;
+
+/// Why a watch stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchFailure {
+    /// The watch failed again and again, without one success, for `limit`.
+    #[error("the {kind} watch has been failing for {limit:?}: {last_error}")]
+    Failing {
+        /// The watched kind.
+        kind: &'static str,
+        /// How long it failed.
+        limit: Duration,
+        /// The last failure.
+        last_error: String,
+    },
+    /// The watch stream ended, which it never should.
+    #[error("the {0} watch stopped unexpectedly")]
+    Ended(&'static str),
+    /// The task driving a watch panicked or was cancelled.
+    #[error("a watch task stopped: {0}")]
+    TaskFailed(String),
+}
+
+/// Objects per page of a list, as client-go lists. The next page is asked
+/// for once the last one is in the store, so every page is a round trip:
+/// 20,000 volumes and 20,000 claims on kube-apiserver 1.20 list in 1.0 s
+/// in pages of 500 against 1.8 s in pages of 100. A page is decoded whole
+/// before it is trimmed, which at 500 objects of a storm is a few MiB.
+const LIST_PAGE_SIZE: u32 = 500;
+
+/// A watcher of every `K` with the default backoff, so a broken watch is
+/// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
+/// are decoded without their managedFields ([`Lean`]).
+pub(super) fn watch<K>(
+    client: &Client,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    watcher(Api::<Lean<K>>::all(client.clone()), config)
+        .default_backoff()
+        .map_ok(|event| match event {
+            Event::Apply(Lean(object)) => Event::Apply(object),
+            Event::Delete(Lean(object)) => Event::Delete(object),
+            Event::Init => Event::Init,
+            Event::InitApply(Lean(object)) => Event::InitApply(object),
+            Event::InitDone => Event::InitDone,
+        })
+}
+
+/// Drives the watch streams `streams` makes of `kind`, handing each event,
+/// with the number of the list request its stream answers, to `on_event`.
+/// A new request on `requested` replaces the stream with a fresh one, which
+/// lists the kind from the server before it watches again. Fails when the
+/// watch has failed without a single success (a complete list, or a
+/// change) for `failure_limit`, or when the stream ends. The start of a
+/// relist is no success: the watcher announces one before every attempt,
+/// failing or not.
+pub(super) async fn pump<K, S, M, F>(
+    kind: &'static str,
+    mut streams: M,
+    mut requested: tokio::sync::watch::Receiver<u64>,
+    failure_limit: Duration,
+    mut on_event: F,
+) -> Result<(), WatchFailure>
+where
+    M: FnMut() -> S,
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+    F: FnMut(u64, Event<K>),
+{
+    let mut request = *requested.borrow_and_update();
+    let mut stream = Box::pin(streams());
+    let mut requests_open = true;
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            biased;
+            changed = requested.changed(), if requests_open => match changed {
+                Ok(()) => {
+                    request = *requested.borrow_and_update();
+                    tracing::debug!(kind, request, "listing again on request");
+                    stream = Box::pin(streams());
+                }
+                Err(_) => requests_open = false,
+            },
+            item = stream.next() => match item {
+                None => return Err(WatchFailure::Ended(kind)),
+                Some(Ok(event)) => {
+                    if matches!(event, Event::InitDone | Event::Apply(_) | Event::Delete(_)) {
+                        failing_since = None;
+                    }
+                    on_event(request, event);
+                }
+                Some(Err(error)) => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    tracing::warn!(kind, %error, "watch failed, retrying");
+                    if since.elapsed() >= failure_limit {
+                        return Err(WatchFailure::Failing {
+                            kind,
+                            limit: failure_limit,
+                            last_error: error.to_string(),
+                        });
+                    }
+                }
+            },
+        }
+    }
+}

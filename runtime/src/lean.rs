@@ -1,0 +1,322 @@
+//! Decoding objects without their `metadata.managedFields`.
+//!
+//! A real API server puts server-side apply's bookkeeping on every object:
+//! often larger than the rest of it, nested JSON that becomes a tree of
+//! maps when decoded, and read by nothing here (every kind's trim drops
+//! it). Decoding every watch event, listed object and write answer through
+//! [`Lean`] skips those bytes instead of building the tree and dropping
+//! it (docs/performance-notes.md, "The controller's CPU per write").
+//!
+//! Only the object's own `metadata` is filtered: the key is matched at that
+//! one place, so an annotation, label or field named `managedFields`
+//! anywhere else decodes as before.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::{
+    DeserializeOwned, DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, Visitor,
+};
+use serde::{Deserialize, forward_to_deserialize_any};
+
+/// An object of kind `K` that decodes without its managedFields; the type
+/// the watches and the write door ask kube to decode.
+#[derive(Clone, Debug)]
+pub struct Lean<K>(pub K);
+
+impl<K: Resource> Resource for Lean<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::api_version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
+    }
+}
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for Lean<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        K::deserialize(Filter {
+            inner: deserializer,
+            level: Level::Object,
+        })
+        .map(Lean)
+    }
+}
+
+/// Where a map of the decoded JSON sits.
+#[derive(Clone, Copy)]
+enum Level {
+    /// The object itself: its `metadata` is filtered.
+    Object,
+    /// The object's `metadata`: its `managedFields` are skipped.
+    Metadata,
+}
+
+/// JSON at `level`, handing its maps to [`Filtered`] maps.
+struct Filter<D> {
+    inner: D,
+    level: Level,
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.inner.deserialize_any(Maps {
+            visitor,
+            level: self.level,
+        })
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.inner.deserialize_option(Maps {
+            visitor,
+            level: self.level,
+        })
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// A visitor that hands the maps it meets to the inner visitor as
+/// [`Filtered`] maps; anything else is not an object and fails as the
+/// inner visitor would have it.
+struct Maps<V> {
+    visitor: V,
+    level: Level,
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        self.visitor.expecting(formatter)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_map(Filtered {
+            map,
+            level: self.level,
+            metadata_next: false,
+        })
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, inner: D) -> Result<V::Value, D::Error> {
+        self.visitor.visit_some(Filter {
+            inner,
+            level: self.level,
+        })
+    }
+
+    fn visit_none<E: Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_none()
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_unit()
+    }
+}
+
+/// A map that skips `managedFields` in the metadata and filters the
+/// metadata of the object.
+struct Filtered<A> {
+    map: A,
+    level: Level,
+    metadata_next: bool,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, A::Error> {
+        loop {
+            let Some(key) = self.map.next_key::<Key<'de>>()? else {
+                return Ok(None);
+            };
+            match self.level {
+                Level::Metadata if key.as_str() == "managedFields" => {
+                    self.map.next_value::<IgnoredAny>()?;
+                }
+                Level::Metadata => return key.into_seed(seed).map(Some),
+                Level::Object => {
+                    self.metadata_next = key.as_str() == "metadata";
+                    return key.into_seed(seed).map(Some);
+                }
+            }
+        }
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        if std::mem::take(&mut self.metadata_next) {
+            self.map.next_value_seed(MetadataSeed(seed))
+        } else {
+            self.map.next_value_seed(seed)
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
+    }
+}
+
+/// The seed of the metadata's value, decoded at [`Level::Metadata`].
+struct MetadataSeed<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
+        self.0.deserialize(Filter {
+            inner: deserializer,
+            level: Level::Metadata,
+        })
+    }
+}
+
+/// A map key, borrowed from the input when it can be.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl<'de> Key<'de> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(key) => key,
+            Key::Owned(key) => key,
+        }
+    }
+
+    /// Gives the key to the seed that would have read it.
+    fn into_seed<S: DeserializeSeed<'de>, E: Error>(self, seed: S) -> Result<S::Value, E> {
+        match self {
+            Key::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::<E>::new(key)),
+            Key::Owned(key) => seed.deserialize(StringDeserializer::<E>::new(key)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor(PhantomData))
+    }
+}
+
+/// Reads a [`Key`].
+struct KeyVisitor<'de>(PhantomData<&'de ()>);
+
+impl<'de> Visitor<'de> for KeyVisitor<'de> {
+    type Value = Key<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a field name")
+    }
+
+    fn visit_borrowed_str<E: Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key::Borrowed(key))
+    }
+
+    fn visit_str<E: Error>(self, key: &str) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(key.to_owned()))
+    }
+
+    fn visit_string<E: Error>(self, key: String) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use serde_json::json;
+
+    use super::*;
+
+    fn volume_json() -> serde_json::Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {
+                "name": "pv-1",
+                "resourceVersion": "12",
+                "annotations": {"managedFields": "an annotation, kept"},
+                "managedFields": [{
+                    "manager": "kubectl",
+                    "operation": "Update",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:capacity": {".": {}, "f:storage": {}}}}
+                }],
+                "labels": {"tier": "gold"}
+            },
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "csi": {"driver": "d", "volumeHandle": "h", "volumeAttributes": {"managedFields": "x"}}
+            },
+            "status": {"phase": "Available"}
+        })
+    }
+
+    #[test]
+    fn decodes_everything_but_the_managed_fields() {
+        let text = volume_json().to_string();
+        let Lean(lean) = serde_json::from_str::<Lean<PersistentVolume>>(&text).unwrap();
+        let mut full: PersistentVolume = serde_json::from_str(&text).unwrap();
+        assert!(full.metadata.managed_fields.is_some());
+        assert!(lean.metadata.managed_fields.is_none());
+        full.metadata.managed_fields = None;
+        assert_eq!(lean, full);
+        assert_eq!(
+            lean.metadata.annotations.unwrap()["managedFields"],
+            "an annotation, kept"
+        );
+    }
+
+    #[test]
+    fn decodes_from_a_value_and_from_escaped_keys() {
+        let Lean(from_value) =
+            serde_json::from_value::<Lean<PersistentVolume>>(volume_json()).unwrap();
+        assert!(from_value.metadata.managed_fields.is_none());
+        assert_eq!(from_value.metadata.name.as_deref(), Some("pv-1"));
+        let escaped = r#"{"metadata":{"na\u006de":"pv-2","managedFields":[]},"spec":{}}"#;
+        let Lean(volume) = serde_json::from_str::<Lean<PersistentVolume>>(escaped).unwrap();
+        assert_eq!(volume.metadata.name.as_deref(), Some("pv-2"));
+    }
+
+    #[test]
+    fn rejects_what_the_full_decoder_rejects() {
+        let bad = r#"{"metadata":{"name":7},"spec":{}}"#;
+        assert!(serde_json::from_str::<PersistentVolume>(bad).is_err());
+        assert!(serde_json::from_str::<Lean<PersistentVolume>>(bad).is_err());
+        assert!(serde_json::from_str::<Lean<PersistentVolume>>("[1]").is_err());
+    }
+}

@@ -1,0 +1,351 @@
+//! The metrics registry every controller of the process shares, and the
+//! series every controller has: syncs, API writes and conflicts, events,
+//! leadership. A controller registers its own series into the same
+//! registry, so one `/metrics` serves them all.
+//!
+//! Each process, and each controller in tests, owns a [`Metrics`] with its
+//! own registry, so two controllers in one test process count separately.
+
+use std::time::Duration;
+
+use prometheus::core::Collector;
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// Buckets of `pv_controller_sync_duration_seconds`: one sync is a few API
+/// calls at most, so milliseconds to a few seconds.
+pub const SYNC_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
+
+/// Why the metrics could not be set up (an invalid name or a name
+/// registered twice: a programming error, caught by the unit tests).
+#[derive(Debug, thiserror::Error)]
+#[error("setting up metrics: {0}")]
+pub struct MetricsError(#[from] prometheus::Error);
+
+/// The metrics of one controller, and the registry they are exported from.
+pub struct Metrics {
+    registry: Registry,
+    sync_seconds: HistogramVec,
+    api_writes: IntCounterVec,
+    api_conflicts: IntCounterVec,
+    events: IntCounterVec,
+    leader: IntGauge,
+    controller_running: IntGaugeVec,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every event-driven metric in a fresh registry.
+    pub fn new() -> Result<Self, MetricsError> {
+        let registry = Registry::new();
+        let sync_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "pv_controller_sync_duration_seconds",
+                "Duration of one sync of an object, by controller, kind and result",
+            )
+            .buckets(SYNC_BUCKETS.to_vec()),
+            &["controller", "kind", "result"],
+        )?;
+        let api_writes = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_api_writes_total",
+                "Writes sent to the API server, by controller, resource, verb, subresource and result",
+            ),
+            &["controller", "resource", "verb", "subresource", "result"],
+        )?;
+        let api_conflicts = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_api_conflicts_total",
+                "Writes refused with 409 Conflict (a stale resourceVersion), by controller, resource and subresource",
+            ),
+            &["controller", "resource", "subresource"],
+        )?;
+        let events = IntCounterVec::new(
+            Opts::new(
+                "pv_controller_events_total",
+                "Events the controller recorded, by what became of each one",
+            ),
+            &["outcome"],
+        )?;
+        for outcome in EventOutcome::ALL {
+            events.with_label_values(&[outcome.as_str()]);
+        }
+        let leader = IntGauge::new(
+            "pv_controller_leader",
+            "1 while this instance holds the leader lease (or runs without election), else 0",
+        )?;
+        registry.register(Box::new(sync_seconds.clone()))?;
+        registry.register(Box::new(api_writes.clone()))?;
+        registry.register(Box::new(api_conflicts.clone()))?;
+        registry.register(Box::new(events.clone()))?;
+        let controller_running = IntGaugeVec::new(
+            Opts::new(
+                "pv_controller_controller_running",
+                "1 for each controller --controllers enables that this process runs, 0 for one it does not run because the API server does not serve its API",
+            ),
+            &["controller"],
+        )?;
+        registry.register(Box::new(leader.clone()))?;
+        registry.register(Box::new(controller_running.clone()))?;
+        Ok(Self {
+            registry,
+            sync_seconds,
+            api_writes,
+            api_conflicts,
+            events,
+            leader,
+            controller_running,
+        })
+    }
+
+    /// Adds a controller's own series, or a collector that computes gauges
+    /// at scrape time, to this registry.
+    pub fn register(&self, collector: Box<dyn Collector>) -> Result<(), MetricsError> {
+        Ok(self.registry.register(collector)?)
+    }
+
+    /// Every metric in the Prometheus text exposition format.
+    pub fn render(&self) -> Result<String, MetricsError> {
+        let mut buffer = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut buffer)?;
+        Ok(String::from_utf8_lossy(&buffer).into_owned())
+    }
+
+    /// Records one sync of `controller`'s object of `kind` (`volume`,
+    /// `claim`, ...).
+    pub fn sync_finished(&self, controller: &str, kind: &str, result: &str, took: Duration) {
+        self.sync_seconds
+            .with_label_values(&[controller, kind, result])
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one write of `controller` to `resource` (`subresource` ""
+    /// for the object itself): `ok`, `conflict` or `error`.
+    pub fn api_write(
+        &self,
+        controller: &str,
+        resource: &str,
+        verb: &str,
+        subresource: &str,
+        outcome: WriteOutcome,
+    ) {
+        self.api_writes
+            .with_label_values(&[controller, resource, verb, subresource, outcome.as_str()])
+            .inc();
+        if outcome == WriteOutcome::Conflict {
+            self.api_conflicts
+                .with_label_values(&[controller, resource, subresource])
+                .inc();
+        }
+    }
+
+    /// Writes counted so far to `resource`/`subresource`, whatever their
+    /// controller, verb and outcome; lets a test tell which of two
+    /// processes wrote.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
+        self.count_writes(|label| {
+            label("resource") == resource && label("subresource") == subresource
+        })
+    }
+
+    /// Writes counted so far by `controller` to `resource` with `verb`,
+    /// whatever their subresource and outcome.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn api_writes_by(&self, controller: &str, resource: &str, verb: &str) -> u64 {
+        self.count_writes(|label| {
+            label("controller") == controller
+                && label("resource") == resource
+                && label("verb") == verb
+        })
+    }
+
+    /// The sum of the write counters whose labels `keep` keeps (it reads a
+    /// label's value by the label's name).
+    #[cfg(any(test, feature = "testing"))]
+    fn count_writes(&self, keep: impl Fn(&dyn Fn(&str) -> String) -> bool) -> u64 {
+        use prometheus::core::Collector;
+        let families = self.api_writes.collect();
+        let total: f64 = families
+            .iter()
+            .flat_map(prometheus::proto::MetricFamily::get_metric)
+            .filter(|metric| {
+                let label = |name: &str| {
+                    metric
+                        .get_label()
+                        .iter()
+                        .find(|pair| pair.name() == name)
+                        .map(|pair| pair.value().to_string())
+                        .unwrap_or_default()
+                };
+                keep(&label)
+            })
+            .map(|metric| metric.get_counter().get_value())
+            .sum();
+        // Counters hold whole numbers far below 2^53.
+        total as u64
+    }
+
+    /// Counts one recorded event by what became of it
+    /// (`pv_controller_events_total`).
+    pub fn event(&self, outcome: EventOutcome) {
+        self.events.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// Events counted so far with `outcome`; lets a test check that an event
+    /// was written, folded or lost as it expects.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn events_with_outcome(&self, outcome: EventOutcome) -> u64 {
+        self.events.with_label_values(&[outcome.as_str()]).get()
+    }
+
+    /// Sets whether this instance leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Says whether the enabled controller `controller` runs (its API is
+    /// served) or not.
+    pub fn set_controller_running(&self, controller: &str, running: bool) {
+        self.controller_running
+            .with_label_values(&[controller])
+            .set(i64::from(running));
+    }
+}
+
+/// How one API write ended, for `pv_controller_api_writes_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Stored.
+    Ok,
+    /// Refused with 409 Conflict.
+    Conflict,
+    /// Any other failure.
+    Error,
+}
+
+impl WriteOutcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Conflict => "conflict",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// What became of one recorded event, for `pv_controller_events_total`.
+/// Every event the controller records ends in exactly one of these, so their
+/// sum is the number of events recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Written as a new event object.
+    Created,
+    /// A repeat of an event written before: that event's count and last
+    /// timestamp were bumped with a PATCH.
+    Patched,
+    /// One of many similar events about one object: written into the
+    /// object's `(combined from similar events)` event (created or patched).
+    Aggregated,
+    /// Dropped by the per-object spam filter (a burst of 25, then one every
+    /// five minutes).
+    SpamFiltered,
+    /// Dropped because the queue of events waiting to be written was full.
+    DroppedQueueFull,
+    /// Refused by the API server (422, 403, AlreadyExists, a terminating
+    /// namespace, ...); not retried.
+    Rejected,
+    /// Given up: the API server could not be reached in any of the tries,
+    /// the request could not be built, or the recorder's sender task was
+    /// gone.
+    Failed,
+}
+
+impl EventOutcome {
+    /// Every outcome, so each label exists (at 0) from the start.
+    pub const ALL: [EventOutcome; 7] = [
+        Self::Created,
+        Self::Patched,
+        Self::Aggregated,
+        Self::SpamFiltered,
+        Self::DroppedQueueFull,
+        Self::Rejected,
+        Self::Failed,
+    ];
+
+    /// The `outcome` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Patched => "patched",
+            Self::Aggregated => "aggregated",
+            Self::SpamFiltered => "spam_filtered",
+            Self::DroppedQueueFull => "dropped_queue_full",
+            Self::Rejected => "rejected",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_counted_by_outcome() {
+        let metrics = Metrics::new().unwrap();
+        let pv = "persistentvolume-binder-controller";
+        metrics.api_write(
+            pv,
+            "persistentvolumes",
+            "update",
+            "status",
+            WriteOutcome::Ok,
+        );
+        metrics.api_write(
+            pv,
+            "persistentvolumes",
+            "update",
+            "status",
+            WriteOutcome::Conflict,
+        );
+        metrics.api_write(pv, "persistentvolumes", "delete", "", WriteOutcome::Error);
+        metrics.api_write("other", "pods", "create", "", WriteOutcome::Ok);
+        assert_eq!(metrics.api_writes_to("persistentvolumes", "status"), 2);
+        assert_eq!(metrics.api_writes_to("persistentvolumes", ""), 1);
+        assert_eq!(metrics.api_writes_by(pv, "persistentvolumes", "update"), 2);
+        assert_eq!(metrics.api_writes_by("other", "pods", "create"), 1);
+        assert_eq!(metrics.api_writes_by(pv, "pods", "create"), 0);
+        let text = metrics.render().unwrap();
+        assert!(text.contains(
+            "pv_controller_api_conflicts_total{controller=\"persistentvolume-binder-controller\",resource=\"persistentvolumes\",subresource=\"status\"} 1"
+        ));
+    }
+
+    #[test]
+    fn events_are_counted_by_outcome_and_every_outcome_is_exported() {
+        let metrics = Metrics::new().unwrap();
+        metrics.event(EventOutcome::Rejected);
+        metrics.event(EventOutcome::Rejected);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Rejected), 2);
+        assert_eq!(metrics.events_with_outcome(EventOutcome::Created), 0);
+        let text = metrics.render().unwrap();
+        assert!(text.contains("pv_controller_events_total{outcome=\"rejected\"} 2"));
+        for outcome in EventOutcome::ALL {
+            let line = format!(
+                "pv_controller_events_total{{outcome=\"{}\"}}",
+                outcome.as_str()
+            );
+            assert!(text.contains(&line), "{line} missing:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The admin server: `/metrics` (Prometheus text format), `/livez` and
+//! `/healthz` (the controller has not failed: a watcher that keeps
+//! failing, a task that died, turn it unhealthy, so the kubelet restarts a
+//! process that would otherwise look fine and do nothing) and `/readyz`
+//! (every informer cache has synced; with leader election a follower is
+//! ready too, since it keeps warm caches and is fit to take over); beside
+//! them, the routes the controllers hand in ([`AdminState::routes`]).
+//!
+//! Served as kube-controller-manager serves them: over HTTPS on the secure
+//! port ([`secure`]: a given or self-signed certificate, [`tls`]), every
+//! request but the always-allowed paths authenticated and authorized by the
+//! API server ([`delegation`]); and, only where that is harmless (the
+//! embedded demo, or an explicit opt-in), over plain HTTP without either.
+
+mod cache;
+pub mod delegation;
+pub mod secure;
+pub mod tls;
+
+pub use delegation::DelegationConfig;
+pub use secure::DEFAULT_MAX_CONNECTIONS;
+pub use secure::{SecureServing, ServingCertificate, ServingLimits};
+
+use std::net::{Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+
+use crate::metrics::Metrics;
+
+/// Whether the controllers' caches have synced; set once by each
+/// controller, read by `/readyz`. A process of several controllers is ready
+/// when all of them are ([`Readiness::all`]). Cheap to clone: clones share
+/// the state.
+#[derive(Clone, Debug, Default)]
+pub struct Readiness(Arc<ReadinessState>);
+
+#[derive(Debug, Default)]
+struct ReadinessState {
+    ready: AtomicBool,
+    parts: Vec<Readiness>,
+}
+
+impl Readiness {
+    /// Ready when every one of `parts` is (and not before there is one).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn all(parts: Vec<Readiness>) -> Self {
+        Self(Arc::new(ReadinessState {
+            ready: AtomicBool::new(false),
+            parts,
+        }))
+    }
+
+    /// Marks the controller ready.
+    pub fn set_ready(&self) {
+        self.0.ready.store(true, Ordering::Release);
+    }
+
+    /// Whether the controller (or every part) is ready.
+    pub fn is_ready(&self) -> bool {
+        self.0.ready.load(Ordering::Acquire)
+            || !self.0.parts.is_empty() && self.0.parts.iter().all(Readiness::is_ready)
+    }
+}
+
+/// Whether the controller still works; turned unhealthy once, for good,
+/// with the reason, when it fails. Cheap to clone: clones share the state.
+#[derive(Clone, Debug, Default)]
+pub struct Liveness(Arc<std::sync::Mutex<Option<String>>>);
+
+impl Liveness {
+    /// Marks the controller failed, for `reason`.
+    pub fn fail(&self, reason: String) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+    }
+
+    /// Why the controller failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The health handles the admin server reports.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    /// For `/readyz`.
+    pub readiness: Readiness,
+    /// For `/livez`.
+    pub liveness: Liveness,
+}
+
+/// What the admin handlers read.
+#[derive(Clone)]
+pub struct AdminState {
+    /// For `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// For `/livez`, `/healthz` and `/readyz`.
+    pub health: Health,
+    /// The routes the controllers serve besides the process's own, tried
+    /// after them (so a controller cannot override `/metrics` or the health
+    /// checks), behind the same authentication and authorization.
+    pub routes: Router,
+}
+
+/// The routes of the admin server: the process's own, then the
+/// controllers'.
+pub fn router(state: AdminState) -> Router {
+    let routes = Router::new()
+        .route("/metrics", get(serve_metrics))
+        .route("/livez", get(serve_live))
+        .route("/healthz", get(serve_live))
+        .route("/readyz", get(serve_ready));
+    let controllers = state.routes.clone();
+    routes.with_state(state).fallback_service(controllers)
+}
+
+/// Why the admin server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// The address cannot be listened on.
+    #[error("listening on the admin server's address {address}: {source}")]
+    Address {
+        /// The address.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The serving certificate cannot be loaded or made.
+    #[error(transparent)]
+    Certificate(#[from] tls::CertificateError),
+}
+
+/// Parses a listening address in Go's style too: `:10280` means every
+/// interface (of both IP families, as [`listen`] treats an unspecified
+/// address).
+pub fn parse_bind_address(address: &str) -> Result<SocketAddr, std::net::AddrParseError> {
+    match address.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}").parse(),
+        None => address.parse(),
+    }
+}
+
+/// How many connections wait in the kernel to be accepted (tokio's and
+/// Go's listen backlog).
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// Opens the admin server's listener (port 0 picks a free port; the
+/// listener's `local_addr` tells which). An unspecified address (`0.0.0.0`
+/// or `::`) listens on every interface of both IP families, as
+/// kube-controller-manager does: one IPv6 socket that takes IPv4
+/// connections too, or IPv4 alone where the host has no IPv6.
+pub async fn listen(address: SocketAddr) -> Result<TcpListener, ListenError> {
+    let listen_error = |source| ListenError::Address {
+        address: address.to_string(),
+        source,
+    };
+    if address.ip().is_unspecified() {
+        match dual_stack(address.port()) {
+            Ok(listener) => return TcpListener::from_std(listener).map_err(listen_error),
+            Err(error) => {
+                tracing::info!(%error, port = address.port(), "cannot listen on IPv6, listening on IPv4 only");
+            }
+        }
+        let ipv4 = SocketAddr::from(([0, 0, 0, 0], address.port()));
+        return TcpListener::bind(ipv4).await.map_err(listen_error);
+    }
+    TcpListener::bind(address).await.map_err(listen_error)
+}
+
+/// A listener on `[::]:port` that takes IPv4 connections too (as
+/// IPv4-mapped addresses), whatever the host's default for IPv6 sockets.
+fn dual_stack(port: u16) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    // As tokio's own listener: a restarted process can take its port at
+    // once.
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)).into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Serves the admin routes over plain HTTP, without authentication, on
+/// `listener` until the task is dropped or the listener fails.
+pub async fn serve_insecure(listener: TcpListener, state: AdminState) {
+    if let Err(error) = axum::serve(listener, router(state)).await {
+        tracing::error!(%error, "insecure admin server stopped");
+    }
+}
+
+async fn serve_metrics(State(state): State<AdminState>) -> Response {
+    match state.metrics.render() {
+        Ok(text) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "cannot render metrics");
+            internal_error()
+        }
+    }
+}
+
+/// A 500 that tells the caller nothing of the cause (the handler logs it).
+fn internal_error() -> Response {
+    (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+}
+
+/// `/livez` and `/healthz`: `ok`, or a 503 that withholds the reason, as
+/// kube-controller-manager's health checks do (the paths need no
+/// credentials; the reason is in the log and in
+/// [`Liveness::failure`]).
+async fn serve_live(State(state): State<AdminState>, uri: axum::http::Uri) -> Response {
+    if state.health.liveness.failure().is_none() {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    let check = uri.path().trim_start_matches('/');
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("[-]controllers failed: reason withheld\n{check} check failed"),
+    )
+        .into_response()
+}
+
+async fn serve_ready(State(state): State<AdminState>) -> Response {
+    if state.health.readiness.is_ready() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::extract::Path;
+    use tower::ServiceExt;
+
+    fn state(metrics: Arc<Metrics>, health: Health) -> AdminState {
+        AdminState {
+            metrics,
+            health,
+            routes: Router::new(),
+        }
+    }
+
+    #[test]
+    fn a_process_is_ready_when_every_controller_is() {
+        let (binder, ephemeral) = (Readiness::default(), Readiness::default());
+        let process = Readiness::all(vec![binder.clone(), ephemeral.clone()]);
+        assert!(!process.is_ready());
+        binder.set_ready();
+        assert!(!process.is_ready(), "one controller still fills its caches");
+        ephemeral.set_ready();
+        assert!(process.is_ready());
+        assert!(
+            !Readiness::all(vec![]).is_ready(),
+            "no controller, never ready"
+        );
+    }
+
+    async fn get_path(router: Router, path: &str) -> (StatusCode, String) {
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = router.oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn ready_only_after_sync() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let health = Health::default();
+        let readiness = health.readiness.clone();
+        let app = router(state(Arc::clone(&metrics), health.clone()));
+        assert_eq!(get_path(app.clone(), "/livez").await.0, StatusCode::OK);
+        assert_eq!(
+            get_path(app.clone(), "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        readiness.set_ready();
+        assert_eq!(get_path(app.clone(), "/readyz").await.0, StatusCode::OK);
+        let (status, body) = get_path(app.clone(), "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body.contains("# TYPE pv_controller_leader gauge"));
+        health
+            .liveness
+            .fail("the pod watch has been failing".to_string());
+        let (status, body) = get_path(app.clone(), "/livez").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body, "[-]controllers failed: reason withheld\nlivez check failed",
+            "the failure's text is not told to a caller without credentials"
+        );
+        let (status, body) = get_path(app, "/healthz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body,
+            "[-]controllers failed: reason withheld\nhealthz check failed"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_controllers_routes_come_after_the_processs_own() {
+        let metrics = Arc::new(Metrics::new().unwrap());
+        let routes = Router::new()
+            .route(
+                "/extra/{name}",
+                get(|Path(name): Path<String>| async move { name }),
+            )
+            .route("/metrics", get(|| async { "overridden" }));
+        let app = router(AdminState {
+            routes,
+            ..state(metrics, Health::default())
+        });
+        assert_eq!(
+            get_path(app.clone(), "/extra/one").await,
+            (StatusCode::OK, "one".to_string())
+        );
+        let (status, body) = get_path(app.clone(), "/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            body.contains("# TYPE pv_controller_leader gauge"),
+            "a controller's route does not override the process's: {body}"
+        );
+        assert_eq!(get_path(app, "/nowhere").await.0, StatusCode::NOT_FOUND);
+    }
+
+    /// `0.0.0.0` listens on both IP families where the host has IPv6 (as
+    /// kube-controller-manager), and on IPv4 alone where it has not.
+    #[tokio::test]
+    async fn an_unspecified_address_listens_on_both_families() {
+        let listener = listen("0.0.0.0:0".parse().unwrap()).await.unwrap();
+        let local = listener.local_addr().unwrap();
+        let mut families = vec![SocketAddr::from(([127, 0, 0, 1], local.port()))];
+        let host_has_ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+        if host_has_ipv6 {
+            families.push(SocketAddr::from((Ipv6Addr::LOCALHOST, local.port())));
+        }
+        for address in families {
+            let (connected, accepted) =
+                tokio::join!(tokio::net::TcpStream::connect(address), listener.accept());
+            let (connected, accepted) = (connected.unwrap(), accepted.unwrap());
+            assert_eq!(
+                connected.local_addr().unwrap().port(),
+                accepted.1.port(),
+                "{address} reaches the listener"
+            );
+        }
+    }
+
+    #[test]
+    fn go_style_addresses() {
+        assert_eq!(
+            parse_bind_address(":10280").unwrap(),
+            "0.0.0.0:10280".parse().unwrap()
+        );
+        assert_eq!(
+            parse_bind_address("127.0.0.1:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert!(parse_bind_address("nonsense").is_err());
+    }
+}

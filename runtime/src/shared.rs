@@ -1,0 +1,91 @@
+//! What every controller of the process is built from: the controllers'
+//! client (for reads), the informers (one watch and one store per kind),
+//! the one write door, the one event recorder, the one metrics registry,
+//! the flag that says whether the process leads, and the journal the
+//! executors hand their plans to when the process must not act.
+
+use std::sync::Arc;
+
+use kube::Client;
+
+use crate::events::{EventRecorder, RecorderError};
+use crate::informer::{Informers, WiringError};
+use crate::journal::Journal;
+use crate::metrics::{Metrics, MetricsError};
+use crate::runner::Leading;
+use crate::write::Door;
+
+/// The parts of the process a controller is built from.
+pub struct Shared {
+    /// The controllers' client (rate-limited, behind the write gate), for
+    /// reads; every write goes through [`Shared::writes`].
+    pub client: Client,
+    /// The kinds the controllers ask for.
+    pub informers: Informers,
+    /// The one write door.
+    pub writes: Door,
+    /// The one event recorder; each controller reports through
+    /// [`EventRecorder::for_component`].
+    pub recorder: EventRecorder,
+    /// The one registry.
+    pub metrics: Arc<Metrics>,
+    /// Whether the process leads.
+    pub leading: Leading,
+    /// Where the executors hand their plans instead of carrying them out,
+    /// when the process must not act on the cluster.
+    pub journal: Option<Arc<dyn Journal>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("informers", &self.informers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// The parts on `client` and `metrics`, with events reported by
+    /// `instance`; with a `journal`, the executors hand their plans there
+    /// and no event is written. Fails when there is no tokio runtime for
+    /// the event recorder's sender task.
+    pub fn new(
+        client: Client,
+        metrics: Arc<Metrics>,
+        instance: &str,
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Result<Self, BuildError> {
+        let mut recorder = EventRecorder::new(
+            client.clone(),
+            Arc::clone(&metrics),
+            "pv-controller",
+            instance,
+        )?;
+        if journal.is_some() {
+            recorder = recorder.silenced();
+        }
+        Ok(Self {
+            writes: Door::new(client.clone(), Arc::clone(&metrics)),
+            client,
+            informers: Informers::default(),
+            recorder,
+            metrics,
+            leading: Leading::default(),
+            journal,
+        })
+    }
+}
+
+/// Why a controller could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Its series could not be registered.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    /// The event recorder could not start (no tokio runtime).
+    #[error(transparent)]
+    Events(#[from] RecorderError),
+    /// It asked for a kind in a way another controller's wiring excludes.
+    #[error(transparent)]
+    Wiring(#[from] WiringError),
+}
