@@ -230,6 +230,48 @@ fn plural<K: Kind>() -> Cow<'static, str> {
     K::plural(&())
 }
 
+/// A write of one object as the journal is told of it: the object, the
+/// UID the write names, and how it writes.
+struct Journaled<'a> {
+    key: &'a ObjectKey,
+    uid: Option<&'a str>,
+    verb: Verb,
+}
+
+/// Makes a write on `copies` by `rehearse` (the copies starting from the
+/// stored copy of the object, or `basis` when that is newer) and hands it
+/// to `journal` with the object before it, after it and as stored; an
+/// update or apply that changed nothing is not handed on.
+fn journal_on_copies<K: Kind>(
+    writers: &WriterSet,
+    copies: &mut Rehearsal,
+    journal: &dyn Journal,
+    write: &Journaled<'_>,
+    basis: Option<&Arc<K>>,
+    rehearse: impl FnOnce(&mut Rehearsal) -> Result<(), WriteError>,
+) -> Result<(), WriteError> {
+    let writer = writers.get::<K>()?;
+    let shown = seed(writer, copies, write.key, basis);
+    let before = copies.get::<K>(write.key).cloned();
+    rehearse(copies)?;
+    let after = copies.get::<K>(write.key);
+    let version = |object: Option<&K>| object.and_then(|o| o.meta().resource_version.clone());
+    if write.verb != Verb::Delete && version(after) == version(before.as_ref()) {
+        return Ok(());
+    }
+    journal.write(&Intended {
+        controller: writer.controller(),
+        resource: &plural::<K>(),
+        verb: write.verb,
+        key: write.key,
+        uid: write.uid,
+        before: before.as_ref().map(any),
+        after: after.map(any),
+        shown: shown.as_deref().map(any),
+    });
+    Ok(())
+}
+
 impl<K: Kind> WriteStep for Update<K> {
     fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
         Box::pin(async move {
@@ -267,27 +309,20 @@ impl<K: Kind> WriteStep for Update<K> {
         copies: &mut Rehearsal,
         journal: &dyn Journal,
     ) -> Result<(), WriteError> {
-        let writer = writers.get::<K>()?;
         let key = ObjectKey::of(self.basis.as_ref());
-        let shown = seed(writer, copies, &key, Some(&self.basis));
-        let before = copies.get::<K>(&key).cloned();
-        self.rehearse(copies)?;
-        let after = copies.get::<K>(&key);
-        let version = |object: Option<&K>| object.and_then(|o| o.meta().resource_version.clone());
-        if version(after) == version(before.as_ref()) {
-            return Ok(());
-        }
-        journal.write(&Intended {
-            controller: writer.controller(),
-            resource: &plural::<K>(),
-            verb: Verb::Update,
+        let write = Journaled {
             key: &key,
             uid: None,
-            before: before.as_ref().map(any),
-            after: after.map(any),
-            shown: shown.as_deref().map(any),
-        });
-        Ok(())
+            verb: Verb::Update,
+        };
+        journal_on_copies(
+            writers,
+            copies,
+            journal,
+            &write,
+            Some(&self.basis),
+            |copies| self.rehearse(copies),
+        )
     }
 }
 
@@ -375,21 +410,14 @@ impl<K: Kind> WriteStep for Delete<K> {
         copies: &mut Rehearsal,
         journal: &dyn Journal,
     ) -> Result<(), WriteError> {
-        let writer = writers.get::<K>()?;
-        let shown = seed(writer, copies, &self.key, None);
-        let before = copies.get::<K>(&self.key).cloned();
-        self.rehearse(copies)?;
-        journal.write(&Intended {
-            controller: writer.controller(),
-            resource: &plural::<K>(),
-            verb: Verb::Delete,
+        let write = Journaled {
             key: &self.key,
             uid: self.uid.as_deref(),
-            before: before.as_ref().map(any),
-            after: None,
-            shown: shown.as_deref().map(any),
-        });
-        Ok(())
+            verb: Verb::Delete,
+        };
+        journal_on_copies::<K>(writers, copies, journal, &write, None, |copies| {
+            self.rehearse(copies)
+        })
     }
 }
 
@@ -433,21 +461,14 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
         copies: &mut Rehearsal,
         journal: &dyn Journal,
     ) -> Result<(), WriteError> {
-        let writer = writers.get::<K>()?;
-        let shown = seed(writer, copies, &self.key, None);
-        let before = copies.get::<K>(&self.key).cloned();
-        self.rehearse(copies)?;
-        journal.write(&Intended {
-            controller: writer.controller(),
-            resource: &plural::<K>(),
-            verb: Verb::Apply,
+        let write = Journaled {
             key: &self.key,
             uid: None,
-            before: before.as_ref().map(any),
-            after: copies.get::<K>(&self.key).map(any),
-            shown: shown.as_deref().map(any),
-        });
-        Ok(())
+            verb: Verb::Apply,
+        };
+        journal_on_copies::<K>(writers, copies, journal, &write, None, |copies| {
+            self.rehearse(copies)
+        })
     }
 }
 
