@@ -1,6 +1,7 @@
-//! The binder as the judge of binds: the dry run asks it whether another
-//! volume is as good as the one it chose for a claim, and what it would
-//! have chosen for a claim the other controller bound first.
+//! The binder as the judge of binds and of its operations: the dry run
+//! asks it whether another volume is as good as the one it chose for a
+//! claim, what it would have chosen for a claim the other controller bound
+//! first, and what a recycle or delete it would start shows first.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use crate::pv::controller::Controller;
 /// Binds judged by `binder`'s rules, on the claims and volumes it knows.
 pub(crate) fn judge_binds_by(binder: Arc<Controller>) -> BindJudge {
     let for_equivalent = Arc::clone(&binder);
+    let for_operations = Arc::clone(&binder);
     BindJudge {
         equivalent: Box::new(move |key, ours, other| for_equivalent.equally_good(key, ours, other)),
         would_bind: Box::new(move |key, taken| {
@@ -17,5 +19,6 @@ pub(crate) fn judge_binds_by(binder: Arc<Controller>) -> BindJudge {
                 .would_bind(key, taken)
                 .map(|chosen| chosen.map_or(Choice::Pending, Choice::Bind))
         }),
+        first_sign: Box::new(move |kind, volume| for_operations.first_sign(kind, volume)),
     }
 }

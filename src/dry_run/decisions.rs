@@ -4,9 +4,9 @@
 //! one decision spread over several objects are folded into one (binding a
 //! claim writes the volume's claimRef and phase and the claim's volumeName
 //! and phase: one `bind` decision, judged on the claim). An operation is
-//! judged by what it leaves on the cluster: a recycled volume no longer
-//! bound to its released claim, a deleted volume gone, a claim handed to
-//! its provisioner.
+//! judged by what it shows first on the cluster: a recycle's pod, a
+//! deleted volume gone, a volume no plugin can recycle or delete Failed, a
+//! claim handed to its provisioner.
 
 use std::collections::BTreeSet;
 
@@ -15,6 +15,7 @@ use k8s_names::{
 };
 
 use super::views::{Field, View};
+use crate::pv::controller::FirstSign;
 use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
 use crate::runtime::journal::Verb;
 use crate::runtime::keys::ObjectKey;
@@ -170,39 +171,66 @@ pub(crate) fn of_write(
     }
 }
 
-/// The decision of starting `operation`: what the cluster must come to
-/// show of its object.
-pub(crate) fn of_start(operation: &OperationName) -> Vec<Decision> {
+/// The decision of starting `operation`, judged by what it shows first
+/// on the cluster (`first_sign`, the binder's foresight for a recycle or a
+/// delete): a recycler pod, the volume unbound, gone or Failed, the claim
+/// handed to a provisioner. A delete an external program does, or an
+/// operation on an object not known here, is no decision.
+pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>) -> Vec<Decision> {
     let object = operation.object().clone();
     let uid = Some(operation.uid().to_string());
-    let decision = match operation.kind() {
-        RECYCLE => Decision {
+    let on_volume = |kind: &'static str, ours: String, expected: Expected| Decision {
+        kind,
+        ours,
+        subject: Subject::Object {
+            resource: VOLUMES,
+            key: object.clone(),
+        },
+        uid: uid.clone(),
+        expected,
+    };
+    let failed = Expected::Field {
+        field: Field::Phase,
+        value: Some("Failed".to_string()),
+    };
+    let decision = match (operation.kind(), first_sign) {
+        (RECYCLE, Some(FirstSign::Pod(namespace, name))) => Decision {
             kind: "recycle",
-            ours: format!("recycle {VOLUMES} {object}"),
+            ours: format!("recycle {VOLUMES} {object} with pod {namespace}/{name}"),
             subject: Subject::Object {
-                resource: VOLUMES,
-                key: object,
+                resource: PODS,
+                key: ObjectKey::new(namespace, name),
             },
-            uid,
-            expected: Expected::Field {
+            uid: None,
+            expected: Expected::Exists,
+        },
+        (RECYCLE, Some(FirstSign::Unbound)) => on_volume(
+            "recycle",
+            format!("recycle {VOLUMES} {object}"),
+            Expected::Field {
                 field: Field::ClaimRefUid,
                 value: None,
             },
-        },
-        DELETE => Decision {
-            kind: "delete_volume",
-            ours: format!("delete {VOLUMES} {object}"),
-            subject: Subject::Object {
-                resource: VOLUMES,
-                key: object,
-            },
-            uid,
-            expected: Expected::Gone,
-        },
+        ),
+        (RECYCLE, Some(FirstSign::Failed)) => on_volume(
+            "recycle",
+            "fail the recycle: no plugin recycles the volume".to_string(),
+            failed,
+        ),
+        (DELETE, Some(FirstSign::Gone)) => on_volume(
+            "delete_volume",
+            format!("delete {VOLUMES} {object}"),
+            Expected::Gone,
+        ),
+        (DELETE, Some(FirstSign::Failed)) => on_volume(
+            "delete_volume",
+            "fail the delete: no plugin deletes the volume".to_string(),
+            failed,
+        ),
         // The claim is handed to its provisioner (the annotation kept by
         // an in-process plugin's provisioning as by an external
         // provisioner's).
-        PROVISION => Decision {
+        (PROVISION, _) => Decision {
             kind: "provisioning",
             ours: "hand to a provisioner".to_string(),
             subject: Subject::Object {

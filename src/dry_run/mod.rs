@@ -30,6 +30,7 @@ use std::time::Duration;
 use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
+use crate::pv::controller::FirstSign;
 use crate::runtime::journal::{Intended, Journal, Verb};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
@@ -63,6 +64,10 @@ type EquivalentFn = dyn Fn(&ObjectKey, &str, &str) -> bool + Send + Sync;
 /// claim is not known here (gone), so nothing is judged.
 type WouldBindFn = dyn Fn(&ObjectKey, &str) -> Option<Choice> + Send + Sync;
 
+/// What an operation of a kind (the first argument) on a volume shows
+/// first on the cluster; `None`: not known here.
+type FirstSignFn = dyn Fn(&str, &str) -> Option<FirstSign> + Send + Sync;
+
 /// What this controller would do with a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Choice {
@@ -72,8 +77,9 @@ pub(crate) enum Choice {
     Pending,
 }
 
-/// How a bind the other controller made is judged, by the binder's rules
-/// on the claim as this process's cache holds it.
+/// How a bind the other controller made, and an operation this one would
+/// start, are judged: by the binder's rules on the objects as this
+/// process's cache holds them.
 pub(crate) struct BindJudge {
     /// Whether `other` is as good a choice as `ours` for the claim (both
     /// fit it; same capacity, class, access modes, volume mode, node
@@ -81,6 +87,8 @@ pub(crate) struct BindJudge {
     pub(crate) equivalent: Box<EquivalentFn>,
     /// What this controller would have done with the claim.
     pub(crate) would_bind: Box<WouldBindFn>,
+    /// What an operation this controller would start shows first.
+    pub(crate) first_sign: Box<FirstSignFn>,
 }
 
 /// A decision waiting for the cluster.
@@ -693,7 +701,11 @@ impl Journal for DryRun {
     }
 
     fn start(&self, controller: &'static str, operation: &OperationName) {
-        self.expect(controller, of_start(operation));
+        let first_sign = self
+            .judge
+            .get()
+            .and_then(|judge| (judge.first_sign)(operation.kind(), &operation.object().name));
+        self.expect(controller, of_start(operation, first_sign));
     }
 
     fn hold(&self, hold: Hold) {

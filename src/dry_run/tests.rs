@@ -93,6 +93,7 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
 async fn another_volume_differs_unless_equivalent() {
     let (dry_run, _) = dry_run();
     dry_run.set_judge(BindJudge {
+        first_sign: Box::new(|_, _| None),
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
         would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
@@ -160,6 +161,7 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
 async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     let (dry_run, _) = dry_run();
     dry_run.set_judge(BindJudge {
+        first_sign: Box::new(|_, _| None),
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|claim, _| match claim.name.as_str() {
             "c" => Some(Choice::Bind("v1".to_string())),
@@ -305,41 +307,43 @@ async fn what_is_kept_about_an_object_goes_with_it() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_operation_is_judged_by_what_it_leaves_on_the_cluster() {
+async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
+    use crate::pv::controller::FirstSign;
+    use crate::pv::operations::{DELETE, RECYCLE};
     let (dry_run, _) = dry_run();
-    let volumes = ObjectKey::cluster("v1");
+    dry_run.set_judge(BindJudge {
+        first_sign: Box::new(|kind, volume| match (kind, volume) {
+            (RECYCLE, "v1") => Some(FirstSign::Pod("default".into(), "recycler-for-v1".into())),
+            (DELETE, "v1") => Some(FirstSign::Gone),
+            (DELETE, "odd") => Some(FirstSign::Failed),
+            (DELETE, "external") => Some(FirstSign::Nothing),
+            _ => None,
+        }),
+        equivalent: Box::new(|_, _, _| false),
+        would_bind: Box::new(|_, _| None),
+    });
     dry_run.start(BINDER, &crate::pv::operations::recycle("v1", "u"));
     dry_run.start(
         BINDER,
         &crate::pv::operations::provision("ns", "c", "c-uid"),
     );
+    dry_run.start(BINDER, &crate::pv::operations::delete("external", "e"));
+    dry_run.start(BINDER, &crate::pv::operations::recycle("unknown", "x"));
     assert_eq!(
         dry_run.kinds_pending(),
         ["provisioning", "recycle"].into(),
-        "nothing started, both waiting for the cluster"
+        "nothing started; an external delete and an unknown volume are no decision"
     );
-    let mut bound: PersistentVolume = typed(json!({ "metadata": { "name": "v1", "uid": "u" },
-        "spec": { "claimRef": { "namespace": "ns", "name": "gone", "uid": "gone-uid" } },
-        "status": { "phase": "Released" } }));
+    let pod: k8s_openapi::api::core::v1::Pod = typed(
+        json!({ "metadata": { "namespace": "default", "name": "recycler-for-v1", "uid": "p" } }),
+    );
     dry_run.observed(
-        "persistentvolumes",
-        &volumes,
-        Some("u"),
-        Some(&View::of(&bound)),
+        "pods",
+        &ObjectKey::new("default", "recycler-for-v1"),
+        Some("p"),
+        Some(&View::of(&pod)),
     );
-    assert_eq!(
-        dry_run.totals(),
-        (0, 0),
-        "still bound to the released claim"
-    );
-    bound.spec.as_mut().unwrap().claim_ref = None;
-    dry_run.observed(
-        "persistentvolumes",
-        &volumes,
-        Some("u"),
-        Some(&View::of(&bound)),
-    );
-    assert_eq!(dry_run.totals(), (1, 0), "recycled: no longer bound");
+    assert_eq!(dry_run.totals(), (1, 0), "the recycler pod is there");
     let handed: PersistentVolumeClaim = typed(json!({
         "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
             "annotations": { "volume.kubernetes.io/storage-provisioner": "example.com/nfs" } },
@@ -351,11 +355,23 @@ async fn an_operation_is_judged_by_what_it_leaves_on_the_cluster() {
         Some(&View::of(&handed)),
     );
     assert_eq!(dry_run.totals(), (2, 0), "handed to its provisioner");
+    let volumes = ObjectKey::cluster("v1");
     dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
     dry_run.observed("persistentvolumes", &volumes, Some("u"), None);
     assert_eq!(dry_run.totals(), (3, 0), "deleted");
+    dry_run.start(BINDER, &crate::pv::operations::delete("odd", "o"));
+    let failed: PersistentVolume = typed(
+        json!({ "metadata": { "name": "odd", "uid": "o" }, "status": { "phase": "Failed" } }),
+    );
+    dry_run.observed(
+        "persistentvolumes",
+        &ObjectKey::cluster("odd"),
+        Some("o"),
+        Some(&View::of(&failed)),
+    );
+    assert_eq!(dry_run.totals(), (4, 0), "no plugin deletes it: Failed");
     dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
     tokio::time::advance(Duration::from_secs(31)).await;
     dry_run.sweep();
-    assert_eq!(dry_run.totals(), (3, 1), "a delete that never came differs");
+    assert_eq!(dry_run.totals(), (4, 1), "a delete that never came differs");
 }

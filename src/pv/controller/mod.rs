@@ -114,6 +114,8 @@ mod rehearse;
 #[cfg(feature = "testing")]
 pub use rehearse::{Rehearsed, Server};
 mod binds_elsewhere;
+mod foresight;
+pub(crate) use foresight::FirstSign;
 mod volume;
 mod writes;
 

@@ -162,6 +162,10 @@ impl VolumePlugin for HostPathPlugin {
         })
     }
 
+    fn recycler_pod(&self, volume: &PersistentVolume) -> Option<(String, String)> {
+        Some(recycler::pod_key(&self.recycler, volume))
+    }
+
     fn recycle<'a>(
         &'a self,
         volume: &'a PersistentVolume,

@@ -224,6 +224,13 @@ pub trait VolumePlugin: Send + Sync {
         false
     }
 
+    /// The recycler pod a recycle of `volume` creates, as (namespace,
+    /// name): what a cluster recycling the volume shows first, for a
+    /// process that only follows it. `None` when the recycle makes no pod.
+    fn recycler_pod(&self, _volume: &PersistentVolume) -> Option<(String, String)> {
+        None
+    }
+
     /// Whether volumes it provisions accept StorageClass mount options.
     fn supports_mount_options(&self) -> bool {
         false

@@ -36,6 +36,10 @@ impl VolumePlugin for NfsPlugin {
         nfs_source(volume).is_some()
     }
 
+    fn recycler_pod(&self, volume: &PersistentVolume) -> Option<(String, String)> {
+        Some(recycler::pod_key(&self.recycler, volume))
+    }
+
     fn recycle<'a>(
         &'a self,
         volume: &'a PersistentVolume,

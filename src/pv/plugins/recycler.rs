@@ -213,6 +213,19 @@ pub(crate) fn pod_name(pv_name: &str) -> String {
     format!("{head}-{suffix}")
 }
 
+/// The recycler pod of `volume` under `config`, as (namespace, name).
+pub(crate) fn pod_key(config: &RecyclerPodConfig, volume: &PersistentVolume) -> (String, String) {
+    let namespace = config
+        .template
+        .metadata
+        .namespace
+        .clone()
+        .filter(|namespace| !namespace.is_empty())
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    let name = pod_name(volume.metadata.name.as_deref().unwrap_or_default());
+    (namespace, name)
+}
+
 /// FNV-1a, 64 bits: a small stable hash (the same in every release, unlike
 /// the standard library's hasher).
 fn fnv1a(bytes: &[u8]) -> u64 {
