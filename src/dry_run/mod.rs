@@ -120,6 +120,11 @@ struct State {
     /// Binds the other controller made before this one decided, judged
     /// once they are [`THEIR_BIND_SETTLE`] old.
     their_binds: Vec<TheirBind>,
+    /// Operations started lately, by name, and when: a start of the same
+    /// operation within the window is the same decision again (the
+    /// operation tracker of a process that acts refuses it while the
+    /// first runs).
+    started: HashMap<String, Instant>,
 }
 
 /// A bind by the other controller, waiting to be judged.
@@ -655,6 +660,7 @@ impl DryRun {
             }
         }
         state.judged.retain(|_, at| at.elapsed() < window);
+        state.started.retain(|_, at| at.elapsed() < window);
         self.pending_gauge.set(gauge_value(&state));
     }
 
@@ -701,6 +707,18 @@ impl Journal for DryRun {
     }
 
     fn start(&self, controller: &'static str, operation: &OperationName) {
+        {
+            let mut state = self.lock();
+            let name = operation.to_string();
+            if state
+                .started
+                .get(&name)
+                .is_some_and(|at| at.elapsed() < self.window)
+            {
+                return;
+            }
+            state.started.insert(name, Instant::now());
+        }
         let first_sign = self
             .judge
             .get()

@@ -1,3 +1,4 @@
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -344,6 +345,12 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         Some(&View::of(&pod)),
     );
     assert_eq!(dry_run.totals(), (1, 0), "the recycler pod is there");
+    dry_run.start(BINDER, &crate::pv::operations::recycle("v1", "u"));
+    assert_eq!(
+        dry_run.kinds_pending(),
+        ["provisioning"].into(),
+        "the same recycle started again within the window is the same decision"
+    );
     let handed: PersistentVolumeClaim = typed(json!({
         "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
             "annotations": { "volume.kubernetes.io/storage-provisioner": "example.com/nfs" } },
@@ -370,8 +377,20 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         Some(&View::of(&failed)),
     );
     assert_eq!(dry_run.totals(), (4, 0), "no plugin deletes it: Failed");
+    tokio::time::advance(Duration::from_secs(31)).await;
+    dry_run.sweep();
+    dry_run.start(BINDER, &crate::pv::operations::delete("v9", "u9"));
+    assert_eq!(
+        dry_run.kinds_pending(),
+        BTreeSet::new(),
+        "v9 is not known here"
+    );
     dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
     tokio::time::advance(Duration::from_secs(31)).await;
     dry_run.sweep();
-    assert_eq!(dry_run.totals(), (4, 1), "a delete that never came differs");
+    assert_eq!(
+        dry_run.totals(),
+        (4, 1),
+        "past the window, a delete started again is judged again, and differs"
+    );
 }

@@ -98,7 +98,10 @@ mod tests {
             Some(FirstSign::Pod("default".into(), "recycler-for-v1".into()))
         );
         assert_eq!(controller.first_sign(DELETE, "v1"), Some(FirstSign::Gone));
-        assert_eq!(controller.first_sign(RECYCLE, "v2"), Some(FirstSign::Failed));
+        assert_eq!(
+            controller.first_sign(RECYCLE, "v2"),
+            Some(FirstSign::Failed)
+        );
         assert_eq!(controller.first_sign(DELETE, "v2"), Some(FirstSign::Failed));
         assert_eq!(controller.first_sign(RECYCLE, "unknown"), None);
     }
