@@ -174,9 +174,9 @@ pub(crate) fn of_write(
 /// The decision of starting `operation`, judged by what it shows first
 /// on the cluster (`first_sign`, the binder's foresight for a recycle or a
 /// delete): a recycler pod, the volume unbound, gone or Failed, the claim
-/// handed to a provisioner. A delete an external program does, or an
-/// operation on an object not known here, is no decision.
-pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>) -> Vec<Decision> {
+/// handed to a provisioner. A delete an external program does is no
+/// decision.
+pub(crate) fn of_start(operation: &OperationName, first_sign: FirstSign) -> Vec<Decision> {
     let object = operation.object().clone();
     let uid = Some(operation.uid().to_string());
     let on_volume = |kind: &'static str, ours: String, expected: Expected| Decision {
@@ -194,7 +194,7 @@ pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>)
         value: Some("Failed".to_string()),
     };
     let decision = match (operation.kind(), first_sign) {
-        (RECYCLE, Some(FirstSign::Pod(namespace, name))) => Decision {
+        (RECYCLE, FirstSign::Pod(namespace, name)) => Decision {
             kind: "recycle",
             ours: format!("recycle {VOLUMES} {object} with pod {namespace}/{name}"),
             subject: Subject::Object {
@@ -204,7 +204,7 @@ pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>)
             uid: None,
             expected: Expected::Exists,
         },
-        (RECYCLE, Some(FirstSign::Unbound)) => on_volume(
+        (RECYCLE, FirstSign::Unbound) => on_volume(
             "recycle",
             format!("recycle {VOLUMES} {object}"),
             Expected::Field {
@@ -212,17 +212,17 @@ pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>)
                 value: None,
             },
         ),
-        (RECYCLE, Some(FirstSign::Failed)) => on_volume(
+        (RECYCLE, FirstSign::Failed) => on_volume(
             "recycle",
             "fail the recycle: no plugin recycles the volume".to_string(),
             failed,
         ),
-        (DELETE, Some(FirstSign::Gone)) => on_volume(
+        (DELETE, FirstSign::Gone) => on_volume(
             "delete_volume",
             format!("delete {VOLUMES} {object}"),
             Expected::Gone,
         ),
-        (DELETE, Some(FirstSign::Failed)) => on_volume(
+        (DELETE, FirstSign::Failed) => on_volume(
             "delete_volume",
             "fail the delete: no plugin deletes the volume".to_string(),
             failed,
@@ -230,7 +230,7 @@ pub(crate) fn of_start(operation: &OperationName, first_sign: Option<FirstSign>)
         // The claim is handed to its provisioner (the annotation kept by
         // an in-process plugin's provisioning as by an external
         // provisioner's).
-        (PROVISION, _) => Decision {
+        (PROVISION, FirstSign::Handed) => Decision {
             kind: "provisioning",
             ours: "hand to a provisioner".to_string(),
             subject: Subject::Object {

@@ -64,9 +64,10 @@ type EquivalentFn = dyn Fn(&ObjectKey, &str, &str) -> bool + Send + Sync;
 /// claim is not known here (gone), so nothing is judged.
 type WouldBindFn = dyn Fn(&ObjectKey, &str) -> Option<Choice> + Send + Sync;
 
-/// What an operation of a kind (the first argument) on a volume shows
-/// first on the cluster; `None`: not known here.
-type FirstSignFn = dyn Fn(&str, &str) -> Option<FirstSign> + Send + Sync;
+/// What an operation of a kind (the first argument) on an object shows
+/// first on the cluster, and the object's resourceVersion here; `None`:
+/// not known here.
+type FirstSignFn = dyn Fn(&str, &ObjectKey) -> Option<(FirstSign, Option<String>)> + Send + Sync;
 
 /// What this controller would do with a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,11 +121,11 @@ struct State {
     /// Binds the other controller made before this one decided, judged
     /// once they are [`THEIR_BIND_SETTLE`] old.
     their_binds: Vec<TheirBind>,
-    /// Operations started lately, by name, and when: a start of the same
-    /// operation within the window is the same decision again (the
-    /// operation tracker of a process that acts refuses it while the
-    /// first runs).
-    started: HashMap<String, Instant>,
+    /// Operations started, by name, with their object and the version of
+    /// it they were started on: a start of the same operation on the same
+    /// version is the same decision again (a process that acts would not
+    /// run it twice either), one on a newer version a new one.
+    started: HashMap<String, (ObjectKey, Option<String>)>,
 }
 
 /// A bind by the other controller, waiting to be judged.
@@ -307,6 +308,7 @@ impl DryRun {
             resource,
             key: key.clone(),
         });
+        state.started.retain(|_, (object, _)| object != key);
         if let Some(uid) = uid {
             state.unbound.remove(uid);
             state.held.remove(uid);
@@ -660,7 +662,6 @@ impl DryRun {
             }
         }
         state.judged.retain(|_, at| at.elapsed() < window);
-        state.started.retain(|_, at| at.elapsed() < window);
         self.pending_gauge.set(gauge_value(&state));
     }
 
@@ -707,22 +708,21 @@ impl Journal for DryRun {
     }
 
     fn start(&self, controller: &'static str, operation: &OperationName) {
-        {
-            let mut state = self.lock();
-            let name = operation.to_string();
-            if state
-                .started
-                .get(&name)
-                .is_some_and(|at| at.elapsed() < self.window)
-            {
-                return;
-            }
-            state.started.insert(name, Instant::now());
-        }
-        let first_sign = self
+        let Some((first_sign, version)) = self
             .judge
             .get()
-            .and_then(|judge| (judge.first_sign)(operation.kind(), &operation.object().name));
+            .and_then(|judge| (judge.first_sign)(operation.kind(), operation.object()))
+        else {
+            return;
+        };
+        {
+            let mut state = self.lock();
+            let started = (operation.object().clone(), version);
+            if state.started.get(&operation.to_string()) == Some(&started) {
+                return;
+            }
+            state.started.insert(operation.to_string(), started);
+        }
         self.expect(controller, of_start(operation, first_sign));
     }
 

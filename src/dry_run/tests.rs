@@ -1,4 +1,4 @@
-use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -310,26 +310,30 @@ async fn what_is_kept_about_an_object_goes_with_it() {
 #[tokio::test(start_paused = true)]
 async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
     use crate::pv::controller::FirstSign;
-    use crate::pv::operations::{DELETE, RECYCLE};
+    use crate::pv::operations::{DELETE, PROVISION, RECYCLE, delete, provision, recycle};
     let (dry_run, _) = dry_run();
+    let version = Arc::new(std::sync::Mutex::new("1".to_string()));
+    let seen = Arc::clone(&version);
     dry_run.set_judge(BindJudge {
-        first_sign: Box::new(|kind, volume| match (kind, volume) {
-            (RECYCLE, "v1") => Some(FirstSign::Pod("default".into(), "recycler-for-v1".into())),
-            (DELETE, "v1") => Some(FirstSign::Gone),
-            (DELETE, "odd") => Some(FirstSign::Failed),
-            (DELETE, "external") => Some(FirstSign::Nothing),
-            _ => None,
+        first_sign: Box::new(move |kind, object| {
+            let version = Some(seen.lock().unwrap().clone());
+            let sign = match (kind, object.name.as_str()) {
+                (RECYCLE, "v1") => FirstSign::Pod("default".into(), "recycler-for-v1".into()),
+                (DELETE, "v1") => FirstSign::Gone,
+                (DELETE, "odd") => FirstSign::Failed,
+                (DELETE, "external") => FirstSign::Nothing,
+                (PROVISION, "c") => FirstSign::Handed,
+                _ => return None,
+            };
+            Some((sign, version))
         }),
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|_, _| None),
     });
-    dry_run.start(BINDER, &crate::pv::operations::recycle("v1", "u"));
-    dry_run.start(
-        BINDER,
-        &crate::pv::operations::provision("ns", "c", "c-uid"),
-    );
-    dry_run.start(BINDER, &crate::pv::operations::delete("external", "e"));
-    dry_run.start(BINDER, &crate::pv::operations::recycle("unknown", "x"));
+    dry_run.start(BINDER, &recycle("v1", "u"));
+    dry_run.start(BINDER, &provision("ns", "c", "c-uid"));
+    dry_run.start(BINDER, &delete("external", "e"));
+    dry_run.start(BINDER, &recycle("unknown", "x"));
     assert_eq!(
         dry_run.kinds_pending(),
         ["provisioning", "recycle"].into(),
@@ -345,11 +349,11 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         Some(&View::of(&pod)),
     );
     assert_eq!(dry_run.totals(), (1, 0), "the recycler pod is there");
-    dry_run.start(BINDER, &crate::pv::operations::recycle("v1", "u"));
+    dry_run.start(BINDER, &recycle("v1", "u"));
     assert_eq!(
         dry_run.kinds_pending(),
         ["provisioning"].into(),
-        "the same recycle started again within the window is the same decision"
+        "the same recycle started again on the same volume is the same decision"
     );
     let handed: PersistentVolumeClaim = typed(json!({
         "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
@@ -362,11 +366,7 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         Some(&View::of(&handed)),
     );
     assert_eq!(dry_run.totals(), (2, 0), "handed to its provisioner");
-    let volumes = ObjectKey::cluster("v1");
-    dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
-    dry_run.observed("persistentvolumes", &volumes, Some("u"), None);
-    assert_eq!(dry_run.totals(), (3, 0), "deleted");
-    dry_run.start(BINDER, &crate::pv::operations::delete("odd", "o"));
+    dry_run.start(BINDER, &delete("odd", "o"));
     let failed: PersistentVolume = typed(
         json!({ "metadata": { "name": "odd", "uid": "o" }, "status": { "phase": "Failed" } }),
     );
@@ -376,21 +376,27 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         Some("o"),
         Some(&View::of(&failed)),
     );
-    assert_eq!(dry_run.totals(), (4, 0), "no plugin deletes it: Failed");
-    tokio::time::advance(Duration::from_secs(31)).await;
-    dry_run.sweep();
-    dry_run.start(BINDER, &crate::pv::operations::delete("v9", "u9"));
+    assert_eq!(dry_run.totals(), (3, 0), "no plugin deletes it: Failed");
+    *version.lock().unwrap() = "2".to_string();
+    dry_run.start(BINDER, &recycle("v1", "u"));
     assert_eq!(
         dry_run.kinds_pending(),
-        BTreeSet::new(),
-        "v9 is not known here"
+        ["recycle"].into(),
+        "on a newer version of the volume, a recycle is a new decision"
     );
-    dry_run.start(BINDER, &crate::pv::operations::delete("v1", "u"));
+    dry_run.start(BINDER, &delete("v1", "u"));
+    dry_run.observed(
+        "persistentvolumes",
+        &ObjectKey::cluster("v1"),
+        Some("u"),
+        None,
+    );
+    assert_eq!(dry_run.totals(), (4, 0), "deleted");
     tokio::time::advance(Duration::from_secs(31)).await;
     dry_run.sweep();
     assert_eq!(
         dry_run.totals(),
         (4, 1),
-        "past the window, a delete started again is judged again, and differs"
+        "the second recycle's pod never came: a difference"
     );
 }

@@ -1,11 +1,13 @@
-//! What a recycle or delete the binder starts shows first on the cluster,
-//! by the plugins' own rules and without running them: for a process that
-//! follows another controller's operations instead of running its own.
+//! What an operation the binder starts shows first on the cluster, by the
+//! plugins' own rules and without running them, and the version of the
+//! object it was started on: for a process that follows another
+//! controller's operations instead of running its own.
 
 use super::Controller;
 use crate::pv::keys::VolumeName;
-use crate::pv::operations::{DELETE, RECYCLE};
+use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
 use crate::pv::plugins::Deleter;
+use crate::runtime::keys::ObjectKey;
 
 /// What an operation shows first on the cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,31 +22,43 @@ pub(crate) enum FirstSign {
     Failed,
     /// Nothing the controller does: an external program deletes it.
     Nothing,
+    /// The claim is handed to its provisioner.
+    Handed,
 }
 
 impl Controller {
-    /// What the operation of kind `kind` (recycle or delete) on the volume
-    /// `volume` shows first; `None` for another kind, or a volume not
-    /// known here.
-    pub(crate) fn first_sign(&self, kind: &str, volume: &str) -> Option<FirstSign> {
-        let volume = self.cache.volume(&VolumeName::new(volume))?;
+    /// What the operation of kind `kind` on `object` (a volume to recycle
+    /// or delete, a claim to provision) shows first, and the
+    /// resourceVersion of the object as known here; `None` for another
+    /// kind, or an object not known here.
+    pub(crate) fn first_sign(
+        &self,
+        kind: &str,
+        object: &ObjectKey,
+    ) -> Option<(FirstSign, Option<String>)> {
+        if kind == PROVISION {
+            let claim = self.cache.claim(object)?;
+            return Some((FirstSign::Handed, claim.metadata.resource_version.clone()));
+        }
+        let volume = self.cache.volume(&VolumeName::new(&object.name))?;
         let plugins = &self.settings.plugins;
-        match kind {
-            RECYCLE => Some(match plugins.recycler_for(&volume) {
+        let sign = match kind {
+            RECYCLE => match plugins.recycler_for(&volume) {
                 Some(plugin) => plugin
                     .recycler_pod(&volume)
                     .map_or(FirstSign::Unbound, |(namespace, name)| {
                         FirstSign::Pod(namespace, name)
                     }),
                 None => FirstSign::Failed,
-            }),
-            DELETE => Some(match plugins.deleter(&volume) {
+            },
+            DELETE => match plugins.deleter(&volume) {
                 Deleter::Plugin(_) => FirstSign::Gone,
                 Deleter::External => FirstSign::Nothing,
                 Deleter::Missing(_) => FirstSign::Failed,
-            }),
-            _ => None,
-        }
+            },
+            _ => return None,
+        };
+        Some((sign, volume.metadata.resource_version.clone()))
     }
 }
 
@@ -93,16 +107,18 @@ mod tests {
             .phase("Released")
             .build();
         controller.cache().watched(&Arc::new(sourceless));
+        let sign = |kind, name: &str| {
+            controller
+                .first_sign(kind, &ObjectKey::cluster(name))
+                .map(|(sign, _)| sign)
+        };
         assert_eq!(
-            controller.first_sign(RECYCLE, "v1"),
+            sign(RECYCLE, "v1"),
             Some(FirstSign::Pod("default".into(), "recycler-for-v1".into()))
         );
-        assert_eq!(controller.first_sign(DELETE, "v1"), Some(FirstSign::Gone));
-        assert_eq!(
-            controller.first_sign(RECYCLE, "v2"),
-            Some(FirstSign::Failed)
-        );
-        assert_eq!(controller.first_sign(DELETE, "v2"), Some(FirstSign::Failed));
-        assert_eq!(controller.first_sign(RECYCLE, "unknown"), None);
+        assert_eq!(sign(DELETE, "v1"), Some(FirstSign::Gone));
+        assert_eq!(sign(RECYCLE, "v2"), Some(FirstSign::Failed));
+        assert_eq!(sign(DELETE, "v2"), Some(FirstSign::Failed));
+        assert_eq!(sign(RECYCLE, "unknown"), None);
     }
 }
