@@ -19,6 +19,6 @@ pub(crate) fn judge_binds_by(binder: Arc<Controller>) -> BindJudge {
                 .would_bind(key, taken)
                 .map(|chosen| chosen.map_or(Choice::Pending, Choice::Bind))
         }),
-        first_sign: Box::new(move |kind, object| for_operations.first_sign(kind, object)),
+        foresee: Box::new(move |kind, object| for_operations.foresee(kind, object)),
     }
 }

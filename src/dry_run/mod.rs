@@ -30,7 +30,7 @@ use std::time::Duration;
 use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
-use crate::pv::controller::FirstSign;
+use crate::pv::controller::Foreseen;
 use crate::runtime::journal::{Intended, Journal, Verb};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
@@ -65,9 +65,9 @@ type EquivalentFn = dyn Fn(&ObjectKey, &str, &str) -> bool + Send + Sync;
 type WouldBindFn = dyn Fn(&ObjectKey, &str) -> Option<Choice> + Send + Sync;
 
 /// What an operation of a kind (the first argument) on an object shows
-/// first on the cluster, and the object's resourceVersion here; `None`:
-/// not known here.
-type FirstSignFn = dyn Fn(&str, &ObjectKey) -> Option<(FirstSign, Option<String>)> + Send + Sync;
+/// first on the cluster, whether it shows it already, and the object's
+/// resourceVersion here; `None`: not known here.
+type ForeseeFn = dyn Fn(&str, &ObjectKey) -> Option<Foreseen> + Send + Sync;
 
 /// What this controller would do with a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub(crate) struct BindJudge {
     /// What this controller would have done with the claim.
     pub(crate) would_bind: Box<WouldBindFn>,
     /// What an operation this controller would start shows first.
-    pub(crate) first_sign: Box<FirstSignFn>,
+    pub(crate) foresee: Box<ForeseeFn>,
 }
 
 /// A decision waiting for the cluster.
@@ -708,22 +708,41 @@ impl Journal for DryRun {
     }
 
     fn start(&self, controller: &'static str, operation: &OperationName) {
-        let Some((first_sign, version)) = self
+        let Some(foreseen) = self
             .judge
             .get()
-            .and_then(|judge| (judge.first_sign)(operation.kind(), operation.object()))
+            .and_then(|judge| (judge.foresee)(operation.kind(), operation.object()))
         else {
             return;
         };
-        {
-            let mut state = self.lock();
-            let started = (operation.object().clone(), version);
-            if state.started.get(&operation.to_string()) == Some(&started) {
-                return;
+        let decisions = of_start(operation, foreseen.sign);
+        let mut state = self.lock();
+        let started = (operation.object().clone(), foreseen.version);
+        let before = state.started.insert(operation.to_string(), started.clone());
+        match before {
+            // Started again on the same version: the same decision.
+            Some(before) if before == started => {}
+            // On a newer one, with its first sign shown already: the
+            // operation started before goes on.
+            Some(_) if foreseen.shown => {}
+            // The cluster came to it first.
+            None if foreseen.shown => {
+                for decision in decisions {
+                    self.count(
+                        &mut state,
+                        controller,
+                        decision.kind,
+                        &decision.subject,
+                        &decision.ours,
+                        Verdict::Agree,
+                    );
+                }
             }
-            state.started.insert(operation.to_string(), started);
+            _ => {
+                drop(state);
+                self.expect(controller, decisions);
+            }
         }
-        self.expect(controller, of_start(operation, first_sign));
     }
 
     fn hold(&self, hold: Hold) {

@@ -94,7 +94,7 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
 async fn another_volume_differs_unless_equivalent() {
     let (dry_run, _) = dry_run();
     dry_run.set_judge(BindJudge {
-        first_sign: Box::new(|_, _| None),
+        foresee: Box::new(|_, _| None),
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
         would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
@@ -162,7 +162,7 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
 async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     let (dry_run, _) = dry_run();
     dry_run.set_judge(BindJudge {
-        first_sign: Box::new(|_, _| None),
+        foresee: Box::new(|_, _| None),
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|claim, _| match claim.name.as_str() {
             "c" => Some(Choice::Bind("v1".to_string())),
@@ -309,23 +309,27 @@ async fn what_is_kept_about_an_object_goes_with_it() {
 
 #[tokio::test(start_paused = true)]
 async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
-    use crate::pv::controller::FirstSign;
+    use crate::pv::controller::{FirstSign, Foreseen};
     use crate::pv::operations::{DELETE, PROVISION, RECYCLE, delete, provision, recycle};
     let (dry_run, _) = dry_run();
     let version = Arc::new(std::sync::Mutex::new("1".to_string()));
     let seen = Arc::clone(&version);
     dry_run.set_judge(BindJudge {
-        first_sign: Box::new(move |kind, object| {
+        foresee: Box::new(move |kind, object| {
             let version = Some(seen.lock().unwrap().clone());
             let sign = match (kind, object.name.as_str()) {
                 (RECYCLE, "v1") => FirstSign::Pod("default".into(), "recycler-for-v1".into()),
-                (DELETE, "v1") => FirstSign::Gone,
+                (DELETE, "v1" | "shown") => FirstSign::Gone,
                 (DELETE, "odd") => FirstSign::Failed,
                 (DELETE, "external") => FirstSign::Nothing,
                 (PROVISION, "c") => FirstSign::Handed,
                 _ => return None,
             };
-            Some((sign, version))
+            Some(Foreseen {
+                shown: object.name == "shown",
+                sign,
+                version,
+            })
         }),
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|_, _| None),
@@ -399,4 +403,11 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         (4, 1),
         "the second recycle's pod never came: a difference"
     );
+    dry_run.start(BINDER, &delete("shown", "s"));
+    assert_eq!(
+        dry_run.totals(),
+        (5, 1),
+        "a delete the cluster made first agrees at once"
+    );
+    assert!(dry_run.kinds_pending().is_empty());
 }

@@ -1,13 +1,27 @@
 //! What an operation the binder starts shows first on the cluster, by the
-//! plugins' own rules and without running them, and the version of the
-//! object it was started on: for a process that follows another
-//! controller's operations instead of running its own.
+//! plugins' own rules and without running them, whether the cluster shows
+//! it already, and the version of the object it was started on: for a
+//! process that follows another controller's operations instead of
+//! running its own.
 
 use super::Controller;
 use crate::pv::keys::VolumeName;
+use crate::pv::objects::{VolumePhase, annotation, volume_phase};
 use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
 use crate::pv::plugins::Deleter;
 use crate::runtime::keys::ObjectKey;
+use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
+
+/// What the binder foresees of an operation it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Foreseen {
+    /// What it shows first.
+    pub(crate) sign: FirstSign,
+    /// Whether this process's stores show it already.
+    pub(crate) shown: bool,
+    /// The resourceVersion of the object it was started on.
+    pub(crate) version: Option<String>,
+}
 
 /// What an operation shows first on the cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,17 +42,19 @@ pub(crate) enum FirstSign {
 
 impl Controller {
     /// What the operation of kind `kind` on `object` (a volume to recycle
-    /// or delete, a claim to provision) shows first, and the
-    /// resourceVersion of the object as known here; `None` for another
+    /// or delete, a claim to provision) shows first; `None` for another
     /// kind, or an object not known here.
-    pub(crate) fn first_sign(
-        &self,
-        kind: &str,
-        object: &ObjectKey,
-    ) -> Option<(FirstSign, Option<String>)> {
+    pub(crate) fn foresee(&self, kind: &str, object: &ObjectKey) -> Option<Foreseen> {
         if kind == PROVISION {
             let claim = self.cache.claim(object)?;
-            return Some((FirstSign::Handed, claim.metadata.resource_version.clone()));
+            let handed = [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER]
+                .iter()
+                .any(|key| annotation(&claim.metadata, key).is_some());
+            return Some(Foreseen {
+                sign: FirstSign::Handed,
+                shown: handed,
+                version: claim.metadata.resource_version.clone(),
+            });
         }
         let volume = self.cache.volume(&VolumeName::new(&object.name))?;
         let plugins = &self.settings.plugins;
@@ -58,7 +74,21 @@ impl Controller {
             },
             _ => return None,
         };
-        Some((sign, volume.metadata.resource_version.clone()))
+        let shown = match &sign {
+            FirstSign::Pod(namespace, name) => self
+                .listers
+                .pods
+                .get(&ObjectKey::new(namespace.as_str(), name.as_str()))
+                .is_some(),
+            FirstSign::Gone => volume.metadata.deletion_timestamp.is_some(),
+            FirstSign::Failed => volume_phase(&volume) == Some(VolumePhase::Failed),
+            FirstSign::Unbound | FirstSign::Nothing | FirstSign::Handed => false,
+        };
+        Some(Foreseen {
+            sign,
+            shown,
+            version: volume.metadata.resource_version.clone(),
+        })
     }
 }
 
@@ -109,8 +139,8 @@ mod tests {
         controller.cache().watched(&Arc::new(sourceless));
         let sign = |kind, name: &str| {
             controller
-                .first_sign(kind, &ObjectKey::cluster(name))
-                .map(|(sign, _)| sign)
+                .foresee(kind, &ObjectKey::cluster(name))
+                .map(|foreseen| foreseen.sign)
         };
         assert_eq!(
             sign(RECYCLE, "v1"),

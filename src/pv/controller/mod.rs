@@ -115,7 +115,7 @@ mod rehearse;
 pub use rehearse::{Rehearsed, Server};
 mod binds_elsewhere;
 mod foresight;
-pub(crate) use foresight::FirstSign;
+pub(crate) use foresight::{FirstSign, Foreseen};
 mod volume;
 mod writes;
 
