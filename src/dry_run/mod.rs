@@ -13,7 +13,7 @@
 //!
 //! The caches follow only what the cluster shows: intended writes never
 //! enter them. A bind this process intends keeps its volume reserved in the
-//! binder's index until judged ([`DryRun::hold`]), so that its next
+//! binder's index until judged ([`Journal::hold`]), so that its next
 //! decisions are the ones it would make had it written.
 
 mod bind_judge;
