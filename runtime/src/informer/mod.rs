@@ -24,14 +24,13 @@ pub mod store;
 mod watch;
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kube::Client;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::Event;
 use tokio::task::JoinSet;
 
 use crate::keys::ObjectKey;
@@ -162,7 +161,7 @@ impl<K: Kind> Pending for Slot<K> {
         failure_limit: Duration,
         lists: Lists,
     ) -> BoxFuture<'static, Result<(), WatchFailure>> {
-        let mut informer = Informer {
+        let mut informer = watch::Informer {
             store: self.fix_store(),
             handlers: std::mem::take(&mut self.handlers),
             listing: None,
@@ -182,72 +181,6 @@ impl<K: Kind> Pending for Slot<K> {
                 informer.on_event(event);
             },
         ))
-    }
-}
-
-/// A running informer: the kind's store, its handlers, the keys a list
-/// under way has shown so far, and the list request its watch answers.
-struct Informer<K> {
-    store: Arc<dyn Store<K>>,
-    handlers: Vec<Handler<K>>,
-    listing: Option<HashSet<ObjectKey>>,
-    request: u64,
-    synced: Synced,
-}
-
-impl<K: Kind> Informer<K> {
-    fn tell(&self, change: &Change<'_, K>) {
-        for handler in &self.handlers {
-            handler(change);
-        }
-    }
-
-    fn on_event(&mut self, event: Event<K>) {
-        match event {
-            Event::Apply(object) => {
-                let object = Arc::new(object);
-                self.store.watched(&object);
-                self.tell(&Change::Applied {
-                    object: &object,
-                    listing: false,
-                });
-            }
-            Event::Delete(object) => {
-                let key = ObjectKey::of(&object);
-                self.store.forget(&key);
-                self.tell(&Change::Deleted {
-                    key: &key,
-                    last: Some(&Arc::new(object)),
-                });
-            }
-            Event::Init => self.listing = Some(HashSet::new()),
-            Event::InitApply(object) => {
-                let object = Arc::new(object);
-                self.listing
-                    .get_or_insert_default()
-                    .insert(ObjectKey::of(object.as_ref()));
-                self.store.watched(&object);
-                self.tell(&Change::Applied {
-                    object: &object,
-                    listing: true,
-                });
-            }
-            Event::InitDone => {
-                let listed = self.listing.take().unwrap_or_default();
-                for key in self.store.keys() {
-                    if !listed.contains(&key) {
-                        let last = self.store.forget(&key);
-                        tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
-                        self.tell(&Change::Deleted {
-                            key: &key,
-                            last: last.as_ref(),
-                        });
-                    }
-                }
-                self.tell(&Change::Listed);
-                self.synced.set(self.request);
-            }
-        }
     }
 }
 

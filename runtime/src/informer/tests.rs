@@ -8,6 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 use kube::runtime::watcher::Event;
 
+use super::watch::Informer;
 use super::*;
 use crate::kinds::drop_managed_fields;
 

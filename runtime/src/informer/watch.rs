@@ -1,11 +1,14 @@
-//! Watching a kind: a watcher with backoff, and the pump that drives it
-//! into the kind's informer while supervising it.
+//! Watching a kind: a watcher with backoff, the pump that drives it while
+//! supervising it, and the kind's informer, which puts each event into the
+//! kind's store and tells the handlers.
 //!
 //! A watch that fails is retried with backoff; one that keeps failing for
 //! the configured time ends its pump with an error, which stops the process
 //! (so Kubernetes restarts it) instead of leaving a healthy-looking
 //! controller that sees nothing.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -15,6 +18,9 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
+use super::{Change, Handler, Store, Synced};
+use crate::keys::ObjectKey;
+use crate::kinds::Kind;
 use crate::lean::Lean;
 
 /// Why a watch stopped.
@@ -121,6 +127,75 @@ where
                     }
                 }
             },
+        }
+    }
+}
+
+/// A running informer: the kind's store, its handlers, the keys a list
+/// under way has shown so far, and the list request its watch answers.
+pub(super) struct Informer<K> {
+    pub(super) store: Arc<dyn Store<K>>,
+    pub(super) handlers: Vec<Handler<K>>,
+    pub(super) listing: Option<HashSet<ObjectKey>>,
+    pub(super) request: u64,
+    pub(super) synced: Synced,
+}
+
+impl<K: Kind> Informer<K> {
+    fn tell(&self, change: &Change<'_, K>) {
+        for handler in &self.handlers {
+            handler(change);
+        }
+    }
+
+    /// Puts `event` into the kind's store and tells every handler;
+    /// the end of a list also tells what the list no longer showed as
+    /// deleted, and says how far the kind has listed.
+    pub(super) fn on_event(&mut self, event: Event<K>) {
+        match event {
+            Event::Apply(object) => {
+                let object = Arc::new(object);
+                self.store.watched(&object);
+                self.tell(&Change::Applied {
+                    object: &object,
+                    listing: false,
+                });
+            }
+            Event::Delete(object) => {
+                let key = ObjectKey::of(&object);
+                self.store.forget(&key);
+                self.tell(&Change::Deleted {
+                    key: &key,
+                    last: Some(&Arc::new(object)),
+                });
+            }
+            Event::Init => self.listing = Some(HashSet::new()),
+            Event::InitApply(object) => {
+                let object = Arc::new(object);
+                self.listing
+                    .get_or_insert_default()
+                    .insert(ObjectKey::of(object.as_ref()));
+                self.store.watched(&object);
+                self.tell(&Change::Applied {
+                    object: &object,
+                    listing: true,
+                });
+            }
+            Event::InitDone => {
+                let listed = self.listing.take().unwrap_or_default();
+                for key in self.store.keys() {
+                    if !listed.contains(&key) {
+                        let last = self.store.forget(&key);
+                        tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
+                        self.tell(&Change::Deleted {
+                            key: &key,
+                            last: last.as_ref(),
+                        });
+                    }
+                }
+                self.tell(&Change::Listed);
+                self.synced.set(self.request);
+            }
         }
     }
 }
