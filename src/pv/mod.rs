@@ -43,6 +43,8 @@ pub use controller::{Controller, Next, RetryPolicy};
 #[cfg(feature = "testing")]
 pub use controller_base::DEFAULT_CLAIM_WORKERS;
 #[cfg(feature = "testing")]
+pub use controller_base::{sync_claim, sync_volume};
+#[cfg(feature = "testing")]
 pub use keys::VolumeName;
 #[cfg(feature = "testing")]
 pub use plugins::PluginConfig;

@@ -293,15 +293,14 @@ async fn concurrent_syncs_of_one_volume_start_one_delete() {
         .volume(&VolumeName::new("volume-x"))
         .expect("cached");
     let (a, b, c) = tokio::join!(
-        controller.sync_volume(&volume),
-        controller.sync_volume(&volume),
-        controller.sync_volume(&volume),
+        pv::sync_volume(&controller, &volume),
+        pv::sync_volume(&controller, &volume),
+        pv::sync_volume(&controller, &volume),
     );
     a.and(b).and(c).expect("syncs succeed");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(controller.operations().running_count(), 1);
-    controller
-        .sync_volume(&volume)
+    pv::sync_volume(&controller, &volume)
         .await
         .expect("sync while running");
     controller.operations().wait_idle().await;
@@ -356,7 +355,7 @@ async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
         .cache()
         .volume(&VolumeName::new("volume-x"))
         .expect("cached");
-    controller.sync_volume(&released).await.expect("sync");
+    pv::sync_volume(&controller, &released).await.expect("sync");
     // While the storage is being deleted, an administrator deletes the
     // volume object and creates a new one under the same name.
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -417,7 +417,7 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
         .expect("cached claim");
 
     let started = Instant::now();
-    controller.sync_claim(&cached).await.expect("sync");
+    pv::sync_claim(&controller, &cached).await.expect("sync");
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "the sync took {:?}",

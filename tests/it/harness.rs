@@ -375,11 +375,11 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let result = match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
             let claim = first_claim(&controller, s);
-            controller.sync_claim(&claim).await
+            pv_controller::pv::sync_claim(&controller, &claim).await
         }
         Call::SyncVolume => {
             let volume = first_volume(&controller, s);
-            controller.sync_volume(&volume).await
+            pv_controller::pv::sync_volume(&controller, &volume).await
         }
     };
     // The operation the sync started has not run yet (this test runtime has

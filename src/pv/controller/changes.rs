@@ -1,7 +1,8 @@
-//! The changes the controller's plans make to volumes and claims, as data,
-//! with the edits that make them: each names the fields it sets and
-//! re-checks, on the newest copy when its step runs, what the decision
-//! assumed.
+//! The changes the controller's plans make to volumes and claims: planned
+//! by the decisions (the four binding writes in their fixed order, the
+//! phases, the unbind) and kept as data with the edits that make them;
+//! each names the fields it sets and re-checks, on the newest copy when
+//! its step runs, what the decision assumed.
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,9 +22,16 @@ use crate::pv::objects::{
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{Change, Plan};
 use crate::runtime::write::Edit;
-use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_RECYCLER_POD_UID, ANN_VALUE_YES};
+use k8s_names::{
+    ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_PRE_RESIZE_CAPACITY, ANN_RECYCLER_POD_UID,
+    ANN_VALUE_YES,
+};
 
-use super::Next;
+use super::{Controller, Next};
+use crate::pv::error::{Error, Result};
+use crate::pv::keys::VolumeName;
+use crate::runtime::events::EventType;
+use crate::runtime::kinds::Part;
 
 /// The plan of one decision of the controller.
 pub(crate) type PvPlan = Plan<Next>;
@@ -376,4 +384,162 @@ pub(super) fn same_claim_binding(a: &PersistentVolumeClaim, b: &PersistentVolume
 /// Whether a plan step was added: `after` is not `before` itself.
 pub(crate) fn added<K>(before: &Arc<K>, after: &Arc<K>) -> bool {
     !Arc::ptr_eq(before, after)
+}
+
+impl Controller {
+    /// Plans the four binding writes, volume first (the next sync completes
+    /// whatever a failure leaves undone). Each write re-checks on the
+    /// newest copy that the binding still holds, so a volume taken by
+    /// another claim meanwhile is never given to this one.
+    pub(super) fn bind(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
+        let volume = plan.update(volume, Part::Spec, VolumeChange::Reserve(Arc::clone(claim)))?;
+        let claim = plan.update(
+            claim,
+            Part::Spec,
+            ClaimChange::BindTo {
+                uid: claim.metadata.uid.clone(),
+                volume: VolumeName::of(&volume).as_str().to_owned(),
+            },
+        )?;
+        let volume = self.set_volume_phase(plan, &volume, VolumePhase::Bound, None)?;
+        self.set_claim_status(plan, &claim, ClaimPhase::Bound, Some(&volume))?;
+        Ok(())
+    }
+
+    /// Plans a volume's phase (and message) when it differs; returns the
+    /// volume as the plan leaves it. Refused when the volume's claimRef
+    /// changed since `basis`: the phase was decided for a binding that no
+    /// longer holds.
+    pub(super) fn set_volume_phase(
+        &self,
+        plan: &mut PvPlan,
+        basis: &Arc<PersistentVolume>,
+        phase: VolumePhase,
+        message: Option<String>,
+    ) -> Result<Arc<PersistentVolume>> {
+        let change = VolumeChange::Phase {
+            phase,
+            message,
+            basis: Arc::clone(basis),
+        };
+        Ok(plan.update(basis, Part::Status, change)?)
+    }
+
+    /// Plans a volume Available (the shadow cache tells the claims waiting
+    /// for a volume when this frees it); returns whether the plan writes.
+    pub(super) fn make_available(
+        &self,
+        plan: &mut PvPlan,
+        basis: &Arc<PersistentVolume>,
+    ) -> Result<bool> {
+        let available = self.set_volume_phase(plan, basis, VolumePhase::Available, None)?;
+        Ok(added(basis, &available))
+    }
+
+    /// Plans a volume's phase and, only when the phase changes, an event;
+    /// the message also goes into the volume's status.
+    pub(super) fn set_volume_phase_with_event(
+        &self,
+        plan: &mut PvPlan,
+        basis: &Arc<PersistentVolume>,
+        phase: VolumePhase,
+        event_type: EventType,
+        reason: &str,
+        message: String,
+    ) -> Result<Arc<PersistentVolume>> {
+        let changed = self.set_volume_phase(plan, basis, phase, Some(message.clone()))?;
+        if added(basis, &changed) {
+            plan.event(changed.as_ref(), event_type, reason, message);
+        }
+        Ok(changed)
+    }
+
+    /// Plans a claim's phase, and its access modes and capacity from the
+    /// volume (or clears them without one); returns the claim as the plan
+    /// leaves it. Capacity is only copied when the claim becomes Bound, so
+    /// a resized claim keeps what it reports.
+    pub(super) fn set_claim_status(
+        &self,
+        plan: &mut PvPlan,
+        basis: &Arc<PersistentVolumeClaim>,
+        phase: ClaimPhase,
+        volume: Option<&Arc<PersistentVolume>>,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        // A volume without a readable capacity is an error only when the
+        // claim is about to take it over.
+        let capacity = match volume {
+            Some(volume) if claim_phase(basis) != Some(phase) => {
+                Some(bound_claim_capacity(volume)?)
+            }
+            _ => None,
+        };
+        let change = ClaimChange::Status {
+            phase,
+            volume: volume.cloned(),
+            capacity,
+            basis: Arc::clone(basis),
+        };
+        Ok(plan.update(basis, Part::Status, change)?)
+    }
+
+    /// Plans a claim's phase and, only when the phase changes, an event.
+    pub(super) fn set_claim_phase_with_event(
+        &self,
+        plan: &mut PvPlan,
+        claim: &Arc<PersistentVolumeClaim>,
+        phase: ClaimPhase,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
+        if claim_phase(claim) == Some(phase) {
+            return Ok(());
+        }
+        let changed = self.set_claim_status(plan, claim, phase, None)?;
+        plan.event(changed.as_ref(), event_type, reason, message.to_string());
+        Ok(())
+    }
+
+    /// Plans the undoing of a binding from the volume side: a binding the
+    /// controller made is removed; a user's pre-binding stays, only the
+    /// claim UID is cleared. The volume becomes Available again.
+    pub(super) fn unbind_volume(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+    ) -> Result<()> {
+        let unbound = plan.update(volume, Part::Spec, VolumeChange::Unbind(Arc::clone(volume)))?;
+        self.make_available(plan, &unbound).map(drop)
+    }
+}
+
+/// The capacity a claim reports once bound: the volume's, or the size before a
+/// resize when the volume records one.
+fn bound_claim_capacity(volume: &PersistentVolume) -> Result<Quantity> {
+    let capacity = volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("storage"))
+        .cloned()
+        .ok_or_else(|| {
+            Error::Inconsistent(format!(
+                "PersistentVolume {:?} is without a storage capacity",
+                VolumeName::of(volume).as_str().to_owned()
+            ))
+        })?;
+    let pre_resize = volume
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANN_PRE_RESIZE_CAPACITY))
+        .filter(|value| Amount::parse(value).is_ok());
+    Ok(pre_resize
+        .map(|value| Quantity(value.clone()))
+        .unwrap_or(capacity))
 }

@@ -6,18 +6,17 @@ use std::sync::Arc;
 use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::changes::{ClaimChange, PvPlan, VolumeChange};
+use super::changes::PvPlan;
 use super::{Controller, Settle};
 use crate::pv::constants::reasons;
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
-    ClaimPhase, VolumePhase, claim_access_modes, claim_class, claim_request, claim_vac,
-    claim_volume_mode, has_annotation, is_being_deleted, is_volume_bound_to_claim,
-    volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
+    ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
+    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
+    volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::kinds::Part;
 use crate::runtime::plan::Hold;
 use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE};
 
@@ -152,30 +151,6 @@ impl Controller {
             self.decide_unbound_claim(&mut plan, claim)?;
         }
         Ok(plan)
-    }
-
-    /// Plans the four binding writes, volume first (the next sync completes
-    /// whatever a failure leaves undone). Each write re-checks on the
-    /// newest copy that the binding still holds, so a volume taken by
-    /// another claim meanwhile is never given to this one.
-    pub(super) fn bind(
-        &self,
-        plan: &mut PvPlan,
-        volume: &Arc<PersistentVolume>,
-        claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<()> {
-        let volume = plan.update(volume, Part::Spec, VolumeChange::Reserve(Arc::clone(claim)))?;
-        let claim = plan.update(
-            claim,
-            Part::Spec,
-            ClaimChange::BindTo {
-                uid: claim.metadata.uid.clone(),
-                volume: VolumeName::of(&volume).as_str().to_owned(),
-            },
-        )?;
-        let volume = self.set_volume_phase(plan, &volume, VolumePhase::Bound, None)?;
-        self.set_claim_status(plan, &claim, ClaimPhase::Bound, Some(&volume))?;
-        Ok(())
     }
 
     /// Decides about an unbound claim (no bind-completed annotation).

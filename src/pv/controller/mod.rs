@@ -97,7 +97,6 @@
 //! `recycler-for-<pv>`), so a second run, in this process or after a
 //! restart, finds the first run's result instead of making another.
 
-mod binding;
 mod changes;
 mod claim;
 mod delete;
@@ -137,9 +136,9 @@ use crate::runtime::informer::{MemStore, StoreRef};
 use crate::runtime::journal::Journal;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationTracker;
-use crate::runtime::write::{Writer, WriterSet};
+use crate::runtime::write::{WriteError, Writer, WriterSet};
 pub(crate) use changes::PvPlan;
-use volume::Decided;
+pub(crate) use volume::Decided;
 
 pub(crate) use claim::binding_order;
 
@@ -382,12 +381,21 @@ impl Controller {
         self.decide_volume_inner(volume, read)
     }
 
-    /// Carries a decision's plan out: its steps in order, then the
-    /// settled binding it found; says what should follow.
-    pub(crate) async fn execute(&self, plan: PvPlan) -> Result<Next> {
-        let assigns_default_class = plan.after.assigns_default_class;
-        let result = self.carry_out(plan).await;
-        if assigns_default_class {
+    /// The executor of the controller's plans.
+    pub(crate) fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// What the end of a decision's plan (`result`) means to the binder:
+    /// counts the default class it gave the claim (`gave_default_class`)
+    /// with the write's outcome, keeps the binding it found settled, and
+    /// fails on an inconsistency it reported; says what should follow.
+    pub(crate) fn ended(
+        &self,
+        gave_default_class: bool,
+        result: std::result::Result<Next, WriteError>,
+    ) -> Result<Next> {
+        if gave_default_class {
             self.pv_metrics.retroactive_storage_class(result.is_err());
         }
         let next = result?;
@@ -401,36 +409,6 @@ impl Controller {
             None => {}
         }
         Ok(next)
-    }
-
-    /// Syncs one claim: decides and carries the plan out; says what should
-    /// follow.
-    #[cfg(feature = "testing")]
-    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<Next> {
-        let plan = self.decide_claim(claim)?;
-        self.execute(plan).await
-    }
-
-    /// Syncs one volume: decides (reading its claim from the API server
-    /// when the decision asks) and carries the plan out; says what should
-    /// follow.
-    pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> Result<Next> {
-        let plan = match self.decide_volume(volume, None)? {
-            Decided::Plan(plan) => plan,
-            Decided::ReadClaim(key) => {
-                let read = self.read_claim(&key).await?;
-                match self.decide_volume(volume, Some(read))? {
-                    Decided::Plan(plan) => plan,
-                    Decided::ReadClaim(key) => {
-                        return Err(crate::pv::error::Error::Inconsistent(format!(
-                            "volume {} asked twice for claim {key}",
-                            VolumeName::of(volume)
-                        )));
-                    }
-                }
-            }
-        };
-        self.execute(plan).await
     }
 }
 

@@ -242,7 +242,7 @@ impl Controller {
 
     /// Reads the claim `key` from the API server, for a volume's decision
     /// ([`Decided::ReadClaim`]); `None` when it does not exist.
-    pub(super) async fn read_claim(
+    pub(crate) async fn read_claim(
         &self,
         key: &ObjectKey,
     ) -> Result<Option<Arc<PersistentVolumeClaim>>> {

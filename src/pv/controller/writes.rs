@@ -3,14 +3,15 @@
 //! copy of its object under the object's write lock, refuses when the
 //! object moved on since the decision, skips what is already so, and puts
 //! the server's answer into the shadow cache before the next writer runs.
-//! The phase changes and event helpers the decisions share are here too.
+//! These are the writes of the long operations (a plan's writes go through
+//! the executor); the event helpers the decisions share are here too.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Resource;
 
-use super::changes::{PvPlan, VolumeChange, added};
+use super::changes::PvPlan;
 use super::{Controller, Next};
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
@@ -60,54 +61,6 @@ impl Controller {
             .delete(&name.key(), volume.metadata.uid.as_deref())
             .await?;
         Ok(())
-    }
-
-    /// Plans a volume's phase (and message) when it differs; returns the
-    /// volume as the plan leaves it. Refused when the volume's claimRef
-    /// changed since `basis`: the phase was decided for a binding that no
-    /// longer holds.
-    pub(super) fn set_volume_phase(
-        &self,
-        plan: &mut PvPlan,
-        basis: &Arc<PersistentVolume>,
-        phase: VolumePhase,
-        message: Option<String>,
-    ) -> Result<Arc<PersistentVolume>> {
-        let change = VolumeChange::Phase {
-            phase,
-            message,
-            basis: Arc::clone(basis),
-        };
-        Ok(plan.update(basis, Part::Status, change)?)
-    }
-
-    /// Plans a volume Available (the shadow cache tells the claims waiting
-    /// for a volume when this frees it); returns whether the plan writes.
-    pub(super) fn make_available(
-        &self,
-        plan: &mut PvPlan,
-        basis: &Arc<PersistentVolume>,
-    ) -> Result<bool> {
-        let available = self.set_volume_phase(plan, basis, VolumePhase::Available, None)?;
-        Ok(added(basis, &available))
-    }
-
-    /// Plans a volume's phase and, only when the phase changes, an event;
-    /// the message also goes into the volume's status.
-    pub(super) fn set_volume_phase_with_event(
-        &self,
-        plan: &mut PvPlan,
-        basis: &Arc<PersistentVolume>,
-        phase: VolumePhase,
-        event_type: EventType,
-        reason: &str,
-        message: String,
-    ) -> Result<Arc<PersistentVolume>> {
-        let changed = self.set_volume_phase(plan, basis, phase, Some(message.clone()))?;
-        if added(basis, &changed) {
-            plan.event(changed.as_ref(), event_type, reason, message);
-        }
-        Ok(changed)
     }
 
     /// Makes a volume Failed, with an event saying why: the end of a

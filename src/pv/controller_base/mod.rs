@@ -10,10 +10,9 @@
 //! [`crate::runtime::runner`] runs the workers while the process leads.
 
 mod collector;
-mod handlers;
 mod parking;
 mod waiting;
-mod workers;
+mod work;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,10 +32,13 @@ use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::{Pool, Workload};
 use collector::StateCollector;
-use handlers::Handlers;
 use parking::Parking;
 use waiting::FollowUp;
-use workers::{ClaimWork, VolumeWork};
+#[cfg(feature = "testing")]
+pub use work::sync_claim;
+#[cfg(any(test, feature = "testing"))]
+pub use work::sync_volume;
+use work::{ClaimWork, Handlers, VolumeWork};
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
@@ -202,7 +204,7 @@ pub(crate) fn build(
         .after_each(move || released.release_passed()),
     );
     workload.every(config.resync_period, move || {
-        workers::resync(&cache, &volume_queue, &claim_queue, &parking);
+        work::resync(&cache, &volume_queue, &claim_queue, &parking);
     });
     let stopping = operations.clone();
     workload.on_stop(move || stopping.abort_all());

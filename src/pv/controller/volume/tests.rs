@@ -33,9 +33,12 @@ async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_cache_holds() 
         .offer_volume(Arc::clone(&released))
         .expect("cache volume");
 
-    Box::pin(controller.sync_volume(&released))
-        .await
-        .expect("sync");
+    Box::pin(crate::pv::controller_base::sync_volume(
+        &controller,
+        &released,
+    ))
+    .await
+    .expect("sync");
 
     let now = api.get::<PersistentVolume>(None, "v").expect("volume");
     assert_eq!(
