@@ -30,7 +30,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kube::Client;
-use kube::runtime::WatchStreamExt;
 use tokio::task::JoinSet;
 
 use crate::keys::ObjectKey;
@@ -170,7 +169,7 @@ impl<K: Kind> Pending for Slot<K> {
         };
         let client = client.clone();
         let shape = self.store.shape();
-        let streams = move || watch::watch::<K>(&client).modify(move |object| shape.trim(object));
+        let streams = move || watch::watch(&client, shape);
         Box::pin(watch::pump(
             K::NAME,
             streams,

@@ -14,13 +14,12 @@ use std::time::Duration;
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::{Api, Client};
 use tokio::time::Instant;
 
 use super::{Change, Handler, Store, Synced};
 use crate::keys::ObjectKey;
-use crate::kinds::Kind;
+use crate::kinds::{Kind, Shape};
 use crate::lean::Lean;
 
 /// Why a watch stopped.
@@ -53,13 +52,12 @@ const LIST_PAGE_SIZE: u32 = 500;
 
 /// A watcher of every `K` with the default backoff, so a broken watch is
 /// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
-/// are decoded without their managedFields ([`Lean`]).
-pub(super) fn watch<K>(
+/// are decoded without their managedFields ([`Lean`]) and trimmed by the
+/// kind's `shape`, as the store keeps them.
+pub(super) fn watch<K: Kind>(
     client: &Client,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
+    shape: &'static Shape<K>,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K> {
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
     watcher(Api::<Lean<K>>::all(client.clone()), config)
         .default_backoff()
@@ -70,6 +68,7 @@ where
             Event::InitApply(Lean(object)) => Event::InitApply(object),
             Event::InitDone => Event::InitDone,
         })
+        .modify(move |object| shape.trim(object))
 }
 
 /// Drives the watch streams `streams` makes of `kind`, handing each event,
