@@ -13,9 +13,9 @@
 
 use std::any::Any;
 
+use crate::hold::Hold;
 use crate::keys::ObjectKey;
 use crate::operations::OperationName;
-use crate::plan::Hold;
 
 /// How a journaled write would have written its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,6 +13,7 @@ pub mod api_message;
 pub mod client;
 pub mod events;
 pub mod executor;
+pub mod hold;
 pub mod informer;
 pub mod journal;
 pub mod keys;

@@ -38,6 +38,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::events::{EventType, reference_of};
+use crate::hold::Hold;
 use crate::journal::{Intended, Journal, Verb};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Part};
@@ -607,19 +608,6 @@ fn event_object(object: &ObjectReference) -> String {
         Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
         _ => name.to_string(),
     }
-}
-
-/// Something a decision holds until its plan ends (an object reserved for
-/// another), with the objects it is about, so that a journal
-/// ([`super::journal`]) can keep it until the cluster shows what became of
-/// them.
-pub struct Hold {
-    /// The UID of the object the hold is for.
-    pub holder: String,
-    /// The name of the object held for it.
-    pub held: String,
-    /// Releases the hold when dropped.
-    pub guard: Box<dyn Any + Send>,
 }
 
 /// What a decision decided: its steps in order, what follows when they all

@@ -10,13 +10,14 @@ use memapi::MemApi;
 
 use super::*;
 use crate::events::EventType;
+use crate::hold::Hold;
 use crate::informer::{MemStore, Store, StoreRef};
 use crate::journal::Intended;
 use crate::keys::ObjectKey;
 use crate::kinds::{Part, Shape, drop_managed_fields};
 use crate::metrics::Metrics;
 use crate::operations::OperationName;
-use crate::plan::{Change, Hold};
+use crate::plan::Change;
 use crate::write::{Door, Edit};
 
 /// Volumes, encoded whole.

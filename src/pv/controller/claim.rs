@@ -16,8 +16,8 @@ use crate::pv::objects::{
     has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
+use crate::runtime::hold::Hold;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::plan::Hold;
 use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE};
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
