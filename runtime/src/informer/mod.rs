@@ -193,6 +193,10 @@ pub enum WiringError {
     /// Two controllers asked for the same kind with different shapes.
     #[error("the {0} kind is asked for with two shapes")]
     ShapedTwice(&'static str),
+    /// The kind's slot holds another kind: slots are filed by their type,
+    /// so this is a defect of the informers, reported instead of a crash.
+    #[error("the {0} kind's informer is filed under another kind")]
+    Misfiled(&'static str),
 }
 
 /// The kinds the process watches, while its controllers are being built;
@@ -226,7 +230,7 @@ impl Informers {
         let slot = self.slots[index]
             .slot()
             .downcast_mut::<Slot<K>>()
-            .unwrap_or_else(|| unreachable!("slots are filed by their type"));
+            .ok_or(WiringError::Misfiled(K::NAME))?;
         if !std::ptr::eq(slot.store.shape(), shape) {
             return Err(WiringError::ShapedTwice(K::NAME));
         }
