@@ -387,6 +387,27 @@ pub(crate) fn added<K>(before: &Arc<K>, after: &Arc<K>) -> bool {
 }
 
 impl Controller {
+    /// Plans a volume's `migrated-to` annotation and deletion finalizers in
+    /// line with its provisioner and policy; returns the volume as the plan
+    /// leaves it.
+    pub(super) fn anneal_volume(
+        &self,
+        plan: &mut PvPlan,
+        volume: &Arc<PersistentVolume>,
+    ) -> Result<Arc<PersistentVolume>> {
+        Ok(plan.update(volume, Part::Spec, VolumeChange::Anneal)?)
+    }
+
+    /// Plans a claim's `migrated-to` annotation in line with the provisioner
+    /// it was handed to; returns the claim as the plan leaves it.
+    pub(super) fn anneal_claim(
+        &self,
+        plan: &mut PvPlan,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        Ok(plan.update(claim, Part::Spec, ClaimChange::Anneal)?)
+    }
+
     /// Plans the four binding writes, volume first (the next sync completes
     /// whatever a failure leaves undone). Each write re-checks on the
     /// newest copy that the binding still holds, so a volume taken by

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::Controller;
-use super::finalizers::storage_already_deleted;
+use super::finalizers::{storage_already_deleted, storage_deleted_edit};
+use super::writes::{Edit, Part};
 use crate::pv::constants::reasons;
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
@@ -111,5 +112,27 @@ impl Controller {
             ))),
             Err(other) => Err(other),
         }
+    }
+}
+
+impl Controller {
+    /// Records that the volume's storage is gone: removes the controller's
+    /// finalizer and, on a volume that will linger (it is being deleted and
+    /// waits for other finalizers, or still has one), marks it
+    /// [`ANN_STORAGE_DELETED`] in the same write. A volume about to be
+    /// deleted with nothing to remove needs no write.
+    pub(super) async fn mark_storage_deleted(
+        &self,
+        volume: &Arc<PersistentVolume>,
+    ) -> Result<Arc<PersistentVolume>> {
+        let mut check = PersistentVolume::clone(volume);
+        if storage_deleted_edit(&mut check) == Edit::Unchanged {
+            return Ok(Arc::clone(volume));
+        }
+        let stored = self
+            .write_volume(volume, Part::Spec, storage_deleted_edit)
+            .await?;
+        tracing::info!("volume storage recorded as deleted, deletion finalizer removed");
+        Ok(stored)
     }
 }

@@ -11,21 +11,16 @@
 //! provisioner, which has a finalizer of its own; the controller's is
 //! removed from it.
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::Controller;
-use super::changes::{ClaimChange, PvPlan, VolumeChange};
-use super::writes::{Edit, Part};
 use crate::pv::constants::IN_TREE_PLUGIN_PREFIX;
-use crate::pv::error::Result;
 use crate::pv::migration::{
     MigratedToChange, claim_migrated_to_change, csi_driver_of, volume_migrated_to_change,
 };
 use crate::pv::objects::{
     ReclaimPolicy, annotation, has_annotation, is_being_deleted, reclaim_policy,
 };
+use crate::runtime::write::Edit;
 use k8s_names::{
     ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
     FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
@@ -118,56 +113,14 @@ pub(super) fn anneal_claim_edit(claim: &mut PersistentVolumeClaim) -> Edit {
     apply_migrated_to(&mut claim.metadata.annotations, change)
 }
 
-impl Controller {
-    /// Plans a volume's `migrated-to` annotation and deletion finalizers in
-    /// line with its provisioner and policy; returns the volume as the plan
-    /// leaves it.
-    pub(super) fn anneal_volume(
-        &self,
-        plan: &mut PvPlan,
-        volume: &Arc<PersistentVolume>,
-    ) -> Result<Arc<PersistentVolume>> {
-        Ok(plan.update(volume, Part::Spec, VolumeChange::Anneal)?)
-    }
-
-    /// Plans a claim's `migrated-to` annotation in line with the provisioner
-    /// it was handed to; returns the claim as the plan leaves it.
-    pub(super) fn anneal_claim(
-        &self,
-        plan: &mut PvPlan,
-        claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<Arc<PersistentVolumeClaim>> {
-        Ok(plan.update(claim, Part::Spec, ClaimChange::Anneal)?)
-    }
-
-    /// Records that the volume's storage is gone: removes the controller's
-    /// finalizer and, on a volume that will linger (it is being deleted and
-    /// waits for other finalizers, or still has one), marks it
-    /// [`ANN_STORAGE_DELETED`] in the same write. A volume about to be
-    /// deleted with nothing to remove needs no write.
-    pub(super) async fn mark_storage_deleted(
-        &self,
-        volume: &Arc<PersistentVolume>,
-    ) -> Result<Arc<PersistentVolume>> {
-        let mut check = PersistentVolume::clone(volume);
-        if storage_deleted_edit(&mut check) == Edit::Unchanged {
-            return Ok(Arc::clone(volume));
-        }
-        let stored = self
-            .write_volume(volume, Part::Spec, storage_deleted_edit)
-            .await?;
-        tracing::info!("volume storage recorded as deleted, deletion finalizer removed");
-        Ok(stored)
-    }
-}
-
 /// Whether the controller already deleted this volume's storage.
 pub(super) fn storage_already_deleted(volume: &PersistentVolume) -> bool {
     has_annotation(&volume.metadata, ANN_STORAGE_DELETED)
 }
 
-/// The edit of [`Controller::mark_storage_deleted`] on the newest copy.
-fn storage_deleted_edit(volume: &mut PersistentVolume) -> Edit {
+/// The edit of [`super::Controller::mark_storage_deleted`] on the newest
+/// copy.
+pub(super) fn storage_deleted_edit(volume: &mut PersistentVolume) -> Edit {
     let finalizers = volume.metadata.finalizers.take().unwrap_or_default();
     let had_ours = finalizers.iter().any(|f| f == FINALIZER_PV_CONTROLLER);
     let rest: Vec<String> = finalizers
