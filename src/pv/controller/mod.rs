@@ -387,15 +387,15 @@ impl Controller {
     }
 
     /// What the end of a decision's plan (`result`) means to the binder:
-    /// counts the default class it gave the claim (`gave_default_class`)
+    /// counts the default class it assigned the claim (`assigns_default_class`)
     /// with the write's outcome, keeps the binding it found settled, and
     /// fails on an inconsistency it reported; says what should follow.
     pub(crate) fn ended(
         &self,
-        gave_default_class: bool,
+        assigns_default_class: bool,
         result: std::result::Result<Next, WriteError>,
     ) -> Result<Next> {
-        if gave_default_class {
+        if assigns_default_class {
             self.pv_metrics.retroactive_storage_class(result.is_err());
         }
         let next = result?;

@@ -228,9 +228,9 @@ pub async fn sync_claim(
 /// Executes a decision's plan on the controller's executor, then hands
 /// its end to the controller ([`Controller::ended`]).
 async fn execute(controller: &Controller, plan: PvPlan) -> Result<Next> {
-    let gives_default_class = plan.after.assigns_default_class;
+    let assigns_default_class = plan.after.assigns_default_class;
     let result = controller.executor().execute(plan).await;
-    controller.ended(gives_default_class, result)
+    controller.ended(assigns_default_class, result)
 }
 
 /// Enqueues every claim, in binding order, then every volume, in name
