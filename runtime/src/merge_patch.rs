@@ -1,5 +1,6 @@
 //! The JSON merge patch (RFC 7386) that turns one copy of an object into
-//! another: what the write door sends instead of the whole object.
+//! another: what the write door sends instead of the whole object; and its
+//! application, as the server applies it.
 //!
 //! The copies an update is decided on are decoded by compiled types, which
 //! know only the fields of the API version they were generated for. A
@@ -95,12 +96,37 @@ pub fn diff<'a>(before: &'a RawValue, after: &'a RawValue) -> Option<MergePatch<
     (!changes.is_empty()).then_some(MergePatch::Object(changes))
 }
 
+/// Applies the merge patch `patch` to `target` as the API server does
+/// (RFC 7386): members of objects merged, a null removing, anything else
+/// replacing. The rehearsals apply a status apply's partial object so.
+pub fn apply(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(members) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let serde_json::Value::Object(held) = target {
+        for (name, value) in members {
+            if value.is_null() {
+                held.remove(name);
+            } else {
+                apply(
+                    held.entry(name.clone()).or_insert(serde_json::Value::Null),
+                    value,
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
     use serde_json::value::{RawValue, to_raw_value};
 
-    use super::diff;
+    use super::{apply, diff};
 
     fn raw(value: &serde_json::Value) -> Box<RawValue> {
         to_raw_value(value).unwrap()
@@ -110,29 +136,6 @@ mod tests {
     fn patch(before: &serde_json::Value, after: &serde_json::Value) -> Option<serde_json::Value> {
         let (before, after) = (raw(before), raw(after));
         diff(&before, &after).map(|patch| serde_json::to_value(&patch).unwrap())
-    }
-
-    /// Applies a merge patch as RFC 7386 does, to check a diff round-trips.
-    fn apply(target: &mut serde_json::Value, patch: &serde_json::Value) {
-        match (target.as_object_mut(), patch.as_object()) {
-            (Some(target), Some(patch)) => {
-                for (key, value) in patch {
-                    if value.is_null() {
-                        target.remove(key);
-                    } else {
-                        apply(
-                            target.entry(key.clone()).or_insert(serde_json::Value::Null),
-                            value,
-                        );
-                    }
-                }
-            }
-            (_, Some(_)) => {
-                *target = json!({});
-                apply(target, patch);
-            }
-            _ => *target = patch.clone(),
-        }
     }
 
     #[test]

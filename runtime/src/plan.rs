@@ -42,6 +42,7 @@ use crate::hold::Hold;
 use crate::journal::{Intended, Journal, Verb};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Part};
+use crate::merge_patch;
 use crate::operations::OperationName;
 use crate::rehearsal::Rehearsal;
 use crate::write::{Edit, WriteError, Writer, WriterSet, newer};
@@ -449,7 +450,7 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
             source: kube::Error::SerdeError(error),
         };
         let mut merged = serde_json::to_value(held).map_err(encoding_failed)?;
-        merge(&mut merged, &self.applied.partial());
+        merge_patch::apply(&mut merged, &self.applied.partial());
         let mut applied: K = serde_json::from_value(merged).map_err(encoding_failed)?;
         applied.meta_mut().resource_version = Some(rehearsal.next_version());
         rehearsal.put(applied);
@@ -470,30 +471,6 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
         journal_on_copies::<K>(writers, copies, journal, &write, None, |copies| {
             self.rehearse(copies)
         })
-    }
-}
-
-/// Merges `patch` into `target` as a JSON merge patch does (RFC 7386):
-/// members of objects merged, a null removing, anything else replacing.
-fn merge(target: &mut serde_json::Value, patch: &serde_json::Value) {
-    let serde_json::Value::Object(members) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = serde_json::Value::Object(serde_json::Map::new());
-    }
-    if let serde_json::Value::Object(held) = target {
-        for (name, value) in members {
-            if value.is_null() {
-                held.remove(name);
-            } else {
-                merge(
-                    held.entry(name.clone()).or_insert(serde_json::Value::Null),
-                    value,
-                );
-            }
-        }
     }
 }
 
