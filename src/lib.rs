@@ -13,9 +13,9 @@
 //! - the process: [`App`] (or [`serve`], which builds it again when an API
 //!   appears or goes) on [`Clients`], configured by an [`AppConfig`], made
 //!   from the binary's flags ([`Options`]) or by hand: which controllers
-//!   run ([`ControllerSelection`]), the Lease ([`LeaseConfig`]), the dry run
-//!   of `--shadow` ([`DryRunConfig`], its judgements in a
-//!   [`DryRunJournal`]); and, with the `embedded` feature,
+//!   run ([`ControllerSelection`]), the Lease ([`LeaseConfig`]), shadow mode
+//!   of `--shadow` ([`ShadowConfig`], its judgements in a
+//!   [`ShadowReport`]); and, with the `embedded` feature,
 //!   [`run_embedded`] on an in-memory cluster;
 //! - each controller's settings: [`pv::Config`], [`ephemeral::Config`],
 //!   [`resourceclaim::Config`];
@@ -36,7 +36,7 @@
 #![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 
 mod app;
-mod dry_run;
+mod shadow;
 #[cfg(feature = "embedded")]
 mod embedded;
 pub mod ephemeral;
@@ -55,7 +55,7 @@ pub mod testing;
 use pv_controller_runtime as runtime;
 
 pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
-pub use dry_run::{DryRunConfig, DryRunJournal};
+pub use shadow::{ShadowConfig, ShadowReport};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{Command, LogFormat, Options};

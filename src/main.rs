@@ -172,7 +172,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
             })
             .transpose()?,
         secure: options.secure_serving(),
-        dry_run: options.dry_run_config(),
+        shadow: options.shadow_config(),
         election,
     })
 }

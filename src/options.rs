@@ -2,7 +2,7 @@
 //! one, and the parsing of its duration syntax (`15s`, `1m30s`).
 //!
 //! Plain values with their defaults: the flags know the runtime's types
-//! (serving, the dry run, the client's limits) and nothing of the
+//! (serving, shadow mode, the client's limits) and nothing of the
 //! controllers; the process turns them into the controllers' settings,
 //! and a test of the process holds each default to the controller's own.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::dry_run::DryRunConfig;
+use crate::shadow::ShadowConfig;
 use crate::feature_gates::FeatureGates;
 use crate::runtime::client::ClientOptions;
 use crate::runtime::server::{
@@ -276,12 +276,12 @@ pub struct Options {
     /// decision against what the cluster comes to (`/shadow`,
     /// `pv_controller_shadow_decisions_total`).
     #[arg(long = "shadow")]
-    pub dry_run: bool,
+    pub shadow: bool,
 
     /// With --shadow: how long the cluster has to come to a decision before
     /// it counts as a difference (default: two sync periods).
-    #[arg(long = "shadow-window", value_parser = parse_duration, requires = "dry_run")]
-    pub dry_run_window: Option<Duration>,
+    #[arg(long = "shadow-window", value_parser = parse_duration, requires = "shadow")]
+    pub shadow_window: Option<Duration>,
 
     /// Run against an in-memory API server seeded from this YAML file
     /// instead of a cluster, served on a loopback port for kubectl.
@@ -372,11 +372,11 @@ impl Options {
         self.leader_elect.unwrap_or(!self.embedded())
     }
 
-    /// The dry run's settings, when --shadow is given.
-    pub fn dry_run_config(&self) -> Option<DryRunConfig> {
-        self.dry_run.then(|| DryRunConfig {
+    /// Shadow mode's settings, when --shadow is given.
+    pub fn shadow_config(&self) -> Option<ShadowConfig> {
+        self.shadow.then(|| ShadowConfig {
             window: self
-                .dry_run_window
+                .shadow_window
                 .unwrap_or_else(|| self.resync_period() * 2),
         })
     }

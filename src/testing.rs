@@ -2,8 +2,8 @@
 //! (compiled in by the `testing` feature, which the crate's own tests and
 //! benchmarks turn on): the event recorder and its outcomes, the leader
 //! elector on its own, the admin server's routes, the PersistentVolume
-//! controller's shadow cache and volume index (what
-//! [`crate::pv::Controller::cache`] shows), the offline binder, and (with
+//! controller's store and volume index (what
+//! [`crate::pv::Controller::store`] shows), the offline binder, and (with
 //! the embedded cluster) the settle loop, the stand-in kubelet and the
 //! tables of the embedded mode.
 
@@ -11,7 +11,7 @@
 pub use crate::embedded::{
     render_events, render_resource_claims, render_table, stand_in_kubelet, wait_settled,
 };
-pub use crate::pv::cache::{CacheError, Reservation, ShadowCache};
+pub use crate::pv::store::{PvStore, ReservedVolume};
 pub use crate::pv::index::{MatchError, VolumeIndex};
 pub use crate::runtime::events::{EventRecorder, QUEUE_CAPACITY, RecorderError, reference_of};
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
@@ -32,13 +32,13 @@ pub fn router(
 
 pub use crate::pv::controller::{Rehearsed, Server};
 
-/// What an offline PersistentVolume controller knows: the objects of its
-/// shadow cache and of its other stores.
+/// What an offline binder knows: the objects of its store of volumes and
+/// claims and of its other stores.
 #[derive(Clone, Debug, Default)]
 pub struct OfflineObjects {
-    /// Volumes, in the shadow cache.
+    /// Volumes, in the store.
     pub volumes: Vec<k8s_openapi::api::core::v1::PersistentVolume>,
-    /// Claims, in the shadow cache.
+    /// Claims, in the store.
     pub claims: Vec<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
     /// StorageClasses.
     pub classes: Vec<k8s_openapi::api::storage::v1::StorageClass>,
@@ -48,44 +48,19 @@ pub struct OfflineObjects {
     pub nodes: Vec<k8s_openapi::api::core::v1::Node>,
 }
 
-/// Why an offline controller could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum OfflineError {
-    /// Its parts could not be built.
-    #[error(transparent)]
-    Build(#[from] crate::runtime::shared::BuildError),
-    /// Its client could not be built.
-    #[error("building the offline client: {0}")]
-    Client(#[from] kube::Error),
-    /// An object could not be stored.
-    #[error(transparent)]
-    Store(#[from] crate::runtime::informer::StoreError),
-    /// A volume or claim could not be put into the shadow cache.
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-}
-
-/// A PersistentVolume controller with no API server behind it (its client
-/// points at a closed port: anything sent fails), knowing `objects`: for
-/// rehearsing its decisions ([`crate::pv::Controller::rehearse_claim`],
-/// [`crate::pv::Controller::rehearse_volume`]) with nothing sent.
+/// The PersistentVolume controller's decisions with no API server and no
+/// client at all, knowing `objects`: for deciding and rehearsing
+/// ([`crate::pv::Binder::rehearse_claim`],
+/// [`crate::pv::Binder::rehearse_volume`]) with nothing sent.
 pub fn offline_binder(
     settings: crate::pv::Settings,
     objects: OfflineObjects,
-) -> Result<crate::pv::Controller, OfflineError> {
+) -> Result<crate::pv::Binder, crate::runtime::informer::StoreError> {
     use std::sync::Arc;
 
-    use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD};
-    use crate::pv::controller::{Controller, Listers, Parts, Writers};
+    use crate::kinds::NODE;
     use crate::runtime::informer::{MemStore, Store, StoreRef};
-    use crate::runtime::kinds::Shape;
-    use crate::runtime::write::Door;
 
-    fn fixed<K>(shape: &'static Shape<K>, store: Arc<dyn Store<K>>) -> StoreRef<K> {
-        let handle = StoreRef::new(shape);
-        handle.fix(store);
-        handle
-    }
     fn filled<K: kube::Resource + Send + Sync + 'static>(
         objects: Vec<K>,
     ) -> Result<Arc<MemStore<K>>, crate::runtime::informer::StoreError>
@@ -99,52 +74,22 @@ pub fn offline_binder(
         Ok(store)
     }
 
-    let nowhere = kube::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
-    let client = kube::Client::try_from(nowhere)?;
-    let metrics = Arc::new(
-        crate::runtime::metrics::Metrics::new()
-            .map_err(crate::runtime::shared::BuildError::from)?,
-    );
-    let cache = Arc::new(ShadowCache::default());
+    let store = Arc::new(PvStore::default());
     for volume in objects.volumes {
-        cache.offer_volume(Arc::new(volume))?;
+        store.offer_volume(Arc::new(volume))?;
     }
     for claim in objects.claims {
-        cache.offer_claim(Arc::new(claim))?;
+        store.offer_claim(Arc::new(claim))?;
     }
-    let pods = filled(objects.pods)?;
-    let door = Door::new(client.clone(), Arc::clone(&metrics));
-    let parts = Parts {
-        client: client.clone(),
-        listers: Listers {
-            classes: filled(objects.classes)?,
-            pods: Arc::clone(&pods),
-            nodes: fixed(&NODE, filled(objects.nodes)?),
-        },
-        writers: Writers {
-            volumes: door.writer(
-                "offline",
-                fixed(&PERSISTENT_VOLUME, Arc::clone(&cache) as _),
-            ),
-            claims: door.writer(
-                "offline",
-                fixed(&PERSISTENT_VOLUME_CLAIM, Arc::clone(&cache) as _),
-            ),
-            pods: door.writer("offline", fixed(&POD, pods)),
-        },
-        cache,
-        recorder: EventRecorder::new(
-            client,
-            Arc::clone(&metrics),
-            crate::pv::constants::CONTROLLER_NAME,
-            "offline",
-        )
-        .map_err(crate::runtime::shared::BuildError::from)?,
-        operations: crate::runtime::operations::OperationTracker::new(),
+    let nodes = StoreRef::new(&NODE);
+    nodes.fix(filled(objects.nodes)?);
+    Ok(crate::pv::Binder {
+        store,
+        classes: filled(objects.classes)?,
+        pods: filled(objects.pods)?,
+        nodes,
+        running: crate::runtime::operations::Running::default(),
+        memory: Arc::default(),
         settings,
-        pv_metrics: crate::pv::metrics::PvMetrics::new(&metrics)
-            .map_err(crate::runtime::shared::BuildError::from)?,
-        journal: None,
-    };
-    Ok(Controller::new(parts))
+    })
 }

@@ -11,11 +11,10 @@
 
 pub mod api_message;
 pub mod client;
+pub mod copies;
 pub mod events;
 pub mod executor;
-pub mod hold;
 pub mod informer;
-pub mod journal;
 pub mod keys;
 pub mod kinds;
 pub mod leader;
@@ -26,11 +25,13 @@ pub mod operations;
 pub mod plan;
 pub mod queue;
 pub mod ratelimit;
-pub mod rehearsal;
 pub mod requests;
 pub mod runner;
 pub mod server;
+pub mod shadow;
 pub mod shared;
 pub mod sparse;
+pub mod version;
+pub mod waiting;
 pub mod workload;
 pub mod write;

@@ -96,37 +96,14 @@ pub fn diff<'a>(before: &'a RawValue, after: &'a RawValue) -> Option<MergePatch<
     (!changes.is_empty()).then_some(MergePatch::Object(changes))
 }
 
-/// Applies the merge patch `patch` to `target` as the API server does
-/// (RFC 7386): members of objects merged, a null removing, anything else
-/// replacing. The rehearsals apply a status apply's partial object so.
-pub fn apply(target: &mut serde_json::Value, patch: &serde_json::Value) {
-    let serde_json::Value::Object(members) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = serde_json::Value::Object(serde_json::Map::new());
-    }
-    if let serde_json::Value::Object(held) = target {
-        for (name, value) in members {
-            if value.is_null() {
-                held.remove(name);
-            } else {
-                apply(
-                    held.entry(name.clone()).or_insert(serde_json::Value::Null),
-                    value,
-                );
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
     use serde_json::value::{RawValue, to_raw_value};
 
-    use super::{apply, diff};
+    use json_patch::merge as apply;
+
+    use super::diff;
 
     fn raw(value: &serde_json::Value) -> Box<RawValue> {
         to_raw_value(value).unwrap()

@@ -244,6 +244,12 @@ impl OperationTracker {
             .is_some_and(|op| op.running_since.is_some())
     }
 
+    /// A handle that tells which operations run, and can do nothing else:
+    /// what a decision reads.
+    pub fn running(&self) -> Running {
+        Running(self.clone())
+    }
+
     /// How many operations are running now.
     pub fn running_count(&self) -> usize {
         self.lock()
@@ -348,6 +354,30 @@ impl OperationTracker {
             .operations
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Which operations of a tracker run now; cheap to clone.
+#[derive(Clone)]
+pub struct Running(OperationTracker);
+
+impl fmt::Debug for Running {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Running({})", self.0.running_count())
+    }
+}
+
+impl Default for Running {
+    /// Of a tracker that runs nothing.
+    fn default() -> Self {
+        Self(OperationTracker::new())
+    }
+}
+
+impl Running {
+    /// Whether an operation of this name is running now.
+    pub fn is_running(&self, name: &OperationName) -> bool {
+        self.0.is_running(name)
     }
 }
 

@@ -1,77 +1,56 @@
-//! A decision's plan: what a controller decided to do about one object,
-//! as data, in order. A decision reads what the process knows (the stores,
-//! the indexes, the operations running) and returns a plan; it sends
-//! nothing and awaits nothing. The executor ([`super::executor`]) carries
-//! the plan out, one step at a time.
+//! A decision's plan: what a controller decided to do about one object, as
+//! data, in order, and what follows it. A decision reads what the process
+//! knows (the stores, the indexes, the operations running) and returns a
+//! plan; it sends nothing, awaits nothing and changes nothing. The executor
+//! ([`super::executor`]) carries the plan out, one step at a time.
 //!
 //! A step is one of:
-//! - an update of named fields of one object ([`Change`]), with the
-//!   resourceVersion the decision read it at. The change is made again on
-//!   the newest copy when the step runs, and re-checks there what the
-//!   decision assumed: a copy that moved on refuses it, and the plan ends;
-//! - a create, or a delete with the UID the decision saw as precondition;
-//!   each hands its answer to an [`Answer`] the decision keeps, for what
-//!   follows the plan and for later steps that name what the create made
-//!   (a name the server generated);
-//! - a server-side apply to an object's status, made when its step runs
-//!   ([`Applied`]);
+//! - a write of one object ([`Write`]): an update of named fields, made on
+//!   the copy the decision read (its basis) when the plan is made and sent
+//!   as the difference between the two, conditional on the basis's
+//!   resourceVersion (or on the answer to this plan's own earlier write of
+//!   the object), so it never lands on a copy the decision did not see; a
+//!   create; a delete with the UID the decision saw as precondition; a
+//!   server-side apply to an object's status. What to record should the
+//!   write fail goes with it ([`IfFailed`]);
 //! - an event;
-//! - a long operation to start.
+//! - the start of a long operation, named by its kind and object
+//!   ([`OperationName`]);
+//! - an effect of the controller's own (`L`: what the process remembers,
+//!   whom it queues), applied by the controller's [`crate::executor::Effects`]
+//!   when the executor reaches it.
 //!
-//! Besides its steps a plan carries what follows it (the controller's own
-//! word for "queue this again", "this claim waits"), handed back when every
-//! step went through, and the holds a decision took (a volume reserved for a
-//! claim), released when the plan ends.
+//! Besides its steps, a plan names the objects it reserves for another
+//! while it runs ([`Reservation`], taken before its first step and released
+//! when it ends) and what follows it ([`Then`]: done, wait to be woken,
+//! fail, or decide again once some objects were read from the API server),
+//! which the runtime interprets the same way for every controller.
 //!
 //! Because a plan is data, its order is something a test asserts: the
 //! [`Plan::lines`] of a decision are the writes, events and operations it
 //! will cause, in order.
 
-use std::any::Any;
-use std::borrow::Cow;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 
+use crate::copies::Copies;
 use crate::events::{EventType, reference_of};
-use crate::hold::Hold;
-use crate::journal::{Intended, Journal, Verb};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Part};
-use crate::merge_patch;
 use crate::operations::OperationName;
-use crate::rehearsal::Rehearsal;
-use crate::write::{Edit, WriteError, Writer, WriterSet, newer};
-
-/// A change of named fields of one object of kind `K`, made on the newest
-/// copy of the object when its step runs. Shown in a plan's lines by its
-/// `Display`.
-pub trait Change<K>: fmt::Display + Send + Sync + 'static {
-    /// Makes the change on `newest`: [`Edit::Changed`] when it changed
-    /// something, [`Edit::Unchanged`] when the copy already is as wanted,
-    /// [`Edit::Refused`] when the object moved on since the decision.
-    fn apply(&self, newest: &mut K) -> Edit;
-}
-
-/// An update of one object: the change and the copy it was decided on.
-pub struct Update<K> {
-    /// The copy the decision made the change on (for the key, and as the
-    /// oldest copy the change may be made on).
-    pub basis: Arc<K>,
-    /// The main resource or the status subresource.
-    pub part: Part,
-    /// What changes.
-    pub change: Box<dyn Change<K>>,
-}
+use crate::write::{WriteError, WriterSet};
 
 /// What became of a write step: the server's answer once the step went
 /// through, or that it failed; nothing while it has not run (nor ever,
 /// when the plan ended before it). The decision that planned the step
-/// keeps a clone (cheap: clones share the answer).
+/// keeps a clone (cheap: clones share the answer), so a later step can
+/// name what an earlier one created.
 pub struct Answer<T> {
     slot: Arc<OnceLock<Outcome<T>>>,
 }
@@ -120,15 +99,10 @@ impl<T> Answer<T> {
         }
     }
 
-    /// Whether the step ran and failed.
-    pub fn failed(&self) -> bool {
-        matches!(self.slot.get(), Some(Outcome::Failed))
-    }
-
     /// Keeps how the step ended and passes its result on. A step runs
     /// once, so the slot is empty here; were it not, the first outcome
     /// stays.
-    fn settle<E>(&self, result: Result<T, E>) -> Result<(), E> {
+    pub(crate) fn record<E>(&self, result: Result<T, E>) -> Result<(), E> {
         let (outcome, result) = match result {
             Ok(answer) => (Outcome::Answered(answer), Ok(())),
             Err(error) => (Outcome::Failed, Err(error)),
@@ -140,23 +114,101 @@ impl<T> Answer<T> {
     }
 }
 
+/// The kind and key of an object a step writes or reads.
+pub type Target = (TypeId, ObjectKey);
+
+/// The target of the object `key` of kind `K`.
+pub fn target<K: Kind>(key: ObjectKey) -> Target {
+    (TypeId::of::<K>(), key)
+}
+
+/// How a write writes its object, for the shadow observer and the lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// A create.
+    Create,
+    /// An update of named fields (spec or status).
+    Update,
+    /// A server-side apply to the status.
+    Apply,
+    /// A delete.
+    Delete,
+}
+
+/// A write step of any kind, as a plan holds it: shown in the plan's
+/// lines, sent by the writer of its kind, or made on copies.
+pub trait Write: fmt::Display + Send + Sync {
+    /// The object written.
+    fn target(&self) -> Target;
+
+    /// How it writes.
+    fn verb(&self) -> Verb;
+
+    /// The resource written, by its plural.
+    fn resource(&self) -> &'static str;
+
+    /// The UID the write names (a delete's precondition), if any.
+    fn uid(&self) -> Option<&str>;
+
+    /// Sends the write through the writer of its kind among `writers`;
+    /// `version` is the resourceVersion of this plan's own last answer for
+    /// the object, when the plan wrote it before. Returns the answer's
+    /// resourceVersion.
+    fn send<'a>(
+        &'a self,
+        writers: &'a WriterSet,
+        version: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, WriteError>>;
+
+    /// Makes the write on `copies` instead, under the same conditions.
+    fn on_copies(
+        &self,
+        copies: &mut Copies,
+        version: Option<&str>,
+    ) -> Result<Option<String>, WriteError>;
+
+    /// Puts the copy the write starts from into `copies` when they hold
+    /// none: the store's copy of the object, or the basis when the store
+    /// holds none or an older one. Returns the store's copy.
+    fn seed(
+        &self,
+        writers: &WriterSet,
+        copies: &mut Copies,
+    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError>;
+}
+
+/// An update of one object: the copy the decision read and the copy it
+/// made of it.
+struct Update<K> {
+    basis: Arc<K>,
+    changed: Arc<K>,
+    part: Part,
+    label: String,
+    /// Whether `basis` is what an earlier update of this plan made of the
+    /// object: then the write is conditional on that update's answer, and
+    /// otherwise on `basis`'s own resourceVersion.
+    chained: bool,
+}
+
+impl<K> Update<K> {
+    /// The resourceVersion this update is conditional on, given this
+    /// plan's last answer for its object.
+    fn condition<'a>(&'a self, answered: Option<&'a str>) -> Option<&'a str> {
+        if self.chained { answered } else { None }
+    }
+}
+
 /// A create of one object.
-pub struct Create<K> {
-    /// The object to create.
-    pub object: K,
-    /// Receives the created object as the server answered it.
-    pub answer: Answer<Arc<K>>,
+struct Create<K> {
+    object: K,
+    answer: Answer<Arc<K>>,
 }
 
 /// A delete of one object, of the incarnation `uid` names when given.
-pub struct Delete<K> {
-    /// The object.
-    pub key: ObjectKey,
-    /// The UID it must still have (the delete's precondition).
-    pub uid: Option<String>,
-    /// Receives the object when the answer shows it still stored, marked
-    /// for deletion and held by finalizers; `None` when it is gone.
-    pub answer: Answer<Option<Arc<K>>>,
+struct Delete<K> {
+    key: ObjectKey,
+    uid: Option<String>,
+    answer: Answer<Option<Arc<K>>>,
 }
 
 /// What a server-side apply to an object's status sets, made when its step
@@ -170,279 +222,279 @@ pub trait Applied: fmt::Display + Send + Sync + 'static {
 
 /// A server-side apply to the status of one object of kind `K`, as a
 /// field manager, forcing.
-pub struct ApplyStatus<K> {
-    /// The object.
-    pub key: ObjectKey,
-    /// The field manager applying.
-    pub manager: &'static str,
-    /// What is applied.
-    pub applied: Box<dyn Applied>,
-    /// The kind, which the key alone does not carry.
-    pub kind: PhantomData<fn() -> K>,
+struct ApplyStatus<K> {
+    key: ObjectKey,
+    manager: &'static str,
+    applied: Box<dyn Applied>,
+    kind: PhantomData<fn() -> K>,
 }
 
-/// A write step of any kind, as a plan holds it: shown in the plan's
-/// lines, and run by the writer of its kind.
-pub trait WriteStep: fmt::Display + Send + Sync {
-    /// Sends the write through the writer of its kind among `writers`.
-    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>>;
-
-    /// Makes the write on the copies of `rehearsal` instead.
-    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError>;
-
-    /// Makes the write on `copies` (which start from the stored copy of
-    /// its object when they hold none) and hands it to `journal` instead
-    /// of sending it.
-    fn journal(
-        &self,
-        writers: &WriterSet,
-        copies: &mut Rehearsal,
-        journal: &dyn Journal,
-    ) -> Result<(), WriteError>;
+/// The resource (plural) of the kind `K`.
+fn plural<K: Kind>() -> &'static str {
+    <K as k8s_openapi::Resource>::URL_PATH_SEGMENT
 }
 
-/// Puts the stored copy of `key` (or `basis`, when that is newer) into
-/// `copies` unless they hold the object already; returns the stored copy.
-fn seed<K: Kind>(
-    writer: &Writer<K>,
-    copies: &mut Rehearsal,
+/// Puts the store's copy of `key` (or `basis`, when that is newer) into
+/// `copies` unless they hold the object already; returns the store's copy.
+fn seed_copies<K: Kind>(
+    writers: &WriterSet,
+    copies: &mut Copies,
     key: &ObjectKey,
     basis: Option<&Arc<K>>,
-) -> Option<Arc<K>> {
-    let shown = writer.stored(key);
+) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
+    let shown = writers.get::<K>()?.stored(key);
     if copies.get::<K>(key).is_none() {
-        let start = match basis {
-            Some(basis) => Some(newer(basis, shown.clone())),
-            None => shown.clone(),
+        let start = match (basis, &shown) {
+            (Some(basis), Some(shown))
+                if crate::version::age(basis.meta(), shown.meta())
+                    != crate::version::Age::Newer =>
+            {
+                Some(Arc::clone(basis))
+            }
+            (Some(basis), None) => Some(Arc::clone(basis)),
+            (_, shown) => shown.clone(),
         };
         if let Some(start) = start {
             copies.put(K::clone(&start));
         }
     }
-    shown
+    Ok(shown.map(|shown| shown as Arc<dyn Any + Send + Sync>))
 }
 
-/// `object` as the journal takes it.
-fn any<K: Kind>(object: &K) -> &(dyn Any + Send + Sync) {
-    object
-}
-
-/// The resource (plural) of the kind `K`.
-fn plural<K: Kind>() -> Cow<'static, str> {
-    K::plural(&())
-}
-
-/// A write of one object as the journal is told of it: the object, the
-/// UID the write names, and how it writes.
-struct Journaled<'a> {
-    key: &'a ObjectKey,
-    uid: Option<&'a str>,
-    verb: Verb,
-}
-
-/// Makes a write on `copies` by `rehearse` (the copies starting from the
-/// stored copy of the object, or `basis` when that is newer) and hands it
-/// to `journal` with the object before it, after it and as stored; an
-/// update or apply that changed nothing is not handed on.
-fn journal_on_copies<K: Kind>(
-    writers: &WriterSet,
-    copies: &mut Rehearsal,
-    journal: &dyn Journal,
-    write: &Journaled<'_>,
-    basis: Option<&Arc<K>>,
-    rehearse: impl FnOnce(&mut Rehearsal) -> Result<(), WriteError>,
-) -> Result<(), WriteError> {
-    let writer = writers.get::<K>()?;
-    let shown = seed(writer, copies, write.key, basis);
-    let before = copies.get::<K>(write.key).cloned();
-    rehearse(copies)?;
-    let after = copies.get::<K>(write.key);
-    let version = |object: Option<&K>| object.and_then(|o| o.meta().resource_version.clone());
-    if write.verb != Verb::Delete && version(after) == version(before.as_ref()) {
-        return Ok(());
+impl<K: Kind> Write for Update<K> {
+    fn target(&self) -> Target {
+        target::<K>(ObjectKey::of(self.basis.as_ref()))
     }
-    journal.write(&Intended {
-        controller: writer.controller(),
-        resource: &plural::<K>(),
-        verb: write.verb,
-        key: write.key,
-        uid: write.uid,
-        before: before.as_ref().map(any),
-        after: after.map(any),
-        shown: shown.as_deref().map(any),
-    });
-    Ok(())
-}
 
-impl<K: Kind> WriteStep for Update<K> {
-    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+    fn verb(&self) -> Verb {
+        Verb::Update
+    }
+
+    fn resource(&self) -> &'static str {
+        plural::<K>()
+    }
+
+    fn uid(&self) -> Option<&str> {
+        None
+    }
+
+    fn send<'a>(
+        &'a self,
+        writers: &'a WriterSet,
+        version: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
         Box::pin(async move {
-            writers
+            let written = writers
                 .get::<K>()?
-                .update(&self.basis, self.part, |newest| self.change.apply(newest))
-                .await
-                .map(drop)
+                .update(&self.basis, &self.changed, self.condition(version), self.part)
+                .await?;
+            Ok(written.meta().resource_version.clone())
         })
     }
 
-    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+    fn on_copies(
+        &self,
+        copies: &mut Copies,
+        version: Option<&str>,
+    ) -> Result<Option<String>, WriteError> {
         let key = ObjectKey::of(self.basis.as_ref());
-        let mut newest = rehearsal
-            .get::<K>(&key)
-            .cloned()
-            .unwrap_or_else(|| K::clone(&self.basis));
-        match self.change.apply(&mut newest) {
-            Edit::Unchanged => Ok(()),
-            Edit::Refused(reason) => Err(WriteError::Stale {
+        let expected = self
+            .condition(version)
+            .or(self.basis.meta().resource_version.as_deref());
+        let held = copies.get::<K>(&key);
+        let held_version = held.and_then(|held| held.meta().resource_version.as_deref());
+        if held.is_none() || held_version != expected {
+            return Err(WriteError::Stale {
                 object: format!("{} {key}", K::kind(&())),
-                reason,
-            }),
-            Edit::Changed => {
-                newest.meta_mut().resource_version = Some(rehearsal.next_version());
-                rehearsal.put(newest);
-                Ok(())
-            }
+                reason: "its copy is not the one decided on".to_string(),
+            });
         }
+        let mut changed = K::clone(&self.changed);
+        let version = copies.next_version();
+        changed.meta_mut().resource_version = Some(version.clone());
+        copies.put(changed);
+        Ok(Some(version))
     }
 
-    fn journal(
+    fn seed(
         &self,
         writers: &WriterSet,
-        copies: &mut Rehearsal,
-        journal: &dyn Journal,
-    ) -> Result<(), WriteError> {
-        let key = ObjectKey::of(self.basis.as_ref());
-        let write = Journaled {
-            key: &key,
-            uid: None,
-            verb: Verb::Update,
-        };
-        journal_on_copies(
+        copies: &mut Copies,
+    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
+        seed_copies(
             writers,
             copies,
-            journal,
-            &write,
+            &ObjectKey::of(self.basis.as_ref()),
             Some(&self.basis),
-            |copies| self.rehearse(copies),
         )
     }
 }
 
-impl<K: Kind> WriteStep for Create<K> {
-    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+impl<K: Kind> Write for Create<K> {
+    fn target(&self) -> Target {
+        target::<K>(ObjectKey::of(&self.object))
+    }
+
+    fn verb(&self) -> Verb {
+        Verb::Create
+    }
+
+    fn resource(&self) -> &'static str {
+        plural::<K>()
+    }
+
+    fn uid(&self) -> Option<&str> {
+        None
+    }
+
+    fn send<'a>(
+        &'a self,
+        writers: &'a WriterSet,
+        _: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
         Box::pin(async move {
             let result = match writers.get::<K>() {
                 Ok(writer) => writer.create(&self.object).await,
                 Err(error) => Err(error),
             };
-            self.answer.settle(result)
+            let version = result
+                .as_ref()
+                .ok()
+                .and_then(|created| created.meta().resource_version.clone());
+            self.answer.record(result).map(|()| version)
         })
     }
 
-    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
         let mut created = self.object.clone();
-        let version = rehearsal.next_version();
+        let version = copies.next_version();
         let meta = created.meta_mut();
         if meta.name.is_none() {
             // A name the server would generate: its prefix and the version.
             let prefix = meta.generate_name.clone().unwrap_or_default();
             meta.name = Some(format!("{prefix}{version}"));
         }
-        meta.resource_version = Some(version);
-        rehearsal.put(created.clone());
-        self.answer.settle::<WriteError>(Ok(Arc::new(created)))
+        meta.resource_version = Some(version.clone());
+        copies.put(created.clone());
+        self.answer
+            .record::<WriteError>(Ok(Arc::new(created)))
+            .map(|()| Some(version))
     }
 
-    fn journal(
+    fn seed(
         &self,
         writers: &WriterSet,
-        copies: &mut Rehearsal,
-        journal: &dyn Journal,
-    ) -> Result<(), WriteError> {
-        let writer = writers.get::<K>()?;
+        _: &mut Copies,
+    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
         let key = ObjectKey::of(&self.object);
         let shown = (!key.name.is_empty())
-            .then(|| writer.stored(&key))
+            .then(|| writers.get::<K>().map(|writer| writer.stored(&key)))
+            .transpose()?
             .flatten();
-        self.rehearse(copies)?;
-        let created = self.answer.answered();
-        journal.write(&Intended {
-            controller: writer.controller(),
-            resource: &plural::<K>(),
-            verb: Verb::Create,
-            key: &key,
-            uid: None,
-            before: None,
-            after: created.map(|created| any(created.as_ref())),
-            shown: shown.as_deref().map(any),
-        });
-        Ok(())
+        Ok(shown.map(|shown| shown as Arc<dyn Any + Send + Sync>))
     }
 }
 
-impl<K: Kind> WriteStep for Delete<K> {
-    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+impl<K: Kind> Write for Delete<K> {
+    fn target(&self) -> Target {
+        target::<K>(self.key.clone())
+    }
+
+    fn verb(&self) -> Verb {
+        Verb::Delete
+    }
+
+    fn resource(&self) -> &'static str {
+        plural::<K>()
+    }
+
+    fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+
+    fn send<'a>(
+        &'a self,
+        writers: &'a WriterSet,
+        _: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
         Box::pin(async move {
             let result = match writers.get::<K>() {
                 Ok(writer) => writer.delete(&self.key, self.uid.as_deref()).await,
                 Err(error) => Err(error),
             };
-            self.answer.settle(result.map(|held| held.map(Arc::new)))
+            self.answer
+                .record(result.map(|held| held.map(Arc::new)))
+                .map(|()| None)
         })
     }
 
-    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
-        let held = rehearsal.get::<K>(&self.key);
+    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
+        let held = copies.get::<K>(&self.key);
         let other = held.is_some_and(|held| {
             self.uid.is_some() && held.meta().uid.as_deref() != self.uid.as_deref()
         });
         if other {
-            return self.answer.settle(Err(WriteError::Stale {
-                object: format!("{} {}", K::kind(&()), self.key),
-                reason: "another incarnation holds the name".to_string(),
-            }));
+            return self
+                .answer
+                .record(Err(WriteError::Stale {
+                    object: format!("{} {}", K::kind(&()), self.key),
+                    reason: "another incarnation holds the name".to_string(),
+                }))
+                .map(|()| None);
         }
-        rehearsal.remove::<K>(&self.key);
-        self.answer.settle::<WriteError>(Ok(None))
+        copies.remove::<K>(&self.key);
+        self.answer.record::<WriteError>(Ok(None)).map(|()| None)
     }
 
-    fn journal(
+    fn seed(
         &self,
         writers: &WriterSet,
-        copies: &mut Rehearsal,
-        journal: &dyn Journal,
-    ) -> Result<(), WriteError> {
-        let write = Journaled {
-            key: &self.key,
-            uid: self.uid.as_deref(),
-            verb: Verb::Delete,
-        };
-        journal_on_copies::<K>(writers, copies, journal, &write, None, |copies| {
-            self.rehearse(copies)
-        })
+        copies: &mut Copies,
+    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
+        seed_copies::<K>(writers, copies, &self.key, None)
     }
 }
 
-impl<K: Kind> WriteStep for ApplyStatus<K> {
-    fn run<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<(), WriteError>> {
+impl<K: Kind> Write for ApplyStatus<K> {
+    fn target(&self) -> Target {
+        target::<K>(self.key.clone())
+    }
+
+    fn verb(&self) -> Verb {
+        Verb::Apply
+    }
+
+    fn resource(&self) -> &'static str {
+        plural::<K>()
+    }
+
+    fn uid(&self) -> Option<&str> {
+        None
+    }
+
+    fn send<'a>(
+        &'a self,
+        writers: &'a WriterSet,
+        _: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
         Box::pin(async move {
-            writers
+            let written = writers
                 .get::<K>()?
                 .apply_status(&self.key, self.manager, &self.applied.partial())
-                .await
-                .map(drop)
+                .await?;
+            Ok(written.meta().resource_version.clone())
         })
     }
 
-    /// Merges the partial object into the rehearsal's copy (a list it
-    /// names is replaced whole, as an apply that names every item it
-    /// manages leaves it).
-    fn rehearse(&self, rehearsal: &mut Rehearsal) -> Result<(), WriteError> {
+    /// Merges the partial object into the copy (a list it names is
+    /// replaced whole, as an apply that names every item it manages
+    /// leaves it).
+    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
         let object = format!("{} {}", K::kind(&()), self.key);
-        let Some(held) = rehearsal.get::<K>(&self.key) else {
+        let Some(held) = copies.get::<K>(&self.key) else {
             return Err(WriteError::Stale {
                 object,
-                reason: "not in the rehearsal".to_string(),
+                reason: "not among the copies".to_string(),
             });
         };
         let encoding_failed = |error| WriteError::Api {
@@ -450,27 +502,20 @@ impl<K: Kind> WriteStep for ApplyStatus<K> {
             source: kube::Error::SerdeError(error),
         };
         let mut merged = serde_json::to_value(held).map_err(encoding_failed)?;
-        merge_patch::apply(&mut merged, &self.applied.partial());
+        json_patch::merge(&mut merged, &self.applied.partial());
         let mut applied: K = serde_json::from_value(merged).map_err(encoding_failed)?;
-        applied.meta_mut().resource_version = Some(rehearsal.next_version());
-        rehearsal.put(applied);
-        Ok(())
+        let version = copies.next_version();
+        applied.meta_mut().resource_version = Some(version.clone());
+        copies.put(applied);
+        Ok(Some(version))
     }
 
-    fn journal(
+    fn seed(
         &self,
         writers: &WriterSet,
-        copies: &mut Rehearsal,
-        journal: &dyn Journal,
-    ) -> Result<(), WriteError> {
-        let write = Journaled {
-            key: &self.key,
-            uid: None,
-            verb: Verb::Apply,
-        };
-        journal_on_copies::<K>(writers, copies, journal, &write, None, |copies| {
-            self.rehearse(copies)
-        })
+        copies: &mut Copies,
+    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
+        seed_copies::<K>(writers, copies, &self.key, None)
     }
 }
 
@@ -486,7 +531,7 @@ impl<K: Kind> fmt::Display for Update<K> {
             K::kind(&()),
             ObjectKey::of(self.basis.as_ref()),
             self.basis.meta().resource_version.as_deref().unwrap_or("-"),
-            self.change
+            self.label
         )
     }
 }
@@ -539,118 +584,292 @@ pub struct Event {
     pub message: String,
 }
 
-/// The work of a long operation, as its step hands it to the tracker.
-pub type OperationWork = BoxFuture<'static, Result<(), String>>;
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.object.name.as_deref().unwrap_or("");
+        let object = match self.object.namespace.as_deref() {
+            Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
+            _ => name.to_string(),
+        };
+        write!(
+            f,
+            "event {} {} on {} {object}: {}",
+            self.event_type.as_str(),
+            self.reason,
+            self.object.kind.as_deref().unwrap_or(""),
+            self.message
+        )
+    }
+}
 
-/// A long operation to start, unless one of its name runs or backs off.
-pub struct Start {
-    /// The operation's name (one object, one kind of work).
-    pub name: OperationName,
-    /// What it does.
-    pub work: OperationWork,
+/// What to record when a write fails (the write ends the plan either way).
+pub enum IfFailed<L> {
+    /// This Warning, its message followed by the API server's words.
+    Warn(Event),
+    /// This effect of the controller's own.
+    Local(L),
 }
 
 /// One step of a plan.
-pub enum Step {
-    /// A write of one object.
-    Write(Box<dyn WriteStep>),
+pub enum Step<L> {
+    /// A write of one object, and what to record should it fail.
+    Write(Box<dyn Write>, Vec<IfFailed<L>>),
     /// An event.
     Event(Event),
-    /// A long operation to start.
-    Start(Start),
+    /// A long operation to start, unless one of its name runs or backs off.
+    Start(OperationName),
+    /// An effect of the controller's own.
+    Local(L),
 }
 
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl<L> Step<L> {
+    /// The step as a plan's line; `None` for an effect of the controller's
+    /// own, which the lines leave out.
+    pub fn line(&self) -> Option<String> {
         match self {
-            Step::Write(write) => write.fmt(f),
-            Step::Event(event) => write!(
-                f,
-                "event {} {} on {} {}: {}",
-                event.event_type.as_str(),
-                event.reason,
-                event.object.kind.as_deref().unwrap_or(""),
-                event_object(&event.object),
-                event.message
-            ),
-            Step::Start(start) => write!(f, "start {}", start.name),
+            Step::Write(write, _) => Some(write.to_string()),
+            Step::Event(event) => Some(event.to_string()),
+            Step::Start(name) => Some(format!("start {name}")),
+            Step::Local(_) => None,
         }
     }
 }
 
-/// `namespace/name` or `name` of an event's object.
-fn event_object(object: &ObjectReference) -> String {
-    let name = object.name.as_deref().unwrap_or("");
-    match object.namespace.as_deref() {
-        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
-        _ => name.to_string(),
+/// An object held for another while a plan runs (a volume for the claim
+/// the plan binds to it): the next decisions pass it by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// The object it is held for (the claim).
+    pub holder: ObjectKey,
+    /// The UID of the object it is held for.
+    pub holder_uid: String,
+    /// The name of the object held (the volume).
+    pub held: String,
+}
+
+/// Why a key's turn failed, as a plan says it: retried with the key's
+/// backoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong, for the log.
+    pub reason: String,
+    /// The `result` label of the sync metric.
+    pub label: &'static str,
+    /// Whether it is expected now and then (logged at debug level).
+    pub expected: bool,
+}
+
+impl Failure {
+    /// The failure of a write that ended a plan.
+    pub fn of_write(error: &WriteError) -> Self {
+        Self {
+            reason: error.to_string(),
+            label: error.metric_label(),
+            expected: error.is_conflict(),
+        }
     }
 }
 
-/// What a decision decided: its steps in order, what follows when they all
-/// went through (`A`, the controller's own word), and its holds.
-pub struct Plan<A> {
-    steps: Vec<Step>,
-    holds: Vec<Hold>,
-    /// What follows the plan.
-    pub after: A,
+/// A read a decision asks for before it decides again: one object of a
+/// kind, from the API server.
+pub trait Read: fmt::Display + Send + Sync {
+    /// The object to read.
+    fn target(&self) -> Target;
+
+    /// Reads it through the writer of its kind (stored on the way).
+    fn read<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<Found, WriteError>>;
+
+    /// Reads it from `copies` instead.
+    fn from_copies(&self, copies: &Copies) -> Found;
 }
 
-impl<A: Default> Default for Plan<A> {
+/// An object as a read found it; `None`: it does not exist.
+pub type Found = Option<Arc<dyn Any + Send + Sync>>;
+
+/// A read of the object `key` of kind `K`.
+struct ReadOne<K> {
+    key: ObjectKey,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Kind> Read for ReadOne<K> {
+    fn target(&self) -> Target {
+        target::<K>(self.key.clone())
+    }
+
+    fn read<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<Found, WriteError>> {
+        Box::pin(async move {
+            let found = writers.get::<K>()?.read(&self.key).await?;
+            Ok(found.map(|found| found as Arc<dyn Any + Send + Sync>))
+        })
+    }
+
+    fn from_copies(&self, copies: &Copies) -> Found {
+        copies
+            .get::<K>(&self.key)
+            .map(|found| Arc::new(found.clone()) as Arc<dyn Any + Send + Sync>)
+    }
+}
+
+impl<K: Kind> fmt::Display for ReadOne<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "read {} {}", K::kind(&()), self.key)
+    }
+}
+
+/// What the reads a decision asked for found, by object.
+#[derive(Clone, Default)]
+pub struct Reads {
+    found: HashMap<Target, Found>,
+}
+
+impl fmt::Debug for Reads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set()
+            .entries(self.found.keys().map(|(_, key)| key))
+            .finish()
+    }
+}
+
+impl Reads {
+    /// Nothing read.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// What the read of the object `key` of kind `K` found (`Some(None)`:
+    /// it does not exist); `None` when it was not read.
+    pub fn get<K: Kind>(&self, key: &ObjectKey) -> Option<Option<Arc<K>>> {
+        let found = self.found.get(&target::<K>(key.clone()))?;
+        Some(
+            found
+                .as_ref()
+                .and_then(|found| Arc::clone(found).downcast::<K>().ok()),
+        )
+    }
+
+    /// Keeps what the read of `target` found.
+    pub fn insert(&mut self, target: Target, found: Found) {
+        self.found.insert(target, found);
+    }
+
+    /// Whether the object of `target` was read.
+    pub fn has(&self, target: &Target) -> bool {
+        self.found.contains_key(target)
+    }
+}
+
+/// What follows a plan whose steps all went through: one value the
+/// runtime interprets the same way for every controller.
+pub enum Then {
+    /// The key is done: its backoff is forgotten.
+    Done,
+    /// The key waits to be woken by its controller (a claim waits for a
+    /// volume to become free), and is decided again then.
+    Wait,
+    /// The key's turn failed: retried with its backoff.
+    Fail(Failure),
+    /// Read these objects from the API server and decide again with what
+    /// they are (a decision that asks to read has no steps).
+    Read(Vec<Box<dyn Read>>),
+}
+
+impl fmt::Debug for Then {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Then::Done => f.write_str("Done"),
+            Then::Wait => f.write_str("Wait"),
+            Then::Fail(failure) => write!(f, "Fail({})", failure.reason),
+            Then::Read(reads) => f
+                .debug_list()
+                .entries(reads.iter().map(ToString::to_string))
+                .finish(),
+        }
+    }
+}
+
+/// What a decision decided: its steps in order, the objects it reserves
+/// while they run, and what follows. `L` is the controller's own effect.
+pub struct Plan<L> {
+    steps: Vec<Step<L>>,
+    reservations: Vec<Reservation>,
+    then: Then,
+    /// Where the copy each update made lives, by object: an update whose
+    /// basis is that copy builds on the earlier one.
+    made: HashMap<Target, usize>,
+}
+
+impl<L> Default for Plan<L> {
     fn default() -> Self {
         Self {
             steps: Vec::new(),
-            holds: Vec::new(),
-            after: A::default(),
+            reservations: Vec::new(),
+            then: Then::Done,
+            made: HashMap::new(),
         }
     }
 }
 
-impl<A> fmt::Debug for Plan<A> {
+impl<L> fmt::Debug for Plan<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.lines()).finish()
+        f.debug_struct("Plan")
+            .field("steps", &self.lines())
+            .field("reservations", &self.reservations)
+            .field("then", &self.then)
+            .finish()
     }
 }
 
-impl<A> Plan<A> {
-    /// Adds the update of `part` of `basis` by `change`, unless the change
-    /// changes nothing on `basis`; returns the object as the update will
-    /// leave it (still at `basis`'s resourceVersion), on which the
-    /// decision goes on. A change that refuses `basis` itself is a
-    /// decision made on a copy it no longer holds for: nothing is added
-    /// and the decision ends as stale.
+impl<L> Plan<L> {
+    /// A plan that does nothing and fails with `failure`.
+    pub fn failed(failure: Failure) -> Self {
+        Self {
+            then: Then::Fail(failure),
+            ..Self::default()
+        }
+    }
+
+    /// Adds the update of `part` of `basis` made by `edit` (which says
+    /// whether it changed anything, `label` naming the change in the
+    /// plan's lines), unless it changes nothing; returns the object as the
+    /// update leaves it, on which the decision goes on.
     pub fn update<K: Kind>(
         &mut self,
         basis: &Arc<K>,
         part: Part,
-        change: impl Change<K>,
-    ) -> Result<Arc<K>, WriteError> {
+        label: impl fmt::Display,
+        edit: impl FnOnce(&mut K) -> bool,
+    ) -> Arc<K> {
         let mut changed = K::clone(basis);
-        match change.apply(&mut changed) {
-            Edit::Unchanged => Ok(Arc::clone(basis)),
-            Edit::Refused(reason) => Err(WriteError::Stale {
-                object: format!("{} {}", K::kind(&()), ObjectKey::of(basis.as_ref())),
-                reason,
-            }),
-            Edit::Changed => {
-                self.steps.push(Step::Write(Box::new(Update {
-                    basis: Arc::clone(basis),
-                    part,
-                    change: Box::new(change),
-                })));
-                Ok(Arc::new(changed))
-            }
+        if !edit(&mut changed) {
+            return Arc::clone(basis);
         }
+        let changed = Arc::new(changed);
+        let object = target::<K>(ObjectKey::of(basis.as_ref()));
+        let chained = self.made.get(&object) == Some(&address(basis));
+        self.made.insert(object, address(&changed));
+        self.push_write(Update {
+            basis: Arc::clone(basis),
+            changed: Arc::clone(&changed),
+            part,
+            label: label.to_string(),
+            chained,
+        });
+        changed
+    }
+
+    fn push_write(&mut self, write: impl Write + 'static) {
+        self.steps.push(Step::Write(Box::new(write), Vec::new()));
     }
 
     /// Adds the create of `object`; the answer tells what the server made
     /// of it once the step ran.
     pub fn create<K: Kind>(&mut self, object: K) -> Answer<Arc<K>> {
         let answer = Answer::default();
-        self.steps.push(Step::Write(Box::new(Create {
+        self.push_write(Create {
             object,
             answer: answer.clone(),
-        })));
+        });
         answer
     }
 
@@ -663,11 +882,11 @@ impl<A> Plan<A> {
         uid: Option<String>,
     ) -> Answer<Option<Arc<K>>> {
         let answer = Answer::default();
-        self.steps.push(Step::Write(Box::new(Delete::<K> {
+        self.push_write(Delete::<K> {
             key,
             uid,
             answer: answer.clone(),
-        })));
+        });
         answer
     }
 
@@ -679,12 +898,24 @@ impl<A> Plan<A> {
         manager: &'static str,
         applied: impl Applied,
     ) {
-        self.steps.push(Step::Write(Box::new(ApplyStatus::<K> {
+        self.push_write(ApplyStatus::<K> {
             key,
             manager,
             applied: Box::new(applied),
             kind: PhantomData,
-        })));
+        });
+    }
+
+    /// Records `what` should the last write added fail.
+    pub fn if_failed(&mut self, what: IfFailed<L>) {
+        if let Some(Step::Write(_, if_failed)) = self
+            .steps
+            .iter_mut()
+            .rev()
+            .find(|step| matches!(step, Step::Write(..)))
+        {
+            if_failed.push(what);
+        }
     }
 
     /// Adds an event about `object`.
@@ -695,65 +926,79 @@ impl<A> Plan<A> {
         reason: &str,
         message: String,
     ) {
-        self.steps.push(Step::Event(Event {
-            object: reference_of(object),
-            event_type,
-            reason: reason.to_string(),
-            message,
-        }));
+        self.steps.push(Step::Event(event(object, event_type, reason, message)));
     }
 
-    /// Adds the start of the operation `name`, doing `work`.
-    pub fn start<E: fmt::Display>(
-        &mut self,
-        name: OperationName,
-        work: impl Future<Output = Result<(), E>> + Send + 'static,
-    ) {
-        let work = Box::pin(async move { work.await.map_err(|error| error.to_string()) });
-        self.steps.push(Step::Start(Start { name, work }));
+    /// Adds the start of the operation `name`.
+    pub fn start(&mut self, name: OperationName) {
+        self.steps.push(Step::Start(name));
     }
 
-    /// Keeps `hold` until the plan ends.
-    pub fn hold(&mut self, hold: Hold) {
-        self.holds.push(hold);
+    /// Adds an effect of the controller's own.
+    pub fn local(&mut self, effect: L) {
+        self.steps.push(Step::Local(effect));
     }
 
-    /// The steps, one line each, in order.
-    pub fn lines(&self) -> Vec<String> {
-        self.steps.iter().map(ToString::to_string).collect()
+    /// Reserves `reservation` while the plan runs.
+    pub fn reserve(&mut self, reservation: Reservation) {
+        self.reservations.push(reservation);
     }
 
-    /// How many writes the plan makes.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn writes(&self) -> usize {
-        self.steps
-            .iter()
-            .filter(|step| matches!(step, Step::Write(_)))
-            .count()
+    /// Says what follows the plan.
+    pub fn then(&mut self, then: Then) {
+        self.then = then;
     }
 
-    /// Carries the plan out on the copies of `rehearsal` (events and
-    /// operation starts noted there); returns what follows it, or the
-    /// first write's refusal.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn rehearse(self, rehearsal: &mut Rehearsal) -> Result<A, WriteError> {
-        for step in &self.steps {
-            match step {
-                Step::Write(write) => write.rehearse(rehearsal)?,
-                Step::Event(event) => rehearsal.events.push(format!(
-                    "{} {} {}",
-                    event.event_type.as_str(),
-                    event.reason,
-                    event.message
-                )),
-                Step::Start(start) => rehearsal.started.push(start.name.to_string()),
-            }
+    /// Asks for the object `key` of kind `K` to be read from the API
+    /// server, and the key decided again with it.
+    pub fn read<K: Kind>(&mut self, key: ObjectKey) {
+        let read = Box::new(ReadOne::<K> {
+            key,
+            kind: PhantomData,
+        });
+        match &mut self.then {
+            Then::Read(reads) => reads.push(read),
+            then => *then = Then::Read(vec![read]),
         }
-        Ok(self.after)
     }
 
-    /// The steps, the holds and what follows, for the executor.
-    pub fn into_parts(self) -> (Vec<Step>, Vec<Hold>, A) {
-        (self.steps, self.holds, self.after)
+    /// What follows the plan.
+    pub fn what_then(&self) -> &Then {
+        &self.then
+    }
+
+    /// The writes, events and operation starts, one line each, in order.
+    pub fn lines(&self) -> Vec<String> {
+        self.steps.iter().filter_map(Step::line).collect()
+    }
+
+    /// The steps in order.
+    pub fn steps(&self) -> &[Step<L>] {
+        &self.steps
+    }
+
+    /// The steps, the reservations and what follows, for the executor.
+    pub fn into_parts(self) -> (Vec<Step<L>>, Vec<Reservation>, Then) {
+        (self.steps, self.reservations, self.then)
+    }
+}
+
+/// Where a shared object lives, to tell a copy an update made from another.
+fn address<K>(object: &Arc<K>) -> usize {
+    Arc::as_ptr(object).addr()
+}
+
+/// An event of `event_type` about `object`.
+pub fn event<K: kube::Resource<DynamicType = ()>>(
+    object: &K,
+    event_type: EventType,
+    reason: &str,
+    message: String,
+) -> Event {
+    Event {
+        object: reference_of(object),
+        event_type,
+        reason: reason.to_string(),
+        message,
     }
 }

@@ -76,11 +76,6 @@ enum Lane {
     Resync,
 }
 
-/// A key's place in the order keys left the queue: 0 for the first key a
-/// worker took, 1 for the next, and so on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Turn(pub u64);
-
 /// A point in the queue's history, from [`WorkQueue::mark`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Mark(u64);
@@ -100,8 +95,6 @@ struct State<K> {
     /// Keys handed to a worker and not yet `done`, with their sequence
     /// number.
     processing: HashMap<K, u64>,
-    /// How many keys were handed to workers so far (the next [`Turn`]).
-    handed: u64,
     /// The next sequence number, of a queued key or of a delayed one.
     next_seq: u64,
     /// Keys to add later, by due time; entries whose sequence number is no
@@ -133,7 +126,6 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                     waiting: HashMap::new(),
                     again: HashMap::new(),
                     processing: HashMap::new(),
-                    handed: 0,
                     next_seq: 0,
                     delayed: BinaryHeap::new(),
                     delayed_keys: HashMap::new(),
@@ -216,15 +208,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Returns `None` as soon as the queue is shut down, even when keys are
     /// still waiting: workers exit promptly, and a restarted controller
     /// re-lists every object anyway, so nothing is lost by dropping them.
-    #[cfg(any(test, feature = "testing"))]
     pub async fn get(&self) -> Option<K> {
-        self.get_in_turn().await.map(|(key, _)| key)
-    }
-
-    /// Like [`get`](Self::get), with the key's [`Turn`]: its place in the
-    /// order keys leave the queue, however many workers take them, so that
-    /// workers can do a step of their work in that order.
-    pub async fn get_in_turn(&self) -> Option<(K, Turn)> {
         loop {
             let mut changed = pin!(self.inner.changed.notified());
             // Register before looking at the state, so a change made between
@@ -237,9 +221,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                 }
                 state.promote_due(Instant::now());
                 if let Some(key) = state.take() {
-                    let turn = Turn(state.handed);
-                    state.handed += 1;
-                    return Some((key, turn));
+                    return Some(key);
                 }
                 state.next_due()
             };

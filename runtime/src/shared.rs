@@ -1,8 +1,8 @@
 //! What every controller of the process is built from: the controllers'
 //! client (for reads), the informers (one watch and one store per kind),
 //! the one write door, the one event recorder, the one metrics registry,
-//! the flag that says whether the process leads, and the journal the
-//! executors hand their plans to when the process must not act.
+//! the flag that says whether the process leads, and, in shadow mode,
+//! the shadow the executors hand their plans to instead of acting.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use kube::Client;
 
 use crate::events::{EventRecorder, RecorderError};
 use crate::informer::{Informers, WiringError};
-use crate::journal::Journal;
+use crate::shadow::Shadow;
 use crate::metrics::{Metrics, MetricsError};
 use crate::runner::Leading;
 use crate::write::Door;
@@ -32,8 +32,8 @@ pub struct Shared {
     /// Whether the process leads.
     pub leading: Leading,
     /// Where the executors hand their plans instead of carrying them out,
-    /// when the process must not act on the cluster.
-    pub journal: Option<Arc<dyn Journal>>,
+    /// in shadow mode.
+    pub shadow: Option<Arc<dyn Shadow>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -46,14 +46,14 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// The parts on `client` and `metrics`, with events reported by
-    /// `instance`; with a `journal`, the executors hand their plans there
+    /// `instance`; with a `shadow`, the executors hand their plans there
     /// and no event is written. Fails when there is no tokio runtime for
     /// the event recorder's sender task.
     pub fn new(
         client: Client,
         metrics: Arc<Metrics>,
         instance: &str,
-        journal: Option<Arc<dyn Journal>>,
+        shadow: Option<Arc<dyn Shadow>>,
     ) -> Result<Self, BuildError> {
         let mut recorder = EventRecorder::new(
             client.clone(),
@@ -61,7 +61,7 @@ impl Shared {
             "pv-controller",
             instance,
         )?;
-        if journal.is_some() {
+        if shadow.is_some() {
             recorder = recorder.silenced();
         }
         Ok(Self {
@@ -71,7 +71,7 @@ impl Shared {
             recorder,
             metrics,
             leading: Leading::default(),
-            journal,
+            shadow,
         })
     }
 }

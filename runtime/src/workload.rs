@@ -1,8 +1,15 @@
 //! What a controller hands the runner: its [`Workload`], made of pools of
-//! workers (a work queue, how many workers take its keys, and the sync each
-//! runs for a key, with its retry policy), periodic tasks (a resync), and
-//! what to do when the process starts leading and when it stops. The
-//! runner ([`super::runner`]) starts and stops every workload at once.
+//! workers (a work queue, how many workers take its keys, the decision
+//! each makes for a key and the executor that carries its plan out),
+//! periodic tasks (a resync), and what to do when the process starts
+//! leading and when it stops. The runner ([`super::runner`]) starts and
+//! stops every workload at once.
+//!
+//! A key's turn is the same for every controller: it may be passed by (the
+//! controller's gate), else it is decided (reading from the API server
+//! what the decision asks for, and deciding again), its plan carried out,
+//! and what follows the plan ([`Then`]) done: the key forgotten, left
+//! waiting to be woken, or retried with its backoff.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,147 +17,149 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use tokio::sync::Semaphore;
 use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::executor::Executor;
 use crate::metrics::Metrics;
-use crate::queue::{Turn, WorkQueue};
+use crate::plan::{Failure, Plan, Reads, Then};
+use crate::queue::WorkQueue;
+use crate::waiting::Waiting;
 
-/// How one key's turn ended, when it did not fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// The key was synced.
-    Synced,
-    /// The key was passed by without a sync (it waits for something else
-    /// and is queued again then): not measured as a sync.
+/// How many times a decision may ask for reads before its key's turn fails.
+const READ_ROUNDS: usize = 4;
+
+/// What a key's turn came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The key was passed by without a decision (it is queued again when
+    /// what it waits for happened): not measured as a sync.
     Passed,
+    /// Its plan went through; the key is done.
+    Done,
+    /// Its plan went through; the key waits to be woken.
+    Waits,
+    /// It failed, and is retried with its backoff.
+    Failed(Failure),
 }
 
-/// A failed sync, as the runner retries it: every failure is retried with
-/// the key's backoff; an expected one quietly.
-pub trait SyncFailure: std::fmt::Display + Send {
-    /// The `result` label of the sync metric.
-    fn metric_label(&self) -> &'static str;
+/// A decision of a controller: the plan for a key, from the stores and
+/// what was read for it.
+pub type Decide<Key, L> = Arc<dyn Fn(&Key, &Reads) -> Plan<L> + Send + Sync>;
 
-    /// Whether the failure is expected now and then (a conflict, an object
-    /// that moved on, a wait for another operation): logged at debug level
-    /// rather than as a warning.
-    fn is_expected(&self) -> bool;
-}
+/// Whether a key is passed by without a decision now.
+type PassFn<Key> = Arc<dyn Fn(&Key) -> bool + Send + Sync>;
 
-/// What a worker runs for each key, given the key's turn.
-type SyncFn<Key, E> =
-    Arc<dyn Fn(Key, Turn) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync>;
+/// What a pool does after each key's turn.
+type AfterFn<Key> = Arc<dyn Fn(&Key, &Ended) + Send + Sync>;
 
-/// What a deciding lane runs for each key: the call decides at once, in
-/// the lane, and returns the plan's execution, which runs beside others.
-type DecideFn<Key, E> = Arc<dyn Fn(Key) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync>;
-
-/// How a pool takes its keys.
-enum Takes<Key, E> {
-    /// Workers, each taking a key and running its sync to the end.
-    Workers(SyncFn<Key, E>),
-    /// One lane deciding keys in queue order, their executions running
-    /// beside each other (one per key: a key is done when its execution
-    /// ends).
-    Lane(DecideFn<Key, E>),
-}
-
-/// A work queue, its workers (or its lane and executions) and the sync they
-/// run for each key.
-pub struct Pool<Key, E> {
+/// A work queue, its workers (or its lane and executions), the decision
+/// they make for each key and the executor of the plans.
+pub struct Pool<Key, L> {
     queue: WorkQueue<Key>,
     workers: usize,
     kind: fn(&Key) -> &'static str,
-    takes: Takes<Key, E>,
-    after_each: Option<Arc<dyn Fn() + Send + Sync>>,
+    decide: Decide<Key, L>,
+    executor: Executor<L>,
+    lane: bool,
+    pass: Option<PassFn<Key>>,
+    after_each: Option<AfterFn<Key>>,
+    waiting: Option<Waiting<Key>>,
 }
 
-impl<Key, E> Pool<Key, E>
+impl<Key, L> Pool<Key, L>
 where
     Key: Clone + Eq + Hash + std::fmt::Display + Send + Sync + 'static,
-    E: SyncFailure + 'static,
+    L: Send + Sync + 'static,
 {
-    /// `workers` workers (at least one) over `queue`, syncing each key with
-    /// `sync` (which also learns the key's [`Turn`], should it need to do a
-    /// step in the order keys left the queue); `kind` labels the keys in the
-    /// sync metric.
-    pub fn new<F, Fut>(
+    /// `workers` workers (at least one) over `queue`, each deciding a key
+    /// with `decide` and carrying its plan out on `executor`; `kind` labels
+    /// the keys in the sync metric.
+    pub fn new(
         queue: WorkQueue<Key>,
         workers: usize,
         kind: fn(&Key) -> &'static str,
-        sync: F,
-    ) -> Self
-    where
-        F: Fn(Key, Turn) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Outcome, E>> + Send + 'static,
-    {
+        decide: impl Fn(&Key, &Reads) -> Plan<L> + Send + Sync + 'static,
+        executor: Executor<L>,
+    ) -> Self {
         Self {
             queue,
             workers: workers.max(1),
             kind,
-            takes: Takes::Workers(Arc::new(move |key, turn| Box::pin(sync(key, turn)))),
+            decide: Arc::new(decide),
+            executor,
+            lane: false,
+            pass: None,
             after_each: None,
+            waiting: None,
         }
     }
 
-    /// One lane over `queue`: `decide` is called for one key at a time, in
-    /// the order keys leave the queue, and decides then and there (so what
-    /// one decision reserves, the next sees); the execution it returns runs
-    /// beside at most `executions - 1` others (at least one runs). `kind`
-    /// labels the keys in the sync metric, which measures a key from its
-    /// decision to the end of its execution.
-    pub fn lane<F>(
-        queue: WorkQueue<Key>,
-        executions: usize,
-        kind: fn(&Key) -> &'static str,
-        decide: F,
-    ) -> Self
-    where
-        F: Fn(Key) -> BoxFuture<'static, Result<Outcome, E>> + Send + Sync + 'static,
-    {
-        Self {
-            queue,
-            workers: executions.max(1),
-            kind,
-            takes: Takes::Lane(Arc::new(decide)),
-            after_each: None,
-        }
+    /// Decides in one lane instead: one key at a time, in the order keys
+    /// leave the queue, its plan's reservations taken before the next
+    /// decision (so what one decision reserves, the next passes by); the
+    /// plans run beside each other, at most as many as there were workers
+    /// (one per key: a key is done when its plan ends). The sync metric
+    /// measures a key from its decision to the end of its plan.
+    #[must_use]
+    pub fn in_one_lane(mut self) -> Self {
+        self.lane = true;
+        self
+    }
+
+    /// Passes a key by without a decision while `pass` says so.
+    #[must_use]
+    pub fn passing(mut self, pass: impl Fn(&Key) -> bool + Send + Sync + 'static) -> Self {
+        self.pass = Some(Arc::new(pass));
+        self
     }
 
     /// Runs `hook` after each key's turn has ended (the key is done).
     #[must_use]
-    pub fn after_each(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+    pub fn after_each(mut self, hook: impl Fn(&Key, &Ended) + Send + Sync + 'static) -> Self {
         self.after_each = Some(Arc::new(hook));
         self
     }
 
+    /// Keeps the keys whose plans say [`Then::Wait`] in `waiting`, until
+    /// the controller wakes them.
+    #[must_use]
+    pub fn waiting(mut self, waiting: Waiting<Key>) -> Self {
+        self.waiting = Some(waiting);
+        self
+    }
+
+    /// Decides about `key` again with what `plan` asks to read, as often
+    /// as it asks.
+    async fn decide_reading(&self, key: &Key, plan: Plan<L>) -> Plan<L> {
+        reading(&self.executor, plan, |reads| (self.decide)(key, reads)).await
+    }
+
     /// One worker: takes keys one at a time until the queue shuts down.
-    async fn work(
-        self: Arc<Self>,
-        sync: SyncFn<Key, E>,
-        controller: &'static str,
-        metrics: Arc<Metrics>,
-    ) {
-        while let Some((key, turn)) = self.queue.get_in_turn().await {
+    async fn work(self: Arc<Self>, controller: &'static str, metrics: Arc<Metrics>) {
+        while let Some(key) = self.queue.get().await {
             let started = tokio::time::Instant::now();
-            let result = sync(key.clone(), turn).await;
-            self.finish(controller, &metrics, &key, started, result);
+            if self.passes(&key) {
+                self.finish(controller, &metrics, &key, started, None, Ended::Passed);
+                continue;
+            }
+            let epoch = self.waiting.as_ref().map(Waiting::epoch);
+            let ended = turn(&self.executor, |reads| (self.decide)(&key, reads)).await;
+            self.finish(controller, &metrics, &key, started, epoch, ended);
         }
     }
 
+    /// Whether the key is passed by now.
+    fn passes(&self, key: &Key) -> bool {
+        self.pass.as_ref().is_some_and(|pass| pass(key))
+    }
+
     /// The lane: decides one key at a time while fewer than `workers`
-    /// executions run; when the queue shuts down, waits for the executions
-    /// running. Ends early when an execution panicked, which stops the
-    /// controllers as a worker's end does.
-    async fn decide(
-        self: Arc<Self>,
-        decide: DecideFn<Key, E>,
-        controller: &'static str,
-        metrics: Arc<Metrics>,
-    ) {
+    /// plans run; when the queue shuts down, waits for the plans running.
+    /// Ends early when a plan's task panicked, which stops the controllers
+    /// as a worker's end does.
+    async fn run_lane(self: Arc<Self>, controller: &'static str, metrics: Arc<Metrics>) {
         let slots = Arc::new(Semaphore::new(self.workers));
         let mut running = JoinSet::new();
         loop {
@@ -162,18 +171,40 @@ where
             let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
                 break;
             };
-            let Some((key, _)) = self.queue.get_in_turn().await else {
+            let Some(key) = self.queue.get().await else {
                 break;
             };
             let started = tokio::time::Instant::now();
-            let execution = decide(key.clone());
+            if self.passes(&key) {
+                self.finish(controller, &metrics, &key, started, None, Ended::Passed);
+                continue;
+            }
+            let epoch = self.waiting.as_ref().map(Waiting::epoch);
+            let plan = (self.decide)(&key, &Reads::none());
             let this = Arc::clone(&self);
             let metrics = Arc::clone(&metrics);
-            running.spawn(async move {
-                let result = execution.await;
-                this.finish(controller, &metrics, &key, started, result);
-                drop(slot);
-            });
+            if matches!(plan.what_then(), Then::Read(_)) {
+                running.spawn(async move {
+                    let plan = this.decide_reading(&key, plan).await;
+                    let ended = ended(this.executor.execute(plan).await);
+                    this.finish(controller, &metrics, &key, started, epoch, ended);
+                    drop(slot);
+                });
+                continue;
+            }
+            match self.executor.start(plan) {
+                Ok(plan) => {
+                    running.spawn(async move {
+                        let ended = ended(this.executor.finish(plan).await);
+                        this.finish(controller, &metrics, &key, started, epoch, ended);
+                        drop(slot);
+                    });
+                }
+                Err(error) => {
+                    let ended = Ended::Failed(Failure::of_write(&error));
+                    self.finish(controller, &metrics, &key, started, epoch, ended);
+                }
+            }
         }
         while let Some(ended) = running.join_next().await {
             if ended.is_err() {
@@ -183,38 +214,103 @@ where
     }
 
     /// Ends a key's turn: measures it, forgets its failures or queues it
-    /// for a retry with its backoff, and marks it done.
+    /// for a retry with its backoff, keeps it waiting or not, and marks it
+    /// done. `epoch` is the waiting set's epoch when its decision began.
     fn finish(
         &self,
         controller: &'static str,
         metrics: &Metrics,
         key: &Key,
         started: tokio::time::Instant,
-        result: Result<Outcome, E>,
+        epoch: Option<u64>,
+        ended: Ended,
     ) {
-        let label = match &result {
-            Ok(Outcome::Synced) => Some("ok"),
-            Ok(Outcome::Passed) => None,
-            Err(error) => Some(error.metric_label()),
+        let label = match &ended {
+            Ended::Passed => None,
+            Ended::Done | Ended::Waits => Some("ok"),
+            Ended::Failed(failure) => Some(failure.label),
         };
         if let Some(label) = label {
             metrics.sync_finished(controller, (self.kind)(key), label, started.elapsed());
         }
-        match result {
-            Ok(_) => self.queue.forget(key),
-            Err(error) if error.is_expected() => {
-                tracing::debug!(controller, %key, %error, "will retry");
-                self.queue.add_rate_limited(key.clone());
+        match &ended {
+            Ended::Passed => self.queue.forget(key),
+            Ended::Done => {
+                self.queue.forget(key);
+                if let Some(waiting) = &self.waiting {
+                    waiting.forget(key);
+                }
             }
-            Err(error) => {
-                tracing::warn!(controller, %key, %error, "sync failed, will retry");
+            Ended::Waits => {
+                self.queue.forget(key);
+                match (&self.waiting, epoch) {
+                    (Some(waiting), Some(epoch)) => waiting.wait(key, epoch),
+                    _ => tracing::debug!(controller, %key, "waits, with nothing to wake it"),
+                }
+            }
+            Ended::Failed(failure) => {
+                if failure.expected {
+                    tracing::debug!(controller, %key, error = %failure.reason, "will retry");
+                } else {
+                    tracing::warn!(controller, %key, error = %failure.reason, "sync failed, will retry");
+                }
                 self.queue.add_rate_limited(key.clone());
             }
         }
         self.queue.done(key);
         if let Some(hook) = &self.after_each {
-            hook();
+            hook(key, &ended);
         }
+    }
+}
+
+/// One key's whole turn, outside any pool as in one: `decide` (reading
+/// what it asks for from the API server, and deciding again with it), and
+/// its plan carried out on `executor`.
+pub async fn turn<L: Send + Sync + 'static>(
+    executor: &Executor<L>,
+    decide: impl Fn(&Reads) -> Plan<L>,
+) -> Ended {
+    let plan = reading(executor, decide(&Reads::none()), decide).await;
+    ended(executor.execute(plan).await)
+}
+
+/// `plan`, or when it asks to read, the plan `decide` makes with what was
+/// read, as often as it asks (a few times at most).
+async fn reading<L: Send + Sync + 'static>(
+    executor: &Executor<L>,
+    mut plan: Plan<L>,
+    decide: impl Fn(&Reads) -> Plan<L>,
+) -> Plan<L> {
+    let mut reads = Reads::none();
+    for _ in 0..READ_ROUNDS {
+        if !matches!(plan.what_then(), Then::Read(_)) {
+            return plan;
+        }
+        if let Err(error) = executor.read(plan.what_then(), &mut reads).await {
+            return Plan::failed(Failure::of_write(&error));
+        }
+        plan = decide(&reads);
+    }
+    Plan::failed(Failure {
+        reason: format!("a decision asked to read again after {READ_ROUNDS} reads"),
+        label: "reads",
+        expected: false,
+    })
+}
+
+/// What a plan's end comes to.
+fn ended(result: Result<Then, crate::write::WriteError>) -> Ended {
+    match result {
+        Ok(Then::Done) => Ended::Done,
+        Ok(Then::Wait) => Ended::Waits,
+        Ok(Then::Fail(failure)) => Ended::Failed(failure),
+        Ok(Then::Read(_)) => Ended::Failed(Failure {
+            reason: "a plan asked to read after its steps".to_string(),
+            label: "reads",
+            expected: false,
+        }),
+        Err(error) => Ended::Failed(Failure::of_write(&error)),
     }
 }
 
@@ -224,25 +320,20 @@ trait AnyPool: Send + Sync {
     fn shut_down(&self);
 }
 
-impl<Key, E> AnyPool for Arc<Pool<Key, E>>
+impl<Key, L> AnyPool for Arc<Pool<Key, L>>
 where
     Key: Clone + Eq + Hash + std::fmt::Display + Send + Sync + 'static,
-    E: SyncFailure + 'static,
+    L: Send + Sync + 'static,
 {
     fn spawn(&self, controller: &'static str, metrics: &Arc<Metrics>, tasks: &mut Tasks) {
-        match &self.takes {
-            Takes::Workers(sync) => {
-                for _ in 0..self.workers {
-                    let worker =
-                        Arc::clone(self).work(Arc::clone(sync), controller, Arc::clone(metrics));
-                    tasks.spawn(controller, "worker", worker);
-                }
-            }
-            Takes::Lane(decide) => {
-                let lane =
-                    Arc::clone(self).decide(Arc::clone(decide), controller, Arc::clone(metrics));
-                tasks.spawn(controller, "deciding lane", lane);
-            }
+        if self.lane {
+            let lane = Arc::clone(self).run_lane(controller, Arc::clone(metrics));
+            tasks.spawn(controller, "deciding lane", lane);
+            return;
+        }
+        for _ in 0..self.workers {
+            let worker = Arc::clone(self).work(controller, Arc::clone(metrics));
+            tasks.spawn(controller, "worker", worker);
         }
     }
 
@@ -310,10 +401,10 @@ impl Workload {
 
     /// Adds a pool of workers; the controller is idle only while its queue
     /// is.
-    pub fn pool<Key, E>(&mut self, pool: Pool<Key, E>)
+    pub fn pool<Key, L>(&mut self, pool: Pool<Key, L>)
     where
         Key: Clone + Eq + Hash + std::fmt::Display + Send + Sync + 'static,
-        E: SyncFailure + 'static,
+        L: Send + Sync + 'static,
     {
         let queue = pool.queue.clone();
         self.idle.push(Arc::new(move || queue.is_idle()));

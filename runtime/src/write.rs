@@ -2,28 +2,28 @@
 //! updates, status writes, patches, creates and deletes of objects of any
 //! kind (events and the Lease have their own paths).
 //!
-//! A decision is made from one copy of an object (its basis); by the time
-//! the write goes out, another task of this process (another worker, a
-//! long operation, another controller) may have written the same object.
-//! Writing the basis would then meet a 409, or worse, overwrite what the
-//! other task decided. So every write:
+//! A decision is made from one copy of an object (its basis), and its
+//! update is made on that copy when the plan is made. By the time the
+//! write goes out, anyone (another task of this process, another client)
+//! may have changed the object. So every write:
 //!
 //! 1. takes the object's write lock (one per object for the whole
 //!    process), so two tasks of this process never write one object at
 //!    once;
-//! 2. for an update, edits the newest copy the kind's store holds (never
-//!    older than the basis), with an edit that re-checks on that copy what
-//!    the decision assumed and refuses when the object moved on
-//!    ([`Edit::Refused`]), and sends nothing when the edit changed nothing;
-//!    what it sends is a merge patch of only the fields the edit changed,
-//!    conditional on the copy's resourceVersion, so a field the compiled
-//!    types do not know (a newer API server's) is never erased
-//!    ([`merge_patch`]);
-//! 3. sends the request, classifies its failure (a 409 and a refused edit
-//!    alike are conflicts: retried at once from fresh data), and counts it
+//! 2. for an update, refuses without sending anything when the kind's
+//!    store holds a newer copy than the one the write is conditional on
+//!    (the basis, or the plan's own last answer for the object): the
+//!    decision was made on a copy that no longer holds;
+//! 3. sends a merge patch of only the fields the decision changed,
+//!    carrying the resourceVersion and UID of that copy, so the API server
+//!    refuses it (409) when the object changed or was re-created since,
+//!    and a field the compiled types do not know (a newer API server's) is
+//!    never erased ([`merge_patch`]);
+//! 4. classifies its failure (a 409 and a refused write alike are
+//!    conflicts: the key is decided again from fresh data), and counts it
 //!    once in `pv_controller_api_writes_total`, by controller, resource,
 //!    verb, subresource and result;
-//! 4. puts the server's answer, trimmed as the kind's watch trims it, into
+//! 5. puts the server's answer, trimmed as the kind's watch trims it, into
 //!    the kind's store before the lock is released, so the next sync of any
 //!    controller, and the next writer, sees it.
 
@@ -33,36 +33,26 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Client, Resource};
+use kube::Client;
 use tokio::sync::OwnedMutexGuard;
 
+use crate::api_message::ApiMessage;
 use crate::informer::{StoreError, StoreRef};
 use crate::keys::ObjectKey;
 pub use crate::kinds::Part;
 use crate::kinds::{Kind, Shape};
 use crate::lean::Lean;
 use crate::merge_patch::{self, MergePatch};
+use crate::version::{Age, age_of_versions};
 use crate::metrics::{Metrics, WriteOutcome};
 use serde_json::value::RawValue;
-
-/// What an edit made of the newest copy of an object.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Edit {
-    /// The copy was changed: write it.
-    Changed,
-    /// The copy already is as wanted: nothing to write.
-    Unchanged,
-    /// The object moved on since the decision: the write would act on a
-    /// view that no longer holds. The sync is retried from fresh data.
-    Refused(String),
-}
 
 /// Why a write did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// The API server refused the request or could not be reached;
     /// `action` says which request it was.
-    #[error("{action}: {source}")]
+    #[error("{action}: {}", ApiMessage(source))]
     Api {
         /// What the request was for, e.g. `update status of Widget w1`.
         action: String,
@@ -89,6 +79,35 @@ pub enum WriteError {
 }
 
 impl WriteError {
+    /// What the API server said, in its words (or why nothing was sent),
+    /// without the description of the request: what an event about the
+    /// failed write carries.
+    pub fn server_words(&self) -> String {
+        match self {
+            Self::Api { source, .. } => ApiMessage(source).to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The `result` label of the sync metric for a plan this ended.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            _ if self.is_conflict() => "conflict",
+            Self::Api {
+                source: kube::Error::Api(status),
+                ..
+            } if status.is_not_found() => "not_found",
+            Self::Api {
+                source: kube::Error::Api(_),
+                ..
+            } => "api",
+            Self::Api { .. } => "transport",
+            Self::Stale { .. } => "stale",
+            Self::Store(_) => "store",
+            Self::NoWriter(_) => "wiring",
+        }
+    }
+
     /// Whether the write met a 409 or was refused because the object moved
     /// on: expected now and then, retried at once from fresh data.
     pub fn is_conflict(&self) -> bool {
@@ -273,22 +292,6 @@ impl WriterSet {
     }
 }
 
-/// The newer of the basis and the stored copy, by resourceVersion; the
-/// basis when either version does not parse.
-pub fn newer<K: Resource>(basis: &Arc<K>, stored: Option<Arc<K>>) -> Arc<K> {
-    let version = |object: &K| {
-        object
-            .meta()
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    match stored {
-        Some(stored) if version(basis).is_some() && version(&stored) >= version(basis) => stored,
-        _ => Arc::clone(basis),
-    }
-}
-
 /// `Kind name` of an object, for errors and logs.
 fn describe<K: Kind>(key: &ObjectKey) -> String {
     format!("{} {key}", K::kind(&()))
@@ -369,9 +372,10 @@ impl<K: Kind> Writer<K> {
     /// re-created under the same name since is never deleted in its
     /// place). An object already gone counts as deleted. Returns the
     /// object when the answer shows it still stored, marked for deletion
-    /// and held by finalizers (trimmed as stored; that version's watch
-    /// event may already have come and gone); nothing is stored: the watch
-    /// tells when the object is gone.
+    /// and held by finalizers (trimmed and stored: that version's watch
+    /// event may already have come and gone); otherwise the store is told
+    /// of the delete ([`crate::informer::Store::deleted_by_write`]), and the
+    /// watch tells when the object is gone.
     pub async fn delete(
         &self,
         key: &ObjectKey,
@@ -404,17 +408,30 @@ impl<K: Kind> Writer<K> {
             Err(error) => Err(error),
         };
         self.count("delete", "", outcome(&result));
-        result.map_err(|source| WriteError::Api {
+        let held = result.map_err(|source| WriteError::Api {
             action: format!("delete {}", describe::<K>(key)),
             source,
-        })
+        })?;
+        match &held {
+            Some(held) => {
+                self.store(held.clone())?;
+            }
+            None => {
+                if let Some(store) = self.store.store() {
+                    store.deleted_by_write(key, uid);
+                }
+            }
+        }
+        Ok(held)
     }
 
     /// Reads the object `key` from the API server, under its write lock, and
-    /// stores the answer; `None` when it does not exist. For an operation
-    /// that must act on the object as it is now, not as a sync saw it. A
-    /// read, not counted as a write.
-    pub async fn refresh(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, WriteError> {
+    /// stores the answer; `None` when it does not exist. For a decision or
+    /// an operation that must know the object as it is now, not as a watch
+    /// showed it. A read, not counted as a write. Returns the newer of the
+    /// answer and what the store holds (a write of this process may have
+    /// overtaken the read).
+    pub async fn read(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let found = K::api(&self.door.client, &key.namespace)
             .get_opt(&key.name)
@@ -426,11 +443,11 @@ impl<K: Kind> Writer<K> {
         let Some(found) = found else {
             return Ok(None);
         };
-        let stored = self.store(found)?;
-        // The store keeps whichever is newer: a write of this process may
-        // have overtaken the read.
-        let held = self.store.get(key);
-        Ok(Some(newer(&stored, held)))
+        let read = self.store(found)?;
+        Ok(Some(match self.store.get(key) {
+            Some(held) if age_of_versions(read.meta().resource_version.as_deref(), held.meta().resource_version.as_deref()) == Age::Newer => held,
+            _ => read,
+        }))
     }
 
     /// Applies `applied` (a partial object: apiVersion, kind, name and the
@@ -461,35 +478,44 @@ impl<K: Kind> Writer<K> {
         self.store(applied)
     }
 
-    /// Edits the newest copy of `basis` with `edit` and, when the edit
-    /// changed `part` of it, sends what changed as a merge patch carrying
-    /// the copy's resourceVersion (so a change by anyone else since is a
-    /// 409, and fields the edit did not touch stay as the server has them);
-    /// returns the object as it now is.
+    /// Sends what the decision changed of `part` of `basis` (`changed` is
+    /// the basis as the decision left it) as a merge patch conditional on
+    /// the resourceVersion `version` (the basis's own when `None`) and the
+    /// basis's UID: refused without a request when the store holds a newer
+    /// copy of the object, and by the server (409) when the object changed
+    /// or was re-created since. Fields the decision did not touch stay as
+    /// the server has them. Returns the object as the server answered it.
     pub async fn update(
         &self,
-        basis: &Arc<K>,
+        basis: &K,
+        changed: &K,
+        version: Option<&str>,
         part: Part,
-        edit: impl FnOnce(&mut K) -> Edit,
     ) -> Result<Arc<K>, WriteError> {
-        let key = ObjectKey::of(basis.as_ref());
+        let key = ObjectKey::of(basis);
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let newest = newer(basis, self.store.get(&key));
-        let mut changed = K::clone(&newest);
-        match edit(&mut changed) {
-            Edit::Unchanged => return Ok(newest),
-            Edit::Refused(reason) => {
+        let version = version.or(basis.meta().resource_version.as_deref());
+        if let Some(held) = self.store.get(&key) {
+            let ahead = age_of_versions(version, held.meta().resource_version.as_deref());
+            if ahead == Age::Newer {
                 return Err(WriteError::Stale {
                     object: describe::<K>(&key),
-                    reason,
+                    reason: format!(
+                        "the store holds version {} where the decision read {}",
+                        held.meta().resource_version.as_deref().unwrap_or("-"),
+                        version.unwrap_or("-")
+                    ),
                 });
             }
-            Edit::Changed => {}
         }
         let shape = self.store.shape();
-        let Some(patch) = conditional_patch(shape, newest.as_ref(), &changed, part)? else {
-            // The edit changed nothing the server keeps in this part.
-            return Ok(newest);
+        let condition = Condition {
+            version,
+            uid: basis.meta().uid.as_deref(),
+        };
+        let Some(patch) = conditional_patch(shape, basis, changed, part, condition)? else {
+            // The decision changed nothing the server keeps in this part.
+            return Ok(Arc::new(changed.clone()));
         };
         let api = K::api(&self.door.client, &key.namespace);
         let result = send_patch(&self.door.client, &api, &key.name, part, &patch).await;
@@ -513,23 +539,32 @@ impl<K: Kind> Writer<K> {
     }
 }
 
-/// The merge patch that makes `part` of `newest` into that of `changed`
-/// (both encoded as `shape` encodes a write of `part`), carrying
-/// `newest`'s resourceVersion so the server refuses it (409) when the
-/// object changed since; `None` when that part did not change. Only what
-/// the edit changed is named, so every field the compiled types do not
+/// What a write is conditional on: the resourceVersion and UID of the copy
+/// its decision read.
+#[derive(Clone, Copy)]
+struct Condition<'a> {
+    version: Option<&'a str>,
+    uid: Option<&'a str>,
+}
+
+/// The merge patch that makes `part` of `basis` into that of `changed`
+/// (both encoded as `shape` encodes a write of `part`), carrying the
+/// `condition` so the server refuses it (409) when the object changed or
+/// was re-created since; `None` when that part did not change. Only what
+/// the decision changed is named, so every field the compiled types do not
 /// know (a newer server's) stays as the server holds it.
 fn conditional_patch<K: Kind>(
     shape: &Shape<K>,
-    newest: &K,
+    basis: &K,
     changed: &K,
     part: Part,
+    condition: Condition<'_>,
 ) -> Result<Option<Box<RawValue>>, WriteError> {
     let encoding_failed = |error| WriteError::Api {
-        action: format!("encode {}", describe::<K>(&ObjectKey::of(newest))),
+        action: format!("encode {}", describe::<K>(&ObjectKey::of(basis))),
         source: kube::Error::SerdeError(error),
     };
-    let before = shape.encode(newest, part).map_err(encoding_failed)?;
+    let before = shape.encode(basis, part).map_err(encoding_failed)?;
     let after = shape.encode(changed, part).map_err(encoding_failed)?;
     let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
         return Ok(None);
@@ -544,12 +579,18 @@ fn conditional_patch<K: Kind>(
     if members.is_empty() {
         return Ok(None);
     }
-    let version = match &newest.meta().resource_version {
-        Some(version) => Some(serde_json::value::to_raw_value(version).map_err(encoding_failed)?),
-        None => None,
-    };
-    if let Some(version) = &version {
-        let stamp = ("resourceVersion".into(), MergePatch::Value(version));
+    let stamps = [
+        ("resourceVersion", condition.version),
+        ("uid", condition.uid),
+    ];
+    let mut values = Vec::new();
+    for (field, value) in stamps {
+        if let Some(value) = value {
+            values.push((field, serde_json::value::to_raw_value(value).map_err(encoding_failed)?));
+        }
+    }
+    for (field, value) in &values {
+        let stamp = ((*field).into(), MergePatch::Value(value));
         match members.iter_mut().find(|(name, _)| name == "metadata") {
             Some((_, MergePatch::Object(metadata))) => metadata.push(stamp),
             Some(_) => {}

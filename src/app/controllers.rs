@@ -16,11 +16,11 @@ use crate::{ephemeral, pv, resourceclaim};
 #[derive(Clone, Debug, Default)]
 pub struct Controllers {
     /// The PersistentVolume controller.
-    pub persistentvolume: Option<Arc<pv::controller::Controller>>,
+    pub persistentvolume: Option<Arc<pv::controller_base::Controller>>,
     /// The ephemeral volume controller.
-    pub ephemeral: Option<Arc<ephemeral::controller::Controller>>,
+    pub ephemeral: Option<Arc<ephemeral::controller_base::Controller>>,
     /// The ResourceClaim controller.
-    pub resourceclaim: Option<Arc<resourceclaim::controller::Controller>>,
+    pub resourceclaim: Option<Arc<resourceclaim::controller_base::Controller>>,
 }
 
 /// How the process builds one controller: its workload for the runner, the

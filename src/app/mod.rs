@@ -19,9 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::dry_run::{self, DryRun, DryRunConfig, DryRunJournal};
+use crate::shadow::{self, Comparison, ShadowConfig, ShadowReport};
 use crate::runtime::client::Clients;
-use crate::runtime::journal::Journal;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::runner::{RunError, Runner, RunnerParts};
@@ -57,12 +56,12 @@ pub struct AppConfig {
     /// The secure admin port (HTTPS, delegated authentication and
     /// authorization), if any.
     pub secure: Option<SecureServing>,
-    /// The Lease to compete for; `None` runs without election. A dry run
+    /// The Lease to compete for; `None` runs without election. Shadow mode
     /// takes no Lease whatever this says.
     pub election: Option<LeaseConfig>,
-    /// The dry run (`--shadow`): the controllers decide but send nothing,
+    /// Shadow mode (`--shadow`): the controllers decide but send nothing,
     /// and each decision is judged against what the cluster comes to.
-    pub dry_run: Option<DryRunConfig>,
+    pub shadow: Option<ShadowConfig>,
     /// The PersistentVolume controller's settings.
     pub persistentvolume: pv::Config,
     /// The ephemeral volume controller's settings.
@@ -88,7 +87,7 @@ impl Default for AppConfig {
             insecure_address: Some(([127, 0, 0, 1], 0).into()),
             secure: None,
             election: None,
-            dry_run: None,
+            shadow: None,
             persistentvolume: pv::Config::default(),
             ephemeral: ephemeral::Config::default(),
             resourceclaim: resourceclaim::Config::default(),
@@ -141,7 +140,7 @@ pub struct App {
     metrics: Arc<crate::runtime::metrics::Metrics>,
     clients: Clients,
     election: Option<LeaseConfig>,
-    dry_run: Option<Arc<DryRun>>,
+    shadow: Option<Arc<Comparison>>,
     insecure_address: Option<SocketAddr>,
     secure_address: Option<SocketAddr>,
     #[cfg(feature = "testing")]
@@ -170,15 +169,17 @@ impl App {
     /// no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
         let metrics = Arc::new(Metrics::new()?);
-        let dry_run = match &config.dry_run {
-            Some(settings) => Some(Arc::new(DryRun::new(settings, &metrics)?)),
+        let shadow = match &config.shadow {
+            Some(settings) => Some(Arc::new(Comparison::new(settings, &metrics)?)),
             None => None,
         };
         let mut shared = Shared::new(
             clients.controller.clone(),
             Arc::clone(&metrics),
             &config.instance,
-            dry_run.clone().map(|journal| journal as Arc<dyn Journal>),
+            shadow
+                .clone()
+                .map(|comparison| comparison as Arc<dyn crate::runtime::shadow::Shadow>),
         )
         .map_err(AppError::Shared)?;
         let controllers::Built {
@@ -188,14 +189,14 @@ impl App {
         } = controllers::build(&mut shared, &config).await?;
         let mut servers = tokio::task::JoinSet::new();
         let mut routes = pv::admin::routes(controllers.persistentvolume.clone());
-        if let Some(journal) = &dry_run {
-            dry_run::observe(&mut shared.informers, journal)
+        if let Some(comparison) = &shadow {
+            shadow::observe(&mut shared.informers, comparison)
                 .map_err(|error| AppError::Shared(error.into()))?;
             if let Some(binder) = &controllers.persistentvolume {
-                journal.set_judge(dry_run::judge_binds_by(Arc::clone(binder)));
+                comparison.set_judge(shadow::judge_binds_by(binder.binder()));
             }
-            servers.spawn(Arc::clone(journal).sweep_periodically());
-            routes = routes.merge(dry_run::route(Arc::clone(journal)));
+            servers.spawn(Arc::clone(comparison).sweep_periodically());
+            routes = routes.merge(shadow::route(Arc::clone(comparison)));
             tracing::info!(
                 "shadow mode: nothing is written, each decision is judged against the cluster"
             );
@@ -243,7 +244,7 @@ impl App {
             metrics: Arc::clone(&metrics),
             readiness: health.readiness.clone(),
             liveness: health.liveness.clone(),
-            report_leader: dry_run.is_none(),
+            report_leader: shadow.is_none(),
         });
         Ok(Self {
             idle: runner.idle_probe(),
@@ -253,12 +254,12 @@ impl App {
             #[cfg(feature = "testing")]
             metrics,
             clients,
-            election: if config.dry_run.is_some() {
+            election: if config.shadow.is_some() {
                 None
             } else {
                 config.election
             },
-            dry_run,
+            shadow,
             insecure_address,
             secure_address,
             #[cfg(feature = "testing")]
@@ -287,9 +288,9 @@ impl App {
         self.insecure_address
     }
 
-    /// The dry run's judgements, when the process runs dry (`--shadow`).
-    pub fn dry_run_journal(&self) -> Option<DryRunJournal> {
-        self.dry_run.clone().map(DryRunJournal)
+    /// Shadow mode's judgements, when the process runs dry (`--shadow`).
+    pub fn shadow_report(&self) -> Option<ShadowReport> {
+        self.shadow.clone().map(ShadowReport)
     }
 
     /// Where the secure admin port listens, if there is one.
@@ -319,8 +320,8 @@ impl App {
     /// client) until `shutdown` resolves or one of them fails, then stops
     /// the admin server. Without election the write gate opens for good.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
-        // A dry run sends nothing: the gate stays shut as a second guard.
-        if self.election.is_none() && self.dry_run.is_none() {
+        // Shadow mode sends nothing: the gate stays shut as a second guard.
+        if self.election.is_none() && self.shadow.is_none() {
             self.clients.gate.open();
         }
         let elector = self

@@ -13,16 +13,20 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
-use super::controller::{Controller, Known, Parts, SyncError};
+use super::controller::{Counted, Known};
 use super::metrics::EphemeralMetrics;
 use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::kinds::{PERSISTENT_VOLUME_CLAIM, POD};
+use crate::runtime::executor::{Effects, Executor, Parts};
 use crate::runtime::informer::{Change, MemStore};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::runner::Leading;
 use crate::runtime::shared::{BuildError, Shared};
-use crate::runtime::workload::{Outcome, Pool, Workload};
+#[cfg(feature = "testing")]
+use crate::runtime::workload::{Ended, turn};
+use crate::runtime::workload::{Pool, Workload};
+use crate::runtime::write::WriterSet;
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
@@ -50,10 +54,59 @@ impl Default for Config {
     }
 }
 
+/// The ephemeral volume controller as the process and its tests hold it:
+/// what it decides by and the executor of its plans.
+pub struct Controller {
+    #[cfg(feature = "testing")]
+    known: Known,
+    #[cfg(feature = "testing")]
+    executor: Executor<Counted>,
+    #[cfg(feature = "testing")]
+    recorder: crate::runtime::events::EventRecorder,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller").finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// Decides about the pod `key` and carries the plan out, as the pod's
+    /// turn does.
+    #[cfg(feature = "testing")]
+    pub async fn sync_pod(&self, key: &ObjectKey) -> Ended {
+        turn(&self.executor, |_| self.known.decide_pod(key)).await
+    }
+
+    /// Waits until every event recorded so far is written (for callers
+    /// that sync pods themselves and read the events).
+    #[cfg(feature = "testing")]
+    pub async fn flush_events(&self) {
+        self.recorder.flush().await;
+    }
+}
+
+/// Counts the creates as upstream's two counters do, as the plans reach
+/// them.
+struct Counter(EphemeralMetrics);
+
+impl Effects<Counted> for Counter {
+    fn apply(&self, effect: &Counted) {
+        self.0.create_attempted();
+        match effect {
+            Counted::Created(claim) => {
+                tracing::info!(%claim, "created the claim of an ephemeral volume");
+            }
+            Counted::CreateFailed => self.0.create_failed(),
+        }
+    }
+}
+
 /// What the handlers act on.
 #[derive(Clone)]
 struct Handlers {
-    controller: Arc<Controller>,
+    known: Known,
     pods: Arc<MemStore<Pod>>,
     queue: WorkQueue<ObjectKey>,
     leading: Leading,
@@ -62,7 +115,7 @@ struct Handlers {
 impl Handlers {
     /// Queues `pod` if the process leads and the pod needs work.
     fn enqueue(&self, pod: &Pod) {
-        if self.leading.get() && self.controller.needs_work(pod) {
+        if self.leading.get() && self.known.needs_work(pod) {
             self.queue.add(ObjectKey::of(pod));
         }
     }
@@ -96,18 +149,22 @@ pub(crate) fn build(
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
     let pods = shared.informers.index(&POD, PODS_BY_CLAIM, claims_of_pod)?;
     let claims = shared.informers.store(&PERSISTENT_VOLUME_CLAIM)?;
-    let controller = Arc::new(Controller::new(Parts::new(
-        Known {
-            pods: Arc::clone(&pods),
-            claims: claims.clone(),
-        },
-        shared.writes.writer(NAME, claims),
-        shared.recorder.for_component(COMPONENT),
-        EphemeralMetrics::new(&shared.metrics)?,
-        shared.journal.clone(),
-    )));
+    let known = Known {
+        pods: Arc::clone(&pods),
+        claims: claims.clone(),
+    };
+    let recorder = shared.recorder.for_component(COMPONENT);
+    let executor = Executor::new(Parts {
+        controller: NAME,
+        writers: WriterSet::default().with(shared.writes.writer(NAME, claims)),
+        recorder: recorder.clone(),
+        effects: Arc::new(Counter(EphemeralMetrics::new(&shared.metrics)?)),
+        reserver: None,
+        operations: None,
+        shadow: shared.shadow.clone(),
+    });
     let handlers = Handlers {
-        controller: Arc::clone(&controller),
+        known: known.clone(),
         pods,
         queue: WorkQueue::new(),
         leading: shared.leading.clone(),
@@ -123,20 +180,22 @@ pub(crate) fn build(
         })?;
     let mut workload = Workload::new(NAME);
     workload.on_lead(move || on_lead.enqueue_all());
-    let syncing = Arc::clone(&controller);
+    let deciding = known.clone();
     workload.pool(Pool::new(
         handlers.queue,
         config.workers,
         |_| "pod",
-        move |key: ObjectKey, _| {
-            let controller = Arc::clone(&syncing);
-            async move {
-                let synced = controller.sync_pod(&key).await?;
-                tracing::debug!(pod = %key, ?synced, "pod synced");
-                Ok::<_, SyncError>(Outcome::Synced)
-            }
-        },
+        move |key: &ObjectKey, _| deciding.decide_pod(key),
+        executor.clone(),
     ));
+    let controller = Arc::new(Controller {
+        #[cfg(feature = "testing")]
+        known,
+        #[cfg(feature = "testing")]
+        executor,
+        #[cfg(feature = "testing")]
+        recorder,
+    });
     Ok((controller, workload))
 }
 

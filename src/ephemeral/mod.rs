@@ -7,8 +7,8 @@
 //!
 //! Two halves, as every controller of the process: `controller_base` wires
 //! its handlers and workload to the process's informers, `controller`
-//! decides what one pod needs (a plan of creates, from the stores alone)
-//! and carries the plan out through the process's executor. `claims` holds the
+//! decides what one pod needs (a plan of creates, from the stores alone),
+//! which the process's executor carries out. `claims` holds the
 //! plain rules (names, ownership, the claim made from a template);
 //! `metrics` upstream's two counters.
 
@@ -22,4 +22,4 @@ pub(crate) use controller_base::NAME;
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]
-pub use controller::{Controller, SyncError, Synced};
+pub use controller_base::Controller;

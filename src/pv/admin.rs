@@ -13,7 +13,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::pv::controller::Controller;
+use crate::pv::controller_base::Controller;
 use crate::runtime::keys::ObjectKey;
 
 /// The route, answered by `controller` (`None`: the controller does not

@@ -4,6 +4,7 @@
 use crate::pv::index::MatchError;
 use crate::runtime::api_message::ApiMessage;
 use crate::runtime::informer::StoreError;
+use crate::runtime::plan::Failure;
 use crate::runtime::write::WriteError;
 
 /// Why a sync of a volume or claim did not finish. A failed sync is retried
@@ -106,6 +107,19 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The failure a decision's plan ends with, for the runtime to log,
+    /// count and retry: expected (logged quietly) for a conflict or a
+    /// wait for another operation.
+    pub(crate) fn failure(&self) -> Failure {
+        Failure {
+            reason: self.to_string(),
+            label: self.metric_label(),
+            expected: self.is_conflict() || self.is_waiting(),
+        }
+    }
+}
+
 impl From<WriteError> for Error {
     fn from(error: WriteError) -> Self {
         match error {
@@ -117,23 +131,6 @@ impl From<WriteError> for Error {
     }
 }
 
-impl crate::runtime::workload::SyncFailure for Error {
-    fn metric_label(&self) -> &'static str {
-        Error::metric_label(self)
-    }
-
-    fn is_expected(&self) -> bool {
-        self.is_conflict() || self.is_waiting()
-    }
-}
-
-/// Wraps a client error with what the controller was doing.
-pub(crate) fn api(action: impl FnOnce() -> String) -> impl FnOnce(kube::Error) -> Error {
-    move |source| Error::Api {
-        action: action(),
-        source,
-    }
-}
 
 /// The controller's result type.
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -66,7 +66,7 @@ use crate::pv::objects::{
     claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
     volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::pv::packed::{Partner, Settled, Stored, Version};
+use crate::pv::packed::{Partner, Completed, Stored, Version};
 use crate::runtime::keys::ObjectKey;
 use selector::{Selector, SelectorCache};
 
@@ -425,9 +425,9 @@ impl VolumeIndex {
     }
 
     /// Records that a sync of `version` of the volume of that name found it
-    /// settled with `claim` at `claim_version` (see [`Settled`]); ignored
+    /// completed with `claim` at `claim_version` (see [`Completed`]); ignored
     /// when another version is stored now.
-    pub(crate) fn settle_with_claim(
+    pub(crate) fn complete_with_claim(
         &mut self,
         name: &str,
         version: Option<&str>,
@@ -441,18 +441,18 @@ impl VolumeIndex {
             Some(Place::Claimed(key)) if **key == *claim => Arc::clone(key),
             _ => Arc::new(claim.clone()),
         };
-        let settled = Settled {
+        let completed = Completed {
             partner: Some((Partner::Claim(partner), claim_version)),
         };
-        entry.volume.settle(version, settled);
+        entry.volume.complete(version, completed);
     }
 
     /// Records what a sync of `version` of the volume of that name found it
-    /// settled with (see [`Settled`]); ignored when another version is
+    /// completed with (see [`Completed`]); ignored when another version is
     /// stored now.
-    pub(crate) fn settle(&mut self, name: &str, version: Option<&str>, settled: Settled) {
+    pub(crate) fn complete(&mut self, name: &str, version: Option<&str>, completed: Completed) {
         if let Some(entry) = self.volumes.get_mut(name) {
-            entry.volume.settle(version, settled);
+            entry.volume.complete(version, completed);
         }
     }
 
@@ -465,9 +465,9 @@ impl VolumeIndex {
     }
 
     /// What a sync of the stored version of the volume of that name found
-    /// it settled with, if it did.
-    pub(crate) fn settled(&self, name: &str) -> Option<&Settled> {
-        self.volumes.get(name)?.volume.settled()
+    /// it completed with, if it did.
+    pub(crate) fn completed(&self, name: &str) -> Option<&Completed> {
+        self.volumes.get(name)?.volume.completed()
     }
 
     /// Whether the volume of that name is free (see the module

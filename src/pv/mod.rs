@@ -5,14 +5,15 @@
 //! Two halves, as upstream: `controller_base` is the wiring (what it asks
 //! of the process's informers, its handlers, queues, workers and resync)
 //! and `controller` the decisions (what to do with one volume or one
-//! claim). Between them sit plain data structures, the shadow
-//! write-through `cache` with its volume `index`, and the typed readings
-//! of the objects (`objects`, `keys`). The volume plugins touch storage;
-//! the controller only decides when. [`VolumePlugin`] is the interface a
-//! storage back end implements.
+//! claim, as a plan). Between them sit plain data structures: the
+//! write-through `store` of volumes and claims with its volume `index`,
+//! what the binder remembers of each claim (`memory`), and the typed
+//! readings of the objects (`objects`, `keys`). The long `operations`
+//! (provision, delete, recycle) and the volume plugins touch storage; the
+//! decisions only say when. [`VolumePlugin`] is the interface a storage
+//! back end implements.
 
 pub(crate) mod admin;
-pub(crate) mod cache;
 pub(crate) mod census;
 pub(crate) mod constants;
 pub(crate) mod controller;
@@ -20,12 +21,14 @@ pub(crate) mod controller_base;
 pub(crate) mod error;
 pub(crate) mod index;
 pub(crate) mod keys;
+pub(crate) mod memory;
 pub(crate) mod metrics;
 pub(crate) mod migration;
 pub(crate) mod objects;
 pub(crate) mod operations;
 pub(crate) mod packed;
 pub(crate) mod plugins;
+pub(crate) mod store;
 
 pub use crate::runtime::events::EventType;
 pub use controller::Settings;
@@ -33,17 +36,14 @@ pub use controller_base::Config;
 pub(crate) use controller_base::NAME;
 pub use objects::ReclaimPolicy;
 pub use plugins::{
-    EventRelay, PluginError, ProvisionRequest, RecycleContext, RecycledVolumes, RecyclerPods,
-    VolumePlugin, VolumePlugins,
+    PluginError, ProvisionRequest, RecycleContext, RecycleWrites, VolumePlugin, VolumePlugins,
 };
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]
-pub use controller::{Controller, Next, RetryPolicy};
+pub use controller::{Binder, RetryPolicy};
 #[cfg(feature = "testing")]
-pub use controller_base::DEFAULT_CLAIM_WORKERS;
-#[cfg(feature = "testing")]
-pub use controller_base::{sync_claim, sync_volume};
+pub use controller_base::{Controller, DEFAULT_CLAIM_WORKERS};
 #[cfg(feature = "testing")]
 pub use keys::VolumeName;
 #[cfg(feature = "testing")]

@@ -92,7 +92,7 @@ pub(crate) struct Stored<K> {
     listed: bool,
     /// Set when a sync of this very version found its binding complete;
     /// a newer version is stored without it.
-    settled: Option<Box<Settled>>,
+    completed: Option<Box<Completed>>,
     /// What the state gauges count it under ([`crate::pv::census`]), once
     /// the cache has counted it.
     tally: Option<TallyId>,
@@ -105,14 +105,14 @@ pub(crate) struct Stored<K> {
 /// but the volume, so while they keep these versions another sync would
 /// find nothing to do either, and the periodic resync passes the object by.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Settled {
+pub(crate) struct Completed {
     /// The volume a claim is bound to, or the claim a volume is bound to,
     /// with its resourceVersion when the sync read it; `None` for a free
     /// volume.
     pub(crate) partner: Option<(Partner, Version)>,
 }
 
-/// The other half of a settled binding, its name shared with the volume
+/// The other half of a binding found complete, its name shared with the volume
 /// index, which holds it anyway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Partner {
@@ -166,7 +166,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
             packed: Packed::pack(object)?,
             version: object.meta().resource_version.as_deref().map(Version::new),
             listed,
-            settled: None,
+            completed: None,
             tally: None,
         })
     }
@@ -215,19 +215,19 @@ impl<K> Stored<K> {
         self.tally = Some(tally);
     }
 
-    /// What a sync of the stored version found it settled with, if it did.
-    pub(crate) fn settled(&self) -> Option<&Settled> {
-        self.settled.as_deref()
+    /// What a sync of the stored version found it complete with, if it did.
+    pub(crate) fn completed(&self) -> Option<&Completed> {
+        self.completed.as_deref()
     }
 
-    /// Records that a sync of `version` found the object settled with
-    /// `settled`; ignored when another version is stored now, which that
+    /// Records that a sync of `version` found the object complete with
+    /// `completed`; ignored when another version is stored now, which that
     /// sync did not read.
-    pub(crate) fn settle(&mut self, version: Option<&str>, settled: Settled) {
+    pub(crate) fn complete(&mut self, version: Option<&str>, completed: Completed) {
         if let Some(version) = version
             && self.version().is_some_and(|own| own.is(version))
         {
-            self.settled = Some(Box::new(settled));
+            self.completed = Some(Box::new(completed));
         }
     }
 }

@@ -19,10 +19,11 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use super::objects::owner_pod_uids;
 use crate::runtime::informer::{Store, StoreError};
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::version::{Age, age};
 
 /// Claims by key, and the keys of the claims each pod controls.
 #[derive(Debug, Default)]
-pub(crate) struct ClaimCache {
+pub(crate) struct ClaimStore {
     inner: Mutex<Inner>,
 }
 
@@ -38,18 +39,7 @@ struct Inner {
     deleted: HashMap<String, ObjectKey>,
 }
 
-/// The resourceVersion as a number (0 when it is not one, so any parsable
-/// version replaces it).
-fn version(claim: &ResourceClaim) -> u64 {
-    claim
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(|rv| rv.parse().ok())
-        .unwrap_or(0)
-}
-
-impl ClaimCache {
+impl ClaimStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves consistent maps behind:
         // every update is a few inserts and removes.
@@ -73,8 +63,7 @@ impl ClaimCache {
             return false;
         }
         if let Some(held) = inner.claims.get(&key)
-            && version(held) > version(&claim)
-            && held.metadata.uid == claim.metadata.uid
+            && age(&held.metadata, &claim.metadata) == Age::Older
         {
             return false;
         }
@@ -100,27 +89,6 @@ impl ClaimCache {
         inner.claims.remove(key)
     }
 
-    /// Forgets a claim this controller has just deleted (and that is gone
-    /// at once: no finalizer held it), and keeps its versions from before
-    /// the delete, still on the way, from bringing it back.
-    pub(crate) fn deleted(&self, claim: &ResourceClaim) {
-        let key = ObjectKey::of(claim);
-        let mut inner = self.lock();
-        let held = inner
-            .claims
-            .get(&key)
-            .is_some_and(|held| held.metadata.uid == claim.metadata.uid);
-        if !held {
-            // Gone already (the watch showed the deletion first), or another
-            // claim of that name: nothing of this one to keep out.
-            return;
-        }
-        inner.unindex(&key);
-        inner.claims.remove(&key);
-        if let Some(uid) = &claim.metadata.uid {
-            inner.deleted.insert(uid.clone(), key);
-        }
-    }
 
     /// The newest known version of a claim.
     pub(crate) fn get(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
@@ -158,7 +126,7 @@ impl ClaimCache {
     }
 }
 
-impl Store<ResourceClaim> for ClaimCache {
+impl Store<ResourceClaim> for ClaimStore {
     fn watched(&self, claim: &Arc<ResourceClaim>) {
         self.offer(Arc::clone(claim));
     }
@@ -172,12 +140,33 @@ impl Store<ResourceClaim> for ClaimCache {
         self.remove(key)
     }
 
+    /// Forgets a claim this controller has just deleted (and that is gone
+    /// at once: no finalizer held it), and keeps its versions from before
+    /// the delete, still on the way, from bringing it back.
+    fn deleted_by_write(&self, key: &ObjectKey, uid: Option<&str>) {
+        let mut inner = self.lock();
+        let held = inner
+            .claims
+            .get(key)
+            .is_some_and(|held| held.metadata.uid.as_deref() == uid);
+        if !held {
+            // Gone already (the watch showed the deletion first), or another
+            // claim of that name: nothing of this one to keep out.
+            return;
+        }
+        inner.unindex(key);
+        inner.claims.remove(key);
+        if let Some(uid) = uid {
+            inner.deleted.insert(uid.to_string(), key.clone());
+        }
+    }
+
     fn get(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
-        ClaimCache::get(self, key)
+        ClaimStore::get(self, key)
     }
 
     fn keys(&self) -> Vec<ObjectKey> {
-        ClaimCache::keys(self)
+        ClaimStore::keys(self)
     }
 }
 

@@ -1,30 +1,12 @@
-//! Why one sync of a pod or claim failed; the worker retries the key with
-//! backoff, and a pod's failure is also a Warning event on the pod.
+//! Why a pod's entry cannot have its claim: the decision says so with a
+//! Warning on the pod, and the pod's turn fails, to be retried with
+//! backoff.
 
-use crate::runtime::api_message::ApiMessage;
+use crate::runtime::plan::Failure;
 
-/// A failed sync.
+/// Why a pod's entry cannot have its claim.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// A request to the API server failed; shown with the server's
-    /// message, as upstream's events and logs carry it.
-    #[error("{action}: {}", ApiMessage(source))]
-    Api {
-        /// What the request was for (`create ResourceClaim for pod ns/p`).
-        action: String,
-        /// The client's error.
-        #[source]
-        source: kube::Error,
-    },
-    /// The claim changed since the sync read it; nothing was sent.
-    #[error("{0}")]
-    Stale(String),
-    /// The answer to a write could not be stored.
-    #[error(transparent)]
-    Store(#[from] crate::runtime::informer::StoreError),
-    /// A write the controller's wiring has no writer for.
-    #[error("{0}")]
-    Wiring(String),
     /// The template a pod's entry names does not exist (yet).
     #[error("resource claim template {0:?}: resourceclaimtemplate.resource.k8s.io {0:?} not found")]
     MissingTemplate(String),
@@ -40,68 +22,26 @@ pub enum SyncError {
     Unsupported {
         /// The pod.
         pod: crate::runtime::keys::ObjectKey,
-        /// The entry's name.
+        /// The entry.
         entry: String,
     },
 }
 
 impl SyncError {
-    /// A short label for the sync-duration metric's `result`.
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Api { .. } | Self::Stale(_) if self.is_conflict() => "conflict",
-            Self::Api { .. } | Self::Stale(_) => "api_error",
-            Self::Store(_) => "cache",
-            Self::Wiring(_) => "wiring",
+    /// The failure the pod's turn ends with.
+    pub(crate) fn failure(&self) -> Failure {
+        let label = match self {
             Self::MissingTemplate(_) => "missing_template",
             Self::FeatureDisabled(_) => "feature_disabled",
             Self::Unsupported { .. } => "unsupported",
-        }
-    }
-
-    /// Whether the API server refused a write with 409 (a stale version, or
-    /// a name taken): retried at once, without a warning.
-    pub fn is_conflict(&self) -> bool {
-        match self {
-            Self::Api {
-                source: kube::Error::Api(status),
-                ..
-            } => status.is_conflict(),
-            Self::Stale(_) => true,
-            _ => false,
-        }
-    }
-
-    /// An API error with what the request was for.
-    pub(crate) fn api(action: impl Into<String>, source: kube::Error) -> Self {
-        Self::Api {
-            action: action.into(),
-            source,
+        };
+        Failure {
+            reason: self.to_string(),
+            label,
+            expected: false,
         }
     }
 }
 
-impl From<crate::runtime::write::WriteError> for SyncError {
-    fn from(error: crate::runtime::write::WriteError) -> Self {
-        use crate::runtime::write::WriteError;
-        match error {
-            WriteError::Api { action, source } => Self::Api { action, source },
-            WriteError::Stale { object, reason } => Self::Stale(format!("{object}: {reason}")),
-            WriteError::Store(error) => Self::Store(error),
-            error @ WriteError::NoWriter(_) => Self::Wiring(error.to_string()),
-        }
-    }
-}
-
-impl crate::runtime::workload::SyncFailure for SyncError {
-    fn metric_label(&self) -> &'static str {
-        SyncError::metric_label(self)
-    }
-
-    fn is_expected(&self) -> bool {
-        self.is_conflict()
-    }
-}
-
-/// The result of a sync.
+/// The result of a step of a decision.
 pub(crate) type Result<T> = std::result::Result<T, SyncError>;

@@ -10,7 +10,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
-use super::claims::ClaimCache;
+use super::claims::ClaimStore;
 use super::objects::{claim_source, is_allocated, requests_admin_access};
 use crate::runtime::metrics::{Metrics, MetricsError};
 
@@ -27,7 +27,7 @@ pub(crate) struct ClaimMetrics {
 impl ClaimMetrics {
     /// Creates the series and registers them, with the gauge computed from
     /// `claims`, into `metrics`.
-    pub(crate) fn new(metrics: &Metrics, claims: Arc<ClaimCache>) -> Result<Self, MetricsError> {
+    pub(crate) fn new(metrics: &Metrics, claims: Arc<ClaimStore>) -> Result<Self, MetricsError> {
         let creates = IntCounterVec::new(
             Opts::new(
                 "resourceclaim_controller_creates_total",
@@ -54,7 +54,7 @@ impl ClaimMetrics {
 /// cache at every scrape (so it can never drift from what the watch
 /// delivered); label sets without claims are left out, as upstream does.
 struct ClaimGauge {
-    claims: Arc<ClaimCache>,
+    claims: Arc<ClaimStore>,
     /// Reset and filled at each scrape; the lock keeps two scrapes at once
     /// from mixing their counts.
     gauge: Mutex<IntGaugeVec>,
@@ -62,7 +62,7 @@ struct ClaimGauge {
 }
 
 impl ClaimGauge {
-    fn new(claims: Arc<ClaimCache>) -> Result<Self, MetricsError> {
+    fn new(claims: Arc<ClaimStore>) -> Result<Self, MetricsError> {
         let gauge = IntGaugeVec::new(
             Opts::new(
                 "resourceclaim_controller_resource_claims",

@@ -28,7 +28,7 @@ pub use features::Features;
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]
-pub use controller::Controller;
+pub use controller_base::Controller;
 #[cfg(feature = "testing")]
 pub use error::SyncError;
 #[cfg(feature = "testing")]

@@ -8,7 +8,7 @@
 //! read from live scrapes of the controllers on memapi: one process acting
 //! (binding, a claim left Pending, released volumes deleted and recycled,
 //! a delete that fails, a conflict, an ephemeral volume, a ResourceClaim
-//! from a template), one in a dry run (`--shadow`).
+//! from a template), one in shadow mode (`--shadow`).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use promql_parser::parser::{self, Expr};
 use promql_parser::util::{ExprVisitor, walk_expr};
 use pv_controller::App;
 use pv_controller::AppConfig;
-use pv_controller::DryRunConfig;
+use pv_controller::ShadowConfig;
 use pv_controller::Options;
 use pv_controller::pv;
 use pv_controller::pv::Settings;
@@ -235,8 +235,8 @@ fn cluster() -> MemApi {
 }
 
 /// The series a process exports once it has settled on [`cluster`],
-/// acting or in a dry run.
-async fn exported(dry_run: bool) -> BTreeSet<String> {
+/// acting or in shadow mode.
+async fn exported(shadow: bool) -> BTreeSet<String> {
     let api = cluster();
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let plugins = pv_controller::plugin_config(&Options::parse_from(["pv-controller"])).unwrap();
@@ -249,7 +249,7 @@ async fn exported(dry_run: bool) -> BTreeSet<String> {
             },
             ..pv::Config::default()
         },
-        dry_run: dry_run.then(|| DryRunConfig {
+        shadow: shadow.then(|| ShadowConfig {
             window: Duration::from_secs(4),
         }),
         ..AppConfig::default()
@@ -263,7 +263,7 @@ async fn exported(dry_run: bool) -> BTreeSet<String> {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
-    // Past the dry run's window, so that decisions are judged.
+    // Past shadow mode's window, so that decisions are judged.
     tokio::time::sleep(Duration::from_secs(10)).await;
     settle(&api, &idle).await;
     let names = scrape_router(metrics, health).await;

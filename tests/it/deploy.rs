@@ -273,7 +273,7 @@ fn the_shadow_overlay_reads_only_and_takes_no_lease() {
         .collect();
     let options = Options::try_parse_from(std::iter::once("pv-controller").chain(args))
         .unwrap_or_else(|e| panic!("the shadow Deployment's args are refused: {e}"));
-    assert!(options.dry_run_config().is_some(), "--shadow");
+    assert!(options.shadow_config().is_some(), "--shadow");
     assert!(!options.leader_elect(), "no lease");
     let base = render().unwrap();
     let image = |objects: &[Value]| {

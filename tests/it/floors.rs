@@ -11,7 +11,7 @@
 //! (so decisions never reach back into the wiring that builds them).
 //!
 //! A node is a top-level module, except inside the three controllers,
-//! where each of their modules is a node of its own (`pv::cache`,
+//! where each of their modules is a node of its own (`pv::store`,
 //! `pv::controller`, `ephemeral::controller_base`, ...). The runtime's
 //! crate is read as the module `runtime` of the crate, as the crate's code
 //! names it (`crate::runtime::...`, through the crate root's alias): the
@@ -54,7 +54,7 @@ fn workspace() -> &'static Path {
 fn the_floors_run_one_way() {
     let graph = Graph::read(workspace());
     assert!(
-        graph.edges.contains_key("pv::cache") && graph.edges.contains_key("runtime"),
+        graph.edges.contains_key("pv::store") && graph.edges.contains_key("runtime"),
         "the graph was read: {graph:#?}"
     );
     let mut broken = Vec::new();
@@ -68,7 +68,7 @@ fn the_floors_run_one_way() {
     only("runtime", &[]);
     only("feature_gates", &[]);
     only("kinds", &["runtime"]);
-    only("options", &["runtime", "feature_gates", "dry_run"]);
+    only("options", &["runtime", "feature_gates", "shadow"]);
     // The volume index is pure over its entries: what they are made of,
     // nothing that holds them.
     only(
@@ -95,7 +95,7 @@ fn the_floors_run_one_way() {
         if above && from != "crate root" {
             broken.push(format!("{from} imports {to}, above it"));
         }
-        if to == "pv::cache"
+        if to == "pv::store"
             && ![
                 "pv::controller",
                 "pv::controller_base",
@@ -316,9 +316,9 @@ fn paths_are_read_as_the_compiler_reads_them() {
         module: vec!["pv".into(), "controller".into(), "claim".into()],
         root: Vec::new(),
         code: strip(
-            "use crate::pv::{cache::ShadowCache, index};\n\
+            "use crate::pv::{cache::PvStore, index};\n\
              use super::writes::Edit; // crate::app::Nothing\n\
-             use crate::DryRunConfig;\n\
+             use crate::ShadowConfig;\n\
              #[cfg(test)]\nuse crate::ephemeral::Something;\n\
              fn f() { crate::runtime::keys::ObjectKey::new(\"a\", \"b\"); }\n\
              #[cfg(test)]\nmod tests {\n    use crate::resourceclaim::X;\n    fn g() { let _ = \"}\"; }\n}\n",
@@ -330,7 +330,7 @@ fn paths_are_read_as_the_compiler_reads_them() {
         .map(|path| node(&path))
         .collect();
     let expected: BTreeSet<String> = [
-        "pv::cache",
+        "pv::store",
         "pv::index",
         "pv::controller",
         "crate root",
@@ -469,7 +469,7 @@ fn top(node: &str) -> &str {
 }
 
 /// The node a module belongs to; paths through the root's re-exports (a
-/// first segment that is no module, e.g. `crate::DryRunConfig`) are the
+/// first segment that is no module, e.g. `crate::ShadowConfig`) are the
 /// node `crate root`.
 fn node(path: &[String]) -> String {
     match path {
@@ -484,7 +484,7 @@ fn node(path: &[String]) -> String {
 
 /// The longest prefix of `path` that is a module of the crate (the rest
 /// names items), so `crate::pv::Controller` is the module `pv` and
-/// `crate::pv::cache::ShadowCache` the module `pv::cache`; `None` when not
+/// `crate::pv::store::PvStore` the module `pv::store`; `None` when not
 /// even the first segment is a module: an item of the crate root.
 fn known_prefix(path: &[String], modules: &BTreeSet<ModulePath>) -> Option<ModulePath> {
     (1..=path.len())
@@ -554,7 +554,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module of a file under `src` (`pv/cache.rs`: `pv::cache`); `None`
+/// The module of a file under `src` (`pv/cache.rs`: `pv::store`); `None`
 /// for the binary's `main.rs`.
 fn module_of(relative: &Path) -> Option<ModulePath> {
     let mut parts: Vec<String> = relative

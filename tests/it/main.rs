@@ -31,7 +31,7 @@ mod chaos;
 mod dashboard;
 mod delete;
 mod deploy;
-mod dry_run;
+mod shadow;
 mod embedded;
 mod ephemeral;
 mod events;

@@ -19,7 +19,7 @@ use pv_controller::App;
 use pv_controller::AppConfig;
 use pv_controller::ClientOptions;
 use pv_controller::Clients;
-use pv_controller::DryRunConfig;
+use pv_controller::ShadowConfig;
 use pv_controller::LeaseConfig;
 use pv_controller::Options;
 use pv_controller::pv;
@@ -265,15 +265,15 @@ fn yaml(objects: &[Value]) -> String {
         .join("---\n")
 }
 
-/// How the process runs: elected and writing, or in a dry run.
+/// How the process runs: elected and writing, or in shadow mode.
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Normal,
-    DryRun,
+    Comparison,
 }
 
 /// Runs the controller through every kind of work it does today (elected,
-/// or in a dry run) as the ServiceAccount `account`, on a server that
+/// or in shadow mode) as the ServiceAccount `account`, on a server that
 /// authorizes its requests by the Roles and bindings of `rules` and
 /// enforces OwnerReferencesPermissionEnforcement; returns the server and
 /// the process's requests.
@@ -397,7 +397,7 @@ async fn exercised(
         },
         election: Some(LeaseConfig::new(account.0, "pv-controller", "only")),
         secure: Some(crate::admin::secure_serving()),
-        dry_run: (mode == Mode::DryRun).then(|| DryRunConfig {
+        shadow: (mode == Mode::Comparison).then(|| ShadowConfig {
             window: Duration::from_secs(4),
         }),
         ..AppConfig::default()
@@ -540,7 +540,7 @@ async fn without_pods_finalizers_the_ephemeral_claim_is_refused() {
 async fn a_dry_run_reads_only_what_its_read_only_role_allows() {
     let rules = dry_run_rules();
     let account = ("pv-controller-shadow", "pv-controller-shadow");
-    let (api, used) = exercised(Mode::DryRun, &rules, account).await;
+    let (api, used) = exercised(Mode::Comparison, &rules, account).await;
     assert!(
         api.get::<k8s_openapi::api::core::v1::PersistentVolume>(None, "deleted")
             .is_some(),
@@ -557,7 +557,7 @@ async fn a_dry_run_reads_only_what_its_read_only_role_allows() {
         .filter(|e| !matches!(e.resource.as_str(), "tokenreviews" | "subjectaccessreviews"))
         .map(|e| format!("{e:?}"))
         .collect();
-    assert!(writes.is_empty(), "the dry run wrote: {writes:?}");
+    assert!(writes.is_empty(), "shadow mode wrote: {writes:?}");
     assert_eq!(refused(&used), Vec::<String>::new(), "refused requests");
     let grants = granted(&rules, account);
     assert!(

@@ -16,6 +16,7 @@ use kube::Resource;
 
 use crate::keys::ObjectKey;
 use crate::kinds::Shape;
+use crate::version::{Age, age};
 
 /// Why the answer to a write could not be stored (a resourceVersion that
 /// is not a number, an object that cannot be packed).
@@ -42,6 +43,12 @@ pub trait Store<K>: Send + Sync {
     /// Forgets an object the watch shows gone (deleted, or missing from a
     /// relist); returns the last version held.
     fn forget(&self, key: &ObjectKey) -> Option<Arc<K>>;
+
+    /// Takes in that a delete of this process, of the incarnation `uid`
+    /// names when given, found the object gone. By default nothing: the
+    /// watch tells when the object is gone. A store that must not take a
+    /// late version of it back in the meantime says so here.
+    fn deleted_by_write(&self, _key: &ObjectKey, _uid: Option<&str>) {}
 
     /// The newest version held of the object `key`.
     fn get(&self, key: &ObjectKey) -> Option<Arc<K>>;
@@ -96,24 +103,6 @@ impl<K> StoreRef<K> {
     /// The newest version held of the object `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         self.store()?.get(key)
-    }
-}
-
-/// The resourceVersion of `object` as a number; `None` when it is not one.
-fn version<K: Resource>(object: &K) -> Option<u64> {
-    object.meta().resource_version.as_deref()?.parse().ok()
-}
-
-/// Whether `offered` may replace `held`: a newer or equal version of the
-/// same object, any version of another incarnation, or versions that do not
-/// compare (then the newest to arrive wins).
-fn replaces<K: Resource>(held: &K, offered: &K) -> bool {
-    if held.meta().uid != offered.meta().uid {
-        return true;
-    }
-    match (version(held), version(offered)) {
-        (Some(held), Some(offered)) => offered >= held,
-        _ => true,
     }
 }
 
@@ -240,7 +229,7 @@ impl<K: Resource> MemStore<K> {
         let mut inner = self.write();
         let Inner { objects, indexes } = &mut *inner;
         if let Some(held) = objects.get(&key) {
-            if !replaces(held.as_ref(), object.as_ref()) {
+            if age(held.meta(), object.meta()) == Age::Older {
                 return false;
             }
             for index in indexes.iter_mut() {
@@ -333,11 +322,17 @@ mod tests {
         store.watched(&pod("a", "u1", "6", &[]));
         assert_eq!(names(&store.list()), [("a".into(), "7".into())]);
         store.watched(&pod("a", "u1", "7", &[]));
-        store.watched(&pod("a", "u2", "3", &[]));
+        store.watched(&pod("a", "u2", "9", &[]));
         assert_eq!(
             names(&store.list()),
-            [("a".into(), "3".into())],
-            "a new incarnation replaces the old one whatever its version"
+            [("a".into(), "9".into())],
+            "a new incarnation replaces the old one"
+        );
+        store.watched(&pod("a", "u1", "8", &[]));
+        assert_eq!(
+            names(&store.list()),
+            [("a".into(), "9".into())],
+            "a late version of the old incarnation does not replace the new one"
         );
     }
 

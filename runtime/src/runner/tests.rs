@@ -2,31 +2,79 @@
 //! leads, failures are retried with backoff, and a dying worker stops the
 //! process and fails `/livez`.
 
+use std::any::Any;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
+use k8s_openapi::api::core::v1::Pod;
+
 use super::*;
-use crate::queue::{Turn, WorkQueue};
-use crate::workload::{Outcome, Pool, SyncFailure};
+use crate::executor::{Executor, NoEffects, Parts, Reserver};
+use crate::informer::{MemStore, StoreRef};
+use crate::kinds::{Shape, drop_managed_fields};
+use crate::plan::{Failure, Plan, Reservation};
+use crate::queue::WorkQueue;
+use crate::workload::Pool;
+use crate::write::{Door, WriterSet};
 
-/// A sync failure of the tests.
-#[derive(Debug)]
-struct Failed;
+/// Pods, encoded whole.
+static POD: Shape<Pod> = Shape::new(drop_managed_fields);
 
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("failed")
+/// Counts the plans running (each reserves its key) and the most at once.
+#[derive(Default)]
+struct Running {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+/// Ends a running plan when dropped.
+struct Ends(Arc<AtomicUsize>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-impl SyncFailure for Failed {
-    fn metric_label(&self) -> &'static str {
-        "failed"
+impl Reserver for Running {
+    fn reserve(&self, _: &Reservation) -> Result<Box<dyn Any + Send>, String> {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        Ok(Box::new(Ends(Arc::clone(&self.now))))
     }
+}
 
-    fn is_expected(&self) -> bool {
-        false
-    }
+/// An executor of plans creating pods on `api`, taking reservations with
+/// `reserver`.
+fn executor(api: &memapi::MemApi, reserver: Running) -> Executor<()> {
+    let metrics = Arc::new(Metrics::new().expect("metrics"));
+    let store = StoreRef::new(&POD);
+    store.fix(Arc::new(MemStore::<Pod>::default()));
+    let door = Door::new(api.client(), Arc::clone(&metrics));
+    Executor::new(Parts {
+        controller: "test",
+        writers: WriterSet::default().with(door.writer("test", store)),
+        recorder: EventRecorder::new(api.client(), metrics, "test", "test").expect("recorder"),
+        effects: Arc::new(NoEffects),
+        reserver: Some(Arc::new(reserver)),
+        operations: None,
+        shadow: None,
+    })
+}
+
+/// A plan that creates the pod `key`, reserving its name.
+fn create_pod(key: &str) -> Plan<()> {
+    let mut plan = Plan::default();
+    let mut pod = Pod::default();
+    pod.metadata.namespace = Some("ns".into());
+    pod.metadata.name = Some(key.into());
+    plan.create(pod);
+    plan.reserve(Reservation {
+        holder: crate::keys::ObjectKey::new("ns", key),
+        holder_uid: key.into(),
+        held: key.into(),
+    });
+    plan
 }
 
 /// A runner of `workloads` on an in-memory API server, watching nothing.
@@ -53,8 +101,9 @@ fn runner(workloads: Vec<Workload>, leading: Leading) -> (Runner, Liveness, Arc<
 
 #[tokio::test(start_paused = true)]
 async fn workers_run_while_the_process_leads_and_stop_on_shutdown() {
+    let api = memapi::MemApi::new();
     let queue = WorkQueue::new();
-    let synced = Arc::new(Mutex::new(Vec::new()));
+    let decided = Arc::new(Mutex::new(Vec::new()));
     let stopped = Arc::new(AtomicUsize::new(0));
     let leading = Leading::default();
     let mut workload = Workload::new("test");
@@ -64,18 +113,16 @@ async fn workers_run_while_the_process_leads_and_stop_on_shutdown() {
         on_lead.add("a".to_string());
         on_lead.add("b".to_string());
     });
-    let recorded = Arc::clone(&synced);
+    let recorded = Arc::clone(&decided);
     workload.pool(Pool::new(
         queue.clone(),
         2,
         |_| "thing",
-        move |key: String, turn: Turn| {
-            let recorded = Arc::clone(&recorded);
-            async move {
-                recorded.lock().expect("synced").push((key, turn.0));
-                Ok::<_, Failed>(Outcome::Synced)
-            }
+        move |key: &String, _| {
+            recorded.lock().expect("decided").push(key.clone());
+            create_pod(key)
         },
+        executor(&api, Running::default()),
     ));
     let counted = Arc::clone(&stopped);
     workload.on_stop(move || {
@@ -85,9 +132,10 @@ async fn workers_run_while_the_process_leads_and_stop_on_shutdown() {
     let idle = runner.idle_probe();
     let done = tokio::spawn(runner.run(None, tokio::time::sleep(Duration::from_secs(1))));
     done.await.expect("join").expect("a clean stop");
-    let mut seen = synced.lock().expect("synced").clone();
+    let mut seen = decided.lock().expect("decided").clone();
     seen.sort();
-    assert_eq!(seen, [("a".to_string(), 0), ("b".to_string(), 1)]);
+    assert_eq!(seen, ["a", "b"]);
+    assert_eq!(api.list::<Pod>().len(), 2, "both plans carried out");
     assert_eq!(stopped.load(Ordering::SeqCst), 1);
     assert!(!leading.get(), "no handler queues work after the stop");
     assert!(idle.is_idle());
@@ -103,6 +151,7 @@ async fn workers_run_while_the_process_leads_and_stop_on_shutdown() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_key_is_retried_with_backoff() {
+    let api = memapi::MemApi::new();
     let queue = WorkQueue::new();
     let tries = Arc::new(AtomicUsize::new(0));
     let mut workload = Workload::new("test");
@@ -113,16 +162,18 @@ async fn a_failed_key_is_retried_with_backoff() {
         queue,
         1,
         |_| "thing",
-        move |_key: String, _| {
-            let counted = Arc::clone(&counted);
-            async move {
-                if counted.fetch_add(1, Ordering::SeqCst) < 3 {
-                    Err(Failed)
-                } else {
-                    Ok(Outcome::Synced)
-                }
+        move |_: &String, _| {
+            if counted.fetch_add(1, Ordering::SeqCst) < 3 {
+                Plan::failed(Failure {
+                    reason: "failed".into(),
+                    label: "failed",
+                    expected: false,
+                })
+            } else {
+                Plan::default()
             }
         },
+        executor(&api, Running::default()),
     ));
     let (runner, _, _) = runner(vec![workload], Leading::default());
     let idle = runner.idle_probe();
@@ -139,6 +190,7 @@ async fn a_failed_key_is_retried_with_backoff() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dying_worker_stops_the_process_and_fails_livez() {
+    let api = memapi::MemApi::new();
     let queue = WorkQueue::new();
     let mut workload = Workload::new("test");
     let adding = queue.clone();
@@ -147,12 +199,13 @@ async fn a_dying_worker_stops_the_process_and_fails_livez() {
         queue,
         1,
         |_| "thing",
-        |key: String, _| async move {
+        |key: &String, _| {
             if key == "boom" {
-                panic!("a worker panics");
+                panic!("a decision panics");
             }
-            Ok::<_, Failed>(Outcome::Synced)
+            Plan::default()
         },
+        executor(&api, Running::default()),
     ));
     let (runner, liveness, _) = runner(vec![workload], Leading::default());
     let result = runner.run(None, std::future::pending()).await;
@@ -172,11 +225,17 @@ async fn a_dying_worker_stops_the_process_and_fails_livez() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_lane_decides_in_queue_order_while_its_executions_run_beside_each_other() {
+async fn a_lane_decides_in_queue_order_while_its_plans_run_beside_each_other() {
+    let api = memapi::MemApi::new();
+    api.add_reactor(
+        memapi::Reactor::on(memapi::Verb::Create, "pods")
+            .delay(Duration::from_secs(1))
+            .always(),
+    );
     let queue = WorkQueue::new();
     let decided = Arc::new(Mutex::new(Vec::new()));
-    let running = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
+    let running = Running::default();
+    let most = Arc::clone(&running.most);
     let mut workload = Workload::new("test");
     let adding = queue.clone();
     workload.on_lead(move || {
@@ -184,28 +243,20 @@ async fn a_lane_decides_in_queue_order_while_its_executions_run_beside_each_othe
             adding.add(key.to_string());
         }
     });
-    let (order, counting, peak) = (
-        Arc::clone(&decided),
-        Arc::clone(&running),
-        Arc::clone(&most),
+    let order = Arc::clone(&decided);
+    workload.pool(
+        Pool::new(
+            queue,
+            2,
+            |_| "thing",
+            move |key: &String, _| {
+                order.lock().expect("decided").push(key.clone());
+                create_pod(key)
+            },
+            executor(&api, running),
+        )
+        .in_one_lane(),
     );
-    workload.pool(Pool::lane(
-        queue,
-        2,
-        |_| "thing",
-        move |key: String| {
-            // The decision: made at once, in the lane.
-            order.lock().expect("decided").push(key);
-            let (counting, peak) = (Arc::clone(&counting), Arc::clone(&peak));
-            Box::pin(async move {
-                let now = counting.fetch_add(1, Ordering::SeqCst) + 1;
-                peak.fetch_max(now, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                counting.fetch_sub(1, Ordering::SeqCst);
-                Ok::<_, Failed>(Outcome::Synced)
-            })
-        },
-    ));
     let (runner, liveness, metrics) = runner(vec![workload], Leading::default());
     let done = tokio::spawn(runner.run(None, tokio::time::sleep(Duration::from_secs(10))));
     done.await.expect("join").expect("a clean stop");
@@ -213,8 +264,9 @@ async fn a_lane_decides_in_queue_order_while_its_executions_run_beside_each_othe
     assert_eq!(
         most.load(Ordering::SeqCst),
         2,
-        "two executions at once, no more"
+        "two plans at once, no more"
     );
+    assert_eq!(api.list::<Pod>().len(), 5);
     assert_eq!(liveness.failure(), None);
     let text = metrics.render().expect("render");
     assert!(

@@ -1,7 +1,8 @@
-//! The door's promises: a write edits the newest copy, refuses when the
-//! object moved on, skips what is already so, stores the trimmed answer,
-//! counts every request once by controller, and two writers of one object
-//! never meet in a conflict.
+//! The door's promises: an update is conditional on the copy it was
+//! decided on (refused without a request when the store is ahead of it, by
+//! the server when anyone changed or re-created the object), names only
+//! what it changed, stores the trimmed answer, counts every request once by
+//! controller, and two writers of one object never write it at once.
 
 use std::sync::Arc;
 
@@ -43,19 +44,19 @@ fn writer(
     (door.writer("test", handle), store, metrics)
 }
 
-fn label(edit_to: &'static str) -> impl FnOnce(&mut PersistentVolume) -> Edit {
-    move |volume| {
-        let labels = volume.metadata.labels.get_or_insert_with(Default::default);
-        if labels.get("touched").map(String::as_str) == Some(edit_to) {
-            return Edit::Unchanged;
-        }
-        labels.insert("touched".into(), edit_to.into());
-        Edit::Changed
-    }
+/// `basis` with the label `touched` set to `value`.
+fn labelled(basis: &PersistentVolume, value: &str) -> PersistentVolume {
+    let mut changed = basis.clone();
+    changed
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("touched".into(), value.into());
+    changed
 }
 
 #[tokio::test]
-async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
+async fn an_update_is_refused_without_a_request_when_the_store_is_ahead_of_its_basis() {
     let api = MemApi::new();
     let (writer, store, metrics) = writer(&api);
     let mut sent = volume("v1");
@@ -64,49 +65,51 @@ async fn an_update_edits_the_newest_copy_and_skips_what_is_already_so() {
     assert_eq!(basis.metadata.managed_fields, None, "answers are trimmed");
     assert!(store.get(&ObjectKey::cluster("v1")).is_some(), "and stored");
     let first = writer
-        .update(&basis, Part::Spec, label("yes"))
+        .update(&basis, &labelled(&basis, "yes"), None, Part::Spec)
         .await
         .expect("first write");
+    assert_eq!(
+        store
+            .get(&ObjectKey::cluster("v1"))
+            .and_then(|v| v.metadata.resource_version.clone()),
+        first.metadata.resource_version,
+        "the answer is stored"
+    );
     api.reset_requests();
-    // The same decision from the old copy: the store's copy is newer and
-    // already as wanted, so nothing is sent.
-    let second = writer
-        .update(&basis, Part::Spec, label("yes"))
-        .await
-        .expect("second write");
-    assert_eq!(
-        second.metadata.resource_version,
-        first.metadata.resource_version
-    );
-    assert_eq!(
-        api.requests().count(Verb::Patch, "persistentvolumes", None),
-        0
-    );
+    // A decision made on the old copy: the store holds a newer one, so the
+    // decision does not hold and nothing is sent.
     let refused = writer
-        .update(&basis, Part::Spec, |_| Edit::Refused("moved on".into()))
+        .update(&basis, &labelled(&basis, "other"), None, Part::Spec)
         .await;
     assert!(
         matches!(&refused, Err(error @ WriteError::Stale { .. }) if error.is_conflict()),
         "{refused:?}"
     );
+    assert_eq!(api.requests().log().len(), 0, "nothing was sent");
+    // Conditional on the first write's answer, it goes.
+    writer
+        .update(&first, &labelled(&first, "second"), None, Part::Spec)
+        .await
+        .expect("decided on the newest copy");
     assert_eq!(
         metrics.api_writes_by("test", "persistentvolumes", "create"),
         1
     );
     assert_eq!(
         metrics.api_writes_by("test", "persistentvolumes", "patch"),
-        1
+        2
     );
 }
 
-/// An update names only what its edit changed and is conditional on the
-/// version it edited: a change by another client since (unseen by the
-/// store) is a 409, and the retry from the server's copy keeps that
-/// client's change and the fields the compiled types do not know.
+/// An update names only what its decision changed and is conditional on
+/// the copy the decision read: a change by another client since (unseen by
+/// the store) is a 409, the copy the 409 brings back is stored, and a
+/// decision made on it keeps that client's change and the fields the
+/// compiled types do not know.
 #[tokio::test]
 async fn an_update_is_conditional_and_keeps_what_it_did_not_change() {
     let api = MemApi::new();
-    let (writer, _, _) = writer(&api);
+    let (writer, store, _) = writer(&api);
     let basis = writer.create(&volume("v1")).await.expect("create");
     kube::Api::<PersistentVolume>::all(api.client())
         .patch(
@@ -120,15 +123,20 @@ async fn an_update_is_conditional_and_keeps_what_it_did_not_change() {
         .await
         .expect("another client writes");
 
-    let stale = writer.update(&basis, Part::Spec, label("ours")).await;
+    let stale = writer
+        .update(&basis, &labelled(&basis, "ours"), None, Part::Spec)
+        .await;
     assert!(
         stale.as_ref().is_err_and(WriteError::is_conflict),
         "decided on an older version: {stale:?}"
     );
+    let reread = store
+        .get(&ObjectKey::cluster("v1"))
+        .expect("the server's copy is stored after the 409");
     writer
-        .update(&basis, Part::Spec, label("ours"))
+        .update(&reread, &labelled(&reread, "ours"), None, Part::Spec)
         .await
-        .expect("the retry edits the server's copy");
+        .expect("decided again on the server's copy");
     let stored = api
         .get_value("persistentvolumes", None, "v1")
         .expect("stored");
@@ -140,6 +148,28 @@ async fn an_update_is_conditional_and_keeps_what_it_did_not_change() {
         stored["spec"]["newerServerField"],
         serde_json::json!({"kept": true})
     );
+}
+
+/// A volume deleted and created again under its name, unseen by the store:
+/// an update decided on the first is refused by the server.
+#[tokio::test]
+async fn an_update_of_an_object_re_created_since_its_decision_is_refused() {
+    let api = MemApi::new();
+    let (writer, _, _) = writer(&api);
+    let basis = writer.create(&volume("v1")).await.expect("create");
+    assert!(api.remove::<PersistentVolume>(None, "v1"));
+    api.create(&volume("v1")).expect("re-created");
+    let refused = writer
+        .update(&basis, &labelled(&basis, "ours"), None, Part::Spec)
+        .await;
+    assert!(
+        refused.as_ref().is_err_and(WriteError::is_conflict),
+        "{refused:?}"
+    );
+    let stored = api
+        .get_value("persistentvolumes", None, "v1")
+        .expect("stored");
+    assert_eq!(stored["metadata"]["labels"], serde_json::Value::Null);
 }
 
 #[tokio::test]
@@ -219,7 +249,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_writers_of_one_object_never_conflict() {
+async fn two_writers_of_one_object_never_write_it_at_once() {
     let api = MemApi::new();
     let (writer, _, _) = writer(&api);
     for round in 0..20 {
@@ -229,23 +259,28 @@ async fn two_writers_of_one_object_never_conflict() {
             .expect("create");
         let (a, b) = (writer.clone(), writer.clone());
         let (basis_a, basis_b) = (Arc::clone(&basis), Arc::clone(&basis));
-        let one = tokio::spawn(async move { a.update(&basis_a, Part::Spec, label("one")).await });
-        let two = tokio::spawn(async move {
-            b.update(&basis_b, Part::Status, |volume| {
-                volume.status.get_or_insert_with(Default::default).phase = Some("Available".into());
-                Edit::Changed
-            })
-            .await
+        let one = tokio::spawn(async move {
+            a.update(&basis_a, &labelled(&basis_a, "one"), None, Part::Spec)
+                .await
         });
-        one.await.expect("join").expect("label write");
-        two.await.expect("join").expect("phase write");
+        let two = tokio::spawn(async move {
+            let mut available = PersistentVolume::clone(&basis_b);
+            available.status.get_or_insert_with(Default::default).phase = Some("Available".into());
+            b.update(&basis_b, &available, None, Part::Status).await
+        });
+        let results = [one.await.expect("join"), two.await.expect("join")];
+        assert_eq!(
+            results.iter().filter(|result| result.is_ok()).count(),
+            1,
+            "one write goes, the other finds the store ahead of its basis: {results:?}"
+        );
     }
     let stats = api.requests();
     assert_eq!(
         stats.count_code(Verb::Patch, "persistentvolumes", None, 409)
             + stats.count_code(Verb::Patch, "persistentvolumes", Some("status"), 409),
         0,
-        "the door serialises writers of one object"
+        "the second writer waits for the first's answer and sends nothing"
     );
     assert_eq!(
         writer.door.locks_in_use(),

@@ -9,13 +9,13 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER};
 
-use super::Controller;
+use super::Binder;
 use super::claim::check_volume_satisfies_claim;
-use crate::pv::cache::ShadowCache;
+use crate::pv::store::PvStore;
 use crate::pv::index::VolumeIndex;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
-    claim_class, volume_access_modes, volume_capacity, volume_class, volume_mode,
+    claim_class, claim_ref_key, volume_access_modes, volume_capacity, volume_class, volume_mode,
 };
 use crate::runtime::keys::ObjectKey;
 
@@ -37,15 +37,6 @@ fn unbound(claim: &PersistentVolumeClaim) -> PersistentVolumeClaim {
     claim
 }
 
-/// The claim a volume's claimRef names, if it names one.
-fn claim_ref_key(volume: &PersistentVolume) -> Option<ObjectKey> {
-    let claim_ref = volume.spec.as_ref()?.claim_ref.as_ref()?;
-    Some(ObjectKey::new(
-        claim_ref.namespace.as_deref().unwrap_or_default(),
-        claim_ref.name.as_deref().unwrap_or_default(),
-    ))
-}
-
 /// The volume as it was before a bind: no claimRef, Available, not being
 /// deleted (a volume released and reclaimed since the bind was made is
 /// judged as it was when it was chosen).
@@ -60,7 +51,7 @@ fn freed(volume: &PersistentVolume) -> PersistentVolume {
 }
 
 /// Whether `other` is as good a choice as `ours` for the claim `key`.
-fn equivalent(cache: &ShadowCache, key: &ObjectKey, ours: &str, other: &str) -> bool {
+fn equivalent(cache: &PvStore, key: &ObjectKey, ours: &str, other: &str) -> bool {
     let (Some(ours), Some(other), Some(claim)) = (
         cache.volume(&VolumeName::new(ours)),
         cache.volume(&VolumeName::new(other)),
@@ -90,13 +81,13 @@ fn equivalent(cache: &ShadowCache, key: &ObjectKey, ours: &str, other: &str) -> 
 /// The volume this controller would bind the claim `key` to, with `taken`
 /// (the volume it was bound to) free again: `Some(None)` to leave it
 /// Pending; `None` when the claim is gone.
-fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
+fn would_bind(cache: &PvStore, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
     let claim = unbound(cache.claim(key)?.as_ref());
     let class = claim_class(&claim);
     let mut index = VolumeIndex::default();
     // Only volumes the claim could get: of its class, free or pre-bound to
     // it (the index never offers a volume bound to another claim), so a
-    // settled cluster's bound volumes cost nothing here.
+    // completed cluster's bound volumes cost nothing here.
     for volume in cache.volumes() {
         if volume_class(&volume) != class {
             continue;
@@ -120,11 +111,11 @@ fn would_bind(cache: &ShadowCache, key: &ObjectKey, taken: &str) -> Option<Optio
     Some(chosen)
 }
 
-impl Controller {
+impl Binder {
     /// Whether the volume `other` is as good a choice as `ours` for the
     /// claim `key`, as this controller knows them.
     pub(crate) fn equally_good(&self, key: &ObjectKey, ours: &str, other: &str) -> bool {
-        equivalent(&self.cache, key, ours, other)
+        equivalent(&self.store, key, ours, other)
     }
 
     /// The volume this controller would bind the claim `key` to, had
@@ -132,7 +123,7 @@ impl Controller {
     /// `Some(None)` to leave the claim Pending; `None` when the claim is
     /// not known here.
     pub(crate) fn would_bind(&self, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
-        would_bind(&self.cache, key, taken)
+        would_bind(&self.store, key, taken)
     }
 }
 
@@ -144,8 +135,8 @@ mod tests {
     use crate::runtime::informer::Store;
     use testkit::{claim, volume};
 
-    fn cache_with(volumes: Vec<PersistentVolume>, claim: PersistentVolumeClaim) -> ShadowCache {
-        let cache = ShadowCache::default();
+    fn cache_with(volumes: Vec<PersistentVolume>, claim: PersistentVolumeClaim) -> PvStore {
+        let cache = PvStore::default();
         for volume in volumes {
             cache.watched(&Arc::new(volume));
         }

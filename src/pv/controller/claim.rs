@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::runtime::events::EventType;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::changes::PvPlan;
-use super::{Controller, Settle};
+use super::changes::{anneal_claim, bind, set_claim_phase_with_event, set_claim_status};
+use super::{Binder, Complete, PvEffect, PvPlan, plan_or_failure};
 use crate::pv::constants::reasons;
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
@@ -16,8 +16,8 @@ use crate::pv::objects::{
     has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
     volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::runtime::hold::Hold;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::plan::{Failure, Reservation, Then};
 use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE};
 
 /// Where an unbound claim (no `bind-completed` annotation) stands.
@@ -138,19 +138,34 @@ pub(super) fn requested_volume(claim: &PersistentVolumeClaim) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-impl Controller {
-    /// Decides about one claim: bind it, finish a half-done binding, hand
-    /// it to a provisioner, or mark it Pending or Lost. Sends nothing.
-    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
-    pub(crate) fn decide_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<PvPlan> {
-        let mut plan = PvPlan::default();
-        let claim = &self.anneal_claim(&mut plan, claim)?;
-        if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
-            self.decide_bound_claim(&mut plan, claim)?;
-        } else {
-            self.decide_unbound_claim(&mut plan, claim)?;
+impl Binder {
+    /// Decides about the claim of `key` as the store holds it, if a watch
+    /// has shown it (a claim known only from the answer to a write of the
+    /// process is not decided on its own): bind it, finish a half-done
+    /// binding, hand it to a provisioner, or mark it Pending or Lost.
+    pub(crate) fn decide_claim_of(&self, key: &ObjectKey) -> PvPlan {
+        let newest = self
+            .store
+            .is_listed_claim(key)
+            .then(|| self.store.claim(key))
+            .flatten();
+        match newest {
+            Some(claim) => self.decide_claim(&claim),
+            None => PvPlan::default(),
         }
-        Ok(plan)
+    }
+
+    /// Decides about one claim (see [`Binder::decide_claim_of`]).
+    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref())))]
+    pub(crate) fn decide_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> PvPlan {
+        let mut plan = PvPlan::default();
+        let claim = &anneal_claim(&mut plan, claim);
+        let decided = if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
+            self.decide_bound_claim(&mut plan, claim)
+        } else {
+            self.decide_unbound_claim(&mut plan, claim)
+        };
+        plan_or_failure(decided.map(|()| plan))
     }
 
     /// Decides about an unbound claim (no bind-completed annotation).
@@ -160,17 +175,17 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
         let requested =
-            requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
+            requested_volume(claim).and_then(|name| self.store.volume(&VolumeName::new(name)));
         match classify_unbound(claim, requested) {
             UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(plan, claim),
             UnboundClaimSituation::RequestedVolumeMissing => {
                 tracing::debug!("requested volume not found, claim stays pending");
-                self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                set_claim_status(plan, claim, ClaimPhase::Pending, None)
                     .map(drop)
             }
             UnboundClaimSituation::RequestedVolumeFree(volume) => {
                 match check_volume_satisfies_claim(&volume, claim) {
-                    Ok(()) => self.bind(plan, &volume, claim),
+                    Ok(()) => bind(plan, &volume, claim),
                     Err(reason) => {
                         let message = format!(
                             "Cannot bind to requested volume {:?}: {reason}",
@@ -182,14 +197,14 @@ impl Controller {
                             reasons::VOLUME_MISMATCH,
                             message,
                         );
-                        self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                        set_claim_status(plan, claim, ClaimPhase::Pending, None)
                             .map(drop)
                     }
                 }
             }
             UnboundClaimSituation::RequestedVolumeBoundHere(volume) => {
                 tracing::debug!("requested volume is bound to this claim, finishing the binding");
-                self.bind(plan, &volume, claim)
+                bind(plan, &volume, claim)
             }
             UnboundClaimSituation::RequestedVolumeBoundElsewhere(volume) => {
                 let name = VolumeName::of(&volume).as_str().to_owned();
@@ -215,13 +230,17 @@ impl Controller {
                             )
                         })
                         .unwrap_or_default();
-                    plan.after.inconsistent = Some(format!(
-                        "invalid binding of claim {} to volume {name:?}: volume already claimed by {owner:?}",
-                        ObjectKey::of(claim.as_ref())
-                    ));
+                    plan.then(Then::Fail(Failure {
+                        reason: format!(
+                            "invalid binding of claim {} to volume {name:?}: volume already claimed by {owner:?}",
+                            ObjectKey::of(claim.as_ref())
+                        ),
+                        label: "inconsistent",
+                        expected: false,
+                    }));
                     return Ok(());
                 }
-                self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+                set_claim_status(plan, claim, ClaimPhase::Pending, None)
                     .map(drop)
             }
         }
@@ -229,8 +248,8 @@ impl Controller {
 
     /// An unbound claim that names no volume: bind the best match, or wait,
     /// or provision, or report that nothing fits. Without a match the claim
-    /// waits for a volume to become free ([`super::Next::claim_waits`]). The match
-    /// is reserved for this claim until the plan ends, so no claim decided
+    /// waits for a volume to become free ([`Then::Wait`]). The match is
+    /// reserved for this claim while the plan runs, so no claim decided
     /// meanwhile takes it.
     fn find_volume_for_claim(
         &self,
@@ -238,7 +257,7 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
         let delay_binding = self.is_delay_binding(claim)?;
-        let found = match self.cache.reserve_best_match(claim, delay_binding) {
+        let found = match self.store.best_match(claim, delay_binding) {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, "claim cannot be matched");
@@ -251,19 +270,17 @@ impl Controller {
                 return Ok(());
             }
         };
-        if let Some(reservation) = found {
-            let volume = Arc::clone(reservation.volume());
+        if let Some(volume) = found {
             tracing::debug!(volume = %VolumeName::of(&volume), "found a matching volume");
-            self.bind(plan, &volume, claim)?;
-            plan.hold(Hold {
-                holder: claim.metadata.uid.clone().unwrap_or_default(),
+            plan.reserve(Reservation {
+                holder: ObjectKey::of(claim.as_ref()),
+                holder_uid: claim.metadata.uid.clone().unwrap_or_default(),
                 held: VolumeName::of(&volume).as_str().to_owned(),
-                guard: Box::new(reservation.into_hold()),
             });
-            return Ok(());
+            return bind(plan, &volume, claim);
         }
-        plan.after.claim_waits = true;
-        if self.assign_default_class(plan, claim)? {
+        plan.then(Then::Wait);
+        if self.assign_default_class(plan, claim) {
             return Ok(());
         }
         let selected_node = has_annotation(&claim.metadata, ANN_SELECTED_NODE);
@@ -272,7 +289,7 @@ impl Controller {
         } else if !claim_class(claim).is_empty() {
             return self.provision_claim(plan, claim);
         } else {
-            self.note_with_nearest_misses(
+            self.tell_with_nearest_misses(
                 plan,
                 claim,
                 delay_binding,
@@ -281,7 +298,7 @@ impl Controller {
                 "no persistent volumes available for this claim and no storage class is set",
             );
         }
-        self.set_claim_status(plan, claim, ClaimPhase::Pending, None)
+        set_claim_status(plan, claim, ClaimPhase::Pending, None)
             .map(drop)
     }
 
@@ -293,9 +310,9 @@ impl Controller {
         claim: &Arc<PersistentVolumeClaim>,
     ) -> Result<()> {
         let volume =
-            requested_volume(claim).and_then(|name| self.cache.volume(&VolumeName::new(name)));
+            requested_volume(claim).and_then(|name| self.store.volume(&VolumeName::new(name)));
         match classify_bound(claim, volume) {
-            BoundClaimSituation::NoVolumeName => self.set_claim_phase_with_event(
+            BoundClaimSituation::NoVolumeName => set_claim_phase_with_event(
                 plan,
                 claim,
                 ClaimPhase::Lost,
@@ -303,7 +320,7 @@ impl Controller {
                 reasons::CLAIM_LOST,
                 "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
             ),
-            BoundClaimSituation::Missing => self.set_claim_phase_with_event(
+            BoundClaimSituation::Missing => set_claim_phase_with_event(
                 plan,
                 claim,
                 ClaimPhase::Lost,
@@ -313,19 +330,19 @@ impl Controller {
             ),
             // The volume came unbound, or its claimRef write has not been
             // seen yet; either way binding again is right.
-            BoundClaimSituation::Unclaimed(volume) => self.bind(plan, &volume, claim),
+            BoundClaimSituation::Unclaimed(volume) => bind(plan, &volume, claim),
             // All is well; bind() only fixes phases that lag behind. When it
             // had nothing to fix, the resync may pass the claim by until it or
             // its volume changes.
             BoundClaimSituation::BoundHere(volume) => {
-                self.bind(plan, &volume, claim)?;
-                plan.after.settle = Some(Settle::Claim {
+                bind(plan, &volume, claim)?;
+                plan.local(PvEffect::Complete(Complete::Claim {
                     claim: Arc::clone(claim),
                     volume,
-                });
+                }));
                 Ok(())
             }
-            BoundClaimSituation::BoundElsewhere => self.set_claim_phase_with_event(
+            BoundClaimSituation::BoundElsewhere => set_claim_phase_with_event(
                 plan,
                 claim,
                 ClaimPhase::Lost,

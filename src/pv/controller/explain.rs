@@ -6,17 +6,13 @@
 //! printed by `pv-controller explain`, and summed up in the claim's
 //! FailedBinding and ProvisioningFailed events.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 
-use super::Controller;
-use super::changes::PvPlan;
+use super::{Binder, PvEffect, PvPlan};
+use crate::pv::memory::{LastSync, MadeFrom};
 use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
@@ -76,98 +72,6 @@ pub struct Requirements {
     pub wait_for_first_consumer: bool,
 }
 
-/// How a claim's last sync ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LastSync {
-    /// `waiting for a volume`, `synced`, or the error.
-    pub outcome: String,
-    /// When.
-    pub at: Timestamp,
-}
-
-/// What the binder remembers of each claim still unbound: its last sync,
-/// and the last binding message its events carried (a Pending claim's
-/// event is written again only when the message changes).
-#[derive(Debug, Default)]
-pub(crate) struct ClaimMemory {
-    claims: Mutex<HashMap<ObjectKey, Remembered>>,
-}
-
-#[derive(Debug, Default)]
-struct Remembered {
-    last_sync: Option<LastSync>,
-    message: Option<(String, String)>,
-    /// What the last binding event was made from: its reason and first
-    /// words, the index's change count and the claim's resourceVersion.
-    made_from: Option<MadeFrom>,
-}
-
-/// What a binding event's message was made from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MadeFrom {
-    reason: String,
-    base: String,
-    changes: u64,
-    version: Option<String>,
-}
-
-impl ClaimMemory {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Remembered>> {
-        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Remembers how the claim's sync ended; a claim that no longer waits
-    /// is forgotten.
-    pub(crate) fn synced(&self, key: &ObjectKey, waits: bool, outcome: String) {
-        let mut claims = self.lock();
-        if !waits && outcome == SYNCED {
-            claims.remove(key);
-            return;
-        }
-        claims.entry(key.clone()).or_default().last_sync = Some(LastSync {
-            outcome,
-            at: Timestamp::now(),
-        });
-    }
-
-    /// Whether `reason` with `message` is news for the claim (and
-    /// remembers it).
-    pub(crate) fn is_news(&self, key: &ObjectKey, reason: &str, message: &str) -> bool {
-        let mut claims = self.lock();
-        let remembered = claims.entry(key.clone()).or_default();
-        let news = remembered
-            .message
-            .as_ref()
-            .is_none_or(|(r, m)| r != reason || m != message);
-        if news {
-            remembered.message = Some((reason.to_string(), message.to_string()));
-        }
-        news
-    }
-
-    /// Whether the claim's last binding event was made from the same.
-    fn made_from(&self, key: &ObjectKey, made_from: &MadeFrom) -> bool {
-        self.lock()
-            .get(key)
-            .and_then(|n| n.made_from.as_ref())
-            .is_some_and(|last| last == made_from)
-    }
-
-    /// Remembers what the claim's last binding event was made from.
-    fn set_made_from(&self, key: &ObjectKey, made_from: MadeFrom) {
-        self.lock().entry(key.clone()).or_default().made_from = Some(made_from);
-    }
-
-    /// Forgets a deleted claim.
-    pub(crate) fn forget(&self, key: &ObjectKey) {
-        self.lock().remove(key);
-    }
-
-    fn last_sync(&self, key: &ObjectKey) -> Option<LastSync> {
-        self.lock().get(key).and_then(|n| n.last_sync.clone())
-    }
-}
-
 /// The longest event message written: the API server's limit for an
 /// event's note (events.k8s.io), which core events are kept to as well.
 pub(crate) const EVENT_MESSAGE_LIMIT: usize = 1024;
@@ -186,19 +90,13 @@ fn bounded(mut message: String) -> String {
     message
 }
 
-/// The outcome of a sync that left nothing to wait for.
-pub(crate) const SYNCED: &str = "synced";
-
-/// The outcome of a sync that left the claim waiting for a volume.
-pub(crate) const WAITING: &str = "waiting for a volume";
-
-impl Controller {
-    /// Why the claim `key` is as it is; `None` for a claim the cache does
+impl Binder {
+    /// Why the claim `key` is as it is; `None` for a claim the store does
     /// not hold.
     pub fn explain(&self, key: &ObjectKey) -> Option<Explanation> {
-        let claim = self.cache.claim(key)?;
+        let claim = self.store.claim(key)?;
         let delay_binding = self.is_delay_binding(&claim).unwrap_or(false);
-        let judged = self.cache.explain(&claim, delay_binding);
+        let judged = self.store.explain(&claim, delay_binding);
         Some(explanation(
             &claim,
             judged,
@@ -210,12 +108,12 @@ impl Controller {
 
     /// Plans `reason` with `base` followed by the nearest misses among
     /// the volumes of the claim's class (when it has any), at most
-    /// [`EVENT_MESSAGE_LIMIT`] bytes, unless the claim had that event
-    /// already. When neither the claim nor the index changed since its last
-    /// binding event, the misses are not even looked for: a claim that
-    /// stays Pending costs one index lookup per resync, not a judgement of
-    /// every volume.
-    pub(super) fn note_with_nearest_misses(
+    /// [`EVENT_MESSAGE_LIMIT`] bytes, unless the claim was told that
+    /// already; returns whether it did. When neither the claim nor the
+    /// index changed since its last binding event, the misses are not
+    /// even looked for: a claim that stays Pending costs one index lookup
+    /// per resync, not a judgement of every volume.
+    pub(super) fn tell_with_nearest_misses(
         &self,
         plan: &mut PvPlan,
         claim: &PersistentVolumeClaim,
@@ -224,38 +122,36 @@ impl Controller {
         reason: &str,
         base: &str,
     ) -> bool {
-        if self.recorder.is_silent() {
-            // No event is written: its message is not worth a judgement of
-            // every volume.
-            return self.note_once(plan, claim, warning, reason, base.to_string());
-        }
         let key = ObjectKey::of(claim);
         let made_from = MadeFrom {
             reason: reason.to_string(),
             base: base.to_string(),
-            changes: self.cache.index_changes(),
+            changes: self.store.index_changes(),
             version: claim.metadata.resource_version.clone(),
         };
         if self.memory.made_from(&key, &made_from) {
             tracing::debug!(
                 reason,
-                "nothing changed since the binding event, not written again"
+                "nothing changed since the binding event, not told again"
             );
             return false;
         }
-        let misses = self.cache.nearest_misses(claim, delay).ok().flatten();
+        let misses = self.store.nearest_misses(claim, delay).ok().flatten();
         let message = match misses {
             Some(misses) => bounded(format!("{base}; {misses}")),
             None => base.to_string(),
         };
-        let news = self.note_once(plan, claim, warning, reason, message);
-        self.memory.set_made_from(&key, made_from);
-        news
+        let told = self.tell_once(plan, claim, warning, reason, message);
+        plan.local(PvEffect::MadeFrom {
+            claim: key,
+            made_from,
+        });
+        told
     }
 
     /// Plans a binding event for a Pending claim only when its reason or
     /// message changed since the last one; returns whether it did.
-    pub(super) fn note_once(
+    pub(super) fn tell_once(
         &self,
         plan: &mut PvPlan,
         claim: &PersistentVolumeClaim,
@@ -263,8 +159,9 @@ impl Controller {
         reason: &str,
         message: String,
     ) -> bool {
-        if !self.memory.is_news(&ObjectKey::of(claim), reason, &message) {
-            tracing::debug!(reason, "binding event unchanged, not written again");
+        let key = ObjectKey::of(claim);
+        if self.memory.was_told(&key, reason, &message) {
+            tracing::debug!(reason, "binding event unchanged, not told again");
             return false;
         }
         let event_type = if warning {
@@ -272,7 +169,12 @@ impl Controller {
         } else {
             EventType::Normal
         };
-        plan.event(claim, event_type, reason, message);
+        plan.event(claim, event_type, reason, message.clone());
+        plan.local(PvEffect::Told {
+            claim: key,
+            reason: reason.to_string(),
+            message,
+        });
         true
     }
 

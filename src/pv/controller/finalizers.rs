@@ -20,7 +20,6 @@ use crate::pv::migration::{
 use crate::pv::objects::{
     ReclaimPolicy, annotation, has_annotation, is_being_deleted, reclaim_policy,
 };
-use crate::runtime::write::Edit;
 use k8s_names::{
     ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, ANN_STORAGE_DELETED, ANN_VALUE_YES,
     FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
@@ -68,17 +67,17 @@ pub(super) fn wanted_finalizers(volume: &PersistentVolume) -> Option<Vec<String>
 }
 
 /// Applies a `migrated-to` change to an object's annotations.
-pub(super) fn apply_migrated_to(
+pub(crate) fn apply_migrated_to(
     annotations: &mut Option<std::collections::BTreeMap<String, String>>,
     change: MigratedToChange,
-) -> Edit {
+) -> bool {
     match change {
-        None => Edit::Unchanged,
+        None => false,
         Some(Some(driver)) => {
             annotations
                 .get_or_insert_with(Default::default)
                 .insert(ANN_MIGRATED_TO.to_string(), driver);
-            Edit::Changed
+            true
         }
         Some(None) => {
             if let Some(map) = annotations.as_mut() {
@@ -87,20 +86,20 @@ pub(super) fn apply_migrated_to(
                     *annotations = None;
                 }
             }
-            Edit::Changed
+            true
         }
     }
 }
 
 /// The annealing of a volume: its `migrated-to` first (the finalizers
 /// depend on it), then its finalizers, in one write.
-pub(super) fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
+pub(super) fn anneal_volume_edit(volume: &mut PersistentVolume) -> bool {
     let change = volume_migrated_to_change(volume);
     let annotated = apply_migrated_to(&mut volume.metadata.annotations, change);
     match wanted_finalizers(volume) {
         Some(wanted) => {
             volume.metadata.finalizers = (!wanted.is_empty()).then_some(wanted);
-            Edit::Changed
+            true
         }
         None => annotated,
     }
@@ -108,19 +107,18 @@ pub(super) fn anneal_volume_edit(volume: &mut PersistentVolume) -> Edit {
 
 /// The annealing of a claim: its `migrated-to` in line with the
 /// provisioner it was handed to.
-pub(super) fn anneal_claim_edit(claim: &mut PersistentVolumeClaim) -> Edit {
+pub(super) fn anneal_claim_edit(claim: &mut PersistentVolumeClaim) -> bool {
     let change = claim_migrated_to_change(claim);
     apply_migrated_to(&mut claim.metadata.annotations, change)
 }
 
 /// Whether the controller already deleted this volume's storage.
-pub(super) fn storage_already_deleted(volume: &PersistentVolume) -> bool {
+pub(crate) fn storage_already_deleted(volume: &PersistentVolume) -> bool {
     has_annotation(&volume.metadata, ANN_STORAGE_DELETED)
 }
 
-/// The edit of [`super::Controller::mark_storage_deleted`] on the newest
-/// copy.
-pub(super) fn storage_deleted_edit(volume: &mut PersistentVolume) -> Edit {
+/// The edit of [`super::changes::mark_storage_deleted`].
+pub(super) fn storage_deleted_edit(volume: &mut PersistentVolume) -> bool {
     let finalizers = volume.metadata.finalizers.take().unwrap_or_default();
     let had_ours = finalizers.iter().any(|f| f == FINALIZER_PV_CONTROLLER);
     let rest: Vec<String> = finalizers
@@ -129,18 +127,14 @@ pub(super) fn storage_deleted_edit(volume: &mut PersistentVolume) -> Edit {
         .collect();
     let lingers = is_being_deleted(&volume.metadata) || !rest.is_empty();
     volume.metadata.finalizers = (!rest.is_empty()).then_some(rest);
-    let mut edit = if had_ours {
-        Edit::Changed
-    } else {
-        Edit::Unchanged
-    };
+    let mut edit = had_ours;
     if lingers && !storage_already_deleted(volume) {
         volume
             .metadata
             .annotations
             .get_or_insert_with(Default::default)
             .insert(ANN_STORAGE_DELETED.to_string(), ANN_VALUE_YES.to_string());
-        edit = Edit::Changed;
+        edit = true;
     }
     edit
 }

@@ -4,10 +4,10 @@
 //! process that follows another controller's operations instead of
 //! running its own.
 
-use super::Controller;
+use super::Binder;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{VolumePhase, annotation, volume_phase};
-use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
+use crate::pv::keys::{DELETE, PROVISION, RECYCLE};
 use crate::pv::plugins::Deleter;
 use crate::runtime::keys::ObjectKey;
 use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
@@ -40,13 +40,13 @@ pub(crate) enum FirstSign {
     Handed,
 }
 
-impl Controller {
+impl Binder {
     /// What the operation of kind `kind` on `object` (a volume to recycle
     /// or delete, a claim to provision) shows first; `None` for another
     /// kind, or an object not known here.
     pub(crate) fn foresee(&self, kind: &str, object: &ObjectKey) -> Option<Foreseen> {
         if kind == PROVISION {
-            let claim = self.cache.claim(object)?;
+            let claim = self.store.claim(object)?;
             let handed = [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER]
                 .iter()
                 .any(|key| annotation(&claim.metadata, key).is_some());
@@ -56,7 +56,7 @@ impl Controller {
                 version: claim.metadata.resource_version.clone(),
             });
         }
-        let volume = self.cache.volume(&VolumeName::new(&object.name))?;
+        let volume = self.store.volume(&VolumeName::new(&object.name))?;
         let plugins = &self.settings.plugins;
         let sign = match kind {
             RECYCLE => match plugins.recycler_for(&volume) {
@@ -76,7 +76,6 @@ impl Controller {
         };
         let shown = match &sign {
             FirstSign::Pod(namespace, name) => self
-                .listers
                 .pods
                 .get(&ObjectKey::new(namespace.as_str(), name.as_str()))
                 .is_some(),

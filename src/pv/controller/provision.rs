@@ -1,32 +1,35 @@
 //! Claims no existing volume can serve: delayed binding, the retroactive
-//! default StorageClass, and the hand-off to a provisioner.
+//! default StorageClass, and the hand-off to a provisioner (the start of
+//! the claim's provision operation, [`crate::pv::operations`], and what
+//! that operation plans first: the claim annotated with its provisioner).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
-use super::Controller;
-use super::changes::{ClaimChange, PvPlan};
 use super::finalizers::apply_migrated_to;
-use super::writes::{Edit, Part};
+use super::{Binder, PvEffect, PvPlan, changes};
 use crate::kinds::pod::{PODS_BY_CLAIM, PodPhase};
 use crate::pv::constants::{IN_TREE_PLUGIN_PREFIX, reasons};
 use crate::pv::error::{Error, Result};
+use crate::pv::keys;
 use crate::pv::migration::{claim_migrated_to_change, csi_driver_of};
 use crate::pv::objects::{annotation, claim_class, claim_has_class};
-use crate::pv::operations;
+use crate::pv::plugins::VolumePlugin;
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::kinds::Part;
+use crate::runtime::plan::IfFailed;
 use k8s_names::{
     ANN_BETA_IS_DEFAULT_CLASS, ANN_BETA_STORAGE_PROVISIONER, ANN_IS_DEFAULT_CLASS,
     ANN_STORAGE_PROVISIONER,
 };
 
-impl Controller {
+impl Binder {
     /// The StorageClass of the given name, from the lister.
-    pub(super) fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
-        self.listers.classes.get(&ObjectKey::cluster(name))
+    pub(crate) fn storage_class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        self.classes.get(&ObjectKey::cluster(name))
     }
 
     /// Whether binding of this claim waits for a pod to be scheduled
@@ -95,9 +98,8 @@ impl Controller {
 
     /// The pods that mount the claim and are not finished, from the pod
     /// store's index of pods by claim.
-    pub(super) fn active_pods_using(&self, key: &ObjectKey) -> Vec<Arc<Pod>> {
-        self.listers
-            .pods
+    pub(crate) fn active_pods_using(&self, key: &ObjectKey) -> Vec<Arc<Pod>> {
+        self.pods
             .indexed(PODS_BY_CLAIM, key)
             .into_iter()
             .filter(|pod| !pod_is_terminated(pod))
@@ -106,29 +108,46 @@ impl Controller {
 
     /// Plans the cluster's default class for a claim that has no class at
     /// all, so that claims created before a default existed get
-    /// provisioned. Returns whether the plan updates the claim (its next
-    /// sync continues).
+    /// provisioned (counted either way). Returns whether the plan updates
+    /// the claim (its next sync continues).
     pub(super) fn assign_default_class(
         &self,
         plan: &mut PvPlan,
         claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<bool> {
+    ) -> bool {
         if claim_has_class(claim) {
-            return Ok(false);
+            return false;
         }
-        let Some(class) = default_class(&self.listers.classes.list()) else {
-            return Ok(false);
+        let Some(class) = default_class(&self.classes.list()) else {
+            return false;
         };
         let class_name = class.metadata.name.clone().unwrap_or_default();
-        plan.update(claim, Part::Spec, ClaimChange::DefaultClass(class_name))?;
-        plan.after.assigns_default_class = true;
-        Ok(true)
+        changes::default_class(plan, claim, &class_name);
+        plan.if_failed(IfFailed::Local(PvEffect::DefaultClass { failed: true }));
+        plan.local(PvEffect::DefaultClass { failed: false });
+        true
     }
 
-    /// Plans the hand-off of a claim to the provisioner of its class: an
-    /// in-process plugin when the class names one, else an external
-    /// provisioner (for a class naming an in-tree plugin that migrated to
-    /// CSI, the CSI driver's). Both run as the claim's provision operation,
+    /// Who provisions for a claim of `class`: an in-process plugin when the
+    /// class names one, else an external provisioner (for a class naming an
+    /// in-tree plugin that migrated to CSI, the CSI driver); `None` for a
+    /// class naming an in-tree plugin nothing serves.
+    pub(crate) fn provisioner_of(&self, class: &Arc<StorageClass>) -> Option<Provisioner> {
+        if let Some(driver) = csi_driver_of(&class.provisioner) {
+            return Some(Provisioner::External(driver.to_string()));
+        }
+        if let Some(plugin) = self.settings.plugins.provisioner(&class.provisioner) {
+            return Some(Provisioner::InTree {
+                plugin,
+                class: Arc::clone(class),
+            });
+        }
+        (!class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX))
+            .then(|| Provisioner::External(class.provisioner.clone()))
+    }
+
+    /// Plans the hand-off of a claim to the provisioner of its class: the
+    /// start of the claim's provision operation,
     /// `provision-<ns>/<claim>[<uid>]`.
     pub(super) fn provision_claim(
         &self,
@@ -150,15 +169,7 @@ impl Controller {
             );
             return Ok(());
         };
-        let migrated = csi_driver_of(&class.provisioner);
-        let plugin = match migrated {
-            Some(_) => None,
-            None => self.settings.plugins.provisioner(&class.provisioner),
-        };
-        if plugin.is_none()
-            && migrated.is_none()
-            && class.provisioner.starts_with(IN_TREE_PLUGIN_PREFIX)
-        {
+        if self.provisioner_of(&class).is_none() {
             // A class of pre-made volumes (kubernetes.io/no-provisioner):
             // the volumes are what the user wants to hear about.
             let delay_binding = self.is_delay_binding(claim).unwrap_or(false);
@@ -166,7 +177,7 @@ impl Controller {
                 "no provisionable volume plugin matched name: {}",
                 class.provisioner
             );
-            if self.note_with_nearest_misses(
+            if self.tell_with_nearest_misses(
                 plan,
                 claim,
                 delay_binding,
@@ -179,91 +190,58 @@ impl Controller {
             return Ok(());
         }
         let key = ObjectKey::of(claim.as_ref());
-        let name = operations::provision(
-            &key.namespace,
-            &key.name,
-            claim.metadata.uid.as_deref().unwrap_or(""),
-        );
-        let this = self.clone();
-        let claim = Arc::clone(claim);
-        if let Some(plugin) = plugin {
-            // The provisioning future is large: keep it on the heap.
-            plan.start(name, async move {
-                Box::pin(this.provision_in_tree(claim, plugin, class)).await
-            });
-        } else {
-            let provisioner = migrated.unwrap_or(&class.provisioner).to_string();
-            plan.start(name, async move {
-                this.provision_external(claim, provisioner).await
-            });
-        }
+        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        plan.start(keys::provision(&key.namespace, &key.name, uid));
         Ok(())
     }
+}
 
-    /// Asks an external provisioner for a volume through the claim's
-    /// storage-provisioner annotations (the CSI driver's name when the
-    /// class's in-tree plugin migrated to it), and says so in an event
-    /// (every time it runs, as upstream: a claim waiting long shows it).
-    #[tracing::instrument(skip_all, fields(claim = %ObjectKey::of(claim.as_ref()), operation = "provision"))]
-    async fn provision_external(
-        &self,
-        claim: Arc<PersistentVolumeClaim>,
-        provisioner: String,
-    ) -> Result<()> {
-        let claim = match self.set_claim_provisioner(&claim, &provisioner).await {
-            Ok(claim) => claim,
-            Err(error) => {
-                self.warn(
-                    claim.as_ref(),
-                    reasons::PROVISIONING_FAILED,
-                    format!("Error saving claim: {error}"),
-                );
-                return Err(error);
-            }
-        };
-        let message = format!(
-            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
-        );
-        self.note(claim.as_ref(), reasons::EXTERNAL_PROVISIONING, message);
-        Ok(())
-    }
+/// Who provisions a volume for a claim.
+pub(crate) enum Provisioner {
+    /// An in-process plugin, for the claim's class.
+    InTree {
+        /// The plugin.
+        plugin: Arc<dyn VolumePlugin>,
+        /// The class.
+        class: Arc<StorageClass>,
+    },
+    /// An external provisioner, by the name the claim is annotated with.
+    External(String),
+}
 
-    /// Writes both storage-provisioner annotations when the GA one differs,
-    /// and with them what `migrated-to` must be for the new provisioner (as
-    /// upstream: removed, unless the provisioner is a migrated in-tree
-    /// plugin; a claim of a migrated class is handed to the CSI driver
-    /// itself and carries none).
-    pub(super) async fn set_claim_provisioner(
-        &self,
-        claim: &Arc<PersistentVolumeClaim>,
-        provisioner: &str,
-    ) -> Result<Arc<PersistentVolumeClaim>> {
-        let wanted = |claim: &PersistentVolumeClaim| {
-            annotation(&claim.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner)
-        };
-        if wanted(claim) {
-            return Ok(Arc::clone(claim));
+/// Plans the claim handed to `provisioner`: both storage-provisioner
+/// annotations when the GA one differs, and with them what `migrated-to`
+/// must be for the new provisioner (as upstream: removed, unless the
+/// provisioner is a migrated in-tree plugin; a claim of a migrated class is
+/// handed to the CSI driver itself and carries none). Returns the claim as
+/// the plan leaves it.
+pub(crate) fn hand_to_provisioner(
+    plan: &mut PvPlan,
+    claim: &Arc<PersistentVolumeClaim>,
+    provisioner: &str,
+) -> Arc<PersistentVolumeClaim> {
+    plan.update(claim, Part::Spec, format!("provisioner {provisioner}"), |changed| {
+        if annotation(&changed.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner) {
+            return false;
         }
-        let stored = self
-            .write_claim(claim, Part::Spec, |changed| {
-                if wanted(changed) {
-                    return Edit::Unchanged;
-                }
-                let annotations = changed
-                    .metadata
-                    .annotations
-                    .get_or_insert_with(Default::default);
-                for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
-                    annotations.insert(key.to_string(), provisioner.to_string());
-                }
-                let migrated_to = claim_migrated_to_change(changed);
-                apply_migrated_to(&mut changed.metadata.annotations, migrated_to);
-                Edit::Changed
-            })
-            .await?;
-        tracing::info!(provisioner, "claim handed to its provisioner");
-        Ok(stored)
-    }
+        let annotations = changed
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
+            annotations.insert(key.to_string(), provisioner.to_string());
+        }
+        let migrated_to = claim_migrated_to_change(changed);
+        apply_migrated_to(&mut changed.metadata.annotations, migrated_to);
+        true
+    })
+}
+
+/// The name of the volume provisioned for `claim`: `pvc-<claim uid>`, so
+/// every run of its provisioning (a retry, a restarted controller) finds
+/// the volume of the first.
+pub(crate) fn provisioned_volume_name(claim: &PersistentVolumeClaim) -> String {
+    format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or(""))
 }
 
 /// The default StorageClass: among classes annotated as default, the newest

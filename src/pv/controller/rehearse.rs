@@ -1,16 +1,16 @@
 //! A decision rehearsed: decided as a sync would, and its plan carried out
-//! on copies of what the shadow cache holds, with no server. What a sync
-//! would write, record and start, for tests and the scenario tables.
+//! on copies of what the API server holds ([`crate::runtime::copies`]), with
+//! no server: what a sync would write, record and start, for tests and the
+//! scenario tables. A read the decision asks for is answered from the
+//! copies, and the volume decided again.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::changes::PvPlan;
-use super::volume::Decided;
-use super::{Controller, Next};
-use crate::runtime::keys::ObjectKey;
-use crate::runtime::rehearsal::Rehearsal;
+use super::{Binder, PvPlan};
+use crate::runtime::copies::Copies;
+use crate::runtime::plan::{Reads, Then};
 
 /// What one decision's plan would do.
 #[derive(Debug)]
@@ -26,42 +26,7 @@ pub struct Rehearsed {
     /// The operations the plan starts, by name.
     pub started: Vec<String>,
     /// What follows the plan, or why the sync would fail.
-    pub outcome: Result<Next, String>,
-}
-
-impl Controller {
-    /// Decides about `claim` and rehearses the plan on copies of `server`
-    /// (the objects as the API server holds them).
-    pub fn rehearse_claim(&self, claim: &Arc<PersistentVolumeClaim>, server: &Server) -> Rehearsed {
-        rehearse(
-            self.decide_claim(claim).map_err(|error| error.to_string()),
-            server,
-        )
-    }
-
-    /// Decides about `volume` and rehearses the plan on copies of `server`,
-    /// which also answers when the decision reads the volume's claim from
-    /// the API server.
-    pub fn rehearse_volume(&self, volume: &Arc<PersistentVolume>, server: &Server) -> Rehearsed {
-        let server_claims = &server.claims;
-        let decided = match self.decide_volume(volume, None) {
-            Ok(Decided::ReadClaim(key)) => {
-                let read = server_claims
-                    .iter()
-                    .find(|claim| ObjectKey::of(*claim) == key)
-                    .cloned()
-                    .map(Arc::new);
-                self.decide_volume(volume, Some(read))
-            }
-            decided => decided,
-        };
-        let plan = match decided {
-            Ok(Decided::Plan(plan)) => Ok(plan),
-            Ok(Decided::ReadClaim(key)) => Err(format!("asked twice for claim {key}")),
-            Err(error) => Err(error.to_string()),
-        };
-        rehearse(plan, server)
-    }
+    pub outcome: Result<Then, String>,
 }
 
 /// The volumes and claims as the API server holds them, for a rehearsal.
@@ -73,35 +38,49 @@ pub struct Server {
     pub claims: Vec<PersistentVolumeClaim>,
 }
 
-/// Rehearses `plan` on copies of `server`'s volumes and claims.
-fn rehearse(plan: Result<PvPlan, String>, server: &Server) -> Rehearsed {
-    let mut rehearsal = Rehearsal::default();
+impl Binder {
+    /// Decides about `claim` and rehearses the plan on copies of `server`.
+    pub fn rehearse_claim(&self, claim: &Arc<PersistentVolumeClaim>, server: &Server) -> Rehearsed {
+        rehearse(server, |_| self.decide_claim(claim))
+    }
+
+    /// Decides about `volume` and rehearses the plan on copies of `server`,
+    /// which also answer the reads the decision asks for.
+    pub fn rehearse_volume(&self, volume: &Arc<PersistentVolume>, server: &Server) -> Rehearsed {
+        rehearse(server, |reads| self.decide_volume(volume, reads))
+    }
+}
+
+/// Decides with `decide` (answering its reads from the copies of
+/// `server`) and carries the plan out on them.
+fn rehearse(server: &Server, decide: impl Fn(&Reads) -> PvPlan) -> Rehearsed {
+    let mut copies = Copies::default();
     for volume in &server.volumes {
-        rehearsal.put(volume.clone());
+        copies.put(volume.clone());
     }
     for claim in &server.claims {
-        rehearsal.put(claim.clone());
+        copies.put(claim.clone());
     }
-    let (lines, outcome) = match plan {
-        Ok(plan) => {
-            let lines = plan.lines();
-            let outcome = plan
-                .rehearse(&mut rehearsal)
-                .map_err(|error| error.to_string())
-                .and_then(|next| match next.inconsistent {
-                    Some(problem) => Err(problem),
-                    None => Ok(next),
-                });
-            (lines, outcome)
+    let mut plan = decide(&Reads::none());
+    if let Then::Read(requests) = plan.what_then() {
+        let mut reads = Reads::none();
+        for request in requests {
+            reads.insert(request.target(), request.from_copies(&copies));
         }
-        Err(error) => (Vec::new(), Err(error)),
+        plan = decide(&reads);
+    }
+    let lines = plan.lines();
+    let outcome = match copies.carry_out(plan) {
+        Ok(Then::Fail(failure)) => Err(failure.reason),
+        Ok(then) => Ok(then),
+        Err(error) => Err(error.to_string()),
     };
     Rehearsed {
         lines,
-        volumes: rehearsal.list(),
-        claims: rehearsal.list(),
-        events: rehearsal.events,
-        started: rehearsal.started,
+        volumes: copies.list(),
+        claims: copies.list(),
+        events: copies.events,
+        started: copies.started,
         outcome,
     }
 }

@@ -5,19 +5,19 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
-use super::changes::PvPlan;
+use super::changes::{make_available, set_volume_phase, unbind_volume};
 use super::claim::requested_volume;
-use super::{Controller, Settle};
+use super::{Binder, Complete, PvEffect, PvPlan, plan_or_failure};
 use crate::pv::constants::reasons;
-use crate::pv::error::{Error, Result, api};
-use crate::pv::keys::VolumeName;
+use crate::pv::error::{Error, Result};
+use crate::pv::keys::{self, VolumeName};
 use crate::pv::objects::{
     ReclaimPolicy, VolumePhase, claim_ref_key, claim_ref_uid, claim_volume_mode, has_annotation,
     reclaim_policy, volume_access_modes, volume_capacity, volume_mode, volume_phase,
 };
-use crate::pv::operations;
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::plan::Reads;
 use k8s_names::{ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED};
 
 /// Where a volume stands relative to the claim its claimRef names.
@@ -62,16 +62,6 @@ pub(super) fn classify_volume(
     }
 }
 
-/// What a volume's decision came to.
-pub(crate) enum Decided {
-    /// The plan.
-    Plan(PvPlan),
-    /// The claim the volume's claimRef names must be read from the API
-    /// server first (the store's copy cannot be trusted for this volume);
-    /// decide again with the answer.
-    ReadClaim(ObjectKey),
-}
-
 /// The claim a volume's claimRef names, as far as a decision can know it.
 enum ClaimOfVolume {
     /// Known: the claim with the claimRef's UID, or `None` when it is gone.
@@ -80,15 +70,24 @@ enum ClaimOfVolume {
     Read(ObjectKey),
 }
 
-impl Controller {
-    /// Decides about a volume. `read` is the API server's answer for the
-    /// claim the volume names, when an earlier decision asked for it
-    /// ([`Decided::ReadClaim`]).
-    pub(super) fn decide_volume_inner(
-        &self,
-        volume: &Arc<PersistentVolume>,
-        read: Option<Option<Arc<PersistentVolumeClaim>>>,
-    ) -> Result<Decided> {
+impl Binder {
+    /// Decides about the volume `name` as the store holds it, if a watch
+    /// has shown it (a volume known only from the answer to a write of the
+    /// process is not decided on its own). `reads` is what the API server
+    /// answered for the claim the volume names, when an earlier decision
+    /// asked for it.
+    pub(crate) fn decide_volume_of(&self, name: &VolumeName, reads: &Reads) -> PvPlan {
+        match self.store.listed_volume(name) {
+            Some(volume) => self.decide_volume(&volume, reads),
+            None => PvPlan::default(),
+        }
+    }
+
+    /// Decides about a volume: keep its phase in line with its claim,
+    /// release it when the claim is gone, run its reclaim policy. May ask
+    /// for the volume's claim to be read from the API server first.
+    #[tracing::instrument(skip_all, fields(volume = %VolumeName::of(volume)))]
+    pub(crate) fn decide_volume(&self, volume: &Arc<PersistentVolume>, reads: &Reads) -> PvPlan {
         let mut plan = PvPlan::default();
         let problem = invalid_volume(volume);
         let valid = problem.is_none();
@@ -102,16 +101,20 @@ impl Controller {
             );
             if has_unusable_claim_ref(volume) {
                 // Releasing would run the reclaim policy on a guess.
-                return Ok(Decided::Plan(plan));
+                return plan;
             }
         }
-        let volume = &self.anneal_volume(&mut plan, volume)?;
-        let claim = match self.claim_of_volume(volume, read) {
+        let volume = &super::changes::anneal_volume(&mut plan, volume);
+        let claim = match self.claim_of_volume(volume, reads) {
             ClaimOfVolume::Known(claim) => claim,
-            ClaimOfVolume::Read(key) => return Ok(Decided::ReadClaim(key)),
+            ClaimOfVolume::Read(key) => {
+                let mut read = PvPlan::default();
+                read.read::<PersistentVolumeClaim>(key);
+                return read;
+            }
         };
-        self.decide_for_claim(&mut plan, volume, claim, valid)?;
-        Ok(Decided::Plan(plan))
+        let decided = self.decide_for_claim(&mut plan, volume, claim, valid);
+        plan_or_failure(decided.map(|()| plan))
     }
 
     /// Decides about a volume given the claim its claimRef names.
@@ -124,15 +127,15 @@ impl Controller {
     ) -> Result<()> {
         match classify_volume(volume, claim) {
             situation @ (VolumeSituation::Unclaimed | VolumeSituation::PreBound) => {
-                if self.cache.is_reserved(&VolumeName::of(volume)) {
+                if self.store.is_reserved(&VolumeName::of(volume)) {
                     // A claim's binding is under way: the volume becomes
                     // Bound, or free again when the binding fails (then the
                     // next resync makes it Available).
                     tracing::debug!("volume held for a claim being bound, phase left as is");
                 } else {
-                    let writes = self.make_available(plan, volume)?;
+                    let writes = make_available(plan, volume);
                     if !writes && valid && matches!(situation, VolumeSituation::Unclaimed) {
-                        plan.after.settle = Some(Settle::FreeVolume(Arc::clone(volume)));
+                        plan.local(PvEffect::Complete(Complete::FreeVolume(Arc::clone(volume))));
                     }
                 }
                 Ok(())
@@ -170,18 +173,18 @@ impl Controller {
                 // Bound on the volume side only: a provisioner or a crash
                 // mid-bind left it so. The claim sync finishes the binding.
                 tracing::debug!(claim = %ObjectKey::of(claim.as_ref()), "volume waits for its claim to be bound");
-                plan.after.sync_claims.push(ObjectKey::of(claim.as_ref()));
+                plan.local(PvEffect::SyncClaim(ObjectKey::of(claim.as_ref())));
                 Ok(())
             }
             VolumeSituation::ClaimBoundHere(claim) => {
-                self.set_volume_phase(plan, volume, VolumePhase::Bound, None)?;
+                set_volume_phase(plan, volume, VolumePhase::Bound, None);
                 if valid {
                     // Nothing was written unless the phase lagged (then
-                    // the version settled is no longer the stored one).
-                    plan.after.settle = Some(Settle::Volume {
+                    // the version recorded is no longer the stored one).
+                    plan.local(PvEffect::Complete(Complete::Volume {
                         volume: Arc::clone(volume),
                         claim,
-                    });
+                    }));
                 }
                 Ok(())
             }
@@ -197,61 +200,44 @@ impl Controller {
                         by_controller = has_annotation(&volume.metadata, ANN_BOUND_BY_CONTROLLER),
                         "claim is bound to another volume, unbinding"
                     );
-                    self.unbind_volume(plan, volume)
+                    unbind_volume(plan, volume);
+                    Ok(())
                 }
             }
         }
     }
 
     /// The claim a volume's claimRef names, if it exists with the claimRef's
-    /// UID. A claim missing from the shadow cache is read from the server
-    /// before the volume is released: releasing because of a stale cache
-    /// would reclaim a volume in use. A released volume's claim found in
-    /// the cache is read from the server too: the volume was released
-    /// because the claim was gone, and binding it again to a copy the cache
-    /// kept would release it a second time (a second reclaim). `read` is
-    /// the server's answer, once read.
-    fn claim_of_volume(
-        &self,
-        volume: &PersistentVolume,
-        read: Option<Option<Arc<PersistentVolumeClaim>>>,
-    ) -> ClaimOfVolume {
+    /// UID. A claim missing from the store is read from the server before
+    /// the volume is released: releasing because of a stale store would
+    /// reclaim a volume in use. A released volume's claim found in the
+    /// store is read from the server too: the volume was released because
+    /// the claim was gone, and binding it again to a copy the store kept
+    /// would release it a second time (a second reclaim). `reads` holds the
+    /// server's answer, once read.
+    fn claim_of_volume(&self, volume: &PersistentVolume, reads: &Reads) -> ClaimOfVolume {
         let uid = claim_ref_uid(volume);
         let Some(key) = claim_ref_key(volume).filter(|_| !uid.is_empty()) else {
             return ClaimOfVolume::Known(None);
         };
-        let cached = self.cache.claim(&key);
-        let cached_uid = cached.as_ref().and_then(|c| c.metadata.uid.as_deref());
+        let stored = self.store.claim(&key);
+        let stored_uid = stored.as_ref().and_then(|c| c.metadata.uid.as_deref());
         let reclaiming = matches!(
             volume_phase(volume),
             Some(VolumePhase::Released | VolumePhase::Failed)
         );
-        if cached_uid == Some(uid) && !reclaiming {
-            return ClaimOfVolume::Known(cached);
+        if stored_uid == Some(uid) && !reclaiming {
+            return ClaimOfVolume::Known(stored);
         }
-        if cached.is_none() && reclaiming {
+        if stored.is_none() && reclaiming {
             return ClaimOfVolume::Known(None);
         }
-        match read {
+        match reads.get::<PersistentVolumeClaim>(&key) {
             Some(read) => {
                 ClaimOfVolume::Known(read.filter(|c| c.metadata.uid.as_deref() == Some(uid)))
             }
             None => ClaimOfVolume::Read(key),
         }
-    }
-
-    /// Reads the claim `key` from the API server, for a volume's decision
-    /// ([`Decided::ReadClaim`]); `None` when it does not exist.
-    pub(crate) async fn read_claim(
-        &self,
-        key: &ObjectKey,
-    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
-        let live =
-            kube::Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), &key.namespace)
-                .get_opt(&key.name)
-                .await
-                .map_err(api(|| format!("getting claim {key}")))?;
-        Ok(live.map(Arc::new))
     }
 
     /// Fails with [`Error::Waiting`] while the provisioning of the claim the
@@ -263,8 +249,8 @@ impl Controller {
         let Some(key) = claim_ref_key(volume) else {
             return Ok(());
         };
-        let provisioning = operations::provision(&key.namespace, &key.name, claim_ref_uid(volume));
-        if self.operations().is_running(&provisioning) {
+        let provisioning = keys::provision(&key.namespace, &key.name, claim_ref_uid(volume));
+        if self.running.is_running(&provisioning) {
             tracing::debug!(claim = %key, "provisioning for the volume's claim still runs");
             return Err(Error::Waiting {
                 object: format!("volume {}", VolumeName::of(volume)),
@@ -285,9 +271,10 @@ impl Controller {
                 policy = %reclaim_policy(volume),
                 "volume released, reclaim policy will run"
             );
-            self.set_volume_phase(plan, volume, VolumePhase::Released, None)?
+            set_volume_phase(plan, volume, VolumePhase::Released, None)
         };
-        self.reclaim_volume(plan, &volume)
+        self.reclaim_volume(plan, &volume);
+        Ok(())
     }
 }
 

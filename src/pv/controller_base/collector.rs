@@ -12,7 +12,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, Opts};
 
-use crate::pv::cache::ShadowCache;
+use crate::pv::store::PvStore;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::MetricsError;
@@ -21,7 +21,7 @@ use crate::runtime::queue::WorkQueue;
 /// Computes the state gauges at scrape time: upstream's `pv_collector_*`
 /// from the shadow cache's census, and the queue depths and cache sizes.
 pub(crate) struct StateCollector {
-    cache: Arc<ShadowCache>,
+    cache: Arc<PvStore>,
     volume_queue: WorkQueue<VolumeName>,
     claim_queue: WorkQueue<ObjectKey>,
     waiting_claims: Box<dyn Fn() -> usize + Send + Sync>,
@@ -120,7 +120,7 @@ impl StateGauges {
 impl StateCollector {
     /// A collector over the controller's shadow cache and queues.
     pub(crate) fn new(
-        cache: Arc<ShadowCache>,
+        cache: Arc<PvStore>,
         volume_queue: WorkQueue<VolumeName>,
         claim_queue: WorkQueue<ObjectKey>,
         waiting_claims: impl Fn() -> usize + Send + Sync + 'static,
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn the_gauges_are_read_at_each_scrape() {
         let metrics = Metrics::new().unwrap();
-        let cache = Arc::new(ShadowCache::default());
+        let cache = Arc::new(PvStore::default());
         let collector =
             StateCollector::new(Arc::clone(&cache), WorkQueue::new(), WorkQueue::new(), || 3)
                 .unwrap();

@@ -1,5 +1,5 @@
 //! The wiring of the PersistentVolume controller: what it asks of the
-//! process's informers (volumes and claims kept in its shadow cache,
+//! process's informers (volumes and claims kept in its store,
 //! StorageClasses, nodes, and pods by the claims they use), the handlers
 //! that queue volumes and claims, the claim queue with its deciding lane
 //! (claims decided one at a time, their plans executing beside each other)
@@ -11,7 +11,6 @@
 
 mod collector;
 mod parking;
-mod waiting;
 mod work;
 
 use std::sync::Arc;
@@ -21,24 +20,27 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, STORAGE_CLASS};
-use crate::pv::cache::ShadowCache;
 use crate::pv::constants::CONTROLLER_NAME;
-use crate::pv::controller::{Controller, Listers, Parts, Settings, Writers};
+use crate::pv::controller::{Binder, Explanation, Settings, binding_order};
+use crate::pv::memory::{ClaimMemory, SYNCED, WAITING};
 use crate::pv::metrics::PvMetrics;
+use crate::pv::operations::Operations;
 use crate::pv::packed::RECENT;
+use crate::pv::store::PvStore;
+use crate::runtime::executor::{Executor, Parts};
 use crate::runtime::informer::Store;
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::{DEFAULT_CONCURRENCY, OperationTracker};
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
-use crate::runtime::workload::{Pool, Workload};
+use crate::runtime::waiting::Waiting;
+#[cfg(any(test, feature = "testing"))]
+use crate::runtime::workload::turn;
+use crate::runtime::workload::{Ended, Pool, Workload};
+use crate::runtime::write::WriterSet;
 use collector::StateCollector;
 use parking::Parking;
-use waiting::FollowUp;
-#[cfg(feature = "testing")]
-pub use work::sync_claim;
-#[cfg(any(test, feature = "testing"))]
-pub use work::sync_volume;
-use work::{ClaimWork, Handlers, VolumeWork};
+use work::{Applier, Handlers, Reservations};
 
 /// The controller's name in `--controllers` and in the metrics, as
 /// kube-controller-manager's.
@@ -90,10 +92,74 @@ impl Default for Config {
     }
 }
 
-/// Builds the controller on the process's parts: its shadow cache becomes
-/// the process's store of volumes and claims, its handlers subscribe to
-/// them, and its workload (two pools and the resync) is returned for the
-/// runner.
+/// The PersistentVolume controller as the process and its tests hold it:
+/// what it decides by ([`Binder`]) and the executor of its plans. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Controller {
+    binder: Binder,
+    #[cfg(any(test, feature = "testing"))]
+    executor: Executor<crate::pv::controller::PvEffect>,
+    #[cfg(any(test, feature = "testing"))]
+    operations: OperationTracker,
+    #[cfg(any(test, feature = "testing"))]
+    recorder: crate::runtime::events::EventRecorder,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller").finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// What the controller decides by.
+    pub(crate) fn binder(&self) -> &Binder {
+        &self.binder
+    }
+
+    /// The store of volumes and claims the controller decides from.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn store(&self) -> &Arc<PvStore> {
+        &self.binder.store
+    }
+
+    /// Why the claim `key` is as it is; `None` for a claim the store does
+    /// not hold.
+    pub fn explain(&self, key: &ObjectKey) -> Option<Explanation> {
+        self.binder.explain(key)
+    }
+
+    /// The tracker of running provision, delete and recycle operations.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn operations(&self) -> &OperationTracker {
+        &self.operations
+    }
+
+    /// The event recorder, to flush the events of a sync.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn recorder(&self) -> &crate::runtime::events::EventRecorder {
+        &self.recorder
+    }
+
+    /// Decides about `claim` and carries the plan out, as a claim's turn
+    /// does (reads asked for are made, reservations taken and released).
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn sync_claim(&self, claim: &Arc<PersistentVolumeClaim>) -> Ended {
+        turn(&self.executor, |_| self.binder.decide_claim(claim)).await
+    }
+
+    /// Decides about `volume` and carries the plan out, as a volume's turn
+    /// does (reading its claim from the API server when the decision asks).
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn sync_volume(&self, volume: &Arc<PersistentVolume>) -> Ended {
+        turn(&self.executor, |reads| self.binder.decide_volume(volume, reads)).await
+    }
+}
+
+/// Builds the controller on the process's parts: its store becomes the
+/// process's store of volumes and claims, its handlers subscribe to them,
+/// and its workload (two pools and the resync) is returned for the runner.
 pub(crate) fn build(
     shared: &mut Shared,
     config: &Config,
@@ -102,74 +168,94 @@ pub(crate) fn build(
     // keeps as many unpacked as there are workers, and never fewer than the
     // default.
     let in_flight = config.claim_workers + config.volume_workers;
-    let cache = Arc::new(ShadowCache::with_recent(RECENT.max(in_flight)));
+    let store = Arc::new(PvStore::with_recent(RECENT.max(in_flight)));
     let informers = &mut shared.informers;
     informers.provide(
         &PERSISTENT_VOLUME,
-        Arc::clone(&cache) as Arc<dyn Store<PersistentVolume>>,
+        Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>,
     )?;
     informers.provide(
         &PERSISTENT_VOLUME_CLAIM,
-        Arc::clone(&cache) as Arc<dyn Store<PersistentVolumeClaim>>,
+        Arc::clone(&store) as Arc<dyn Store<PersistentVolumeClaim>>,
     )?;
-    let listers = Listers {
+    let metrics = PvMetrics::new(&shared.metrics)?;
+    let operations = operation_tracker(config.max_concurrent_operations, metrics.clone());
+    let memory = Arc::new(ClaimMemory::default());
+    let binder = Binder {
+        store: Arc::clone(&store),
         classes: informers.mem_store(&STORAGE_CLASS)?,
         pods: informers.index(&POD, PODS_BY_CLAIM, claims_of_pod)?,
         nodes: informers.store(&NODE)?,
+        running: operations.running(),
+        memory: Arc::clone(&memory),
+        settings: config.settings.clone(),
     };
-    let writers = Writers {
-        volumes: shared
-            .writes
-            .writer(NAME, informers.store(&PERSISTENT_VOLUME)?),
-        claims: shared
-            .writes
-            .writer(NAME, informers.store(&PERSISTENT_VOLUME_CLAIM)?),
-        pods: shared.writes.writer(NAME, informers.store(&POD)?),
-    };
+    let writers = WriterSet::default()
+        .with(
+            shared
+                .writes
+                .writer(NAME, informers.store(&PERSISTENT_VOLUME)?),
+        )
+        .with(
+            shared
+                .writes
+                .writer(NAME, informers.store(&PERSISTENT_VOLUME_CLAIM)?),
+        )
+        .with(shared.writes.writer(NAME, informers.store(&POD)?));
     let volume_queue = WorkQueue::new();
     let claim_queue = WorkQueue::new();
-    let pv_metrics = PvMetrics::new(&shared.metrics)?;
-    let follow_up = FollowUp::new(claim_queue.clone(), Arc::clone(&cache));
+    let waiting = Waiting::new(claim_queue.clone());
+    let recorder = shared.recorder.for_component(CONTROLLER_NAME);
+    let runner = Operations {
+        binder: binder.clone(),
+        client: shared.client.clone(),
+    }
+    .runner();
+    let executor = Executor::new(Parts {
+        controller: NAME,
+        writers,
+        recorder: recorder.clone(),
+        effects: Arc::new(Applier {
+            store: Arc::clone(&store),
+            memory: Arc::clone(&memory),
+            claim_queue: claim_queue.clone(),
+            metrics,
+        }),
+        reserver: Some(Arc::new(Reservations(Arc::clone(&store)))),
+        operations: Some((operations.clone(), runner)),
+        shadow: shared.shadow.clone(),
+    });
     shared.metrics.register(Box::new(StateCollector::new(
-        Arc::clone(&cache),
+        Arc::clone(&store),
         volume_queue.clone(),
         claim_queue.clone(),
         {
-            let follow_up = follow_up.clone();
-            move || follow_up.waiting()
+            let waiting = waiting.clone();
+            move || waiting.len()
         },
     )?))?;
-    // A process whose plans go to a journal wakes nobody when a volume is
-    // freed: beside the controller that acts, that controller's binds free
-    // the volumes this process held for other choices all the time, and
-    // each wake would sync every waiting claim again for nothing (the
-    // resync still tries waiting claims).
-    if shared.journal.is_none() {
-        cache.on_volume_freed({
-            let follow_up = follow_up.clone();
-            move || follow_up.volume_freed()
+    // In shadow mode nobody is woken when a volume is freed: beside the
+    // controller that acts, that controller's binds free the volumes this
+    // process held for other choices all the time, and each wake would
+    // sync every waiting claim again for nothing (the resync still tries
+    // waiting claims).
+    if shared.shadow.is_none() {
+        let (waiting, weak) = (waiting.clone(), Arc::downgrade(&store));
+        store.on_volume_freed(move || {
+            let Some(store) = weak.upgrade() else {
+                return;
+            };
+            waiting.wake(|keys| binding_order(keys.iter().filter_map(|key| store.claim(key))));
         });
     }
     let parking = Parking::new(claim_queue.clone(), volume_queue.clone());
-    let operations = operation_tracker(config.max_concurrent_operations, pv_metrics.clone());
-    let controller = Arc::new(Controller::new(Parts {
-        client: shared.client.clone(),
-        cache: Arc::clone(&cache),
-        listers,
-        writers,
-        recorder: shared.recorder.for_component(CONTROLLER_NAME),
-        operations: operations.clone(),
-        settings: config.settings.clone(),
-        pv_metrics,
-        journal: shared.journal.clone(),
-    }));
     let handlers = Handlers {
-        cache: Arc::clone(&cache),
+        store: Arc::clone(&store),
         volume_queue: volume_queue.clone(),
         claim_queue: claim_queue.clone(),
         leading: shared.leading.clone(),
-        follow_up: follow_up.clone(),
-        controller: Arc::clone(&controller),
+        waiting: waiting.clone(),
+        memory: Arc::clone(&memory),
     };
     let on_claims = handlers.clone();
     informers.on(&PERSISTENT_VOLUME, move |change| handlers.on_volume(change))?;
@@ -178,37 +264,63 @@ pub(crate) fn build(
     })?;
 
     let mut workload = Workload::new(NAME);
-    let volume_work = Arc::new(VolumeWork {
-        controller: Arc::clone(&controller),
-        follow_up: follow_up.clone(),
-        parking: parking.clone(),
-    });
-    workload.pool(Pool::new(
-        volume_queue.clone(),
-        config.volume_workers,
-        |_| "volume",
-        move |name, _| Arc::clone(&volume_work).sync(name),
-    ));
-    let claim_work = Arc::new(ClaimWork {
-        controller: Arc::clone(&controller),
-        follow_up,
-    });
-    let released = parking.clone();
+    let (deciding, parked, gone) = (binder.clone(), parking.clone(), Arc::clone(&store));
     workload.pool(
-        Pool::lane(
+        Pool::new(
+            volume_queue.clone(),
+            config.volume_workers,
+            |_| "volume",
+            move |name, reads| deciding.decide_volume_of(name, reads),
+            executor.clone(),
+        )
+        .passing(move |name| match gone.listed_volume(name) {
+            // Queued again once the claims ahead had their turn.
+            Some(volume) => parked.park(name, &volume),
+            None => {
+                parked.forget(name);
+                false
+            }
+        }),
+    );
+    let (deciding, released) = (binder.clone(), parking.clone());
+    workload.pool(
+        Pool::new(
             claim_queue.clone(),
             config.claim_workers,
             |_| "claim",
-            move |key| claim_work.decide(key),
+            move |key, _| deciding.decide_claim_of(key),
+            executor.clone(),
         )
-        .after_each(move || released.release_passed()),
+        .in_one_lane()
+        .waiting(waiting)
+        .after_each(move |key, ended| {
+            let (waits, outcome) = match ended {
+                Ended::Passed => return,
+                Ended::Done => (false, SYNCED.to_string()),
+                Ended::Waits => (true, WAITING.to_string()),
+                Ended::Failed(failure) => (true, failure.reason.clone()),
+            };
+            memory.synced(key, waits, outcome);
+            released.release_passed();
+        }),
     );
+    let resynced = Arc::clone(&store);
     workload.every(config.resync_period, move || {
-        work::resync(&cache, &volume_queue, &claim_queue, &parking);
+        work::resync(&resynced, &volume_queue, &claim_queue, &parking);
     });
     let stopping = operations.clone();
     workload.on_stop(move || stopping.abort_all());
-    workload.busy_while(move || operations.running_count() > 0);
+    let busy = operations.clone();
+    workload.busy_while(move || busy.running_count() > 0);
+    let controller = Arc::new(Controller {
+        binder,
+        #[cfg(any(test, feature = "testing"))]
+        executor,
+        #[cfg(any(test, feature = "testing"))]
+        operations,
+        #[cfg(any(test, feature = "testing"))]
+        recorder,
+    });
     Ok((controller, workload))
 }
 
@@ -224,3 +336,6 @@ fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -83,7 +83,7 @@ impl Parking {
     /// Whether the sync of `volume` (as the volume worker is about to sync
     /// it) waits for the claims ahead of it; if so it is parked, and queued
     /// again once they had their turn.
-    pub(super) fn hold(&self, name: &VolumeName, volume: &PersistentVolume) -> bool {
+    pub(super) fn park(&self, name: &VolumeName, volume: &PersistentVolume) -> bool {
         let mut state = self.lock();
         let cleared = state.cleared.remove(name);
         if cleared {
@@ -166,23 +166,23 @@ mod tests {
         let parking = Parking::new(claims.clone(), volumes.clone());
         let new = volume("v1", "1Gi").build();
         assert!(
-            !parking.hold(&name("v1"), &new),
+            !parking.park(&name("v1"), &new),
             "no claim ahead: synced at once"
         );
 
         claims.add(ObjectKey::new("ns", "a"));
         claims.add(ObjectKey::new("ns", "b"));
-        assert!(parking.hold(&name("v1"), &new));
-        assert!(parking.hold(&name("v1"), &new), "parked once");
+        assert!(parking.park(&name("v1"), &new));
+        assert!(parking.park(&name("v1"), &new), "parked once");
         assert_eq!(parking.parked(), 1);
         let available = volume("v2", "1Gi").phase("Available").build();
         assert!(
-            !parking.hold(&name("v2"), &available),
+            !parking.park(&name("v2"), &available),
             "only new volumes wait"
         );
         let bound = volume("v3", "1Gi").bound_to("u", "a").build();
         assert!(
-            !parking.hold(&name("v3"), &bound),
+            !parking.park(&name("v3"), &bound),
             "a claimed volume does not wait"
         );
 
@@ -196,9 +196,9 @@ mod tests {
         parking.release_passed();
         assert_eq!(volumes.len(), 1, "c came later: v1 is queued again");
         assert_eq!(parking.parked(), 0);
-        assert!(!parking.hold(&name("v1"), &new), "its next sync runs");
+        assert!(!parking.park(&name("v1"), &new), "its next sync runs");
         assert!(
-            parking.hold(&name("v1"), &new),
+            parking.park(&name("v1"), &new),
             "a later turn waits again, for c"
         );
     }
@@ -208,7 +208,7 @@ mod tests {
         let claims = WorkQueue::new();
         let parking = Parking::new(claims.clone(), WorkQueue::new());
         claims.add(ObjectKey::new("ns", "a"));
-        assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
+        assert!(parking.park(&name("v1"), &volume("v1", "1Gi").build()));
         let parked: Vec<bool> = ["v0", "v1", "v2"]
             .into_iter()
             .map(|name| parking.is_parked(name))
@@ -221,7 +221,7 @@ mod tests {
         let claims = WorkQueue::new();
         let parking = Parking::new(claims.clone(), WorkQueue::new());
         claims.add(ObjectKey::new("ns", "a"));
-        assert!(parking.hold(&name("v1"), &volume("v1", "1Gi").build()));
+        assert!(parking.park(&name("v1"), &volume("v1", "1Gi").build()));
         parking.forget(&name("v1"));
         assert_eq!(parking.parked(), 0);
     }

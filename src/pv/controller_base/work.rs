@@ -1,51 +1,49 @@
-//! What the wiring does with volume and claim keys, from the change that
-//! queues one to the plan carried out for it.
+//! What the wiring does with volume and claim keys: the handlers that
+//! queue them, what the binder's plans ask of the process besides writes
+//! (its effects, its reservations), and the periodic resync.
 //!
 //! - The handlers: the process's informers have already put each change
-//!   into the shadow cache (the one store of volumes and claims); the
-//!   handlers queue what must be synced: the object that changed, the
-//!   claim of a deleted volume (so it becomes Lost promptly), the volume of
-//!   a deleted claim (so it becomes Released promptly), and after a relist
-//!   every object. Keys are queued only while the process leads: a
-//!   follower keeps its cache warm and collects no work.
-//! - The work: claims are decided one at a time, in queue order, by the
-//!   claim lane, and their plans carried out beside each other on the
-//!   executor; volumes are decided and carried out by their workers. The
-//!   queue never hands one key out twice before it is done, so two
-//!   decisions (or plans) of one object never run at once; what two plans
-//!   for different objects could still race for is kept apart by the
-//!   decisions' own guards: a volume is reserved for one claim in the
-//!   shadow cache while that claim's plan runs, and every write takes its
-//!   object's write lock and edits the newest copy.
+//!   into the store (the one store of volumes and claims); the handlers
+//!   queue what must be synced: the object that changed, the claim of a
+//!   deleted volume (so it becomes Lost promptly), the volume of a deleted
+//!   claim (so it becomes Released promptly), and after a relist every
+//!   object. Keys are queued only while the process leads: a follower
+//!   keeps its store warm and collects no work.
+//! - The effects: what the binder remembers of a claim, the claims a
+//!   volume's decision queues, the bindings found complete, the default
+//!   class counted; and the reservation of a volume for the claim a plan
+//!   binds to it, which the executor takes before the plan's first write.
 //! - The periodic resync.
 
+use std::any::Any;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::parking::Parking;
-use super::waiting::FollowUp;
-use crate::pv::cache::ShadowCache;
-use crate::pv::controller::{Controller, Decided, Next, PvPlan, SYNCED, WAITING, binding_order};
-use crate::pv::error::{Error, Result};
+use crate::pv::controller::{Complete, PvEffect, binding_order};
 use crate::pv::keys::VolumeName;
+use crate::pv::memory::ClaimMemory;
+use crate::pv::metrics::PvMetrics;
 use crate::pv::objects::claim_ref_key;
+use crate::pv::store::PvStore;
+use crate::runtime::executor::{Effects, Reserver};
 use crate::runtime::informer::Change;
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::plan::Reservation;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::runner::Leading;
-use crate::runtime::workload::Outcome;
+use crate::runtime::waiting::Waiting;
 
 /// What the handlers act on.
 #[derive(Clone)]
 pub(super) struct Handlers {
-    pub(super) cache: Arc<ShadowCache>,
+    pub(super) store: Arc<PvStore>,
     pub(super) volume_queue: WorkQueue<VolumeName>,
     pub(super) claim_queue: WorkQueue<ObjectKey>,
     pub(super) leading: Leading,
-    pub(super) follow_up: FollowUp,
-    pub(super) controller: Arc<Controller>,
+    pub(super) waiting: Waiting<ObjectKey>,
+    pub(super) memory: Arc<ClaimMemory>,
 }
 
 impl Handlers {
@@ -72,7 +70,7 @@ impl Handlers {
             }
             Change::Listed => {
                 if self.leading.get() {
-                    for name in self.cache.volume_names() {
+                    for name in self.store.volume_names() {
                         self.volume_queue.add(name);
                     }
                 }
@@ -93,8 +91,8 @@ impl Handlers {
                 }
             }
             Change::Deleted { key, last } => {
-                self.follow_up.forget(key);
-                self.controller.claim_memory().forget(key);
+                self.waiting.forget(key);
+                self.memory.forget(key);
                 tracing::info!(claim = %key, "claim deleted");
                 let volume = last.and_then(|claim| volume_of_deleted_claim(claim));
                 if let Some(volume) = volume
@@ -105,7 +103,7 @@ impl Handlers {
             }
             Change::Listed => {
                 if self.leading.get() {
-                    for key in self.cache.claim_keys() {
+                    for key in self.store.claim_keys() {
                         self.claim_queue.add(key);
                     }
                 }
@@ -120,145 +118,81 @@ fn volume_of_deleted_claim(claim: &PersistentVolumeClaim) -> Option<VolumeName> 
     (!name.is_empty()).then(|| VolumeName::new(name))
 }
 
-/// What a volume worker works with.
-pub(super) struct VolumeWork {
-    pub(super) controller: Arc<Controller>,
-    pub(super) follow_up: FollowUp,
-    pub(super) parking: Parking,
+/// Applies the binder's effects, as its plans reach them.
+pub(super) struct Applier {
+    pub(super) store: Arc<PvStore>,
+    pub(super) memory: Arc<ClaimMemory>,
+    pub(super) claim_queue: WorkQueue<ObjectKey>,
+    pub(super) metrics: PvMetrics,
 }
 
-impl VolumeWork {
-    /// Syncs the newest cached version of the volume and does what the
-    /// decision says should follow; a key no watch shows (any more) was a
-    /// deletion, which the handlers already took care of. A new volume may
-    /// first wait for the claims queued before it ([`Parking`]).
-    pub(super) async fn sync(self: Arc<Self>, name: VolumeName) -> Result<Outcome> {
-        let Some(newest) = self.controller.cache().listed_volume(&name) else {
-            self.parking.forget(&name);
-            return Ok(Outcome::Synced);
-        };
-        if self.parking.hold(&name, &newest) {
-            // Queued again once the claims ahead had their turn.
-            return Ok(Outcome::Passed);
-        }
-        let next = sync_volume(&self.controller, &newest).await?;
-        self.follow_up.apply(next);
-        Ok(Outcome::Synced)
-    }
-}
-
-/// What the claim lane works with.
-pub(super) struct ClaimWork {
-    pub(super) controller: Arc<Controller>,
-    pub(super) follow_up: FollowUp,
-}
-
-impl ClaimWork {
-    /// Decides about the newest cached version of the claim, at once (the
-    /// lane decides one claim at a time, in the order claims left the
-    /// queue, so a volume one decision reserves is not offered to the
-    /// next), and returns the plan's execution, which keeps the set of
-    /// claims waiting for a volume up to date and does what the decision
-    /// says should follow. The epoch of freed volumes is noted before the
-    /// decision, so a volume freed while the plan runs is not missed.
-    pub(super) fn decide(self: &Arc<Self>, key: ObjectKey) -> BoxFuture<'static, Result<Outcome>> {
-        let cache = self.controller.cache();
-        let epoch = self.follow_up.epoch();
-        let newest = cache
-            .is_listed_claim(&key)
-            .then(|| cache.claim(&key))
-            .flatten();
-        let decided = match newest {
-            Some(newest) => self.controller.decide_claim(&newest),
-            None => Ok(PvPlan::default()),
-        };
-        let this = Arc::clone(self);
-        Box::pin(async move {
-            let result = match decided {
-                Ok(plan) => execute(&this.controller, plan).await,
-                Err(error) => Err(error),
-            };
-            let outcome = match &result {
-                Ok(next) if next.claim_waits => WAITING.to_string(),
-                Ok(_) => SYNCED.to_string(),
-                Err(error) => error.to_string(),
-            };
-            let waits = result.as_ref().map_or(true, |next| next.claim_waits);
-            this.controller.claim_memory().synced(&key, waits, outcome);
-            let next = result?;
-            this.follow_up.claim_synced(&key, next.claim_waits, epoch);
-            this.follow_up.apply(next);
-            Ok(Outcome::Synced)
-        })
-    }
-}
-
-/// Syncs one volume: decides (reading its claim from the API server when
-/// the decision asks) and carries the plan out; says what should follow.
-pub async fn sync_volume(controller: &Controller, volume: &Arc<PersistentVolume>) -> Result<Next> {
-    let plan = match controller.decide_volume(volume, None)? {
-        Decided::Plan(plan) => plan,
-        Decided::ReadClaim(key) => {
-            let read = controller.read_claim(&key).await?;
-            match controller.decide_volume(volume, Some(read))? {
-                Decided::Plan(plan) => plan,
-                Decided::ReadClaim(key) => {
-                    return Err(Error::Inconsistent(format!(
-                        "volume {} asked twice for claim {key}",
-                        VolumeName::of(volume)
-                    )));
-                }
+impl Effects<PvEffect> for Applier {
+    fn apply(&self, effect: &PvEffect) {
+        match effect {
+            PvEffect::Told {
+                claim,
+                reason,
+                message,
+            } => self.memory.told(claim, reason, message),
+            PvEffect::MadeFrom { claim, made_from } => {
+                self.memory.set_made_from(claim, made_from.clone());
             }
+            PvEffect::SyncClaim(claim) => self.claim_queue.add(claim.clone()),
+            PvEffect::Complete(Complete::Claim { claim, volume }) => {
+                self.store.complete_claim(claim, volume);
+            }
+            PvEffect::Complete(Complete::Volume { volume, claim }) => {
+                self.store.complete_volume(volume, claim);
+            }
+            PvEffect::Complete(Complete::FreeVolume(volume)) => {
+                self.store.complete_free_volume(volume);
+            }
+            PvEffect::DefaultClass { failed } => self.metrics.retroactive_storage_class(*failed),
         }
-    };
-    execute(controller, plan).await
+    }
 }
 
-/// Syncs one claim: decides and carries the plan out; says what should
-/// follow.
-#[cfg(feature = "testing")]
-pub async fn sync_claim(
-    controller: &Controller,
-    claim: &Arc<PersistentVolumeClaim>,
-) -> Result<Next> {
-    let plan = controller.decide_claim(claim)?;
-    execute(controller, plan).await
-}
+/// Reserves volumes in the store for the claims the binder's plans bind.
+pub(super) struct Reservations(pub(super) Arc<PvStore>);
 
-/// Executes a decision's plan on the controller's executor, then hands
-/// its end to the controller ([`Controller::ended`]).
-async fn execute(controller: &Controller, plan: PvPlan) -> Result<Next> {
-    let assigns_default_class = plan.after.assigns_default_class;
-    let result = controller.executor().execute(plan).await;
-    controller.ended(assigns_default_class, result)
+impl Reserver for Reservations {
+    fn reserve(&self, reservation: &Reservation) -> Result<Box<dyn Any + Send>, String> {
+        match self.0.reserve(&reservation.held, &reservation.holder) {
+            Some(reserved) => Ok(Box::new(reserved)),
+            None => Err(format!(
+                "volume {} is reserved for another claim",
+                reservation.held
+            )),
+        }
+    }
 }
 
 /// Enqueues every claim, in binding order, then every volume, in name
 /// order (the first time at once, so a replica that starts leading syncs
-/// everything), behind any change that comes in meanwhile. The shadow cache
-/// holds exactly the listed objects (deletions are removed as they are
-/// seen), in a stable order, so runs are repeatable. Passed by: a claim or
-/// volume that a sync found settled in its binding, with neither object
-/// changed since, whose sync would find nothing to do
-/// ([`ShadowCache::unsettled`]); a key still waiting in its queue, which
-/// keeps its place anyway; and a parked new volume, queued again when the
-/// claims ahead of it had their turn ([`Parking`]).
+/// everything), behind any change that comes in meanwhile. The store holds
+/// exactly the listed objects (deletions are removed as they are seen), in
+/// a stable order, so runs are repeatable. Passed by: a claim or volume
+/// whose binding a sync found complete, with neither object changed since,
+/// whose sync would find nothing to do ([`PvStore::to_resync`]); a key
+/// still waiting in its queue, which keeps its place anyway; and a parked
+/// new volume, queued again when the claims ahead of it had their turn
+/// ([`Parking`]).
 pub(super) fn resync(
-    cache: &ShadowCache,
+    store: &PvStore,
     volume_queue: &WorkQueue<VolumeName>,
     claim_queue: &WorkQueue<ObjectKey>,
     parking: &Parking,
 ) {
-    let (claims, volumes) = cache.unsettled(
+    let (claims, volumes) = store.to_resync(
         |key| !claim_queue.is_waiting(key),
         |name| !volume_queue.is_waiting(name) && !parking.is_parked(name.as_str()),
     );
     tracing::debug!(
         claims = claims.len(),
         volumes = volumes.len(),
-        "resync queues the unsettled claims and volumes"
+        "resync queues the claims and volumes not found complete"
     );
-    for key in binding_order(cache.claims_of(claims)) {
+    for key in binding_order(store.claims_of(claims)) {
         claim_queue.add_resync(key);
     }
     for name in volumes {

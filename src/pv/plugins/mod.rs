@@ -19,15 +19,15 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
-    Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod,
+    Node, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use kube::Client;
 
-use crate::pv::constants::{IN_TREE_PLUGIN_PREFIX, reasons};
+use crate::pv::constants::IN_TREE_PLUGIN_PREFIX;
 use crate::pv::objects::{ReclaimPolicy, annotation};
-use crate::runtime::events::{EventRecorder, EventType};
+use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::write::{Edit, Part, WriteError, Writer};
+use crate::runtime::write::WriteError;
 use k8s_names::ANN_DYNAMICALLY_PROVISIONED;
 use recycler::RecyclerPodConfig;
 
@@ -66,139 +66,61 @@ pub struct ProvisionRequest {
     pub selected_node: Option<Arc<Node>>,
 }
 
-/// Forwards what happens to a recycler pod to the volume being recycled, so
-/// `kubectl describe pv` shows the scrub's progress.
-#[derive(Clone)]
-pub struct EventRelay {
-    recorder: EventRecorder,
-    volume: ObjectReference,
-}
+/// What a recycle writes and records: its pod created and deleted, the
+/// pod's UID recorded on the volume (the proof that a pod of that name
+/// found later is its own, which nobody who may only create pods can
+/// forge), and the pod's events relayed onto the volume, so `kubectl
+/// describe pv` shows the scrub's progress. The binder carries each out as
+/// a plan on its executor, through the process's write door: counted with
+/// the controller's writes, seen at once by the process's stores, and each
+/// write conditional on the copy the recycle read.
+pub trait RecycleWrites: Send + Sync {
+    /// Creates `pod`; returns the pod as the server made it (with its UID).
+    fn create_pod<'a>(&'a self, pod: &'a Pod) -> BoxFuture<'a, Result<Arc<Pod>, WriteError>>;
 
-impl EventRelay {
-    /// A relay recording on `volume` through `recorder`.
-    pub(crate) fn new(recorder: EventRecorder, volume: ObjectReference) -> Self {
-        Self { recorder, volume }
-    }
+    /// Deletes the pod `key` (already gone counts as deleted), only the
+    /// incarnation `uid` names when given.
+    fn delete_pod<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        uid: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), WriteError>>;
 
-    /// Records a recycler pod's event on the volume as `RecyclerPod` (queued,
-    /// not awaited).
-    pub fn relay(&self, event_type: EventType, message: &str) {
-        self.recorder.record(
-            &self.volume,
-            event_type,
-            reasons::RECYCLER_POD,
-            format!("Recycler pod: {message}"),
-        );
-    }
+    /// Sets the annotation `key` to `value` on the volume recycled, unless
+    /// it was bound to another claim since (then the write is refused).
+    fn record_on_volume<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<(), WriteError>>;
+
+    /// Records a recycler pod's event on the volume as `RecyclerPod`.
+    fn relay<'a>(&'a self, event_type: EventType, message: &'a str) -> BoxFuture<'a, ()>;
 }
 
 /// What a recycler needs besides the volume: a client to watch its pod and
-/// the pod's events with, the writer its pod is created and deleted
-/// through, the writer that records the pod on the volume, and the relay
-/// for the pod's events.
+/// the pod's events with, and what it writes and records through
+/// ([`RecycleWrites`]).
 #[derive(Clone)]
 pub struct RecycleContext {
     /// Client for reading the recycler pod and its events.
     pub client: Client,
-    /// Creates and deletes the recycler pod.
-    pub pods: RecyclerPods,
-    /// Records on the volume which recycler pod scrubs it.
-    pub volumes: RecycledVolumes,
-    /// Where the pod's events go.
-    pub relay: EventRelay,
+    /// Its writes and events.
+    pub writes: Arc<dyn RecycleWrites>,
 }
 
-/// Creates and deletes recycler pods through the process's write door, so
-/// they are counted with the controller's writes and seen at once by the
-/// process's pod store.
-#[derive(Clone, Debug)]
-pub struct RecyclerPods(pub(crate) Writer<Pod>);
-
-impl RecyclerPods {
-    /// Creates `pod`; returns the pod as the server made it (with its UID).
-    pub async fn create(&self, pod: &Pod) -> Result<Arc<Pod>, WriteError> {
-        self.0.create(pod).await
-    }
-
-    /// Deletes the pod `namespace/name` (already gone counts as deleted);
-    /// only the incarnation `uid` names when given.
-    pub async fn delete(
-        &self,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-    ) -> Result<(), WriteError> {
-        self.0
-            .delete(&ObjectKey::new(namespace, name), uid)
-            .await
-            .map(drop)
+impl fmt::Debug for RecycleContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecycleContext").finish_non_exhaustive()
     }
 }
 
-/// Records on a volume, through the process's write door, the UID of the
-/// recycler pod this controller made for it: the proof that a pod of that
-/// name found later is its own, which nobody who may only create pods can
-/// forge.
-#[derive(Clone, Debug)]
-pub struct RecycledVolumes(pub(crate) Writer<PersistentVolume>);
-
-impl RecycledVolumes {
-    /// How often a record refused with a 409 is tried again (on the copy
-    /// the 409 brought) before the recycle gives up.
-    const ATTEMPTS: usize = 3;
-
-    /// Sets the annotation `key` to `value` on `volume`, unless the volume
-    /// was bound to another claim since (then nothing is written and the
-    /// write is refused). A 409 is tried again on the newer copy.
-    pub async fn annotate(
-        &self,
-        volume: &PersistentVolume,
-        key: &str,
-        value: &str,
-    ) -> Result<(), WriteError> {
-        let basis = Arc::new(volume.clone());
-        let mut attempt = 1;
-        loop {
-            let result = self
-                .0
-                .update(&basis, Part::Spec, |newest| {
-                    annotate_edit(volume, newest, key, value)
-                })
-                .await;
-            match result {
-                Err(error) if error.is_conflict() && attempt < Self::ATTEMPTS => attempt += 1,
-                other => return other.map(drop),
-            }
-        }
+impl RecycleContext {
+    /// The context of a recycle reading through `client` and writing
+    /// through `writes`.
+    pub fn new(client: Client, writes: Arc<dyn RecycleWrites>) -> Self {
+        Self { client, writes }
     }
-}
-
-/// Sets the annotation `key` to `value` on the newest copy of `volume`,
-/// unless that copy is bound to another claim than `volume` was.
-fn annotate_edit(
-    volume: &PersistentVolume,
-    newest: &mut PersistentVolume,
-    key: &str,
-    value: &str,
-) -> Edit {
-    let claim_uid = |v: &PersistentVolume| {
-        v.spec
-            .as_ref()
-            .and_then(|s| s.claim_ref.as_ref())
-            .and_then(|r| r.uid.clone())
-    };
-    if claim_uid(newest) != claim_uid(volume) {
-        return Edit::Refused("it was bound to another claim".to_string());
-    }
-    let annotations = newest
-        .metadata
-        .annotations
-        .get_or_insert_with(Default::default);
-    if annotations.get(key).map(String::as_str) == Some(value) {
-        return Edit::Unchanged;
-    }
-    annotations.insert(key.to_string(), value.to_string());
-    Edit::Changed
 }
 
 /// A volume plugin. Every capability is optional; the `can_*` methods say

@@ -34,9 +34,10 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use quantity::Amount;
 
-use super::{EventRelay, PluginError, RecycleContext, RecyclerPods};
+use super::{PluginError, RecycleContext, RecycleWrites};
 use crate::kinds::pod::PodPhase;
 use crate::runtime::events::EventType;
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::WriteError;
 
 /// Namespace of the recycler pod when the template names none.
@@ -321,7 +322,7 @@ pub(crate) async fn run(
     pod: Pod,
     volume: &PersistentVolume,
 ) -> Result<(), RecyclerError> {
-    let (client, relay) = (&context.client, &context.relay);
+    let (client, writes) = (&context.client, context.writes.as_ref());
     let namespace = pod
         .metadata
         .namespace
@@ -332,7 +333,7 @@ pub(crate) async fn run(
     let started = create_or_adopt(context, &pods, &pod, volume).await?;
     let deadline = pod_deadline(&pod);
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), &namespace);
-    let watched = watch_pod(&pods, &events, &name, &started, relay);
+    let watched = watch_pod(&pods, &events, &name, &started, writes);
     let ended = tokio::time::timeout(deadline, watched).await;
     let error = match ended {
         // Kept until the volume is Available: if writing the volume fails,
@@ -343,7 +344,7 @@ pub(crate) async fn run(
         Ok(PodEnd::Deleted) => RecyclerError::PodDeleted,
         Err(_) => RecyclerError::Timeout(deadline),
     };
-    if let Err(message) = delete_pod(&context.pods, &namespace, &name, Some(&started.uid)).await {
+    if let Err(message) = delete_pod(writes, &namespace, &name, Some(&started.uid)).await {
         tracing::warn!(pod = %name, %message, "deleting the failed recycler pod failed");
     }
     Err(error)
@@ -365,7 +366,7 @@ pub(crate) async fn finish(
         .clone()
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
-    delete_pod(&context.pods, &namespace, &name, None)
+    delete_pod(context.writes.as_ref(), &namespace, &name, None)
         .await
         .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
 }
@@ -387,10 +388,10 @@ async fn create_or_adopt(
     pod: &Pod,
     volume: &PersistentVolume,
 ) -> Result<Started, RecyclerError> {
-    let writer = &context.pods;
+    let writes = context.writes.as_ref();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    match writer.create(pod).await {
+    match writes.create_pod(pod).await {
         Ok(created) => {
             let uid = created.metadata.uid.clone().unwrap_or_default();
             tracing::info!(pod = %name, %uid, "recycler pod created");
@@ -398,7 +399,7 @@ async fn create_or_adopt(
                 Err("the server gave the pod no UID".to_string())
             } else {
                 // Boxed: the volume write's future is large.
-                Box::pin(context.volumes.annotate(volume, ANN_RECYCLER_POD_UID, &uid))
+                Box::pin(writes.record_on_volume(ANN_RECYCLER_POD_UID, &uid))
                     .await
                     .map_err(|e| e.to_string())
             };
@@ -430,7 +431,7 @@ async fn create_or_adopt(
                 });
             }
             tracing::warn!(pod = %name, uid = ?found_uid, "recycler pod found that the volume does not record for this release, deleting it");
-            delete_pod(writer, &namespace, &name, found_uid.as_deref())
+            delete_pod(writes, &namespace, &name, found_uid.as_deref())
                 .await
                 .map_err(|message| {
                     RecyclerError::Create(format!(
@@ -484,7 +485,7 @@ async fn watch_pod(
     events: &Api<CoreEvent>,
     name: &str,
     started: &Started,
-    relay: &EventRelay,
+    writes: &dyn RecycleWrites,
 ) -> PodEnd {
     let relay_existing = started.created;
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -527,7 +528,9 @@ async fn watch_pod(
                         Some("Warning") => EventType::Warning,
                         _ => EventType::Normal,
                     };
-                    relay.relay(event_type, event.message.as_deref().unwrap_or(""));
+                    writes
+                        .relay(event_type, event.message.as_deref().unwrap_or(""))
+                        .await;
                 }
             }
         }
@@ -553,12 +556,12 @@ fn pod_end(pod: &Pod) -> Option<PodEnd> {
 /// Deletes the pod (only the incarnation `uid` names, when given); a pod
 /// already gone is fine.
 async fn delete_pod(
-    pods: &RecyclerPods,
+    writes: &dyn RecycleWrites,
     namespace: &str,
     name: &str,
     uid: Option<&str>,
 ) -> Result<(), String> {
-    pods.delete(namespace, name, uid)
+    writes.delete_pod(&ObjectKey::new(namespace, name), uid)
         .await
         .map_err(|error| error.to_string())
 }

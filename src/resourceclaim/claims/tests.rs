@@ -3,7 +3,7 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
-use super::ClaimCache;
+use super::ClaimStore;
 use crate::runtime::keys::ObjectKey;
 
 fn claim(name: &str, rv: &str, owner_uid: Option<&str>) -> Arc<ResourceClaim> {
@@ -24,7 +24,7 @@ fn claim(name: &str, rv: &str, owner_uid: Option<&str>) -> Arc<ResourceClaim> {
 
 #[test]
 fn an_older_watch_event_does_not_replace_a_created_claim() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     assert!(cache.offer(claim("a", "10", Some("pod-uid"))));
     assert!(!cache.offer(claim("a", "9", None)));
     assert_eq!(cache.owned_by("pod-uid").len(), 1);
@@ -36,7 +36,7 @@ fn an_older_watch_event_does_not_replace_a_created_claim() {
 
 #[test]
 fn the_owner_index_follows_updates_and_removals() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
     cache.offer(claim("b", "2", Some("p1")));
     assert_eq!(cache.owned_by("p1").len(), 2);
@@ -50,7 +50,7 @@ fn the_owner_index_follows_updates_and_removals() {
 
 #[test]
 fn a_claim_without_a_pod_controller_is_not_indexed() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     cache.offer(claim("a", "1", None));
     assert!(cache.owned_by("").is_empty());
     assert_eq!(cache.count_by(|_| ()).get(&()), Some(&1));
@@ -58,7 +58,7 @@ fn a_claim_without_a_pod_controller_is_not_indexed() {
 
 #[test]
 fn a_deleted_claims_late_events_do_not_bring_it_back() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
     cache.deleted(&claim("a", "2", Some("p1")));
     assert!(!cache.offer(claim("a", "2", Some("p1"))), "a late update");
@@ -72,7 +72,7 @@ fn a_deleted_claims_late_events_do_not_bring_it_back() {
 
 #[test]
 fn a_deleted_claim_held_by_a_finalizer_is_taken_in_once_marked() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
     cache.deleted(&claim("a", "1", Some("p1")));
     let mut terminating = claim("a", "2", Some("p1")).as_ref().clone();
@@ -90,7 +90,7 @@ fn a_deleted_claim_held_by_a_finalizer_is_taken_in_once_marked() {
 
 #[test]
 fn a_deletion_the_watch_showed_first_leaves_nothing_behind() {
-    let cache = ClaimCache::default();
+    let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
     cache.remove(&ObjectKey::new("ns", "a"));
     cache.deleted(&claim("a", "1", Some("p1")));

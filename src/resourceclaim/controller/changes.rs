@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 use serde_json::json;
 
-use crate::resourceclaim::objects::{can_be_reserved, is_allocated};
+use super::ClaimPlan;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::plan::{Answer, Applied, Change};
-use crate::runtime::write::Edit;
+use crate::runtime::kinds::Part;
+use crate::runtime::plan::{Answer, Applied};
 use k8s_names::FINALIZER_RESOURCE_DELETE_PROTECTION;
 
 /// Whether the claim carries the scheduler's finalizer.
@@ -36,128 +36,80 @@ fn reserved_for(claim: &ResourceClaim) -> &[ResourceClaimConsumerReference] {
         .unwrap_or_default()
 }
 
-/// A change of a ResourceClaim.
-pub(crate) enum ClaimChange {
-    /// A scheduled pod's reservation added to `status.reservedFor`.
-    /// Refused when the claim is no longer allocated or has no room left.
-    Reserve(ResourceClaimConsumerReference),
-    /// `status.reservedFor` cut down to the consumers that may still use
-    /// the claim; with `deallocate`, the allocation cleared in the same
-    /// write. Refused when the reservations are no longer those decided
-    /// on.
-    Release {
-        /// The consumers that stay.
-        keep: Vec<ResourceClaimConsumerReference>,
-        /// Whether the allocation is cleared too (none stay, and the
-        /// scheduler allocated the claim).
-        deallocate: bool,
-        /// The reservations the decision saw.
-        seen: Vec<ResourceClaimConsumerReference>,
-    },
-    /// The allocation of a claim being deleted that nothing uses, cleared.
-    /// Refused when the claim was reserved since.
-    Deallocate,
-    /// The scheduler's finalizer removed, once the claim has no
-    /// allocation. Refused when it is allocated (again).
-    RemoveFinalizer,
-}
-
-impl Change<ResourceClaim> for ClaimChange {
-    fn apply(&self, newest: &mut ResourceClaim) -> Edit {
-        match self {
-            Self::Reserve(consumer) => reserve(newest, consumer),
-            Self::Release {
-                keep,
-                deallocate,
-                seen,
-            } => {
-                if reserved_for(newest) != seen.as_slice() {
-                    return Edit::Refused("its reservations changed since the sync read it".into());
-                }
-                let status = newest.status.get_or_insert_with(Default::default);
-                status.reserved_for = (!keep.is_empty()).then(|| keep.clone());
-                if *deallocate {
-                    status.allocation = None;
-                }
-                Edit::Changed
-            }
-            Self::Deallocate => {
-                if !reserved_for(newest).is_empty() {
-                    return Edit::Refused("it was reserved since the sync read it".into());
-                }
-                match newest.status.as_mut() {
-                    Some(status) if status.allocation.is_some() => {
-                        status.allocation = None;
-                        Edit::Changed
-                    }
-                    _ => Edit::Unchanged,
-                }
-            }
-            Self::RemoveFinalizer => {
-                if is_allocated(newest) {
-                    return Edit::Refused("it is allocated, its finalizer stays".into());
-                }
-                if !has_finalizer(newest) {
-                    return Edit::Unchanged;
-                }
-                if let Some(finalizers) = newest.metadata.finalizers.as_mut() {
-                    finalizers.retain(|f| f != FINALIZER_RESOURCE_DELETE_PROTECTION);
-                }
-                Edit::Changed
-            }
+/// Plans the reservation of `claim` for `consumer` (a scheduled pod).
+pub(crate) fn reserve(
+    plan: &mut ClaimPlan,
+    claim: &Arc<ResourceClaim>,
+    consumer: ResourceClaimConsumerReference,
+) {
+    let label = format!("reservedFor + {}", consumer_name(&consumer));
+    plan.update(claim, Part::Status, label, |claim| {
+        if reserved_for(claim).iter().any(|c| c.uid == consumer.uid) {
+            return false;
         }
-    }
+        claim
+            .status
+            .get_or_insert_with(Default::default)
+            .reserved_for
+            .get_or_insert_with(Vec::new)
+            .push(consumer);
+        true
+    });
 }
 
-/// Adds `consumer` to the claim's reservations, unless it is there.
-fn reserve(claim: &mut ResourceClaim, consumer: &ResourceClaimConsumerReference) -> Edit {
-    if reserved_for(claim).iter().any(|c| c.uid == consumer.uid) {
-        return Edit::Unchanged;
+/// Plans `claim`'s reservations cut down to `keep`, and its allocation
+/// cleared too when `deallocate`; returns the claim as the plan leaves it.
+pub(crate) fn release(
+    plan: &mut ClaimPlan,
+    claim: &Arc<ResourceClaim>,
+    keep: Vec<ResourceClaimConsumerReference>,
+    deallocate: bool,
+) -> Arc<ResourceClaim> {
+    let kept: Vec<String> = keep.iter().map(consumer_name).collect();
+    let mut label = format!("reservedFor [{}]", kept.join(", "));
+    if deallocate {
+        label.push_str(", allocation cleared");
     }
-    if !is_allocated(claim) {
-        return Edit::Refused("it is no longer allocated".into());
-    }
-    if !can_be_reserved(claim) {
-        return Edit::Refused("its reservations are full".into());
-    }
-    claim
-        .status
-        .get_or_insert_with(Default::default)
-        .reserved_for
-        .get_or_insert_with(Vec::new)
-        .push(consumer.clone());
-    Edit::Changed
+    plan.update(claim, Part::Status, label, |claim| {
+        let status = claim.status.get_or_insert_with(Default::default);
+        status.reserved_for = (!keep.is_empty()).then_some(keep);
+        if deallocate {
+            status.allocation = None;
+        }
+        true
+    })
 }
 
-/// `resource/name` of a consumer, as a plan's line shows it.
+/// Plans `claim`'s allocation cleared; returns the claim as the plan
+/// leaves it.
+pub(crate) fn deallocate(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) -> Arc<ResourceClaim> {
+    plan.update(claim, Part::Status, "allocation cleared", |claim| {
+        claim
+            .status
+            .as_mut()
+            .and_then(|status| status.allocation.take())
+            .is_some()
+    })
+}
+
+/// Plans the scheduler's finalizer removed from `claim`.
+pub(crate) fn remove_finalizer(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) {
+    let label = format!("finalizer {FINALIZER_RESOURCE_DELETE_PROTECTION} removed");
+    plan.update(claim, Part::Spec, label, |claim| {
+        if !has_finalizer(claim) {
+            return false;
+        }
+        if let Some(finalizers) = claim.metadata.finalizers.as_mut() {
+            finalizers.retain(|f| f != FINALIZER_RESOURCE_DELETE_PROTECTION);
+        }
+        true
+    });
+}
+
 fn consumer_name(consumer: &ResourceClaimConsumerReference) -> String {
     format!("{}/{}", consumer.resource, consumer.name)
 }
 
-impl fmt::Display for ClaimChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Reserve(consumer) => write!(f, "reservedFor + {}", consumer_name(consumer)),
-            Self::Release {
-                keep, deallocate, ..
-            } => {
-                let keep: Vec<String> = keep.iter().map(consumer_name).collect();
-                write!(f, "reservedFor [{}]", keep.join(", "))?;
-                if *deallocate {
-                    f.write_str(", allocation cleared")?;
-                }
-                Ok(())
-            }
-            Self::Deallocate => f.write_str("allocation cleared"),
-            Self::RemoveFinalizer => write!(
-                f,
-                "finalizer {FINALIZER_RESOURCE_DELETE_PROTECTION} removed"
-            ),
-        }
-    }
-}
-
-/// The claim of an entry newly recorded in a pod's status.
 #[derive(Clone, Debug)]
 pub(crate) enum NewClaim {
     /// A claim the pod controls, found by the entry's annotation.

@@ -2,37 +2,21 @@
 //! removed, an allocation nothing uses any more is cleared (with the
 //! scheduler's finalizer), and a claim generated for a pod that is done is
 //! deleted. Sends nothing, awaits nothing: a reservation whose pod the
-//! watch has not shown asks for the pod to be read first
-//! ([`ClaimDecided::ReadPods`]), and the claim is decided again with the
+//! watch has not shown asks for the pod to be read first (one may be too
+//! new for the watch, and dropping the reservation of a pod being
+//! scheduled would be wrong), and the claim is decided again with the
 //! answers.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
-use super::changes::{ClaimChange, has_finalizer};
-use super::{ClaimPlan, DeletedClaim, Known};
-use crate::resourceclaim::error::Result;
+use super::changes::{self, has_finalizer};
+use super::{ClaimPlan, Known};
 use crate::resourceclaim::objects::{is_allocated, is_pod_done, owning_pod, uid};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::write::Part;
-
-/// Pods read from the API server for a claim's decision, by key: `None`
-/// when the pod does not exist.
-pub(crate) type PodReads = HashMap<ObjectKey, Option<Pod>>;
-
-/// What a claim's decision came to.
-pub(crate) enum ClaimDecided {
-    /// The plan.
-    Plan(ClaimPlan),
-    /// These pods, named by reservations but not in the watch's view, must
-    /// be read from the API server first (one may be too new for the watch,
-    /// and dropping the reservation of a pod being scheduled would be
-    /// wrong); decide again with the answers.
-    ReadPods(Vec<ObjectKey>),
-}
+use crate::runtime::plan::Reads;
 
 /// Whether the pod of a reservation may still use the claim.
 enum PodUse {
@@ -54,13 +38,15 @@ fn is_pod_consumer(consumer: &ResourceClaimConsumerReference) -> bool {
 }
 
 impl Known {
-    /// Decides about `claim` (the claim cache's copy), with the pods read
-    /// so far for it in `reads`.
-    pub(crate) fn decide_claim(
-        &self,
-        claim: &Arc<ResourceClaim>,
-        reads: &PodReads,
-    ) -> Result<ClaimDecided> {
+    /// Decides about the claim `key` as the claim store holds it (nothing
+    /// to do for a claim gone), with the pods read so far for it in
+    /// `reads`.
+    pub(crate) fn decide_claim(&self, key: &ObjectKey, reads: &Reads) -> ClaimPlan {
+        let Some(claim) = self.claims.get(key) else {
+            tracing::debug!(claim = %key, "nothing to do for claim, it is gone");
+            return ClaimPlan::default();
+        };
+        let claim = &claim;
         let key = ObjectKey::of(claim.as_ref());
         let consumers = claim
             .status
@@ -87,24 +73,28 @@ impl Known {
             }
         }
         if !to_read.is_empty() {
-            return Ok(ClaimDecided::ReadPods(to_read));
+            let mut plan = ClaimPlan::default();
+            for pod in to_read {
+                plan.read::<Pod>(pod);
+            }
+            return plan;
         }
         for (pod, pod_uid) in gone {
             tracing::info!(claim = %key, pod = %pod, uid = %pod_uid, "removing the reservation of a pod that is gone or done");
         }
         let mut plan = ClaimPlan::default();
         if valid.len() < consumers.len() {
-            release(&mut plan, claim, consumers, valid.clone())?;
+            release(&mut plan, claim, valid.clone());
         } else if has_finalizer(claim)
             && claim.metadata.deletion_timestamp.is_some()
             && valid.is_empty()
         {
-            unblock_deletion(&mut plan, claim)?;
+            unblock_deletion(&mut plan, claim);
         }
         if valid.is_empty() {
             self.delete_if_owner_done(&mut plan, claim);
         }
-        Ok(ClaimDecided::Plan(plan))
+        plan
     }
 
     /// Whether the pod of a reservation may still use the claim. A pod
@@ -115,7 +105,7 @@ impl Known {
         &self,
         claim: &ObjectKey,
         consumer: &ResourceClaimConsumerReference,
-        reads: &PodReads,
+        reads: &Reads,
     ) -> PodUse {
         if self.deleted.contains(&consumer.uid) {
             return PodUse::Gone;
@@ -123,7 +113,7 @@ impl Known {
         let pod_key = ObjectKey::new(&claim.namespace, &consumer.name);
         let keeps = match self.pods.get(&pod_key) {
             Some(pod) => uid(&pod.metadata) == consumer.uid && !is_pod_done(&pod),
-            None => match reads.get(&pod_key) {
+            None => match reads.get::<Pod>(&pod_key) {
                 Some(read) => read
                     .as_ref()
                     .is_some_and(|pod| uid(&pod.metadata) == consumer.uid),
@@ -154,11 +144,8 @@ impl Known {
             return;
         };
         if uid(&pod.metadata) != pod_uid || is_pod_done(&pod) {
-            let answer = plan.delete::<ResourceClaim>(key, claim.metadata.uid.clone());
-            plan.after.deleted = Some(DeletedClaim {
-                claim: Arc::clone(claim),
-                answer,
-            });
+            tracing::info!(claim = %key, "deleting unused generated ResourceClaim");
+            plan.delete::<ResourceClaim>(key, claim.metadata.uid.clone());
         }
     }
 }
@@ -167,36 +154,18 @@ impl Known {
 /// scheduler allocated the claim (its finalizer is there), the allocation
 /// is cleared in the same write, so the devices can be allocated again,
 /// and the finalizer is then removed.
-fn release(
-    plan: &mut ClaimPlan,
-    claim: &Arc<ResourceClaim>,
-    seen: Vec<ResourceClaimConsumerReference>,
-    keep: Vec<ResourceClaimConsumerReference>,
-) -> Result<()> {
+fn release(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>, keep: Vec<ResourceClaimConsumerReference>) {
     let deallocate = keep.is_empty() && has_finalizer(claim);
-    let released = plan.update(
-        claim,
-        Part::Status,
-        ClaimChange::Release {
-            keep,
-            deallocate,
-            seen,
-        },
-    )?;
+    let released = changes::release(plan, claim, keep, deallocate);
     if has_finalizer(&released) && !is_allocated(&released) {
-        plan.update(&released, Part::Spec, ClaimChange::RemoveFinalizer)?;
+        changes::remove_finalizer(plan, &released);
     }
-    Ok(())
 }
 
 /// Adds, for a claim being deleted that nothing uses, the clearing of its
 /// allocation (an immediate allocation that outlived its users) and the
 /// removal of the finalizer, so the deletion can finish.
-fn unblock_deletion(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) -> Result<()> {
-    let mut current = Arc::clone(claim);
-    if is_allocated(&current) {
-        current = plan.update(&current, Part::Status, ClaimChange::Deallocate)?;
-    }
-    plan.update(&current, Part::Spec, ClaimChange::RemoveFinalizer)?;
-    Ok(())
+fn unblock_deletion(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>) {
+    let current = changes::deallocate(plan, claim);
+    changes::remove_finalizer(plan, &current);
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, PodResourceClaim};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
-use super::changes::{ClaimChange, NewClaim, RecordClaims};
-use super::{Known, PlannedClaim, PodPlan};
+use super::changes::{self, NewClaim, RecordClaims};
+use super::{Counted, Known, PodPlan};
 use crate::resourceclaim::constants::{FIELD_MANAGER, REASON_FAILED_CREATION};
 use crate::resourceclaim::error::{Result, SyncError};
 use crate::resourceclaim::objects::{
@@ -21,29 +21,27 @@ use crate::resourceclaim::objects::{
 };
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::write::Part;
+use crate::runtime::plan::{IfFailed, Then, event};
 use k8s_names::ANN_POD_CLAIM_NAME;
 
 impl Known {
     /// Decides about the pod of `key`; a pod gone, being deleted or done
     /// needs nothing. An entry that cannot have its claim ends the plan
-    /// with a Warning on the pod, and the sync fails with it
-    /// ([`super::PodAfter::failure`]).
-    pub(crate) fn decide_pod(&self, key: &ObjectKey) -> Result<PodPlan> {
+    /// with a Warning on the pod, and the pod's turn fails with it.
+    pub(crate) fn decide_pod(&self, key: &ObjectKey) -> PodPlan {
         let mut plan = PodPlan::default();
         let Some(pod) = self.pods.get(key) else {
             tracing::debug!(pod = %key, "nothing to do for pod, it is gone");
-            return Ok(plan);
+            return plan;
         };
         if pod.metadata.deletion_timestamp.is_some() {
             tracing::debug!(pod = %key, "nothing to do for pod, it is marked for deletion");
-            return Ok(plan);
+            return plan;
         }
         if is_pod_done(&pod) {
             tracing::debug!(pod = %key, "nothing to do for pod, it is done");
-            return Ok(plan);
+            return plan;
         }
-        plan.after.pod = Some(Arc::clone(&pod));
         let mut new = BTreeMap::new();
         for pod_claim in pod_claims(&pod) {
             if let Err(error) = self.ensure_claim(&mut plan, &pod, pod_claim, &mut new) {
@@ -53,19 +51,19 @@ impl Known {
                     REASON_FAILED_CREATION,
                     format!("PodResourceClaim {}: {error}", pod_claim.name),
                 );
-                plan.after.failure = Some(error);
-                return Ok(plan);
+                plan.then(Then::Fail(error.failure()));
+                return plan;
             }
         }
         if !new.is_empty() {
             plan.apply_status::<Pod>(key.clone(), FIELD_MANAGER, RecordClaims::new(&pod, new));
         }
-        if node_name(&pod).is_empty() {
-            // The scheduler reserves the claims of a pod it schedules.
-            return Ok(plan);
+        if !node_name(&pod).is_empty() {
+            // The scheduler reserves the claims of a pod it schedules; a
+            // pod scheduled already gets them here.
+            self.reserve_for_scheduled(&mut plan, &pod);
         }
-        self.reserve_for_scheduled(&mut plan, &pod)?;
-        Ok(plan)
+        plan
     }
 
     /// Makes sure the entry `pod_claim` has its claim; a claim found or
@@ -163,17 +161,24 @@ impl Known {
         let prefix = claim.metadata.generate_name.clone().unwrap_or_default();
         let admin_access = requests_admin_access(&claim.spec);
         let answer = plan.create(claim);
-        plan.after.creates.push(PlannedClaim {
-            entry: pod_claim.name.clone(),
+        plan.if_failed(IfFailed::Warn(event(
+            pod,
+            EventType::Warning,
+            REASON_FAILED_CREATION,
+            format!("PodResourceClaim {}", pod_claim.name),
+        )));
+        plan.if_failed(IfFailed::Local(Counted::CreateFailed { admin_access }));
+        plan.local(Counted::Created {
             admin_access,
-            answer: answer.clone(),
+            pod: key,
+            entry: pod_claim.name.clone(),
         });
         Ok(NewClaim::Created { prefix, answer })
     }
 
     /// Adds, for a scheduled pod, the reservation of each of its allocated
     /// claims that is not reserved for it yet and has room.
-    fn reserve_for_scheduled(&self, plan: &mut PodPlan, pod: &Pod) -> Result<()> {
+    fn reserve_for_scheduled(&self, plan: &mut PodPlan, pod: &Pod) {
         let key = ObjectKey::of(pod);
         for pod_claim in pod_claims(pod) {
             let name = claim_name(pod, pod_claim);
@@ -181,7 +186,7 @@ impl Known {
                 continue;
             };
             let Some(claim) = self.claims.get(&ObjectKey::new(&key.namespace, claim_name)) else {
-                return Ok(());
+                return;
             };
             if name.must_check_owner() && !is_for_pod(pod, &claim) {
                 continue;
@@ -195,9 +200,8 @@ impl Known {
                     name: key.name.clone(),
                     uid: uid(&pod.metadata).to_string(),
                 };
-                plan.update(&claim, Part::Status, ClaimChange::Reserve(consumer))?;
+                changes::reserve(plan, &claim, consumer);
             }
         }
-        Ok(())
     }
 }

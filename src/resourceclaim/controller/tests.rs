@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::changes::ClaimChange;
 use super::{ClaimDecided, Known, PodReads};
 use crate::resourceclaim::Features;
-use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::deleted::DeletedPods;
 use crate::runtime::informer::{MemStore, Store, StoreRef};
 use crate::runtime::keys::ObjectKey;
@@ -131,7 +131,7 @@ fn known(
     for pod in pods {
         pod_store.watched(&Arc::new(pod.clone()));
     }
-    let claim_cache = Arc::new(ClaimCache::default());
+    let claim_cache = Arc::new(ClaimStore::default());
     for claim in claims {
         claim_cache.offer(Arc::new(claim.clone()));
     }

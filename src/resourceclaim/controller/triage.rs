@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_name, extended_claim, is_allocated, is_for_pod, is_pod_done,
     is_reserved_for_pod, node_name, pod_claims, uid,
@@ -18,7 +18,7 @@ use crate::runtime::keys::ObjectKey;
 /// claim, and every claim it controls, recorded or not (a claim whose
 /// create was answered too late to be recorded is the pod's too). None
 /// while the pod may run.
-pub(crate) fn claims_to_release(pod: &Pod, deleted: bool, claims: &ClaimCache) -> Vec<ObjectKey> {
+pub(crate) fn claims_to_release(pod: &Pod, deleted: bool, claims: &ClaimStore) -> Vec<ObjectKey> {
     if !deleted && !is_pod_done(pod) {
         return Vec::new();
     }
@@ -42,7 +42,7 @@ pub(crate) fn claims_to_release(pod: &Pod, deleted: bool, claims: &ClaimCache) -
 /// Whether a pod (not deleted) needs a sync: a template entry without its
 /// claim in the cache, or, once scheduled, an allocated claim not reserved
 /// for it, or a recorded claim that the pod does not own.
-pub(crate) fn pod_needs_work(pod: &Pod, claims: &ClaimCache) -> bool {
+pub(crate) fn pod_needs_work(pod: &Pod, claims: &ClaimStore) -> bool {
     if pod.metadata.deletion_timestamp.is_some() || is_pod_done(pod) {
         return false;
     }

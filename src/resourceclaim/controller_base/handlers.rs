@@ -2,7 +2,7 @@
 //! pods and claims that have work (upstream's `enqueuePod`,
 //! `enqueueResourceClaim` and `enqueueResourceClaimTemplate`). The process's informers have already put each
 //! change into its store (pods, filed by the claims they name; claims, in
-//! the claim cache), and tell an object gone during a relist as deleted.
+//! the claim store), and tell an object gone during a relist as deleted.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 
 use super::{PODS_BY_RESOURCE_CLAIM, PODS_BY_TEMPLATE};
-use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::controller::triage::{claims_to_release, pod_needs_work};
 use crate::resourceclaim::deleted::DeletedPods;
 use crate::resourceclaim::keys::WorkKey;
@@ -25,7 +25,7 @@ use crate::runtime::runner::Leading;
 #[derive(Clone)]
 pub(super) struct Handlers {
     pub(super) pods: Arc<MemStore<Pod>>,
-    pub(super) claims: Arc<ClaimCache>,
+    pub(super) claims: Arc<ClaimStore>,
     pub(super) deleted: Arc<DeletedPods>,
     pub(super) queue: WorkQueue<WorkKey>,
     pub(super) leading: Leading,

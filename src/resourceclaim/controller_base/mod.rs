@@ -1,6 +1,6 @@
 //! The wiring of the ResourceClaim controller: what it asks of the
 //! process's informers (pods filed by the ResourceClaims they name,
-//! templates, and claims kept in its claim cache), its handlers, and its
+//! templates, and claims kept in its claim store), its handlers, and its
 //! workload: one queue of pod and claim keys and its workers. Decisions
 //! live in [`crate::resourceclaim::controller`].
 
@@ -10,20 +10,23 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use super::claims::ClaimCache;
+use super::claims::ClaimStore;
 use super::constants::{COMPONENT, DELETED_PODS_REMEMBERED, NAME};
 use super::controller::triage::{named_claims, named_templates};
-use super::controller::{Controller, Known, Parts};
+use super::controller::{Counted, Known};
 use super::deleted::DeletedPods;
-use super::error::SyncError;
 use super::features::Features;
 use super::keys::WorkKey;
 use super::metrics::ClaimMetrics;
 use crate::kinds::{POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE};
+use crate::runtime::executor::{Effects, Executor, Parts};
 use crate::runtime::informer::Store;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
-use crate::runtime::workload::{Outcome, Pool, Workload};
+#[cfg(feature = "testing")]
+use crate::runtime::workload::{Ended, turn};
+use crate::runtime::workload::{Pool, Workload};
+use crate::runtime::write::WriterSet;
 use handlers::Handlers;
 
 /// The name of the pod index by the ResourceClaims a pod names (upstream's
@@ -57,12 +60,75 @@ impl Default for Config {
     }
 }
 
+/// The ResourceClaim controller as the process and its tests hold it:
+/// what it decides by and the executor of its plans.
+pub struct Controller {
+    #[cfg(feature = "testing")]
+    known: Known,
+    #[cfg(feature = "testing")]
+    executor: Executor<Counted>,
+    #[cfg(feature = "testing")]
+    recorder: crate::runtime::events::EventRecorder,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller").finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// Decides about one pod or claim and carries the plan out, as the
+    /// key's turn does (reading the pods a claim's decision asks for).
+    #[cfg(feature = "testing")]
+    pub async fn sync(&self, key: &WorkKey) -> Ended {
+        turn(&self.executor, |reads| self.known.decide(key, reads)).await
+    }
+
+    /// Waits until every event recorded so far has been written (or given
+    /// up on), so a caller can read them.
+    #[cfg(feature = "testing")]
+    pub async fn flush_events(&self) {
+        self.recorder.flush().await;
+    }
+
+    /// Puts a claim into the claim store as a create's answer does,
+    /// before (or without) its watch event: how a test stages a create
+    /// whose watch event has not arrived.
+    #[cfg(feature = "testing")]
+    pub fn cache_created(&self, claim: k8s_openapi::api::resource::v1::ResourceClaim) {
+        self.known.claims.offer(Arc::new(claim));
+    }
+}
+
+/// Counts the creates by outcome and admin access, as the plans reach
+/// them.
+struct Counter(ClaimMetrics);
+
+impl Effects<Counted> for Counter {
+    fn apply(&self, effect: &Counted) {
+        match effect {
+            Counted::Created {
+                admin_access,
+                pod,
+                entry,
+            } => {
+                self.0.create_attempted(*admin_access, false);
+                tracing::info!(%pod, %entry, "created ResourceClaim");
+            }
+            Counted::CreateFailed { admin_access } => {
+                self.0.create_attempted(*admin_access, true);
+            }
+        }
+    }
+}
+
 /// Builds the controller on the process's parts and returns its workload.
 pub(crate) fn build(
     shared: &mut Shared,
     config: &Config,
 ) -> Result<(Arc<Controller>, Workload), BuildError> {
-    let claims = Arc::new(ClaimCache::default());
+    let claims = Arc::new(ClaimStore::default());
     let informers = &mut shared.informers;
     informers.provide(
         &RESOURCE_CLAIM,
@@ -80,17 +146,23 @@ pub(crate) fn build(
         deleted: Arc::clone(&deleted),
         features: config.features,
     };
-    let controller = Arc::new(Controller::new(Parts::new(
-        known,
-        shared
-            .writes
-            .writer(NAME, informers.store(&RESOURCE_CLAIM)?),
-        shared.writes.writer(NAME, informers.store(&POD)?),
-        shared.client.clone(),
-        shared.recorder.for_component(COMPONENT),
-        claim_metrics,
-        shared.journal.clone(),
-    )));
+    let recorder = shared.recorder.for_component(COMPONENT);
+    let writers = WriterSet::default()
+        .with(
+            shared
+                .writes
+                .writer(NAME, informers.store(&RESOURCE_CLAIM)?),
+        )
+        .with(shared.writes.writer(NAME, informers.store(&POD)?));
+    let executor = Executor::new(Parts {
+        controller: NAME,
+        writers,
+        recorder: recorder.clone(),
+        effects: Arc::new(Counter(claim_metrics)),
+        reserver: None,
+        operations: None,
+        shadow: shared.shadow.clone(),
+    });
     let handlers = Handlers {
         pods,
         claims,
@@ -111,7 +183,7 @@ pub(crate) fn build(
     })?;
     let mut workload = Workload::new(NAME);
     workload.on_lead(move || on_lead.enqueue_all());
-    let syncing = Arc::clone(&controller);
+    let deciding = known.clone();
     workload.pool(Pool::new(
         handlers.queue,
         config.workers,
@@ -119,13 +191,16 @@ pub(crate) fn build(
             WorkKey::Pod(_) => "pod",
             WorkKey::ResourceClaim(_) => "resourceclaim",
         },
-        move |key: WorkKey, _| {
-            let controller = Arc::clone(&syncing);
-            async move {
-                controller.sync(&key).await?;
-                Ok::<_, SyncError>(Outcome::Synced)
-            }
-        },
+        move |key, reads| deciding.decide(key, reads),
+        executor.clone(),
     ));
+    let controller = Arc::new(Controller {
+        #[cfg(feature = "testing")]
+        known,
+        #[cfg(feature = "testing")]
+        executor,
+        #[cfg(feature = "testing")]
+        recorder,
+    });
     Ok((controller, workload))
 }

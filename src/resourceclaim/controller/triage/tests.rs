@@ -5,7 +5,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::{Value, json};
 
 use super::{claims_to_release, pod_needs_work};
-use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::claims::ClaimStore;
 use crate::runtime::keys::ObjectKey;
 
 fn pod(status: &Value, node: Option<&str>) -> Pod {
@@ -25,8 +25,8 @@ fn recorded(phase: &str) -> Value {
     json!({ "phase": phase, "resourceClaimStatuses": [ { "name": "gpu", "resourceClaimName": "c" } ] })
 }
 
-fn cache_with(owner_uid: &str, status: &Value) -> ClaimCache {
-    let cache = ClaimCache::default();
+fn cache_with(owner_uid: &str, status: &Value) -> ClaimStore {
+    let cache = ClaimStore::default();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "metadata": {
             "name": "c", "namespace": "ns", "resourceVersion": "1",
@@ -42,7 +42,7 @@ fn cache_with(owner_uid: &str, status: &Value) -> ClaimCache {
 
 #[test]
 fn a_template_entry_without_its_claim_needs_work() {
-    let empty = ClaimCache::default();
+    let empty = ClaimStore::default();
     assert!(pod_needs_work(
         &pod(&json!({ "phase": "Pending" }), None),
         &empty
@@ -57,7 +57,7 @@ fn a_template_entry_without_its_claim_needs_work() {
 
 #[test]
 fn done_pods_and_entries_without_claims_need_no_work() {
-    let empty = ClaimCache::default();
+    let empty = ClaimStore::default();
     assert!(!pod_needs_work(
         &pod(&json!({ "phase": "Succeeded" }), None),
         &empty
@@ -95,7 +95,7 @@ fn a_scheduled_pod_needs_its_allocated_claim_reserved() {
 
 #[test]
 fn a_done_or_deleted_pod_releases_its_claims() {
-    let empty = ClaimCache::default();
+    let empty = ClaimStore::default();
     let key = vec![ObjectKey::new("ns", "c")];
     assert_eq!(
         claims_to_release(&pod(&recorded("Succeeded"), None), false, &empty),

@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use serde_json::{Value, json};
 
 use super::Handlers;
-use crate::resourceclaim::claims::ClaimCache;
+use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::controller::triage::{named_claims, named_templates};
 use crate::resourceclaim::controller_base::{PODS_BY_RESOURCE_CLAIM, PODS_BY_TEMPLATE};
 use crate::resourceclaim::deleted::DeletedPods;
@@ -34,7 +34,7 @@ fn fixture() -> Fixture {
     let pods = Arc::new(MemStore::<Pod>::default());
     pods.add_index(PODS_BY_RESOURCE_CLAIM, named_claims);
     pods.add_index(PODS_BY_TEMPLATE, named_templates);
-    let claims = Arc::new(ClaimCache::default());
+    let claims = Arc::new(ClaimStore::default());
     let metrics = Metrics::new().unwrap();
     ClaimMetrics::new(&metrics, Arc::clone(&claims)).unwrap();
     let leading = Leading::default();

@@ -1,10 +1,10 @@
-//! The dry run (`--shadow`) on memapi: a normal process runs the cluster while a second
+//! Shadow mode (`--shadow`) on memapi: a normal process runs the cluster while a second
 //! process runs `--shadow` beside it, through a mixed workload (static
 //! binding among equivalent volumes, pre-bound pairs, a hand-off to an
 //! external provisioner, the default class given after the fact, recycle
 //! and delete of released hostPath volumes, a pod's ephemeral volume, a
-//! pod's ResourceClaim from a template): every decision of the dry run
-//! agrees with what the reference did, and the dry run sent no write at all
+//! pod's ResourceClaim from a template): every decision of shadow mode
+//! agrees with what the reference did, and shadow mode sent no write at all
 //! (counted by a service in front of memapi). A divergent actor that binds
 //! a claim to a larger volume than the best fit is reported with both
 //! choices.
@@ -21,7 +21,7 @@ use kube::client::ClientBuilder;
 use memapi::{MemApi, MemApiService};
 use pv_controller::pv::{self, Settings, VolumePlugins};
 use pv_controller::testing::stand_in_kubelet;
-use pv_controller::{App, AppConfig, ClientOptions, Clients, DryRunConfig, DryRunJournal};
+use pv_controller::{App, AppConfig, ClientOptions, Clients, ShadowConfig, ShadowReport};
 use serde_json::Value;
 use testkit::{claim, default_class, pod, storage_class, volume, with_ephemeral_volume};
 
@@ -51,7 +51,7 @@ impl tower::Service<http::Request<kube::client::Body>> for CountingWrites {
     }
 }
 
-/// The dry run's clients, whose every non-read request is counted.
+/// Shadow mode's clients, whose every non-read request is counted.
 fn counted_clients(api: &MemApi, writes: &Arc<AtomicU64>) -> Clients {
     let service = || CountingWrites {
         inner: api.service(),
@@ -74,7 +74,7 @@ fn plain_clients(api: &MemApi) -> Clients {
     )
 }
 
-fn config(dry_run: bool) -> AppConfig {
+fn config(shadow: bool) -> AppConfig {
     let options = <pv_controller::Options as clap::Parser>::parse_from(["pv-controller"]);
     let plugins = pv_controller::plugin_config(&options).unwrap();
     AppConfig {
@@ -86,7 +86,7 @@ fn config(dry_run: bool) -> AppConfig {
             },
             ..pv::Config::default()
         },
-        dry_run: dry_run.then(|| DryRunConfig {
+        shadow: shadow.then(|| ShadowConfig {
             window: Duration::from_secs(60),
         }),
         ..AppConfig::default()
@@ -101,9 +101,9 @@ struct Running {
     metrics: Arc<pv_controller::Metrics>,
 }
 
-async fn start(clients: Clients, config: AppConfig) -> (Running, Option<DryRunJournal>) {
+async fn start(clients: Clients, config: AppConfig) -> (Running, Option<ShadowReport>) {
     let app = App::start(clients, config).await.expect("starts");
-    let journal = app.dry_run_journal();
+    let journal = app.shadow_report();
     let idle = app.idle_probe();
     let metrics = app.metrics();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -236,9 +236,9 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
     seed(&api, &scratch);
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let writes = Arc::new(AtomicU64::new(0));
-    let (dry_run, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("a dry run journal");
-    // The dry run decides first; the reference does the work a moment
+    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
+    let journal = journal.expect("shadow mode journal");
+    // Shadow mode decides first; the reference does the work a moment
     // later, well within the window.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (reference, none) = start(plain_clients(&api), config(false)).await;
@@ -284,10 +284,10 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
     assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "static-0"));
     settle(&api, &reference.idle).await;
     tokio::time::sleep(Duration::from_secs(120)).await;
-    settle(&api, &dry_run.idle).await;
+    settle(&api, &shadow.idle).await;
     let report = journal.report();
-    let tried = dry_run.tried_writes();
-    dry_run.stop().await;
+    let tried = shadow.tried_writes();
+    shadow.stop().await;
     reference.stop().await;
     kubelet.abort();
     std::fs::remove_dir_all(&scratch).ok();
@@ -295,15 +295,15 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
     assert_eq!(
         writes.load(Ordering::SeqCst),
         0,
-        "the dry run sent no write"
+        "shadow mode sent no write"
     );
     assert!(tried.is_empty(), "nor tried one: {tried:?}");
     let (agree, differ) = journal.totals();
-    println!("dry run beside the reference: {agree} decisions agree, {differ} differ");
+    println!("shadow mode beside the reference: {agree} decisions agree, {differ} differ");
     assert_eq!(differ, 0, "every decision agrees: {report:#}");
     assert!(agree >= 15, "decisions judged: {agree}: {report:#}");
     let judged = kinds(&report);
-    // The recycle is judged by its pod: the dry run follows the reference's
+    // The recycle is judged by its pod: shadow mode follows the reference's
     // recycle, and finds the volume Available already (no unbind of its own).
     for kind in [
         "bind",
@@ -349,10 +349,10 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
     )
     .unwrap();
     let writes = Arc::new(AtomicU64::new(0));
-    let (dry_run, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("a dry run journal");
-    settle(&api, &dry_run.idle).await;
-    // A second claim, bound by the divergent actor while the dry run watches.
+    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
+    let journal = journal.expect("shadow mode journal");
+    settle(&api, &shadow.idle).await;
+    // A second claim, bound by the divergent actor while shadow mode watches.
     api.create(&volume("small-2", "1Gi").build()).unwrap();
     api.create(&volume("big-2", "5Gi").build()).unwrap();
     api.create(&claim("d", "uid-d", "1Gi").class("").build())
@@ -373,10 +373,10 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
             .build(),
     )
     .unwrap();
-    settle(&api, &dry_run.idle).await;
+    settle(&api, &shadow.idle).await;
     tokio::time::sleep(Duration::from_secs(120)).await;
     let report = journal.report();
-    dry_run.stop().await;
+    shadow.stop().await;
     assert_eq!(writes.load(Ordering::SeqCst), 0);
     let differences = report["differences"]
         .as_array()
@@ -402,16 +402,16 @@ async fn a_volume_held_for_an_intended_bind_stays_held_across_resyncs() {
     api.create(&claim("a", "uid-a", "1Gi").class("").build())
         .unwrap();
     let writes = Arc::new(AtomicU64::new(0));
-    let (dry_run, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("a dry run journal");
-    settle(&api, &dry_run.idle).await;
+    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
+    let journal = journal.expect("shadow mode journal");
+    settle(&api, &shadow.idle).await;
     // A second claim for the same volume, synced again and again while
     // nobody carries out the first claim's bind.
     api.create(&claim("b", "uid-b", "1Gi").class("").build())
         .unwrap();
     tokio::time::sleep(Duration::from_secs(120)).await;
     let report = journal.report();
-    dry_run.stop().await;
+    shadow.stop().await;
     assert_eq!(writes.load(Ordering::SeqCst), 0);
     let binds: Vec<_> = report["differences"]
         .as_array()

@@ -3,13 +3,13 @@
 //! numbers, objects read back as
 //! they were offered, only what a watch has shown counts as listed, the
 //! volume index follows every change, a poisoned lock does not stop it, and
-//! a binding found settled stays so only while neither object changes.
+//! a binding found completed stays so only while neither object changes.
 
 use testkit::{claim, volume};
 
 use super::*;
 
-fn rv_of_volume(cache: &ShadowCache, name: &str) -> Option<String> {
+fn rv_of_volume(cache: &PvStore, name: &str) -> Option<String> {
     cache
         .volume(&VolumeName::new(name))
         .and_then(|v| v.metadata.resource_version.clone())
@@ -17,7 +17,7 @@ fn rv_of_volume(cache: &ShadowCache, name: &str) -> Option<String> {
 
 #[test]
 fn volume_versions_newer_replace_older_and_equal_ones_are_not_stored_again() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     // (offered resourceVersion, stored?, version held afterwards)
     let steps = [
         ("1", true, "1"),
@@ -49,7 +49,7 @@ fn an_equal_version_is_the_object_stored_already() {
     // The API server never gives two contents one resourceVersion: an
     // offer of the stored version (a watch event of the controller's own
     // write, a relist) stores nothing again, listed or not.
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let first = volume("v", "1Gi").rv("5").build();
     let again = volume("v", "1Gi")
         .rv("5")
@@ -67,7 +67,7 @@ fn an_equal_version_is_the_object_stored_already() {
 
 #[test]
 fn claim_versions_compare_numerically() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let key = ObjectKey::new("myns", "c");
     assert_eq!(
         cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("10").arc()),
@@ -98,7 +98,7 @@ fn claim_versions_compare_numerically() {
 
 #[test]
 fn unparsable_versions_are_errors_naming_the_object() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     // A first version is stored without being parsed, as upstream does.
     assert_eq!(
         cache.offer_volume(volume("v", "1Gi").rv("xxx").arc()),
@@ -136,7 +136,7 @@ fn unparsable_versions_are_errors_naming_the_object() {
 
 #[test]
 fn objects_read_back_as_offered() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let v = volume("v", "1Gi")
         .phase("Available")
         .labels(&[("tier", "gold")])
@@ -168,7 +168,7 @@ fn objects_read_back_as_offered() {
 
 #[test]
 fn only_what_a_watch_showed_is_listed() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let key = ObjectKey::new("myns", "c");
     let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
 
@@ -214,7 +214,7 @@ fn only_what_a_watch_showed_is_listed() {
 
 #[test]
 fn index_follows_cache_updates() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let other = claim("other", "", "1Gi").build();
     assert_eq!(
         cache.offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc()),
@@ -260,7 +260,7 @@ fn index_follows_cache_updates() {
 
 #[test]
 fn removal_names_and_order() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     for name in ["b", "a", "c"] {
         assert_eq!(
             cache.offer_volume(volume(name, "1Gi").rv("1").arc()),
@@ -301,7 +301,7 @@ fn removal_names_and_order() {
 
 #[test]
 fn concurrent_offers_keep_the_newest() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     std::thread::scope(|s| {
         for t in 0..8u32 {
             let cache = &cache;
@@ -318,7 +318,7 @@ fn concurrent_offers_keep_the_newest() {
 
 #[test]
 fn survives_a_poisoned_lock() {
-    let cache = Arc::new(ShadowCache::default());
+    let cache = Arc::new(PvStore::default());
     assert_eq!(
         cache.offer_volume(volume("v", "1Gi").rv("1").arc()),
         Ok(true)
@@ -340,7 +340,7 @@ fn survives_a_poisoned_lock() {
 
 #[test]
 fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
-    let cache = Arc::new(ShadowCache::default());
+    let cache = Arc::new(PvStore::default());
     let freed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     cache.on_volume_freed({
         let freed = Arc::clone(&freed);
@@ -402,7 +402,7 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
 
 #[test]
 fn a_hold_keeps_the_volume_held_but_not_its_copy() {
-    let cache = Arc::new(ShadowCache::default());
+    let cache = Arc::new(PvStore::default());
     cache
         .offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc())
         .expect("offer");
@@ -440,10 +440,10 @@ fn a_hold_keeps_the_volume_held_but_not_its_copy() {
 
 #[test]
 fn reads_see_every_store_whether_kept_unpacked_or_not() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let key = ObjectKey::new("myns", "c");
     let c = |rv: &str| claim("c", "", "1Gi").namespace("myns").rv(rv).build();
-    let claim_rv = |cache: &ShadowCache| {
+    let claim_rv = |cache: &PvStore| {
         cache
             .claim(&key)
             .and_then(|c| c.metadata.resource_version.clone())
@@ -489,8 +489,8 @@ fn reads_see_every_store_whether_kept_unpacked_or_not() {
 }
 
 /// Names of what the resync would sync: claims as "ns/name", then volumes.
-fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
-    let (claims, volumes) = cache.unsettled(|_| true, |_| true);
+fn to_resync(cache: &PvStore) -> (Vec<String>, Vec<String>) {
+    let (claims, volumes) = cache.to_resync(|_| true, |_| true);
     (
         claims.iter().map(ToString::to_string).collect(),
         volumes
@@ -502,7 +502,7 @@ fn unsettled(cache: &ShadowCache) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn the_resync_walk_passes_by_what_its_caller_does_not_want() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     for name in ["a", "b"] {
         cache
             .offer_listed_claim(claim(name, name, "1Gi").build())
@@ -511,14 +511,14 @@ fn the_resync_walk_passes_by_what_its_caller_does_not_want() {
             .offer_listed_volume(volume(name, "1Gi").build())
             .expect("offer");
     }
-    let (claims, volumes) = cache.unsettled(|key| key.name != "a", |name| name.as_str() != "b");
+    let (claims, volumes) = cache.to_resync(|key| key.name != "a", |name| name.as_str() != "b");
     assert_eq!(claims, [ObjectKey::new("default", "b")]);
     assert_eq!(volumes, [VolumeName::new("a")]);
 }
 
 #[test]
-fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
-    let cache = ShadowCache::default();
+fn a_complete_binding_is_passed_by_only_while_neither_object_changes() {
+    let cache = PvStore::default();
     let bound_volume = |rv: &str| {
         volume("v", "1Gi")
             .bound_to("uid", "c")
@@ -546,43 +546,43 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
             vec!["free".to_owned(), "v".to_owned()],
         )
     };
-    assert_eq!(unsettled(&cache), all());
-    // What the syncs of both record when they find the pair settled, each
+    assert_eq!(to_resync(&cache), all());
+    // What the syncs of both record when they find the pair completed, each
     // having read the claim and the volume at these versions.
-    let settle_both = |claim_rv: &str, volume_rv: &str| {
+    let complete_both = |claim_rv: &str, volume_rv: &str| {
         let (c, v) = (
             bound_claim(claim_rv).build(),
             bound_volume(volume_rv).build(),
         );
-        cache.settle_claim(&c, &v);
-        cache.settle_volume(&v, &c);
+        cache.complete_claim(&c, &v);
+        cache.complete_volume(&v, &c);
     };
 
-    settle_both("2", "1");
-    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+    complete_both("2", "1");
+    assert_eq!(to_resync(&cache), (vec![], vec!["free".to_owned()]));
 
     // A newer claim: both are synced again, the volume because what it
-    // was settled with is not what is stored any more.
+    // was completed with is not what is stored any more.
     cache
         .offer_listed_claim(bound_claim("4").build())
         .expect("offer");
-    assert_eq!(unsettled(&cache), all());
+    assert_eq!(to_resync(&cache), all());
     // A record made from an older read than what is stored is ignored.
-    settle_both("2", "1");
-    assert_eq!(unsettled(&cache), all());
-    settle_both("4", "1");
-    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+    complete_both("2", "1");
+    assert_eq!(to_resync(&cache), all());
+    complete_both("4", "1");
+    assert_eq!(to_resync(&cache), (vec![], vec!["free".to_owned()]));
 
     // A newer volume, and then a deleted claim, likewise.
     cache
         .offer_listed_volume(bound_volume("5").build())
         .expect("offer");
-    assert_eq!(unsettled(&cache), all());
-    settle_both("4", "5");
-    assert_eq!(unsettled(&cache), (vec![], vec!["free".to_owned()]));
+    assert_eq!(to_resync(&cache), all());
+    complete_both("4", "5");
+    assert_eq!(to_resync(&cache), (vec![], vec!["free".to_owned()]));
     cache.remove_claim(&ObjectKey::new("default", "c"));
     assert_eq!(
-        unsettled(&cache),
+        to_resync(&cache),
         (vec![], vec!["free".to_owned(), "v".to_owned()])
     );
 
@@ -592,19 +592,19 @@ fn a_settled_binding_is_passed_by_only_while_neither_object_changes() {
     cache
         .offer_listed_claim(bound_claim("4").build())
         .expect("offer");
-    cache.settle_claim(&bound_claim("4").build(), &bound_volume("5").build());
-    assert_eq!(unsettled(&cache).0, Vec::<String>::new());
+    cache.complete_claim(&bound_claim("4").build(), &bound_volume("5").build());
+    assert_eq!(to_resync(&cache).0, Vec::<String>::new());
     cache
         .offer_listed_claim(bound_claim("4").build())
         .expect("offer");
-    assert_eq!(unsettled(&cache).0, Vec::<String>::new());
+    assert_eq!(to_resync(&cache).0, Vec::<String>::new());
 }
 
 /// The census the state gauges read follows every store, replacement and
 /// removal, without unpacking anything at read time.
 #[test]
 fn the_census_counts_what_is_stored_under_its_tally() {
-    let cache = ShadowCache::default();
+    let cache = PvStore::default();
     let sorted = |mut counts: Vec<(VolumeTally, u64)>| {
         counts.sort_unstable_by(|a, b| (&a.0.class, a.0.bound).cmp(&(&b.0.class, b.0.bound)));
         counts

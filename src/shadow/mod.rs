@@ -1,10 +1,10 @@
-//! The dry run (the process's `--shadow` mode): the controllers decide as
+//! Shadow mode (the process's `--shadow` mode): the controllers decide as
 //! usual beside the controller that really runs the cluster
 //! (kube-controller-manager), but nothing is sent. Their executors journal
-//! their plans ([`crate::runtime::journal`]) into a [`DryRun`], which turns
+//! their plans ([`crate::runtime::journal`]) into a [`Comparison`], which turns
 //! each intended write and each operation it would start into the
 //! decisions they carry ([`decisions`]) and keeps them until the watch
-//! shows the cluster come to the same ([`DryRun::observed`]: agree) or to
+//! shows the cluster come to the same ([`Comparison::observed`]: agree) or to
 //! something else, or until a window passes with nothing (differ, with
 //! both sides named). A claim bound by the other controller before this
 //! one decided is judged by what this one would have chosen
@@ -31,8 +31,8 @@ use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
 use crate::pv::controller::Foreseen;
-use crate::runtime::hold::Hold;
-use crate::runtime::journal::{Intended, Journal, Verb};
+use crate::runtime::plan::{Reservation, Verb};
+use crate::runtime::shadow::{Intended, Shadow};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::operations::OperationName;
@@ -41,13 +41,13 @@ use decisions::{Decision, Expected, Subject, of_start, of_write};
 use k8s_names::ANN_POD_CLAIM_NAME;
 pub(crate) use observe::observe;
 use report::Difference;
-pub use report::DryRunJournal;
+pub use report::ShadowReport;
 pub(crate) use report::route;
 use views::{Field, View};
 
-/// The dry run's settings (`--shadow`, `--shadow-window`).
+/// Shadow mode's settings (`--shadow`, `--shadow-window`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DryRunConfig {
+pub struct ShadowConfig {
     /// How long the cluster has to come to a decision of this process
     /// before it counts as a difference (default: two resync periods).
     pub window: Duration,
@@ -150,8 +150,8 @@ enum Verdict {
     Open(String),
 }
 
-/// The dry run's journal and judge.
-pub(crate) struct DryRun {
+/// Shadow mode's journal and judge.
+pub(crate) struct Comparison {
     window: Duration,
     state: Mutex<State>,
     judge: OnceLock<BindJudge>,
@@ -159,9 +159,9 @@ pub(crate) struct DryRun {
     pending_gauge: IntGauge,
 }
 
-impl std::fmt::Debug for DryRun {
+impl std::fmt::Debug for Comparison {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DryRun")
+        f.debug_struct("Comparison")
             .field("window", &self.window)
             .finish_non_exhaustive()
     }
@@ -209,10 +209,10 @@ fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
     }
 }
 
-impl DryRun {
+impl Comparison {
     /// A journal judging within `config.window`, its series registered in
     /// `metrics`.
-    pub(crate) fn new(config: &DryRunConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
+    pub(crate) fn new(config: &ShadowConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "pv_controller_shadow_decisions_total",
@@ -686,7 +686,7 @@ impl DryRun {
     }
 }
 
-impl Journal for DryRun {
+impl Shadow for Comparison {
     fn write(&self, intended: &Intended<'_>) {
         fn view<'a>(object: Option<&'a (dyn Any + Send + Sync)>) -> Option<View<'a>> {
             object.and_then(View::of_any)
@@ -745,8 +745,8 @@ impl Journal for DryRun {
         }
     }
 
-    fn hold(&self, hold: Hold) {
-        self.keep(&hold.holder, &hold.held, hold.guard);
+    fn reserve(&self, reservation: Reservation, kept: Box<dyn Any + Send>) {
+        self.keep(&reservation.holder_uid, &reservation.held, kept);
     }
 }
 

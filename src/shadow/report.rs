@@ -1,4 +1,4 @@
-//! What the dry run reports: `/shadow`'s answer (counts by controller and
+//! What shadow mode reports: `/shadow`'s answer (counts by controller and
 //! kind, the newest differences), the route on the admin server that
 //! serves it, and the handle an embedder reads it by.
 
@@ -12,7 +12,7 @@ use axum::routing::get;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::DryRun;
+use super::Comparison;
 
 /// One reported difference.
 #[derive(Clone, Debug, Serialize)]
@@ -43,7 +43,7 @@ pub(super) struct CountRow {
     pub(super) differ: u64,
 }
 
-impl DryRun {
+impl Comparison {
     /// Counts and the newest differences, newest first.
     pub(crate) fn report(&self) -> Report {
         let state = self.lock();
@@ -73,12 +73,12 @@ impl DryRun {
     }
 }
 
-/// A handle on the dry run's judgements: what `/shadow` serves, for an
+/// A handle on shadow mode's judgements: what `/shadow` serves, for an
 /// embedder or a test. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct DryRunJournal(pub(crate) Arc<DryRun>);
+pub struct ShadowReport(pub(crate) Arc<Comparison>);
 
-impl DryRunJournal {
+impl ShadowReport {
     /// `/shadow`'s answer: the window, the decisions not yet judged, the
     /// agree and differ counts by controller and kind, and the newest
     /// differences.
@@ -92,17 +92,17 @@ impl DryRunJournal {
     }
 }
 
-/// `GET /shadow`, answered from `dry_run`: a route for the admin server,
+/// `GET /shadow`, answered from `shadow`: a route for the admin server,
 /// behind its authentication and authorization as every route of it.
-pub(crate) fn route(dry_run: Arc<DryRun>) -> Router {
+pub(crate) fn route(shadow: Arc<Comparison>) -> Router {
     Router::new()
         .route("/shadow", get(serve_report))
-        .with_state(dry_run)
+        .with_state(shadow)
 }
 
 /// The report as JSON.
-async fn serve_report(State(dry_run): State<Arc<DryRun>>) -> Response {
-    match serde_json::to_string(&dry_run.report()) {
+async fn serve_report(State(shadow): State<Arc<Comparison>>) -> Response {
+    match serde_json::to_string(&shadow.report()) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => {
             tracing::error!(%error, "cannot render the shadow report");
@@ -120,16 +120,16 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::dry_run::DryRunConfig;
+    use crate::shadow::ShadowConfig;
     use crate::runtime::metrics::Metrics;
 
     #[tokio::test(start_paused = true)]
     async fn the_report_is_served_as_json() {
         let metrics = Metrics::new().unwrap();
-        let config = DryRunConfig {
+        let config = ShadowConfig {
             window: Duration::from_secs(30),
         };
-        let dry_run = Arc::new(DryRun::new(&config, &metrics).unwrap());
+        let shadow = Arc::new(Comparison::new(&config, &metrics).unwrap());
         let claim = |volume: Option<&str>| {
             testkit::claim("c", "c-uid", "1Gi")
                 .namespace("ns")
@@ -137,7 +137,7 @@ mod tests {
                 .build()
         };
         super::super::tests::intend(
-            &dry_run,
+            &shadow,
             "persistentvolume-binder-controller",
             "persistentvolumeclaims",
             crate::runtime::journal::Verb::Update,
@@ -145,8 +145,8 @@ mod tests {
             Some(&claim(Some("v1"))),
         );
         tokio::time::advance(Duration::from_secs(31)).await;
-        dry_run.sweep();
-        let answer = route(dry_run)
+        shadow.sweep();
+        let answer = route(shadow)
             .oneshot(Request::get("/shadow").body(Body::empty()).unwrap())
             .await
             .unwrap();

@@ -16,8 +16,8 @@ use k8s_names::{
 
 use super::views::{Field, View};
 use crate::pv::controller::FirstSign;
-use crate::pv::operations::{DELETE, PROVISION, RECYCLE};
-use crate::runtime::journal::Verb;
+use crate::pv::keys::{DELETE, PROVISION, RECYCLE};
+use crate::runtime::plan::Verb;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationName;
 
@@ -495,7 +495,7 @@ fn resource_claim_update(before: &View<'_>, after: &View<'_>) -> Vec<Decision> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dry_run::views::typed;
+    use crate::shadow::views::typed;
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     use k8s_openapi::api::resource::v1::ResourceClaim;
     use serde_json::json;

@@ -1,17 +1,14 @@
-//! The binder as the judge of binds and of its operations: the dry run
+//! The binder as the judge of binds and of its operations: shadow mode
 //! asks it whether another volume is as good as the one it chose for a
 //! claim, what it would have chosen for a claim the other controller bound
 //! first, and what a recycle or delete it would start shows first.
 
-use std::sync::Arc;
-
 use super::{BindJudge, Choice};
-use crate::pv::controller::Controller;
+use crate::pv::controller::Binder;
 
 /// Binds judged by `binder`'s rules, on the claims and volumes it knows.
-pub(crate) fn judge_binds_by(binder: Arc<Controller>) -> BindJudge {
-    let for_equivalent = Arc::clone(&binder);
-    let for_operations = Arc::clone(&binder);
+pub(crate) fn judge_binds_by(binder: &Binder) -> BindJudge {
+    let (for_equivalent, for_operations, binder) = (binder.clone(), binder.clone(), binder.clone());
     BindJudge {
         equivalent: Box::new(move |key, ours, other| for_equivalent.equally_good(key, ours, other)),
         would_bind: Box::new(move |key, taken| {

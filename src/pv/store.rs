@@ -1,45 +1,44 @@
-//! The controller's shadow cache: the newest version of every PersistentVolume
-//! and PersistentVolumeClaim that the controller has seen or written.
+//! The binder's store: the newest version of every PersistentVolume and
+//! PersistentVolumeClaim the process has seen or written, the process's one
+//! store of both kinds.
 //!
 //! Binding makes several API writes whose watch events come back late and out
-//! of order. Syncing from the informer store alone would then offer a volume
-//! that was just bound to a second claim, or write a stale status over a spec
-//! just written. So every watch event *and* every answer to a successful write
-//! is offered here, and the sync logic reads from here (upstream's
+//! of order. Deciding from the watch stream alone would then offer a volume
+//! that was just bound to a second claim, or plan a status write on a copy
+//! older than the spec just written. So every watch event *and* every answer
+//! to a write is offered here, and the decisions read from here (upstream's
 //! `ctrl.volumes` / `ctrl.claims` with `storeObjectUpdate`).
 //!
-//! An offer is kept when its resourceVersion is newer than the stored one,
-//! comparing both as integers; older ones are dropped. An offer of the
-//! stored version is the stored object itself (the API server never gives
-//! two contents one resourceVersion): the watch event of the controller's
-//! own write, whose answer is stored already, or an object listed again.
-//! Nothing is stored again for it, so the object stays unpacked where it
-//! was kept and a sync's record that it is settled holds; the caller syncs
-//! it all the same. A resourceVersion that is not an integer is an error.
+//! An offer is kept when it is newer than the stored version, by the one
+//! rule of [`crate::runtime::version`]; older ones are dropped. An offer of
+//! the stored version is the stored object itself (the API server never
+//! gives two contents one resourceVersion): the watch event of the
+//! controller's own write, whose answer is stored already, or an object
+//! listed again. Nothing is stored again for it, so the object stays
+//! unpacked where it was kept and a record that its binding is complete
+//! holds; the caller syncs it all the same.
 //!
-//! The cache is the controller's only copy of volumes and claims (there is
-//! no separate informer store of them), and it holds each one packed
-//! ([`crate::pv::packed`]): a read returns a fresh `Arc`, or the one kept
-//! for the last few objects read or written ([`Recent`]), which the cache
-//! keeps as new as the packed ones.
-//! It also knows which objects a watch has shown ([`ShadowCache::listed_volume`]):
-//! an object known only from the answer of the controller's own write (a
+//! The store is the process's only copy of volumes and claims, and it
+//! holds each one packed ([`crate::pv::packed`]): a read returns a fresh
+//! `Arc`, or the one kept for the last few objects read or written
+//! ([`Recent`]), which the store keeps as new as the packed ones. It also
+//! knows which objects a watch has shown ([`PvStore::listed_volume`]): an
+//! object known only from the answer of the controller's own write (a
 //! volume it has just created, a write that crossed the object's deletion)
 //! is not synced on its own.
 //!
 //! Volumes live in the [`VolumeIndex`] under one lock, so a stored volume and
 //! its place in the index never disagree: once a bound volume is offered, no
-//! other claim can be matched to it. A claim's search and the reservation of
-//! what it found happen under that lock too ([`ShadowCache::reserve_best_match`]),
-//! so two claims synced at once never get the same volume.
+//! other claim can be matched to it. A volume reserved for a claim
+//! ([`PvStore::reserve`], taken by the executor for the plan that binds
+//! it) is passed by by every search for another claim until the plan ends.
 //!
 //! Whenever a volume becomes free for every claim (a new volume, one made
 //! Available or unbound again, one whose reservation was dropped), the hook
-//! installed with [`ShadowCache::on_volume_freed`] is called, after the lock
+//! installed with [`PvStore::on_volume_freed`] is called, after the lock
 //! is released: claims that found nothing may fit now.
 
 use std::borrow::Borrow;
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{
@@ -52,36 +51,15 @@ use crate::pv::census::{Census, ClaimTally, VolumeTally};
 use crate::pv::index::{Candidate, MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::ObjectName;
-use crate::pv::packed::{Partner, Recent, Settled, Stored, Version};
+use crate::pv::packed::{Partner, Recent, Completed, Stored, Version};
 use crate::runtime::informer::{Store, StoreError};
+use crate::runtime::version::{self, Age, age_of_numbers};
 use crate::runtime::keys::ObjectKey;
-
-/// An offered or stored object whose resourceVersion is not an integer, so
-/// the two versions cannot be ordered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CacheError {
-    /// The resourceVersion of `object` (offered or stored) does not parse.
-    #[error("{object}: resourceVersion {version:?} is not an integer")]
-    ResourceVersion {
-        /// The object whose version was being compared.
-        object: ObjectName,
-        /// The offending resourceVersion ("" when absent).
-        version: String,
-    },
-    /// The object cannot be packed (see [`crate::pv::packed`]).
-    #[error("{object}: cannot be cached: {reason}")]
-    Pack {
-        /// The offered object.
-        object: ObjectName,
-        /// Why.
-        reason: String,
-    },
-}
 
 /// The shadow cache of volumes (with their index) and claims; see the module
 /// documentation. Cheap to share: wrap it in an `Arc`.
 #[derive(Debug, Default)]
-pub struct ShadowCache {
+pub struct PvStore {
     volumes: RwLock<VolumeIndex>,
     /// Every claim by key, hashed as the index's volumes are.
     claims: RwLock<HashMap<ObjectKey, Stored<PersistentVolumeClaim>>>,
@@ -117,43 +95,21 @@ impl fmt::Debug for FreedHook {
     }
 }
 
-/// A volume held for one claim while its binding is under way: searches for
-/// other claims pass it by until this is dropped, whatever the binding's
-/// outcome.
+/// A volume reserved for one claim while that claim's binding is under
+/// way: searches for other claims pass it by until this is dropped,
+/// whatever the binding's outcome.
 #[derive(Debug)]
-pub struct Reservation {
-    volume: Arc<PersistentVolume>,
-    hold: VolumeHold,
-}
-
-impl Reservation {
-    /// The reserved volume, as it was when found.
-    pub fn volume(&self) -> &Arc<PersistentVolume> {
-        &self.volume
-    }
-
-    /// Keeps the volume held without keeping the volume: a hold that
-    /// outlives the binding (one a journal keeps until the cluster shows what
-    /// became of the claim) costs a name, not a whole object.
-    pub fn into_hold(self) -> VolumeHold {
-        self.hold
-    }
-}
-
-/// A volume held for one claim, by name: searches for other claims pass
-/// it by until this is dropped.
-#[derive(Debug)]
-pub struct VolumeHold {
-    cache: Arc<ShadowCache>,
+pub struct ReservedVolume {
+    store: Arc<PvStore>,
     name: String,
     claim: ObjectKey,
 }
 
-impl Drop for VolumeHold {
+impl Drop for ReservedVolume {
     fn drop(&mut self) {
-        let freed = write(&self.cache.volumes).release(&self.name, &self.claim);
+        let freed = write(&self.store.volumes).release(&self.name, &self.claim);
         if freed {
-            self.cache.freed.call();
+            self.store.freed.call();
         }
     }
 }
@@ -175,35 +131,25 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// How an offered version compares with the stored one (both must be
-/// integers): `Greater` replaces it, `Equal` is the stored object itself,
-/// `Less` is dropped.
-fn compare_versions(
-    object: impl Fn() -> ObjectName,
-    stored: Option<&Version>,
-    offered: Option<&str>,
-) -> Result<Ordering, CacheError> {
-    let invalid = |version: String| CacheError::ResourceVersion {
-        object: object(),
-        version,
+/// How an offered version stands against the stored one, by the one rule
+/// of [`crate::runtime::version`].
+fn age_against(stored: Option<&Version>, offered: Option<&str>) -> Age {
+    let held = match stored {
+        Some(Version::Number(number)) => Some(*number),
+        Some(Version::Text(_)) | None => None,
     };
-    let parse = |version: &str| {
-        version
-            .parse::<i64>()
-            .map_err(|_| invalid(version.to_owned()))
-    };
-    let stored = match stored {
-        Some(Version::Number(number)) => {
-            i64::try_from(*number).map_err(|_| invalid(number.to_string()))?
-        }
-        Some(Version::Text(text)) => parse(text)?,
-        None => parse("")?,
-    };
-    let offered = parse(offered.unwrap_or(""))?;
-    Ok(offered.cmp(&stored))
+    age_of_numbers(held, version::number(offered))
 }
 
-impl ShadowCache {
+/// The error of an object that cannot be packed.
+fn unpackable(object: ObjectName, reason: impl std::fmt::Display) -> StoreError {
+    StoreError {
+        object: object.to_string(),
+        reason: format!("cannot be stored: {reason}"),
+    }
+}
+
+impl PvStore {
     /// A cache that keeps the last `recent` volumes and the last `recent`
     /// claims read or written unpacked ([`Recent`]): at least as many as
     /// the controller's workers have in flight, or their reads unpack again
@@ -232,18 +178,18 @@ impl ShadowCache {
     pub fn offer_volume(
         &self,
         volume: impl Into<Arc<PersistentVolume>>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         let volume = volume.into();
         self.offer_volume_from(&volume, false, Some(&volume))
     }
 
-    /// Offers a volume a watch has shown, as [`ShadowCache::offer_volume`];
+    /// Offers a volume a watch has shown, as [`PvStore::offer_volume`];
     /// the volume counts as listed from now on, even when a newer version
     /// is kept.
     pub fn offer_listed_volume(
         &self,
         volume: impl Borrow<PersistentVolume>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         self.offer_volume_from(volume.borrow(), true, None)
     }
 
@@ -254,15 +200,13 @@ impl ShadowCache {
         volume: &PersistentVolume,
         listed: bool,
         shared: Option<&Arc<PersistentVolume>>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         let freed = {
             let mut index = write(&self.volumes);
             let name = volume.metadata.name.as_deref().unwrap_or("");
             if let Some(stored) = index.version(name) {
-                let object = || ObjectName::of_volume(volume);
                 let offered = volume.metadata.resource_version.as_deref();
-                let order = compare_versions(object, stored, offered)?;
-                if order != Ordering::Greater {
+                if age_against(stored, offered) != Age::Newer {
                     if listed {
                         index.set_listed(name);
                     }
@@ -270,10 +214,9 @@ impl ShadowCache {
                 }
             }
             let counted = index.tally(name);
-            let freed = index.insert(volume).map_err(|error| CacheError::Pack {
-                object: ObjectName::of_volume(volume),
-                reason: error.to_string(),
-            })?;
+            let freed = index
+                .insert(volume)
+                .map_err(|error| unpackable(ObjectName::of_volume(volume), error))?;
             let mut census = count(&self.volume_census);
             index.set_tally(name, census.enter(VolumeTally::of(volume)));
             if let Some(counted) = counted {
@@ -355,46 +298,36 @@ impl ShadowCache {
         read(&self.volumes).len()
     }
 
-    /// The best stored volume for `claim` (see [`VolumeIndex::find_best_match`]),
-    /// searched under the same lock that guards volume updates.
-    #[cfg(test)]
-    pub(crate) fn find_best_match(
+    /// The best stored volume for `claim` (see [`VolumeIndex::find_best_match`]):
+    /// volumes reserved for other claims are passed by.
+    pub fn best_match(
         &self,
         claim: &PersistentVolumeClaim,
         delay_binding: bool,
     ) -> Result<Option<Arc<PersistentVolume>>, MatchError> {
-        read(&self.volumes).find_best_match(claim, delay_binding)
+        let index = read(&self.volumes);
+        let found = index.find_best_match(claim, delay_binding)?;
+        if let Some(volume) = &found {
+            // The binding reads it next.
+            let name = volume.metadata.name.as_deref().unwrap_or("");
+            self.recent_volumes.put(name.to_owned(), Arc::clone(volume));
+        }
+        Ok(found)
     }
 
-    /// The best stored volume for `claim`, reserved for it in the same step
-    /// under the index's lock: until the reservation is dropped, no search
-    /// for another claim returns it. A volume held for this claim already
-    /// (by an earlier reservation still alive) stays held until both are
-    /// dropped.
-    pub fn reserve_best_match(
-        self: &Arc<Self>,
-        claim: &PersistentVolumeClaim,
-        delay_binding: bool,
-    ) -> Result<Option<Reservation>, MatchError> {
-        let key = ObjectKey::of(claim);
-        let mut index = write(&self.volumes);
-        let Some(volume) = index.find_best_match(claim, delay_binding)? else {
-            return Ok(None);
-        };
-        let name = volume.metadata.name.as_deref().unwrap_or("");
-        if !index.reserve(name, &key) {
-            // The search passes by volumes held for other claims.
-            return Ok(None);
+    /// Reserves the volume `name` for the claim `claim` until what is
+    /// returned is dropped; refused when it is reserved for another claim.
+    /// A volume reserved for this claim already (by an earlier reservation
+    /// still alive) stays reserved until both are dropped.
+    pub fn reserve(self: &Arc<Self>, name: &str, claim: &ObjectKey) -> Option<ReservedVolume> {
+        if !write(&self.volumes).reserve(name, claim) {
+            return None;
         }
-        // The binding reads it next.
-        self.recent_volumes
-            .put(name.to_owned(), Arc::clone(&volume));
-        let hold = VolumeHold {
-            cache: Arc::clone(self),
+        Some(ReservedVolume {
+            store: Arc::clone(self),
             name: name.to_owned(),
-            claim: key,
-        };
-        Ok(Some(Reservation { volume, hold }))
+            claim: claim.clone(),
+        })
     }
 
     /// How many changes of volumes and reservations the index has seen
@@ -434,36 +367,34 @@ impl ShadowCache {
     pub fn offer_claim(
         &self,
         claim: impl Into<Arc<PersistentVolumeClaim>>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         let claim = claim.into();
         self.offer_claim_from(&claim, false, Some(&claim))
     }
 
-    /// Offers a claim a watch has shown, as [`ShadowCache::offer_claim`];
+    /// Offers a claim a watch has shown, as [`PvStore::offer_claim`];
     /// the claim counts as listed from now on, even when a newer version is
     /// kept.
     pub fn offer_listed_claim(
         &self,
         claim: impl Borrow<PersistentVolumeClaim>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         self.offer_claim_from(claim.borrow(), true, None)
     }
 
-    /// Stores `claim` as [`ShadowCache::offer_volume_from`] does a volume.
+    /// Stores `claim` as [`PvStore::offer_volume_from`] does a volume.
     fn offer_claim_from(
         &self,
         claim: &PersistentVolumeClaim,
         listed: bool,
         shared: Option<&Arc<PersistentVolumeClaim>>,
-    ) -> Result<bool, CacheError> {
+    ) -> Result<bool, StoreError> {
         let key = ObjectKey::of(claim);
         let mut claims = write(&self.claims);
         let mut was_listed = false;
         if let Some(stored) = claims.get_mut(&key) {
-            let object = || ObjectName::Claim(key.clone());
             let offered = claim.metadata.resource_version.as_deref();
-            let order = compare_versions(object, stored.version(), offered)?;
-            if order != Ordering::Greater {
+            if age_against(stored.version(), offered) != Age::Newer {
                 if listed {
                     stored.set_listed();
                 }
@@ -471,11 +402,8 @@ impl ShadowCache {
             }
             was_listed = stored.listed();
         }
-        let mut stored =
-            Stored::new(claim, listed || was_listed).map_err(|error| CacheError::Pack {
-                object: ObjectName::Claim(key.clone()),
-                reason: error.to_string(),
-            })?;
+        let mut stored = Stored::new(claim, listed || was_listed)
+            .map_err(|error| unpackable(ObjectName::Claim(key.clone()), error))?;
         let mut census = count(&self.claim_census);
         stored.set_tally(census.enter(ClaimTally::of(claim)));
         match shared {
@@ -517,7 +445,7 @@ impl ShadowCache {
     }
 
     /// Every stored claim, in key order, each unpacked only as the iterator
-    /// reaches it, as [`ShadowCache::volumes`] goes.
+    /// reaches it, as [`PvStore::volumes`] goes.
     #[cfg(feature = "testing")]
     pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
         self.claims_of(self.claim_keys())
@@ -560,29 +488,29 @@ impl ShadowCache {
     }
 
     /// Records that a sync of `claim` found it bound to `volume` with
-    /// nothing left to write (see [`Settled`]); ignored when the cache
+    /// nothing left to write (see [`Completed`]); ignored when the cache
     /// holds another version of the claim by now.
-    pub fn settle_claim(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
+    pub fn complete_claim(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
         let name = volume.metadata.name.as_deref().unwrap_or("");
         let Some(name) = read(&self.volumes).shared_name(name) else {
             return;
         };
-        let Some(settled) = settled_with(Partner::Volume(name), &volume.metadata) else {
+        let Some(completed) = completed_with(Partner::Volume(name), &volume.metadata) else {
             return;
         };
         if let Some(stored) = write(&self.claims).get_mut(&ObjectKey::of(claim)) {
-            stored.settle(claim.metadata.resource_version.as_deref(), settled);
+            stored.complete(claim.metadata.resource_version.as_deref(), completed);
         }
     }
 
     /// Records that a sync of `volume` found it bound to `claim` with
-    /// nothing left to write, as [`ShadowCache::settle_claim`].
-    pub fn settle_volume(&self, volume: &PersistentVolume, claim: &PersistentVolumeClaim) {
+    /// nothing left to write, as [`PvStore::complete_claim`].
+    pub fn complete_volume(&self, volume: &PersistentVolume, claim: &PersistentVolumeClaim) {
         let Some(claim_version) = claim.metadata.resource_version.as_deref() else {
             return;
         };
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        write(&self.volumes).settle_with_claim(
+        write(&self.volumes).complete_with_claim(
             name,
             volume.metadata.resource_version.as_deref(),
             &ObjectKey::of(claim),
@@ -593,17 +521,17 @@ impl ShadowCache {
     /// Records that a sync of `volume` found it free (no claimRef, not held
     /// for a claim, Available) with nothing left to write, having read no
     /// other object; ignored when the cache holds another version by now.
-    pub fn settle_free_volume(&self, volume: &PersistentVolume) {
+    pub fn complete_free_volume(&self, volume: &PersistentVolume) {
         let name = volume.metadata.name.as_deref().unwrap_or("");
-        write(&self.volumes).settle(
+        write(&self.volumes).complete(
             name,
             volume.metadata.resource_version.as_deref(),
-            Settled { partner: None },
+            Completed { partner: None },
         );
     }
 
     /// The claims and volumes a periodic resync syncs, each in key order:
-    /// every stored one except those a sync found settled with a partner
+    /// every stored one except those a sync found completed with a partner
     /// still stored at the version that sync read (their sync would read
     /// the same two objects again and find nothing to do), and those the
     /// caller passes by (`claim_wanted`, `volume_wanted` say false: a key
@@ -613,18 +541,18 @@ impl ShadowCache {
     ///
     /// The only place that holds both locks; it takes the claims' first.
     /// The filters may take locks of their own that never wait for these.
-    pub fn unsettled(
+    pub fn to_resync(
         &self,
         claim_wanted: impl Fn(&ObjectKey) -> bool,
         volume_wanted: impl Fn(&VolumeName) -> bool,
     ) -> (Vec<ObjectKey>, Vec<VolumeName>) {
         let claims = read(&self.claims);
         let index = read(&self.volumes);
-        let unchanged = |settled: Option<&Settled>| {
-            let Some(settled) = settled else {
+        let unchanged = |completed: Option<&Completed>| {
+            let Some(completed) = completed else {
                 return false;
             };
-            let Some((partner, version)) = &settled.partner else {
+            let Some((partner, version)) = &completed.partner else {
                 return true;
             };
             let current = match partner {
@@ -635,12 +563,12 @@ impl ShadowCache {
         };
         let mut claim_keys: Vec<ObjectKey> = claims
             .iter()
-            .filter(|(key, stored)| !unchanged(stored.settled()) && claim_wanted(key))
+            .filter(|(key, stored)| !unchanged(stored.completed()) && claim_wanted(key))
             .map(|(key, _)| key.clone())
             .collect();
         let mut volume_names: Vec<VolumeName> = index
             .names()
-            .filter(|name| !unchanged(index.settled(name.as_str())) && volume_wanted(name))
+            .filter(|name| !unchanged(index.completed(name.as_str())) && volume_wanted(name))
             .collect();
         drop(index);
         drop(claims);
@@ -652,7 +580,7 @@ impl ShadowCache {
 
 /// The shadow cache is the process's one store of volumes: a watch's
 /// versions count as listed, a write's answer does not.
-impl Store<PersistentVolume> for ShadowCache {
+impl Store<PersistentVolume> for PvStore {
     fn watched(&self, volume: &Arc<PersistentVolume>) {
         if let Err(error) = self.offer_listed_volume(volume.as_ref()) {
             tracing::warn!(%error, "volume not cached");
@@ -660,9 +588,7 @@ impl Store<PersistentVolume> for ShadowCache {
     }
 
     fn written(&self, volume: Arc<PersistentVolume>) -> Result<(), StoreError> {
-        self.offer_volume(volume)
-            .map(drop)
-            .map_err(CacheError::into_store)
+        self.offer_volume(volume).map(drop)
     }
 
     fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolume>> {
@@ -679,7 +605,7 @@ impl Store<PersistentVolume> for ShadowCache {
 }
 
 /// The shadow cache is the process's one store of claims, as of volumes.
-impl Store<PersistentVolumeClaim> for ShadowCache {
+impl Store<PersistentVolumeClaim> for PvStore {
     fn watched(&self, claim: &Arc<PersistentVolumeClaim>) {
         if let Err(error) = self.offer_listed_claim(claim.as_ref()) {
             tracing::warn!(%error, "claim not cached");
@@ -687,9 +613,7 @@ impl Store<PersistentVolumeClaim> for ShadowCache {
     }
 
     fn written(&self, claim: Arc<PersistentVolumeClaim>) -> Result<(), StoreError> {
-        self.offer_claim(claim)
-            .map(drop)
-            .map_err(CacheError::into_store)
+        self.offer_claim(claim).map(drop)
     }
 
     fn forget(&self, key: &ObjectKey) -> Option<Arc<PersistentVolumeClaim>> {
@@ -705,26 +629,13 @@ impl Store<PersistentVolumeClaim> for ShadowCache {
     }
 }
 
-impl CacheError {
-    /// The error as the write door reports it.
-    fn into_store(self) -> StoreError {
-        let object = match &self {
-            Self::ResourceVersion { object, .. } | Self::Pack { object, .. } => object.to_string(),
-        };
-        StoreError {
-            object,
-            reason: self.to_string(),
-        }
-    }
-}
-
-/// What a sync found an object settled with: `partner` at the version
+/// What a sync found an object completed with: `partner` at the version
 /// `meta` gives, if it has one.
-fn settled_with(
+fn completed_with(
     partner: Partner,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<Settled> {
-    Some(Settled {
+) -> Option<Completed> {
+    Some(Completed {
         partner: Some((partner, Version::new(meta.resource_version.as_deref()?))),
     })
 }

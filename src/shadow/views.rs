@@ -2,7 +2,7 @@
 //! of and judged on (identity, deletion, finalizers, annotations, the
 //! owning pod, a claim's volume and class, a volume's claimRef, phases, a
 //! ResourceClaim's reservations and allocation, a pod's recorded claims),
-//! borrowed from the typed object. A dry run reads every object it
+//! borrowed from the typed object. Shadow mode reads every object it
 //! writes or waits for, so converting whole objects would cost it more
 //! than the work itself.
 

@@ -8,16 +8,16 @@ use serde_json::json;
 use super::views::typed;
 use super::*;
 
-fn dry_run() -> (DryRun, Metrics) {
+fn shadow() -> (Comparison, Metrics) {
     let metrics = Metrics::new().unwrap();
-    let dry_run = DryRun::new(
-        &DryRunConfig {
+    let shadow = Comparison::new(
+        &ShadowConfig {
             window: Duration::from_secs(30),
         },
         &metrics,
     )
     .unwrap();
-    (dry_run, metrics)
+    (shadow, metrics)
 }
 
 fn claim(volume: Option<&str>) -> PersistentVolumeClaim {
@@ -38,9 +38,9 @@ fn volume(phase: &str, deleting: bool) -> PersistentVolume {
 }
 
 /// The cluster shows claim `c`, bound to `volume` or not.
-fn observe_claim(dry_run: &DryRun, volume: Option<&str>) {
+fn observe_claim(shadow: &Comparison, volume: Option<&str>) {
     let claim = claim(volume);
-    dry_run.observed_claim(&key(), "c-uid", volume, || View::of(&claim));
+    shadow.observed_claim(&key(), "c-uid", volume, || View::of(&claim));
 }
 
 fn key() -> ObjectKey {
@@ -52,7 +52,7 @@ const BINDER: &str = "persistentvolume-binder-controller";
 /// Keeps what a write of `resource` by `controller` from `before` to
 /// `after` decides, as the journal does for a write it is handed.
 pub(super) fn intend<K: kube::Resource + std::any::Any>(
-    dry_run: &DryRun,
+    shadow: &Comparison,
     controller: &'static str,
     resource: &str,
     verb: Verb,
@@ -65,14 +65,14 @@ pub(super) fn intend<K: kube::Resource + std::any::Any>(
         before.map(View::of).as_ref(),
         after.map(View::of).as_ref(),
     );
-    dry_run.expect(controller, decisions);
+    shadow.expect(controller, decisions);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
-    let (dry_run, _) = dry_run();
+    let (shadow, _) = shadow();
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumeclaims",
         Verb::Update,
@@ -80,75 +80,75 @@ async fn a_bind_the_cluster_makes_too_agrees_and_releases_its_hold() {
         Some(&claim(Some("v1"))),
     );
     let held = Arc::new(());
-    dry_run.keep("c-uid", "v", Box::new(Arc::clone(&held)));
+    shadow.keep("c-uid", "v", Box::new(Arc::clone(&held)));
     assert_eq!(Arc::strong_count(&held), 2);
-    observe_claim(&dry_run, None);
-    assert_eq!(dry_run.totals(), (0, 0), "not yet");
-    observe_claim(&dry_run, Some("v1"));
-    assert_eq!(dry_run.totals(), (1, 0));
+    observe_claim(&shadow, None);
+    assert_eq!(shadow.totals(), (0, 0), "not yet");
+    observe_claim(&shadow, Some("v1"));
+    assert_eq!(shadow.totals(), (1, 0));
     assert_eq!(Arc::strong_count(&held), 1, "the reservation is let go");
-    assert!(dry_run.report().differences.is_empty());
+    assert!(shadow.report().differences.is_empty());
 }
 
 #[tokio::test(start_paused = true)]
 async fn another_volume_differs_unless_equivalent() {
-    let (dry_run, _) = dry_run();
-    dry_run.set_judge(BindJudge {
+    let (shadow, _) = shadow();
+    shadow.set_judge(BindJudge {
         foresee: Box::new(|_, _| None),
         equivalent: Box::new(|_, ours, theirs| (ours, theirs) == ("v1", "v1-twin")),
         would_bind: Box::new(|_, _| Some(Choice::Pending)),
     });
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumeclaims",
         Verb::Update,
         Some(&claim(None)),
         Some(&claim(Some("v1"))),
     );
-    observe_claim(&dry_run, Some("v1-twin"));
-    assert_eq!(dry_run.totals(), (1, 0), "an equivalent volume agrees");
+    observe_claim(&shadow, Some("v1-twin"));
+    assert_eq!(shadow.totals(), (1, 0), "an equivalent volume agrees");
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumeclaims",
         Verb::Update,
         Some(&claim(None)),
         Some(&claim(Some("v1"))),
     );
-    observe_claim(&dry_run, Some("v9"));
-    assert_eq!(dry_run.totals(), (1, 1));
-    let report = dry_run.report();
+    observe_claim(&shadow, Some("v9"));
+    assert_eq!(shadow.totals(), (1, 1));
+    let report = shadow.report();
     assert_eq!(report.differences[0].ours, "bind to volume v1");
     assert_eq!(report.differences[0].upstream, "bound to volume v9");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_decision_nothing_comes_to_differs_after_the_window() {
-    let (dry_run, metrics) = dry_run();
+    let (shadow, metrics) = shadow();
     let before = volume("Bound", false);
     let after = volume("Released", false);
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumes",
         Verb::Update,
         Some(&before),
         Some(&after),
     );
-    dry_run.observed(
+    shadow.observed(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some("u"),
         Some(&View::of(&before)),
     );
     tokio::time::advance(Duration::from_secs(29)).await;
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (0, 0));
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 0));
     tokio::time::advance(Duration::from_secs(2)).await;
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (0, 1));
-    let report = dry_run.report();
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 1));
+    let report = shadow.report();
     assert_eq!(report.differences[0].kind, "volume_phase");
     assert_eq!(
         report.differences[0].upstream,
@@ -160,8 +160,8 @@ async fn a_decision_nothing_comes_to_differs_after_the_window() {
 
 #[tokio::test(start_paused = true)]
 async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
-    let (dry_run, _) = dry_run();
-    dry_run.set_judge(BindJudge {
+    let (shadow, _) = shadow();
+    shadow.set_judge(BindJudge {
         foresee: Box::new(|_, _| None),
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|claim, _| match claim.name.as_str() {
@@ -170,40 +170,40 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
             _ => Some(Choice::Pending),
         }),
     });
-    observe_claim(&dry_run, None);
-    observe_claim(&dry_run, Some("v1"));
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (0, 0), "judged once the caches caught up");
-    assert_eq!(dry_run.report().pending, 1);
+    observe_claim(&shadow, None);
+    observe_claim(&shadow, Some("v1"));
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
+    assert_eq!(shadow.report().pending, 1);
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (1, 0));
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
     let d: PersistentVolumeClaim = typed(
         json!({ "metadata": { "namespace": "ns", "name": "d", "uid": "d-uid" }, "spec": {} }),
     );
-    dry_run.observed_claim(&other, "d-uid", None, || View::of(&d));
-    dry_run.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
+    shadow.observed_claim(&other, "d-uid", None, || View::of(&d));
+    shadow.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (1, 1));
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (1, 1));
     assert_eq!(
-        dry_run.report().differences[0].ours,
+        shadow.report().differences[0].ours,
         "leave the claim Pending"
     );
     let gone = ObjectKey::new("ns", "gone");
-    dry_run.observed_claim(&gone, "g-uid", None, || unreachable!("not waited for"));
-    dry_run.observed_claim(&gone, "g-uid", Some("v3"), || {
+    shadow.observed_claim(&gone, "g-uid", None, || unreachable!("not waited for"));
+    shadow.observed_claim(&gone, "g-uid", Some("v3"), || {
         unreachable!("not waited for")
     });
     tokio::time::advance(THEIR_BIND_SETTLE).await;
-    dry_run.sweep();
-    assert_eq!(dry_run.totals(), (1, 1), "a claim gone since is not judged");
+    shadow.sweep();
+    assert_eq!(shadow.totals(), (1, 1), "a claim gone since is not judged");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
-    let (dry_run, _) = dry_run();
+    let (shadow, _) = shadow();
     let ours: ResourceClaim = typed(
         json!({ "metadata": { "namespace": "ns", "generateName": "p-gpu-",
         "annotations": { "resource.kubernetes.io/pod-claim-name": "gpu" },
@@ -211,69 +211,69 @@ async fn a_generated_resource_claim_agrees_when_the_pods_claim_appears() {
         "spec": {} }),
     );
     intend(
-        &dry_run,
+        &shadow,
         "resourceclaim-controller",
         "resourceclaims",
         Verb::Create,
         None,
         Some(&ours),
     );
-    assert_eq!(dry_run.kinds_pending(), ["generate_claim"].into());
+    assert_eq!(shadow.kinds_pending(), ["generate_claim"].into());
     let mut theirs = ours.clone();
     theirs.metadata.name = Some("p-gpu-abcde".to_string());
-    dry_run.observed(
+    shadow.observed(
         "resourceclaims",
         &ObjectKey::new("ns", "p-gpu-abcde"),
         Some("x"),
         Some(&View::of(&theirs)),
     );
-    assert_eq!(dry_run.totals(), (1, 0));
+    assert_eq!(shadow.totals(), (1, 0));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_delete_the_cluster_made_first_agrees_at_once() {
-    let (dry_run, _) = dry_run();
+    let (shadow, _) = shadow();
     let released = volume("Released", false);
     let deleting = volume("Released", true);
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumes",
         Verb::Delete,
         Some(&released),
         None,
     );
-    dry_run.present(
+    shadow.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some(&View::of(&deleting)),
     );
-    assert_eq!(dry_run.totals(), (1, 0), "held by a finalizer, but deleted");
+    assert_eq!(shadow.totals(), (1, 0), "held by a finalizer, but deleted");
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumes",
         Verb::Delete,
         Some(&released),
         None,
     );
-    dry_run.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
-    assert_eq!(dry_run.totals(), (2, 0), "gone already");
+    shadow.present("persistentvolumes", &ObjectKey::cluster("v1"), None);
+    assert_eq!(shadow.totals(), (2, 0), "gone already");
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumes",
         Verb::Delete,
         Some(&released),
         None,
     );
-    dry_run.present(
+    shadow.present(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some(&View::of(&released)),
     );
     assert_eq!(
-        dry_run.totals(),
+        shadow.totals(),
         (2, 0),
         "still there: the cluster has a window"
     );
@@ -281,11 +281,11 @@ async fn a_delete_the_cluster_made_first_agrees_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn what_is_kept_about_an_object_goes_with_it() {
-    let (dry_run, _) = dry_run();
+    let (shadow, _) = shadow();
     let before = volume("Bound", false);
     let after = volume("Released", false);
     intend(
-        &dry_run,
+        &shadow,
         BINDER,
         "persistentvolumes",
         Verb::Update,
@@ -293,16 +293,16 @@ async fn what_is_kept_about_an_object_goes_with_it() {
         Some(&after),
     );
     tokio::time::advance(Duration::from_secs(31)).await;
-    dry_run.sweep();
-    observe_claim(&dry_run, None);
+    shadow.sweep();
+    observe_claim(&shadow, None);
     {
-        let state = dry_run.lock();
+        let state = shadow.lock();
         assert_eq!(state.unmet.len(), 1);
         assert!(state.unbound.contains("c-uid"));
     }
-    dry_run.forget("persistentvolumes", &ObjectKey::cluster("v1"), Some("u"));
-    dry_run.forget("persistentvolumeclaims", &key(), Some("c-uid"));
-    let state = dry_run.lock();
+    shadow.forget("persistentvolumes", &ObjectKey::cluster("v1"), Some("u"));
+    shadow.forget("persistentvolumeclaims", &key(), Some("c-uid"));
+    let state = shadow.lock();
     assert!(state.unmet.is_empty());
     assert!(state.unbound.is_empty());
 }
@@ -311,10 +311,10 @@ async fn what_is_kept_about_an_object_goes_with_it() {
 async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
     use crate::pv::controller::{FirstSign, Foreseen};
     use crate::pv::operations::{DELETE, PROVISION, RECYCLE, delete, provision, recycle};
-    let (dry_run, _) = dry_run();
+    let (shadow, _) = shadow();
     let version = Arc::new(std::sync::Mutex::new("1".to_string()));
     let seen = Arc::clone(&version);
-    dry_run.set_judge(BindJudge {
+    shadow.set_judge(BindJudge {
         foresee: Box::new(move |kind, object| {
             let version = Some(seen.lock().unwrap().clone());
             let sign = match (kind, object.name.as_str()) {
@@ -334,28 +334,28 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         equivalent: Box::new(|_, _, _| false),
         would_bind: Box::new(|_, _| None),
     });
-    dry_run.start(BINDER, &recycle("v1", "u"));
-    dry_run.start(BINDER, &provision("ns", "c", "c-uid"));
-    dry_run.start(BINDER, &delete("external", "e"));
-    dry_run.start(BINDER, &recycle("unknown", "x"));
+    shadow.start(BINDER, &recycle("v1", "u"));
+    shadow.start(BINDER, &provision("ns", "c", "c-uid"));
+    shadow.start(BINDER, &delete("external", "e"));
+    shadow.start(BINDER, &recycle("unknown", "x"));
     assert_eq!(
-        dry_run.kinds_pending(),
+        shadow.kinds_pending(),
         ["provisioning", "recycle"].into(),
         "nothing started; an external delete and an unknown volume are no decision"
     );
     let pod: k8s_openapi::api::core::v1::Pod = typed(
         json!({ "metadata": { "namespace": "default", "name": "recycler-for-v1", "uid": "p" } }),
     );
-    dry_run.observed(
+    shadow.observed(
         "pods",
         &ObjectKey::new("default", "recycler-for-v1"),
         Some("p"),
         Some(&View::of(&pod)),
     );
-    assert_eq!(dry_run.totals(), (1, 0), "the recycler pod is there");
-    dry_run.start(BINDER, &recycle("v1", "u"));
+    assert_eq!(shadow.totals(), (1, 0), "the recycler pod is there");
+    shadow.start(BINDER, &recycle("v1", "u"));
     assert_eq!(
-        dry_run.kinds_pending(),
+        shadow.kinds_pending(),
         ["provisioning"].into(),
         "the same recycle started again on the same volume is the same decision"
     );
@@ -363,51 +363,51 @@ async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
         "metadata": { "namespace": "ns", "name": "c", "uid": "c-uid",
             "annotations": { "volume.kubernetes.io/storage-provisioner": "example.com/nfs" } },
         "spec": {} }));
-    dry_run.observed(
+    shadow.observed(
         "persistentvolumeclaims",
         &key(),
         Some("c-uid"),
         Some(&View::of(&handed)),
     );
-    assert_eq!(dry_run.totals(), (2, 0), "handed to its provisioner");
-    dry_run.start(BINDER, &delete("odd", "o"));
+    assert_eq!(shadow.totals(), (2, 0), "handed to its provisioner");
+    shadow.start(BINDER, &delete("odd", "o"));
     let failed: PersistentVolume = typed(
         json!({ "metadata": { "name": "odd", "uid": "o" }, "status": { "phase": "Failed" } }),
     );
-    dry_run.observed(
+    shadow.observed(
         "persistentvolumes",
         &ObjectKey::cluster("odd"),
         Some("o"),
         Some(&View::of(&failed)),
     );
-    assert_eq!(dry_run.totals(), (3, 0), "no plugin deletes it: Failed");
+    assert_eq!(shadow.totals(), (3, 0), "no plugin deletes it: Failed");
     *version.lock().unwrap() = "2".to_string();
-    dry_run.start(BINDER, &recycle("v1", "u"));
+    shadow.start(BINDER, &recycle("v1", "u"));
     assert_eq!(
-        dry_run.kinds_pending(),
+        shadow.kinds_pending(),
         ["recycle"].into(),
         "on a newer version of the volume, a recycle is a new decision"
     );
-    dry_run.start(BINDER, &delete("v1", "u"));
-    dry_run.observed(
+    shadow.start(BINDER, &delete("v1", "u"));
+    shadow.observed(
         "persistentvolumes",
         &ObjectKey::cluster("v1"),
         Some("u"),
         None,
     );
-    assert_eq!(dry_run.totals(), (4, 0), "deleted");
+    assert_eq!(shadow.totals(), (4, 0), "deleted");
     tokio::time::advance(Duration::from_secs(31)).await;
-    dry_run.sweep();
+    shadow.sweep();
     assert_eq!(
-        dry_run.totals(),
+        shadow.totals(),
         (4, 1),
         "the second recycle's pod never came: a difference"
     );
-    dry_run.start(BINDER, &delete("shown", "s"));
+    shadow.start(BINDER, &delete("shown", "s"));
     assert_eq!(
-        dry_run.totals(),
+        shadow.totals(),
         (5, 1),
         "a delete the cluster made first agrees at once"
     );
-    assert!(dry_run.kinds_pending().is_empty());
+    assert!(shadow.kinds_pending().is_empty());
 }

@@ -1,34 +1,21 @@
-//! The executor's other mode: plans journaled instead of sent. A process
+//! Shadow mode, as the runtime sees it: plans made but not sent. A process
 //! that must not act on the cluster (one that runs beside the controller
 //! that does, to be compared with it) still decides every key as usual;
-//! its executor then hands each write a plan would send, each operation
-//! it would start and each hold it took to a [`Journal`], and sends
-//! nothing. What the journal makes of them is the journal's own business.
+//! its executor then hands each write a plan would send, each operation it
+//! would start and each reservation it took to a [`Shadow`], and sends
+//! nothing. What the shadow makes of them is its own business.
 //!
 //! A plan's writes build on each other (a write's answer is what the next
-//! write of the same object edits), so the executor makes them on copies
-//! of the stored objects, one set of copies per plan ([`super::rehearsal`]):
-//! the stores keep following only what the cluster shows, and the next
-//! plan starts from there.
+//! write of the same object is conditional on), so the executor makes them
+//! on copies of the stored objects, one set of copies per plan
+//! ([`crate::copies`]): the stores keep following only what the cluster
+//! shows, and the next plan starts from there.
 
 use std::any::Any;
 
-use crate::hold::Hold;
 use crate::keys::ObjectKey;
 use crate::operations::OperationName;
-
-/// How a journaled write would have written its object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    /// A create.
-    Create,
-    /// An update of named fields (spec or status).
-    Update,
-    /// A server-side apply to the status.
-    Apply,
-    /// A delete.
-    Delete,
-}
+use crate::plan::{Reservation, Verb};
 
 /// A write a plan would have sent, with the object as the plan found it,
 /// as the write would have left it, and as the cluster shows it now.
@@ -53,15 +40,16 @@ pub struct Intended<'a> {
     pub shown: Option<&'a (dyn Any + Send + Sync)>,
 }
 
-/// Where a journaling executor hands what it does not send.
-pub trait Journal: Send + Sync {
+/// Where a shadow executor hands what it does not send.
+pub trait Shadow: Send + Sync {
     /// A write a plan would have sent.
     fn write(&self, intended: &Intended<'_>);
 
     /// An operation `controller`'s plan would have started.
     fn start(&self, controller: &'static str, operation: &OperationName);
 
-    /// A hold of a plan that went through: kept for as long as the
-    /// journal needs it instead of released at once.
-    fn hold(&self, hold: Hold);
+    /// A reservation of a plan that went through, with what keeps it
+    /// (released when dropped): kept for as long as the shadow needs it,
+    /// instead of released at once.
+    fn reserve(&self, reservation: Reservation, kept: Box<dyn Any + Send>);
 }
