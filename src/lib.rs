@@ -36,7 +36,6 @@
 #![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 
 mod app;
-mod shadow;
 #[cfg(feature = "embedded")]
 mod embedded;
 pub mod ephemeral;
@@ -46,6 +45,7 @@ mod kinds;
 mod options;
 pub mod pv;
 pub mod resourceclaim;
+mod shadow;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -55,7 +55,6 @@ pub mod testing;
 use pv_controller_runtime as runtime;
 
 pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
-pub use shadow::{ShadowConfig, ShadowReport};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{Command, LogFormat, Options};
@@ -63,6 +62,7 @@ pub use runtime::client::{ClientOptions, Clients};
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;
+pub use shadow::{ShadowConfig, ShadowReport};
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]

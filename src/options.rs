@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::shadow::ShadowConfig;
 use crate::feature_gates::FeatureGates;
 use crate::runtime::client::ClientOptions;
 use crate::runtime::server::{
     DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };
+use crate::shadow::ShadowConfig;
 
 /// Flags of the `pv-controller` binary.
 #[derive(Debug, Clone, Parser)]

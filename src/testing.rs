@@ -11,11 +11,13 @@
 pub use crate::embedded::{
     render_events, render_resource_claims, render_table, stand_in_kubelet, wait_settled,
 };
-pub use crate::pv::store::{PvStore, ReservedVolume};
 pub use crate::pv::index::{MatchError, VolumeIndex};
+pub use crate::pv::store::{PvStore, ReservedVolume};
 pub use crate::runtime::events::{EventRecorder, QUEUE_CAPACITY, RecorderError, reference_of};
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
+pub use crate::runtime::plan::Then;
+pub use crate::runtime::workload::Ended;
 
 /// The admin server's own routes, for tests that call them without a
 /// socket.

@@ -4,6 +4,10 @@
 //! - The plan's reservations are taken first, before anything is sent
 //!   ([`Executor::start`]: at once, so the next decision already passes the
 //!   reserved objects by), and released when the plan ends.
+//! - Before anything is sent, every write's object is checked against its
+//!   store: a plan whose decision read a copy of any of its objects that
+//!   the store has left behind (a volume changed, a claim re-created)
+//!   sends nothing.
 //! - A write goes through the write door ([`super::write`]), conditional on
 //!   the copy its decision read, or on this plan's own last answer for the
 //!   object; the answer is stored before the next step runs, so the step
@@ -28,9 +32,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::copies::{Copies, Versions};
 use crate::events::EventRecorder;
 use crate::operations::{OperationError, OperationName, OperationTracker};
+use crate::plan::{Copies, Versions};
 use crate::plan::{IfFailed, Plan, Reads, Reservation, Step, Then};
 use crate::shadow::{Intended, Shadow};
 use crate::write::{WriteError, WriterSet};
@@ -54,7 +58,8 @@ pub type OperationWork = BoxFuture<'static, Result<(), String>>;
 /// Makes the work of a controller's operation from its name, with the
 /// executor that carries out the operation's own plans; `None` for a kind
 /// of operation the controller does not know.
-pub type Runner<L> = Arc<dyn Fn(&OperationName, &Executor<L>) -> Option<OperationWork> + Send + Sync>;
+pub type Runner<L> =
+    Arc<dyn Fn(&OperationName, &Executor<L>) -> Option<OperationWork> + Send + Sync>;
 
 /// An effect applier that applies nothing: for a controller without
 /// effects of its own.
@@ -197,6 +202,14 @@ impl<L: Send + Sync + 'static> Executor<L> {
             }
             return Ok(then);
         }
+        let outdated = steps.iter().find_map(|step| match step {
+            Step::Write(write, _) => write.outdated(&self.inner.writers),
+            _ => None,
+        });
+        if let Some(error) = outdated {
+            tracing::debug!(controller = self.inner.controller, %error, "plan decided on a copy the store has left behind");
+            return Err(error);
+        }
         let mut versions = Versions::new();
         for step in steps {
             match step {
@@ -262,7 +275,7 @@ impl<L: Send + Sync + 'static> Executor<L> {
                     if let Some(answered) = answered {
                         versions.insert(target.clone(), answered);
                     }
-                    let after = copies.any(&target);
+                    let after = write.after(&copies);
                     shadow.write(&Intended {
                         controller: self.inner.controller,
                         resource: write.resource(),

@@ -11,7 +11,6 @@
 
 pub mod api_message;
 pub mod client;
-pub mod copies;
 pub mod events;
 pub mod executor;
 pub mod informer;

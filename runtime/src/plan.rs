@@ -30,21 +30,28 @@
 //! [`Plan::lines`] of a decision are the writes, events and operations it
 //! will cause, in order.
 
-use std::any::{Any, TypeId};
+mod copies;
+mod reads;
+mod writes;
+
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use crate::copies::Copies;
 use crate::events::{EventType, reference_of};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Part};
 use crate::operations::OperationName;
-use crate::write::{WriteError, WriterSet};
+use crate::write::WriteError;
+pub use copies::{Copies, Versions};
+use reads::ReadOne;
+pub use reads::{Found, Read, Reads};
+use writes::Written;
+pub use writes::{Applied, Write};
 
 /// What became of a write step: the server's answer once the step went
 /// through, or that it failed; nothing while it has not run (nor ever,
@@ -135,442 +142,6 @@ pub enum Verb {
     Delete,
 }
 
-/// A write step of any kind, as a plan holds it: shown in the plan's
-/// lines, sent by the writer of its kind, or made on copies.
-pub trait Write: fmt::Display + Send + Sync {
-    /// The object written.
-    fn target(&self) -> Target;
-
-    /// How it writes.
-    fn verb(&self) -> Verb;
-
-    /// The resource written, by its plural.
-    fn resource(&self) -> &'static str;
-
-    /// The UID the write names (a delete's precondition), if any.
-    fn uid(&self) -> Option<&str>;
-
-    /// Sends the write through the writer of its kind among `writers`;
-    /// `version` is the resourceVersion of this plan's own last answer for
-    /// the object, when the plan wrote it before. Returns the answer's
-    /// resourceVersion.
-    fn send<'a>(
-        &'a self,
-        writers: &'a WriterSet,
-        version: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, WriteError>>;
-
-    /// Makes the write on `copies` instead, under the same conditions.
-    fn on_copies(
-        &self,
-        copies: &mut Copies,
-        version: Option<&str>,
-    ) -> Result<Option<String>, WriteError>;
-
-    /// Puts the copy the write starts from into `copies` when they hold
-    /// none: the store's copy of the object, or the basis when the store
-    /// holds none or an older one. Returns the store's copy.
-    fn seed(
-        &self,
-        writers: &WriterSet,
-        copies: &mut Copies,
-    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError>;
-}
-
-/// An update of one object: the copy the decision read and the copy it
-/// made of it.
-struct Update<K> {
-    basis: Arc<K>,
-    changed: Arc<K>,
-    part: Part,
-    label: String,
-    /// Whether `basis` is what an earlier update of this plan made of the
-    /// object: then the write is conditional on that update's answer, and
-    /// otherwise on `basis`'s own resourceVersion.
-    chained: bool,
-}
-
-impl<K> Update<K> {
-    /// The resourceVersion this update is conditional on, given this
-    /// plan's last answer for its object.
-    fn condition<'a>(&'a self, answered: Option<&'a str>) -> Option<&'a str> {
-        if self.chained { answered } else { None }
-    }
-}
-
-/// A create of one object.
-struct Create<K> {
-    object: K,
-    answer: Answer<Arc<K>>,
-}
-
-/// A delete of one object, of the incarnation `uid` names when given.
-struct Delete<K> {
-    key: ObjectKey,
-    uid: Option<String>,
-    answer: Answer<Option<Arc<K>>>,
-}
-
-/// What a server-side apply to an object's status sets, made when its step
-/// runs, so that it may name what an earlier step of the plan created (a
-/// name the server generated). Shown in a plan's lines by its `Display`.
-pub trait Applied: fmt::Display + Send + Sync + 'static {
-    /// The partial object to apply: apiVersion, kind, name and the status
-    /// fields it sets.
-    fn partial(&self) -> serde_json::Value;
-}
-
-/// A server-side apply to the status of one object of kind `K`, as a
-/// field manager, forcing.
-struct ApplyStatus<K> {
-    key: ObjectKey,
-    manager: &'static str,
-    applied: Box<dyn Applied>,
-    kind: PhantomData<fn() -> K>,
-}
-
-/// The resource (plural) of the kind `K`.
-fn plural<K: Kind>() -> &'static str {
-    <K as k8s_openapi::Resource>::URL_PATH_SEGMENT
-}
-
-/// Puts the store's copy of `key` (or `basis`, when that is newer) into
-/// `copies` unless they hold the object already; returns the store's copy.
-fn seed_copies<K: Kind>(
-    writers: &WriterSet,
-    copies: &mut Copies,
-    key: &ObjectKey,
-    basis: Option<&Arc<K>>,
-) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
-    let shown = writers.get::<K>()?.stored(key);
-    if copies.get::<K>(key).is_none() {
-        let start = match (basis, &shown) {
-            (Some(basis), Some(shown))
-                if crate::version::age(basis.meta(), shown.meta())
-                    != crate::version::Age::Newer =>
-            {
-                Some(Arc::clone(basis))
-            }
-            (Some(basis), None) => Some(Arc::clone(basis)),
-            (_, shown) => shown.clone(),
-        };
-        if let Some(start) = start {
-            copies.put(K::clone(&start));
-        }
-    }
-    Ok(shown.map(|shown| shown as Arc<dyn Any + Send + Sync>))
-}
-
-impl<K: Kind> Write for Update<K> {
-    fn target(&self) -> Target {
-        target::<K>(ObjectKey::of(self.basis.as_ref()))
-    }
-
-    fn verb(&self) -> Verb {
-        Verb::Update
-    }
-
-    fn resource(&self) -> &'static str {
-        plural::<K>()
-    }
-
-    fn uid(&self) -> Option<&str> {
-        None
-    }
-
-    fn send<'a>(
-        &'a self,
-        writers: &'a WriterSet,
-        version: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
-        Box::pin(async move {
-            let written = writers
-                .get::<K>()?
-                .update(&self.basis, &self.changed, self.condition(version), self.part)
-                .await?;
-            Ok(written.meta().resource_version.clone())
-        })
-    }
-
-    fn on_copies(
-        &self,
-        copies: &mut Copies,
-        version: Option<&str>,
-    ) -> Result<Option<String>, WriteError> {
-        let key = ObjectKey::of(self.basis.as_ref());
-        let expected = self
-            .condition(version)
-            .or(self.basis.meta().resource_version.as_deref());
-        let held = copies.get::<K>(&key);
-        let held_version = held.and_then(|held| held.meta().resource_version.as_deref());
-        if held.is_none() || held_version != expected {
-            return Err(WriteError::Stale {
-                object: format!("{} {key}", K::kind(&())),
-                reason: "its copy is not the one decided on".to_string(),
-            });
-        }
-        let mut changed = K::clone(&self.changed);
-        let version = copies.next_version();
-        changed.meta_mut().resource_version = Some(version.clone());
-        copies.put(changed);
-        Ok(Some(version))
-    }
-
-    fn seed(
-        &self,
-        writers: &WriterSet,
-        copies: &mut Copies,
-    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
-        seed_copies(
-            writers,
-            copies,
-            &ObjectKey::of(self.basis.as_ref()),
-            Some(&self.basis),
-        )
-    }
-}
-
-impl<K: Kind> Write for Create<K> {
-    fn target(&self) -> Target {
-        target::<K>(ObjectKey::of(&self.object))
-    }
-
-    fn verb(&self) -> Verb {
-        Verb::Create
-    }
-
-    fn resource(&self) -> &'static str {
-        plural::<K>()
-    }
-
-    fn uid(&self) -> Option<&str> {
-        None
-    }
-
-    fn send<'a>(
-        &'a self,
-        writers: &'a WriterSet,
-        _: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
-        Box::pin(async move {
-            let result = match writers.get::<K>() {
-                Ok(writer) => writer.create(&self.object).await,
-                Err(error) => Err(error),
-            };
-            let version = result
-                .as_ref()
-                .ok()
-                .and_then(|created| created.meta().resource_version.clone());
-            self.answer.record(result).map(|()| version)
-        })
-    }
-
-    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
-        let mut created = self.object.clone();
-        let version = copies.next_version();
-        let meta = created.meta_mut();
-        if meta.name.is_none() {
-            // A name the server would generate: its prefix and the version.
-            let prefix = meta.generate_name.clone().unwrap_or_default();
-            meta.name = Some(format!("{prefix}{version}"));
-        }
-        meta.resource_version = Some(version.clone());
-        copies.put(created.clone());
-        self.answer
-            .record::<WriteError>(Ok(Arc::new(created)))
-            .map(|()| Some(version))
-    }
-
-    fn seed(
-        &self,
-        writers: &WriterSet,
-        _: &mut Copies,
-    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
-        let key = ObjectKey::of(&self.object);
-        let shown = (!key.name.is_empty())
-            .then(|| writers.get::<K>().map(|writer| writer.stored(&key)))
-            .transpose()?
-            .flatten();
-        Ok(shown.map(|shown| shown as Arc<dyn Any + Send + Sync>))
-    }
-}
-
-impl<K: Kind> Write for Delete<K> {
-    fn target(&self) -> Target {
-        target::<K>(self.key.clone())
-    }
-
-    fn verb(&self) -> Verb {
-        Verb::Delete
-    }
-
-    fn resource(&self) -> &'static str {
-        plural::<K>()
-    }
-
-    fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
-    }
-
-    fn send<'a>(
-        &'a self,
-        writers: &'a WriterSet,
-        _: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
-        Box::pin(async move {
-            let result = match writers.get::<K>() {
-                Ok(writer) => writer.delete(&self.key, self.uid.as_deref()).await,
-                Err(error) => Err(error),
-            };
-            self.answer
-                .record(result.map(|held| held.map(Arc::new)))
-                .map(|()| None)
-        })
-    }
-
-    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
-        let held = copies.get::<K>(&self.key);
-        let other = held.is_some_and(|held| {
-            self.uid.is_some() && held.meta().uid.as_deref() != self.uid.as_deref()
-        });
-        if other {
-            return self
-                .answer
-                .record(Err(WriteError::Stale {
-                    object: format!("{} {}", K::kind(&()), self.key),
-                    reason: "another incarnation holds the name".to_string(),
-                }))
-                .map(|()| None);
-        }
-        copies.remove::<K>(&self.key);
-        self.answer.record::<WriteError>(Ok(None)).map(|()| None)
-    }
-
-    fn seed(
-        &self,
-        writers: &WriterSet,
-        copies: &mut Copies,
-    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
-        seed_copies::<K>(writers, copies, &self.key, None)
-    }
-}
-
-impl<K: Kind> Write for ApplyStatus<K> {
-    fn target(&self) -> Target {
-        target::<K>(self.key.clone())
-    }
-
-    fn verb(&self) -> Verb {
-        Verb::Apply
-    }
-
-    fn resource(&self) -> &'static str {
-        plural::<K>()
-    }
-
-    fn uid(&self) -> Option<&str> {
-        None
-    }
-
-    fn send<'a>(
-        &'a self,
-        writers: &'a WriterSet,
-        _: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, WriteError>> {
-        Box::pin(async move {
-            let written = writers
-                .get::<K>()?
-                .apply_status(&self.key, self.manager, &self.applied.partial())
-                .await?;
-            Ok(written.meta().resource_version.clone())
-        })
-    }
-
-    /// Merges the partial object into the copy (a list it names is
-    /// replaced whole, as an apply that names every item it manages
-    /// leaves it).
-    fn on_copies(&self, copies: &mut Copies, _: Option<&str>) -> Result<Option<String>, WriteError> {
-        let object = format!("{} {}", K::kind(&()), self.key);
-        let Some(held) = copies.get::<K>(&self.key) else {
-            return Err(WriteError::Stale {
-                object,
-                reason: "not among the copies".to_string(),
-            });
-        };
-        let encoding_failed = |error| WriteError::Api {
-            action: format!("apply status of {object}"),
-            source: kube::Error::SerdeError(error),
-        };
-        let mut merged = serde_json::to_value(held).map_err(encoding_failed)?;
-        json_patch::merge(&mut merged, &self.applied.partial());
-        let mut applied: K = serde_json::from_value(merged).map_err(encoding_failed)?;
-        let version = copies.next_version();
-        applied.meta_mut().resource_version = Some(version.clone());
-        copies.put(applied);
-        Ok(Some(version))
-    }
-
-    fn seed(
-        &self,
-        writers: &WriterSet,
-        copies: &mut Copies,
-    ) -> Result<Option<Arc<dyn Any + Send + Sync>>, WriteError> {
-        seed_copies::<K>(writers, copies, &self.key, None)
-    }
-}
-
-impl<K: Kind> fmt::Display for Update<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let part = match self.part {
-            Part::Spec => "",
-            Part::Status => " status",
-        };
-        write!(
-            f,
-            "update {} {}{part} at {}: {}",
-            K::kind(&()),
-            ObjectKey::of(self.basis.as_ref()),
-            self.basis.meta().resource_version.as_deref().unwrap_or("-"),
-            self.label
-        )
-    }
-}
-
-impl<K: Kind> fmt::Display for Create<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "create {} {}", K::kind(&()), ObjectKey::of(&self.object))?;
-        // A name the server generates shows as its prefix and a `*`.
-        let meta = self.object.meta();
-        match (&meta.name, &meta.generate_name) {
-            (None, Some(prefix)) => write!(f, "{prefix}*"),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl<K: Kind> fmt::Display for Delete<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "delete {} {}", K::kind(&()), self.key)?;
-        match &self.uid {
-            Some(uid) => write!(f, " [{uid}]"),
-            None => Ok(()),
-        }
-    }
-}
-
-impl<K: Kind> fmt::Display for ApplyStatus<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "apply {} {} status as {}: {}",
-            K::kind(&()),
-            self.key,
-            self.manager,
-            self.applied
-        )
-    }
-}
-
 /// An event about one object.
 #[derive(Clone, Debug)]
 pub struct Event {
@@ -605,7 +176,7 @@ impl fmt::Display for Event {
 /// What to record when a write fails (the write ends the plan either way).
 pub enum IfFailed<L> {
     /// This Warning, its message followed by the API server's words.
-    Warn(Event),
+    Warn(Box<Event>),
     /// This effect of the controller's own.
     Local(L),
 }
@@ -636,7 +207,7 @@ impl<L> Step<L> {
 }
 
 /// An object held for another while a plan runs (a volume for the claim
-/// the plan binds to it): the next decisions pass it by.
+/// the plan is about): the next decisions pass it by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
     /// The object it is held for (the claim).
@@ -667,95 +238,6 @@ impl Failure {
             label: error.metric_label(),
             expected: error.is_conflict(),
         }
-    }
-}
-
-/// A read a decision asks for before it decides again: one object of a
-/// kind, from the API server.
-pub trait Read: fmt::Display + Send + Sync {
-    /// The object to read.
-    fn target(&self) -> Target;
-
-    /// Reads it through the writer of its kind (stored on the way).
-    fn read<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<Found, WriteError>>;
-
-    /// Reads it from `copies` instead.
-    fn from_copies(&self, copies: &Copies) -> Found;
-}
-
-/// An object as a read found it; `None`: it does not exist.
-pub type Found = Option<Arc<dyn Any + Send + Sync>>;
-
-/// A read of the object `key` of kind `K`.
-struct ReadOne<K> {
-    key: ObjectKey,
-    kind: PhantomData<fn() -> K>,
-}
-
-impl<K: Kind> Read for ReadOne<K> {
-    fn target(&self) -> Target {
-        target::<K>(self.key.clone())
-    }
-
-    fn read<'a>(&'a self, writers: &'a WriterSet) -> BoxFuture<'a, Result<Found, WriteError>> {
-        Box::pin(async move {
-            let found = writers.get::<K>()?.read(&self.key).await?;
-            Ok(found.map(|found| found as Arc<dyn Any + Send + Sync>))
-        })
-    }
-
-    fn from_copies(&self, copies: &Copies) -> Found {
-        copies
-            .get::<K>(&self.key)
-            .map(|found| Arc::new(found.clone()) as Arc<dyn Any + Send + Sync>)
-    }
-}
-
-impl<K: Kind> fmt::Display for ReadOne<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "read {} {}", K::kind(&()), self.key)
-    }
-}
-
-/// What the reads a decision asked for found, by object.
-#[derive(Clone, Default)]
-pub struct Reads {
-    found: HashMap<Target, Found>,
-}
-
-impl fmt::Debug for Reads {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set()
-            .entries(self.found.keys().map(|(_, key)| key))
-            .finish()
-    }
-}
-
-impl Reads {
-    /// Nothing read.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// What the read of the object `key` of kind `K` found (`Some(None)`:
-    /// it does not exist); `None` when it was not read.
-    pub fn get<K: Kind>(&self, key: &ObjectKey) -> Option<Option<Arc<K>>> {
-        let found = self.found.get(&target::<K>(key.clone()))?;
-        Some(
-            found
-                .as_ref()
-                .and_then(|found| Arc::clone(found).downcast::<K>().ok()),
-        )
-    }
-
-    /// Keeps what the read of `target` found.
-    pub fn insert(&mut self, target: Target, found: Found) {
-        self.found.insert(target, found);
-    }
-
-    /// Whether the object of `target` was read.
-    pub fn has(&self, target: &Target) -> bool {
-        self.found.contains_key(target)
     }
 }
 
@@ -848,7 +330,7 @@ impl<L> Plan<L> {
         let object = target::<K>(ObjectKey::of(basis.as_ref()));
         let chained = self.made.get(&object) == Some(&address(basis));
         self.made.insert(object, address(&changed));
-        self.push_write(Update {
+        self.push_write(Written::Update {
             basis: Arc::clone(basis),
             changed: Arc::clone(&changed),
             part,
@@ -866,7 +348,7 @@ impl<L> Plan<L> {
     /// of it once the step ran.
     pub fn create<K: Kind>(&mut self, object: K) -> Answer<Arc<K>> {
         let answer = Answer::default();
-        self.push_write(Create {
+        self.push_write(Written::Create {
             object,
             answer: answer.clone(),
         });
@@ -882,7 +364,7 @@ impl<L> Plan<L> {
         uid: Option<String>,
     ) -> Answer<Option<Arc<K>>> {
         let answer = Answer::default();
-        self.push_write(Delete::<K> {
+        self.push_write(Written::<K>::Delete {
             key,
             uid,
             answer: answer.clone(),
@@ -898,11 +380,10 @@ impl<L> Plan<L> {
         manager: &'static str,
         applied: impl Applied,
     ) {
-        self.push_write(ApplyStatus::<K> {
+        self.push_write(Written::<K>::Apply {
             key,
             manager,
             applied: Box::new(applied),
-            kind: PhantomData,
         });
     }
 
@@ -926,7 +407,8 @@ impl<L> Plan<L> {
         reason: &str,
         message: String,
     ) {
-        self.steps.push(Step::Event(event(object, event_type, reason, message)));
+        self.steps
+            .push(Step::Event(event(object, event_type, reason, message)));
     }
 
     /// Adds the start of the operation `name`.

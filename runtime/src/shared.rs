@@ -10,9 +10,9 @@ use kube::Client;
 
 use crate::events::{EventRecorder, RecorderError};
 use crate::informer::{Informers, WiringError};
-use crate::shadow::Shadow;
 use crate::metrics::{Metrics, MetricsError};
 use crate::runner::Leading;
+use crate::shadow::Shadow;
 use crate::write::Door;
 
 /// The parts of the process a controller is built from.

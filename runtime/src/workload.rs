@@ -44,6 +44,16 @@ pub enum Ended {
     Failed(Failure),
 }
 
+impl Ended {
+    /// The turn as a result: the failure, or how it ended otherwise.
+    pub fn into_result(self) -> Result<Self, Failure> {
+        match self {
+            Self::Failed(failure) => Err(failure),
+            ended => Ok(ended),
+        }
+    }
+}
+
 /// A decision of a controller: the plan for a key, from the stores and
 /// what was read for it.
 pub type Decide<Key, L> = Arc<dyn Fn(&Key, &Reads) -> Plan<L> + Send + Sync>;
@@ -141,12 +151,12 @@ where
         while let Some(key) = self.queue.get().await {
             let started = tokio::time::Instant::now();
             if self.passes(&key) {
-                self.finish(controller, &metrics, &key, started, None, Ended::Passed);
+                self.finish(controller, &metrics, &key, started, None, &Ended::Passed);
                 continue;
             }
             let epoch = self.waiting.as_ref().map(Waiting::epoch);
             let ended = turn(&self.executor, |reads| (self.decide)(&key, reads)).await;
-            self.finish(controller, &metrics, &key, started, epoch, ended);
+            self.finish(controller, &metrics, &key, started, epoch, &ended);
         }
     }
 
@@ -176,7 +186,7 @@ where
             };
             let started = tokio::time::Instant::now();
             if self.passes(&key) {
-                self.finish(controller, &metrics, &key, started, None, Ended::Passed);
+                self.finish(controller, &metrics, &key, started, None, &Ended::Passed);
                 continue;
             }
             let epoch = self.waiting.as_ref().map(Waiting::epoch);
@@ -187,7 +197,7 @@ where
                 running.spawn(async move {
                     let plan = this.decide_reading(&key, plan).await;
                     let ended = ended(this.executor.execute(plan).await);
-                    this.finish(controller, &metrics, &key, started, epoch, ended);
+                    this.finish(controller, &metrics, &key, started, epoch, &ended);
                     drop(slot);
                 });
                 continue;
@@ -196,13 +206,13 @@ where
                 Ok(plan) => {
                     running.spawn(async move {
                         let ended = ended(this.executor.finish(plan).await);
-                        this.finish(controller, &metrics, &key, started, epoch, ended);
+                        this.finish(controller, &metrics, &key, started, epoch, &ended);
                         drop(slot);
                     });
                 }
                 Err(error) => {
                     let ended = Ended::Failed(Failure::of_write(&error));
-                    self.finish(controller, &metrics, &key, started, epoch, ended);
+                    self.finish(controller, &metrics, &key, started, epoch, &ended);
                 }
             }
         }
@@ -223,9 +233,9 @@ where
         key: &Key,
         started: tokio::time::Instant,
         epoch: Option<u64>,
-        ended: Ended,
+        ended: &Ended,
     ) {
-        let label = match &ended {
+        let label = match ended {
             Ended::Passed => None,
             Ended::Done | Ended::Waits => Some("ok"),
             Ended::Failed(failure) => Some(failure.label),
@@ -233,7 +243,7 @@ where
         if let Some(label) = label {
             metrics.sync_finished(controller, (self.kind)(key), label, started.elapsed());
         }
-        match &ended {
+        match ended {
             Ended::Passed => self.queue.forget(key),
             Ended::Done => {
                 self.queue.forget(key);
@@ -243,9 +253,10 @@ where
             }
             Ended::Waits => {
                 self.queue.forget(key);
-                match (&self.waiting, epoch) {
-                    (Some(waiting), Some(epoch)) => waiting.wait(key, epoch),
-                    _ => tracing::debug!(controller, %key, "waits, with nothing to wake it"),
+                if let (Some(waiting), Some(epoch)) = (&self.waiting, epoch) {
+                    waiting.wait(key, epoch);
+                } else {
+                    tracing::debug!(controller, %key, "waits, with nothing to wake it");
                 }
             }
             Ended::Failed(failure) => {
@@ -259,7 +270,7 @@ where
         }
         self.queue.done(key);
         if let Some(hook) = &self.after_each {
-            hook(key, &ended);
+            hook(key, ended);
         }
     }
 }

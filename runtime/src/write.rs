@@ -32,8 +32,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::Client;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::api_message::ApiMessage;
@@ -43,8 +43,8 @@ pub use crate::kinds::Part;
 use crate::kinds::{Kind, Shape};
 use crate::lean::Lean;
 use crate::merge_patch::{self, MergePatch};
-use crate::version::{Age, age_of_versions};
 use crate::metrics::{Metrics, WriteOutcome};
+use crate::version::{Age, age_of_versions};
 use serde_json::value::RawValue;
 
 /// Why a write did not happen.
@@ -425,12 +425,12 @@ impl<K: Kind> Writer<K> {
         Ok(held)
     }
 
-    /// Reads the object `key` from the API server, under its write lock, and
-    /// stores the answer; `None` when it does not exist. For a decision or
-    /// an operation that must know the object as it is now, not as a watch
-    /// showed it. A read, not counted as a write. Returns the newer of the
-    /// answer and what the store holds (a write of this process may have
-    /// overtaken the read).
+    /// Reads the object `key` from the API server, under its write lock (so
+    /// no write of this process overtakes it), and offers the answer to the
+    /// store; `None` when it does not exist. For a decision or an operation
+    /// that must know the object as the server has it now, not as a watch
+    /// showed it (nor as a store that kept a stale copy holds it). A read,
+    /// not counted as a write.
     pub async fn read(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
         let found = K::api(&self.door.client, &key.namespace)
@@ -443,11 +443,7 @@ impl<K: Kind> Writer<K> {
         let Some(found) = found else {
             return Ok(None);
         };
-        let read = self.store(found)?;
-        Ok(Some(match self.store.get(key) {
-            Some(held) if age_of_versions(read.meta().resource_version.as_deref(), held.meta().resource_version.as_deref()) == Age::Newer => held,
-            _ => read,
-        }))
+        self.store(found).map(Some)
     }
 
     /// Applies `applied` (a partial object: apiVersion, kind, name and the
@@ -586,7 +582,10 @@ fn conditional_patch<K: Kind>(
     let mut values = Vec::new();
     for (field, value) in stamps {
         if let Some(value) = value {
-            values.push((field, serde_json::value::to_raw_value(value).map_err(encoding_failed)?));
+            values.push((
+                field,
+                serde_json::value::to_raw_value(value).map_err(encoding_failed)?,
+            ));
         }
     }
     for (field, value) in &values {

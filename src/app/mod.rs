@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::shadow::{self, Comparison, ShadowConfig, ShadowReport};
 use crate::runtime::client::Clients;
 use crate::runtime::leader::{LeaderElector, LeaseConfig};
 use crate::runtime::metrics::{Metrics, MetricsError};
@@ -30,6 +29,7 @@ use crate::runtime::server::{
 };
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::workload::IdleProbe;
+use crate::shadow::{self, Comparison, ShadowConfig, ShadowReport};
 use crate::{ephemeral, pv, resourceclaim};
 pub(crate) use apis::DEFAULT_API_DISCOVERY_PERIOD;
 use controllers::RequiredApi;

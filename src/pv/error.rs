@@ -10,7 +10,7 @@ use crate::runtime::write::WriteError;
 /// Why a sync of a volume or claim did not finish. A failed sync is retried
 /// with per-key backoff; none of these stops the controller.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// An API request failed; `action` says which write or read it was.
     /// Shown with the server's message, as upstream's events and logs
     /// carry it.
@@ -68,7 +68,7 @@ pub enum Error {
 
 impl Error {
     /// A short, stable label for metrics, one per kind of failure.
-    pub fn metric_label(&self) -> &'static str {
+    pub(crate) fn metric_label(&self) -> &'static str {
         match self {
             Error::Api { source, .. } => match source {
                 kube::Error::Api(status) if status.is_conflict() => "conflict",
@@ -89,20 +89,20 @@ impl Error {
     /// Whether the error is an optimistic-concurrency conflict or a write
     /// refused because the object moved on: both are expected now and then,
     /// are retried at once from fresh data, and are logged more quietly.
-    pub fn is_conflict(&self) -> bool {
+    pub(crate) fn is_conflict(&self) -> bool {
         matches!(self, Error::Api { source: kube::Error::Api(status), .. } if status.is_conflict())
             || matches!(self, Error::Stale { .. })
     }
 
     /// Whether the write gate refused the request: this replica lost the
     /// lease, and the server never saw the request.
-    pub fn is_refused_as_follower(&self) -> bool {
+    pub(crate) fn is_refused_as_follower(&self) -> bool {
         matches!(self, Error::Api { source, .. } if crate::runtime::client::refused_as_follower(source))
     }
 
     /// Whether the sync only waits for another operation to end: no
     /// failure at all, retried with backoff and logged quietly.
-    pub fn is_waiting(&self) -> bool {
+    pub(crate) fn is_waiting(&self) -> bool {
         matches!(self, Error::Waiting { .. })
     }
 }
@@ -130,7 +130,6 @@ impl From<WriteError> for Error {
         }
     }
 }
-
 
 /// The controller's result type.
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -66,7 +66,7 @@ use crate::pv::objects::{
     claim_request, claim_vac, claim_volume_mode, is_being_deleted, is_volume_bound_to_claim,
     volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
-use crate::pv::packed::{Partner, Completed, Stored, Version};
+use crate::pv::packed::{Completed, Partner, Stored, Version};
 use crate::runtime::keys::ObjectKey;
 use selector::{Selector, SelectorCache};
 

@@ -90,7 +90,6 @@ pub(crate) fn provision(namespace: &str, claim_name: &str, claim_uid: &str) -> O
     OperationName::new(PROVISION, ObjectKey::new(namespace, claim_name), claim_uid)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,4 +114,3 @@ pub(crate) const SYNCED: &str = "synced";
 
 /// The outcome of a sync that left the claim waiting for a volume.
 pub(crate) const WAITING: &str = "waiting for a volume";
-

@@ -51,10 +51,10 @@ use crate::pv::census::{Census, ClaimTally, VolumeTally};
 use crate::pv::index::{Candidate, MatchError, VolumeIndex};
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::ObjectName;
-use crate::pv::packed::{Partner, Recent, Completed, Stored, Version};
+use crate::pv::packed::{Completed, Partner, Recent, Stored, Version};
 use crate::runtime::informer::{Store, StoreError};
-use crate::runtime::version::{self, Age, age_of_numbers};
 use crate::runtime::keys::ObjectKey;
+use crate::runtime::version::{self, Age, age_of_numbers};
 
 /// The shadow cache of volumes (with their index) and claims; see the module
 /// documentation. Cheap to share: wrap it in an `Arc`.
@@ -142,7 +142,7 @@ fn age_against(stored: Option<&Version>, offered: Option<&str>) -> Age {
 }
 
 /// The error of an object that cannot be packed.
-fn unpackable(object: ObjectName, reason: impl std::fmt::Display) -> StoreError {
+fn unpackable(object: &ObjectName, reason: impl std::fmt::Display) -> StoreError {
     StoreError {
         object: object.to_string(),
         reason: format!("cannot be stored: {reason}"),
@@ -216,7 +216,7 @@ impl PvStore {
             let counted = index.tally(name);
             let freed = index
                 .insert(volume)
-                .map_err(|error| unpackable(ObjectName::of_volume(volume), error))?;
+                .map_err(|error| unpackable(&ObjectName::of_volume(volume), error))?;
             let mut census = count(&self.volume_census);
             index.set_tally(name, census.enter(VolumeTally::of(volume)));
             if let Some(counted) = counted {
@@ -403,7 +403,7 @@ impl PvStore {
             was_listed = stored.listed();
         }
         let mut stored = Stored::new(claim, listed || was_listed)
-            .map_err(|error| unpackable(ObjectName::Claim(key.clone()), error))?;
+            .map_err(|error| unpackable(&ObjectName::Claim(key.clone()), error))?;
         let mut census = count(&self.claim_census);
         stored.set_tally(census.enter(ClaimTally::of(claim)));
         match shared {

@@ -89,7 +89,6 @@ impl ClaimStore {
         inner.claims.remove(key)
     }
 
-
     /// The newest known version of a claim.
     pub(crate) fn get(&self, key: &ObjectKey) -> Option<Arc<ResourceClaim>> {
         self.lock().claims.get(key).cloned()

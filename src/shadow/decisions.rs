@@ -17,9 +17,9 @@ use k8s_names::{
 use super::views::{Field, View};
 use crate::pv::controller::FirstSign;
 use crate::pv::keys::{DELETE, PROVISION, RECYCLE};
-use crate::runtime::plan::Verb;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationName;
+use crate::runtime::plan::Verb;
 
 /// Which object (or which object to come) a decision is judged on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -31,11 +31,11 @@ use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
 use crate::pv::controller::Foreseen;
-use crate::runtime::plan::{Reservation, Verb};
-use crate::runtime::shadow::{Intended, Shadow};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 use crate::runtime::operations::OperationName;
+use crate::runtime::plan::{Reservation, Verb};
+use crate::runtime::shadow::{Intended, Shadow};
 pub(crate) use bind_judge::judge_binds_by;
 use decisions::{Decision, Expected, Subject, of_start, of_write};
 use k8s_names::ANN_POD_CLAIM_NAME;

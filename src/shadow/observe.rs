@@ -16,7 +16,10 @@ use crate::runtime::kinds::Kind;
 
 /// Subscribes `shadow` to the changes of each judged kind the controllers
 /// watch.
-pub(crate) fn observe(informers: &mut Informers, shadow: &Arc<Comparison>) -> Result<(), WiringError> {
+pub(crate) fn observe(
+    informers: &mut Informers,
+    shadow: &Arc<Comparison>,
+) -> Result<(), WiringError> {
     let kinds = informers.kinds();
     if kinds.contains(&PersistentVolume::NAME) {
         let shadow = Arc::clone(shadow);
@@ -45,7 +48,12 @@ pub(crate) fn observe(informers: &mut Informers, shadow: &Arc<Comparison>) -> Re
 
 /// Hands a change to the journal when a decision waits for the object (or
 /// always, with `every`).
-fn forward<K: Kind>(shadow: &Comparison, resource: &'static str, change: &Change<'_, K>, every: bool) {
+fn forward<K: Kind>(
+    shadow: &Comparison,
+    resource: &'static str,
+    change: &Change<'_, K>,
+    every: bool,
+) {
     match change {
         Change::Applied { object, .. } => {
             let key = ObjectKey::of(object.as_ref());

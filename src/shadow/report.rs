@@ -120,8 +120,8 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::shadow::ShadowConfig;
     use crate::runtime::metrics::Metrics;
+    use crate::shadow::ShadowConfig;
 
     #[tokio::test(start_paused = true)]
     async fn the_report_is_served_as_json() {
@@ -140,7 +140,7 @@ mod tests {
             &shadow,
             "persistentvolume-binder-controller",
             "persistentvolumeclaims",
-            crate::runtime::journal::Verb::Update,
+            crate::runtime::plan::Verb::Update,
             Some(&claim(None)),
             Some(&claim(Some("v1"))),
         );

@@ -381,7 +381,7 @@ async fn managed_fields_are_not_cached_and_not_wiped() {
 
     let running = Running::start(&api).await;
     running.settle().await;
-    let cache = running.controller().cache();
+    let cache = running.controller().store();
     for name in ["volume-bound", "volume-spare"] {
         let cached = cache
             .volume(&pv_controller::pv::VolumeName::new(name))

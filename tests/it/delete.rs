@@ -101,7 +101,7 @@ async fn set_8_delete() {
                     .build();
                 api.put(&volume).expect("put volume");
                 if let Some(controller) = controller {
-                    controller.cache().offer_claim(Arc::new(stored)).expect("cache claim");
+                    controller.store().offer_claim(Arc::new(stored)).expect("cache claim");
                 }
             })
             .call(Call::SyncVolume)
@@ -289,19 +289,24 @@ async fn concurrent_syncs_of_one_volume_start_one_delete() {
     let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
     let (_app, controller) = direct_binder(&api, config).await.expect("controller");
     let volume = controller
-        .cache()
+        .store()
         .volume(&VolumeName::new("volume-x"))
         .expect("cached");
     let (a, b, c) = tokio::join!(
-        pv::sync_volume(&controller, &volume),
-        pv::sync_volume(&controller, &volume),
-        pv::sync_volume(&controller, &volume),
+        controller.sync_volume(&volume),
+        controller.sync_volume(&volume),
+        controller.sync_volume(&volume),
     );
-    a.and(b).and(c).expect("syncs succeed");
+    a.into_result()
+        .and(b.into_result())
+        .and(c.into_result())
+        .expect("syncs succeed");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(controller.operations().running_count(), 1);
-    pv::sync_volume(&controller, &volume)
+    controller
+        .sync_volume(&volume)
         .await
+        .into_result()
         .expect("sync while running");
     controller.operations().wait_idle().await;
     assert_eq!(
@@ -352,10 +357,14 @@ async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
     let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_secs(15));
     let (_app, controller) = direct_binder(&api, config).await.expect("controller");
     let released = controller
-        .cache()
+        .store()
         .volume(&VolumeName::new("volume-x"))
         .expect("cached");
-    pv::sync_volume(&controller, &released).await.expect("sync");
+    controller
+        .sync_volume(&released)
+        .await
+        .into_result()
+        .expect("sync");
     // While the storage is being deleted, an administrator deletes the
     // volume object and creates a new one under the same name.
     tokio::time::sleep(Duration::from_secs(1)).await;

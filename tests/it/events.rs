@@ -412,12 +412,16 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
             .always(),
     );
     let cached = controller
-        .cache()
+        .store()
         .claim(&ObjectKey::of(&pending))
         .expect("cached claim");
 
     let started = Instant::now();
-    pv::sync_claim(&controller, &cached).await.expect("sync");
+    controller
+        .sync_claim(&cached)
+        .await
+        .into_result()
+        .expect("sync");
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "the sync took {:?}",

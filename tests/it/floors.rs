@@ -104,7 +104,7 @@ fn the_floors_run_one_way() {
             ]
             .contains(&from.as_str())
         {
-            broken.push(format!("{from} is below the cache and imports it"));
+            broken.push(format!("{from} is below the store and imports it"));
         }
     }
     if let Some(circle) = graph.circle() {
@@ -316,7 +316,7 @@ fn paths_are_read_as_the_compiler_reads_them() {
         module: vec!["pv".into(), "controller".into(), "claim".into()],
         root: Vec::new(),
         code: strip(
-            "use crate::pv::{cache::PvStore, index};\n\
+            "use crate::pv::{store::PvStore, index};\n\
              use super::writes::Edit; // crate::app::Nothing\n\
              use crate::ShadowConfig;\n\
              #[cfg(test)]\nuse crate::ephemeral::Something;\n\

@@ -18,7 +18,7 @@ use pv_controller::ControllerSelection;
 use pv_controller::IdleProbe;
 use pv_controller::ObjectKey;
 use pv_controller::pv::{self, Controller, RetryPolicy, Settings, VolumeName, VolumePlugins};
-use pv_controller::testing::{EventRecorder, wait_settled};
+use pv_controller::testing::{Ended, EventRecorder, PvStore, wait_settled};
 use serde_json::Value;
 use testkit::{ClaimBuilder, VolumeBuilder};
 
@@ -317,22 +317,29 @@ fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
         .is_some_and(|a| a.contains_key(SKIP_CACHE))
 }
 
-/// The row's first claim, as `controller`'s shadow cache holds it.
-fn first_claim(controller: &Controller, s: &Scenario) -> Arc<PersistentVolumeClaim> {
+/// The row's first claim, as `store` holds it.
+fn first_claim(store: &PvStore, s: &Scenario) -> Arc<PersistentVolumeClaim> {
     let key = ObjectKey::of(&s.claims[0]);
-    controller
-        .cache()
+    store
         .claim(&key)
-        .unwrap_or_else(|| panic!("{}: claim {key} not cached", s.name))
+        .unwrap_or_else(|| panic!("{}: claim {key} not stored", s.name))
 }
 
-/// The row's first volume, as `controller`'s shadow cache holds it.
-fn first_volume(controller: &Controller, s: &Scenario) -> Arc<PersistentVolume> {
+/// The row's first volume, as `store` holds it.
+fn first_volume(store: &PvStore, s: &Scenario) -> Arc<PersistentVolume> {
     let name = VolumeName::of(&s.volumes[0]);
-    controller
-        .cache()
+    store
         .volume(&name)
-        .unwrap_or_else(|| panic!("{}: volume {name} not cached", s.name))
+        .unwrap_or_else(|| panic!("{}: volume {name} not stored", s.name))
+}
+
+/// A key's turn as a sync's result: fine when done or waiting, the reason
+/// when it failed.
+pub(crate) fn synced(ended: Ended) -> Result<(), String> {
+    match ended {
+        Ended::Done | Ended::Waits | Ended::Passed => Ok(()),
+        Ended::Failed(failure) => Err(failure.reason),
+    }
 }
 
 /// Whether each event of `got` starts with the expected text at its place
@@ -353,18 +360,18 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     let (_app, controller) = direct_binder(&api, config)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let store = controller.store();
     for volume in s.volumes.iter().filter(|v| has_skip_marker(&v.metadata)) {
-        controller.cache().remove_volume(&VolumeName::of(volume));
+        store.remove_volume(&VolumeName::of(volume));
     }
     for claim in s.claims.iter().filter(|c| has_skip_marker(&c.metadata)) {
-        controller.cache().remove_claim(&ObjectKey::of(claim));
+        store.remove_claim(&ObjectKey::of(claim));
     }
     for stale in &s.stale_cached_claims {
         let mut stale = stale.clone();
         stale.metadata.resource_version = Some(i64::MAX.to_string());
-        controller.cache().remove_claim(&ObjectKey::of(&stale));
-        controller
-            .cache()
+        store.remove_claim(&ObjectKey::of(&stale));
+        store
             .offer_claim(Arc::new(stale))
             .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     }
@@ -372,16 +379,16 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
         api.add_reactor(reactor.clone());
     }
     let mut problems = vec![];
-    let result = match s.call {
+    let result = synced(match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
-            let claim = first_claim(&controller, s);
-            pv_controller::pv::sync_claim(&controller, &claim).await
+            let claim = first_claim(store, s);
+            controller.sync_claim(&claim).await
         }
         Call::SyncVolume => {
-            let volume = first_volume(&controller, s);
-            pv_controller::pv::sync_volume(&controller, &volume).await
+            let volume = first_volume(store, s);
+            controller.sync_volume(&volume).await
         }
-    };
+    });
     // The operation the sync started has not run yet (this test runtime has
     // one thread): the row's injection lands between decision and operation.
     if let Some(inject) = &s.inject {
@@ -445,16 +452,16 @@ pub(crate) fn run_planned(s: &Scenario) -> Option<Vec<String>> {
         pods: s.pods.clone(),
         nodes: s.nodes.clone(),
     };
-    let controller = pv_controller::testing::offline_binder(s.settings(), objects)
+    let binder = pv_controller::testing::offline_binder(s.settings(), objects)
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     let rehearsed = match s.call {
         Call::SyncClaim | Call::SyncClaimError => {
-            let claim = first_claim(&controller, s);
-            controller.rehearse_claim(&claim, &server)
+            let claim = first_claim(binder.store(), s);
+            binder.rehearse_claim(&claim, &server)
         }
         Call::SyncVolume => {
-            let volume = first_volume(&controller, s);
-            controller.rehearse_volume(&volume, &server)
+            let volume = first_volume(binder.store(), s);
+            binder.rehearse_volume(&volume, &server)
         }
     };
     let mut problems = vec![];

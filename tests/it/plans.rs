@@ -4,13 +4,13 @@
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use pv_controller::pv::Settings;
-use pv_controller::testing::{OfflineObjects, Rehearsed, Server, offline_binder};
+use pv_controller::testing::{OfflineObjects, Rehearsed, Server, Then, offline_binder};
 use testkit::{claim, volume};
 
 /// The claim `default/c1` decided with no server, knowing `volumes` and
-/// `claims` (cache and server alike), its plan rehearsed.
+/// `claims` (store and server alike), its plan rehearsed.
 fn rehearse_c1(volumes: Vec<PersistentVolume>, claims: Vec<PersistentVolumeClaim>) -> Rehearsed {
-    let controller = offline_binder(
+    let binder = offline_binder(
         Settings::default(),
         OfflineObjects {
             volumes: volumes.clone(),
@@ -19,11 +19,11 @@ fn rehearse_c1(volumes: Vec<PersistentVolume>, claims: Vec<PersistentVolumeClaim
         },
     )
     .unwrap();
-    let cached = controller
-        .cache()
+    let cached = binder
+        .store()
         .claim(&pv_controller::ObjectKey::new("default", "c1"))
         .unwrap();
-    controller.rehearse_claim(&cached, &Server { volumes, claims })
+    binder.rehearse_claim(&cached, &Server { volumes, claims })
 }
 
 #[tokio::test]
@@ -42,8 +42,11 @@ async fn a_bind_is_four_writes_volume_first_taking_turns() {
         ]
     );
     assert!(rehearsed.events.is_empty(), "{:?}", rehearsed.events);
-    let next = rehearsed.outcome.unwrap();
-    assert!(!next.claim_waits);
+    assert!(
+        matches!(rehearsed.outcome, Ok(Then::Done)),
+        "{:?}",
+        rehearsed.outcome
+    );
     let bound = &rehearsed.claims[0];
     assert_eq!(
         bound.status.as_ref().unwrap().phase.as_deref(),
@@ -65,7 +68,11 @@ async fn a_claim_nothing_fits_waits_with_an_event_and_no_write_when_already_pend
         "{:?}",
         rehearsed.lines
     );
-    assert!(rehearsed.outcome.unwrap().claim_waits);
+    assert!(
+        matches!(rehearsed.outcome, Ok(Then::Wait)),
+        "{:?}",
+        rehearsed.outcome
+    );
 }
 
 #[tokio::test]
@@ -77,7 +84,7 @@ async fn a_released_volume_of_policy_delete_is_marked_released_then_its_delete_s
         .rv("10")
         .build();
     volume.metadata.uid = Some("uid-pv1".to_string());
-    let controller = offline_binder(
+    let binder = offline_binder(
         Settings::default(),
         OfflineObjects {
             volumes: vec![volume.clone()],
@@ -85,13 +92,13 @@ async fn a_released_volume_of_policy_delete_is_marked_released_then_its_delete_s
         },
     )
     .unwrap();
-    let cached = controller
-        .cache()
+    let cached = binder
+        .store()
         .volume(&pv_controller::pv::VolumeName::new("pv1"))
         .unwrap();
-    // The claim is missing from the cache: the decision asks the server,
+    // The claim is missing from the store: the decision asks the server,
     // which has none either.
-    let rehearsed = controller.rehearse_volume(
+    let rehearsed = binder.rehearse_volume(
         &cached,
         &Server {
             volumes: vec![volume],

@@ -458,7 +458,7 @@ async fn set_12_provision_multi_sync() {
                 let stored = api.put(&volume).expect("put volume");
                 if let Some(controller) = controller {
                     controller
-                        .cache()
+                        .store()
                         .offer_volume(Arc::new(stored))
                         .expect("cache");
                 }

@@ -44,7 +44,7 @@ fn make_available(api: &MemApi, controller: Option<&pv_controller::pv::Controlle
     let stored = api.put(&free(name).build()).expect("put volume");
     if let Some(controller) = controller {
         controller
-            .cache()
+            .store()
             .offer_volume(Arc::new(stored))
             .expect("cache volume");
     }

@@ -173,7 +173,7 @@ async fn a_standby_forgets_deleted_objects_and_queues_nothing() {
     let task = tokio::spawn(standby.run(std::future::pending()));
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        controller.cache().volumes_len(),
+        controller.store().volumes_len(),
         20,
         "the standby's cache is warm"
     );
@@ -183,12 +183,12 @@ async fn a_standby_forgets_deleted_objects_and_queues_nothing() {
     }
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(
-        controller.cache().volumes_len(),
+        controller.store().volumes_len(),
         0,
         "deleted volumes forgotten"
     );
     assert_eq!(
-        controller.cache().claims_len(),
+        controller.store().claims_len(),
         0,
         "deleted claims forgotten"
     );

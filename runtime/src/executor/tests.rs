@@ -104,7 +104,10 @@ impl Reserver for Names {
             Some(holder) if *holder != reservation.holder_uid => Err("held".to_string()),
             _ => {
                 held.insert(reservation.held.clone(), reservation.holder_uid.clone());
-                Ok(Box::new(Release(Arc::clone(&self.0), reservation.held.clone())))
+                Ok(Box::new(Release(
+                    Arc::clone(&self.0),
+                    reservation.held.clone(),
+                )))
             }
         }
     }
@@ -200,7 +203,11 @@ async fn a_shadow_plan_builds_on_its_own_writes_sends_nothing_and_the_next_start
         "touched".into(),
     );
     plan.local("remembered".into());
-    plan.start(OperationName::new("scrub", ObjectKey::new("", "v1"), "uid-1"));
+    plan.start(OperationName::new(
+        "scrub",
+        ObjectKey::new("", "v1"),
+        "uid-1",
+    ));
     plan.reserve(reservation());
     bed.executor.execute(plan).await.expect("shadowed");
     assert_eq!(
@@ -257,7 +264,10 @@ async fn a_plan_writes_conditional_on_what_it_decided_and_on_its_own_answers() {
     assert_eq!(bed.lines.take(), ["effect done"]);
     let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
     assert_eq!(
-        stored.metadata.labels.and_then(|l| l.get("touched").cloned()),
+        stored
+            .metadata
+            .labels
+            .and_then(|l| l.get("touched").cloned()),
         Some("second".to_string())
     );
 
@@ -286,12 +296,12 @@ async fn a_failed_write_records_what_its_step_says_and_ends_the_plan() {
     );
     let mut plan = Plan::<String>::default();
     touch(&mut plan, &bed.stored, "first");
-    plan.if_failed(IfFailed::Warn(event(
+    plan.if_failed(IfFailed::Warn(Box::new(event(
         bed.stored.as_ref(),
         EventType::Warning,
         "Failed",
         "touch v1".into(),
-    )));
+    ))));
     plan.if_failed(IfFailed::Local("failed".into()));
     plan.local("went through".into());
     let failed = bed.executor.execute(plan).await;

@@ -261,11 +261,7 @@ async fn a_lane_decides_in_queue_order_while_its_plans_run_beside_each_other() {
     let done = tokio::spawn(runner.run(None, tokio::time::sleep(Duration::from_secs(10))));
     done.await.expect("join").expect("a clean stop");
     assert_eq!(*decided.lock().expect("decided"), ["a", "b", "c", "d", "e"]);
-    assert_eq!(
-        most.load(Ordering::SeqCst),
-        2,
-        "two plans at once, no more"
-    );
+    assert_eq!(most.load(Ordering::SeqCst), 2, "two plans at once, no more");
     assert_eq!(api.list::<Pod>().len(), 5);
     assert_eq!(liveness.failure(), None);
     let text = metrics.render().expect("render");

@@ -119,12 +119,15 @@ impl Known {
             return Err("no volumeClaimTemplate".to_string());
         };
         plan.create(claims::claim_for(pod.as_ref(), volume.volume, template));
-        plan.if_failed(IfFailed::Warn(event(
+        plan.if_failed(IfFailed::Warn(Box::new(event(
             pod.as_ref(),
             EventType::Warning,
             FAILED_BINDING,
-            format!("ephemeral volume {}: create PVC {}", volume.volume, key.name),
-        )));
+            format!(
+                "ephemeral volume {}: create PVC {}",
+                volume.volume, key.name
+            ),
+        ))));
         plan.if_failed(IfFailed::Local(Counted::CreateFailed));
         plan.local(Counted::Created(key));
         Ok(())

@@ -12,6 +12,7 @@ use super::*;
 use crate::runtime::events::EventRecorder;
 use crate::runtime::informer::{Store, StoreRef};
 use crate::runtime::metrics::Metrics;
+use crate::runtime::workload::{Ended, turn};
 use crate::runtime::write::Door;
 
 fn pod(name: &str) -> Arc<Pod> {
@@ -37,8 +38,16 @@ fn pod(name: &str) -> Arc<Pod> {
     Arc::new(pod)
 }
 
-/// Handlers over fresh stores on `api`, with `pods` in the pod store.
-fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<PersistentVolumeClaim>>) {
+/// Handlers over fresh stores on `api`, with `pods` in the pod store, the
+/// executor of the controller's plans, and the claim store.
+fn handlers(
+    api: &MemApi,
+    pods: &[Arc<Pod>],
+) -> (
+    Handlers,
+    Executor<Counted>,
+    Arc<MemStore<PersistentVolumeClaim>>,
+) {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let pod_store = Arc::new(MemStore::default());
     pod_store.add_index(PODS_BY_CLAIM, claims_of_pod);
@@ -48,31 +57,34 @@ fn handlers(api: &MemApi, pods: &[Arc<Pod>]) -> (Handlers, Arc<MemStore<Persiste
     let claim_store = Arc::new(MemStore::default());
     let claims = StoreRef::new(&crate::kinds::PERSISTENT_VOLUME_CLAIM);
     claims.fix(Arc::clone(&claim_store) as Arc<dyn Store<PersistentVolumeClaim>>);
-    let controller = Arc::new(Controller::new(Parts::new(
-        Known {
-            pods: Arc::clone(&pod_store),
-            claims: claims.clone(),
-        },
-        Door::new(api.client(), Arc::clone(&metrics)).writer(NAME, claims),
-        EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
+    let executor = Executor::new(Parts {
+        controller: NAME,
+        writers: WriterSet::default()
+            .with(Door::new(api.client(), Arc::clone(&metrics)).writer(NAME, claims.clone())),
+        recorder: EventRecorder::new(api.client(), Arc::clone(&metrics), COMPONENT, "test")
             .expect("recorder"),
-        EphemeralMetrics::new(&metrics).expect("metrics"),
-        None,
-    )));
+        effects: Arc::new(Counter(EphemeralMetrics::new(&metrics).expect("metrics"))),
+        reserver: None,
+        operations: None,
+        shadow: None,
+    });
     let handlers = Handlers {
-        controller,
+        known: Known {
+            pods: Arc::clone(&pod_store),
+            claims,
+        },
         pods: pod_store,
         queue: WorkQueue::new(),
         leading: Leading::default(),
     };
-    (handlers, claim_store)
+    (handlers, executor, claim_store)
 }
 
 #[tokio::test]
 async fn a_pod_is_queued_only_while_leading_and_only_with_work() {
     let api = MemApi::new();
     let a = pod("a");
-    let (handlers, _) = handlers(&api, &[Arc::clone(&a)]);
+    let (handlers, _, _) = handlers(&api, &[Arc::clone(&a)]);
     let applied = |object| Change::Applied {
         object,
         listing: false,
@@ -97,15 +109,16 @@ async fn a_created_claim_counts_and_its_deletion_queues_the_pod_again() {
     let api = MemApi::new();
     let a = pod("a");
     api.create(a.as_ref()).expect("seed pod");
-    let (handlers, claim_store) = handlers(&api, &[Arc::clone(&a), pod("b")]);
+    let (handlers, executor, claim_store) = handlers(&api, &[Arc::clone(&a), pod("b")]);
     handlers.leading.set(true);
     let key = ObjectKey::new("ns", "a");
     assert_eq!(
-        handlers.controller.sync_pod(&key).await.expect("sync"),
-        crate::ephemeral::Synced::Done { created: 1 }
+        turn(&executor, |_| handlers.known.decide_pod(&key)).await,
+        Ended::Done
     );
+    assert_eq!(api.list::<PersistentVolumeClaim>().len(), 1, "created");
     assert!(
-        !handlers.controller.needs_work(&a),
+        !handlers.known.needs_work(&a),
         "the create's answer is in the claim store at once"
     );
     // The claim is deleted (or gone during a relist): the store forgets it.
@@ -116,7 +129,7 @@ async fn a_created_claim_counts_and_its_deletion_queues_the_pod_again() {
         last: last.as_ref(),
     });
     assert_eq!(handlers.queue.len(), 1, "only pod a uses it");
-    assert!(handlers.controller.needs_work(&a));
+    assert!(handlers.known.needs_work(&a));
     handlers.on_claim(&Change::Deleted {
         key: &ObjectKey::new("ns", "unrelated"),
         last: None,

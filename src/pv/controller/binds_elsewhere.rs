@@ -11,12 +11,12 @@ use k8s_names::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER};
 
 use super::Binder;
 use super::claim::check_volume_satisfies_claim;
-use crate::pv::store::PvStore;
 use crate::pv::index::VolumeIndex;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
     claim_class, claim_ref_key, volume_access_modes, volume_capacity, volume_class, volume_mode,
 };
+use crate::pv::store::PvStore;
 use crate::runtime::keys::ObjectKey;
 
 /// The annotations a bind leaves on a claim, removed to see it unbound.

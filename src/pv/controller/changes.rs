@@ -169,7 +169,11 @@ pub(crate) fn set_annotation(annotations: &mut Option<BTreeMap<String, String>>,
 }
 
 /// A volume's phase and status message.
-fn volume_phase_edit(volume: &mut PersistentVolume, phase: VolumePhase, message: Option<String>) -> bool {
+fn volume_phase_edit(
+    volume: &mut PersistentVolume,
+    phase: VolumePhase,
+    message: Option<String>,
+) -> bool {
     if volume_phase(volume) == Some(phase) {
         return false;
     }
@@ -187,8 +191,16 @@ pub(crate) fn added<K>(before: &Arc<K>, after: &Arc<K>) -> bool {
 /// Plans a volume's `migrated-to` annotation and deletion finalizers in
 /// line with its provisioner and policy; returns the volume as the plan
 /// leaves it.
-pub(crate) fn anneal_volume(plan: &mut PvPlan, volume: &Arc<PersistentVolume>) -> Arc<PersistentVolume> {
-    plan.update(volume, Part::Spec, "migrated-to and finalizers", anneal_volume_edit)
+pub(crate) fn anneal_volume(
+    plan: &mut PvPlan,
+    volume: &Arc<PersistentVolume>,
+) -> Arc<PersistentVolume> {
+    plan.update(
+        volume,
+        Part::Spec,
+        "migrated-to and finalizers",
+        anneal_volume_edit,
+    )
 }
 
 /// Plans a claim's `migrated-to` annotation in line with the provisioner
@@ -233,7 +245,9 @@ pub(crate) fn set_volume_phase(
         None => format!("phase {phase}"),
         Some(message) => format!("phase {phase} ({message})"),
     };
-    plan.update(basis, Part::Status, label, |v| volume_phase_edit(v, phase, message))
+    plan.update(basis, Part::Status, label, |v| {
+        volume_phase_edit(v, phase, message)
+    })
 }
 
 /// Plans a volume Available (the store tells the claims waiting for a
@@ -276,9 +290,11 @@ pub(crate) fn set_claim_status(
         Some(volume) if claim_phase(basis) != Some(phase) => Some(bound_claim_capacity(volume)?),
         _ => None,
     };
-    Ok(plan.update(basis, Part::Status, format!("phase {phase}"), |c| {
-        claim_status_edit(c, phase, volume.map(AsRef::as_ref), capacity)
-    }))
+    Ok(
+        plan.update(basis, Part::Status, format!("phase {phase}"), |c| {
+            claim_status_edit(c, phase, volume.map(AsRef::as_ref), capacity)
+        }),
+    )
 }
 
 /// Plans a claim's phase and, only when the phase changes, an event.
@@ -314,13 +330,20 @@ pub(crate) fn mark_storage_deleted(plan: &mut PvPlan, volume: &Arc<PersistentVol
 
 /// Plans the cluster's default class `class` for a claim without any.
 pub(crate) fn default_class(plan: &mut PvPlan, claim: &Arc<PersistentVolumeClaim>, class: &str) {
-    plan.update(claim, Part::Spec, format!("storageClassName {class}"), |c| {
-        if claim_has_class(c) {
-            return false;
-        }
-        c.spec.get_or_insert_with(Default::default).storage_class_name = Some(class.to_string());
-        true
-    });
+    plan.update(
+        claim,
+        Part::Spec,
+        format!("storageClassName {class}"),
+        |c| {
+            if claim_has_class(c) {
+                return false;
+            }
+            c.spec
+                .get_or_insert_with(Default::default)
+                .storage_class_name = Some(class.to_string());
+            true
+        },
+    );
 }
 
 /// The capacity a claim reports once bound: the volume's, or the size before a

@@ -180,8 +180,7 @@ impl Binder {
             UnboundClaimSituation::NoVolumeRequested => self.find_volume_for_claim(plan, claim),
             UnboundClaimSituation::RequestedVolumeMissing => {
                 tracing::debug!("requested volume not found, claim stays pending");
-                set_claim_status(plan, claim, ClaimPhase::Pending, None)
-                    .map(drop)
+                set_claim_status(plan, claim, ClaimPhase::Pending, None).map(drop)
             }
             UnboundClaimSituation::RequestedVolumeFree(volume) => {
                 match check_volume_satisfies_claim(&volume, claim) {
@@ -197,8 +196,7 @@ impl Binder {
                             reasons::VOLUME_MISMATCH,
                             message,
                         );
-                        set_claim_status(plan, claim, ClaimPhase::Pending, None)
-                            .map(drop)
+                        set_claim_status(plan, claim, ClaimPhase::Pending, None).map(drop)
                     }
                 }
             }
@@ -240,8 +238,7 @@ impl Binder {
                     }));
                     return Ok(());
                 }
-                set_claim_status(plan, claim, ClaimPhase::Pending, None)
-                    .map(drop)
+                set_claim_status(plan, claim, ClaimPhase::Pending, None).map(drop)
             }
         }
     }
@@ -298,8 +295,7 @@ impl Binder {
                 "no persistent volumes available for this claim and no storage class is set",
             );
         }
-        set_claim_status(plan, claim, ClaimPhase::Pending, None)
-            .map(drop)
+        set_claim_status(plan, claim, ClaimPhase::Pending, None).map(drop)
     }
 
     /// Decides about a bound claim (bind-completed set): the binding still

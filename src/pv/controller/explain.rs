@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Serialize;
 
 use super::{Binder, PvEffect, PvPlan};
-use crate::pv::memory::{LastSync, MadeFrom};
 use crate::pv::index::{Candidate, MatchError, Verdict, VolumeIndex};
+use crate::pv::memory::{LastSync, MadeFrom};
 use crate::pv::objects::{
     annotation, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
 };
@@ -101,7 +101,7 @@ impl Binder {
             &claim,
             judged,
             delay_binding,
-            self.awaited_provisioner(&claim),
+            self.provisioner_waited_for(&claim),
             self.memory.last_sync(key),
         ))
     }
@@ -180,14 +180,14 @@ impl Binder {
 
     /// The provisioner a claim waits for: the one it was handed to, else
     /// its class's when the class has one and the claim has no volume.
-    fn awaited_provisioner(&self, claim: &PersistentVolumeClaim) -> Option<String> {
-        awaited_provisioner(claim, self.storage_class(claim_class(claim)).as_deref())
+    fn provisioner_waited_for(&self, claim: &PersistentVolumeClaim) -> Option<String> {
+        provisioner_waited_for(claim, self.storage_class(claim_class(claim)).as_deref())
     }
 }
 
 /// The provisioner a claim waits for: the one it was handed to, else the
 /// provisioner of its class `class` when the claim names no volume.
-fn awaited_provisioner(
+fn provisioner_waited_for(
     claim: &PersistentVolumeClaim,
     class: Option<&StorageClass>,
 ) -> Option<String> {
@@ -269,7 +269,7 @@ pub(crate) fn explain_listed(
     let delay_binding = class
         .and_then(|c| c.volume_binding_mode.as_deref())
         .is_some_and(|mode| mode == "WaitForFirstConsumer");
-    let provisioner = awaited_provisioner(claim, class);
+    let provisioner = provisioner_waited_for(claim, class);
     explanation(
         claim,
         index.explain(claim, delay_binding),

@@ -6,8 +6,8 @@
 
 use super::Binder;
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumePhase, annotation, volume_phase};
 use crate::pv::keys::{DELETE, PROVISION, RECYCLE};
+use crate::pv::objects::{VolumePhase, annotation, volume_phase};
 use crate::pv::plugins::Deleter;
 use crate::runtime::keys::ObjectKey;
 use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
@@ -93,20 +93,15 @@ impl Binder {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::pv::controller::Settings;
-    use crate::pv::controller::testing::controller_with;
     use crate::pv::plugins::recycler::{RecyclerPodConfig, default_template};
     use crate::pv::plugins::{PluginConfig, VolumePlugins};
-    use crate::runtime::informer::Store;
-    use memapi::MemApi;
+    use crate::testing::{OfflineObjects, offline_binder};
     use testkit::volume;
 
-    #[tokio::test]
-    async fn a_recycle_shows_its_pod_and_a_delete_no_plugin_can_do_a_failure() {
-        let api = MemApi::new();
+    #[test]
+    fn a_recycle_shows_its_pod_and_a_delete_no_plugin_can_do_a_failure() {
         let recycler = RecyclerPodConfig {
             template: default_template(),
             minimum_timeout: 60,
@@ -118,26 +113,28 @@ mod tests {
             host_path_recycler: recycler.clone(),
             nfs_recycler: recycler,
         });
-        let controller = controller_with(
-            api.client(),
-            Settings {
-                plugins,
-                ..Settings::default()
-            },
-        );
         let released = volume("v1", "1Gi")
             .bound_to("gone-uid", "gone")
             .phase("Released")
             .host_path("/tmp/v1")
             .build();
-        controller.cache().watched(&Arc::new(released));
         let sourceless = volume("v2", "1Gi")
             .bound_to("gone-uid-2", "gone-2")
             .phase("Released")
             .build();
-        controller.cache().watched(&Arc::new(sourceless));
+        let binder = offline_binder(
+            Settings {
+                plugins,
+                ..Settings::default()
+            },
+            OfflineObjects {
+                volumes: vec![released, sourceless],
+                ..OfflineObjects::default()
+            },
+        )
+        .expect("binder");
         let sign = |kind, name: &str| {
-            controller
+            binder
                 .foresee(kind, &ObjectKey::cluster(name))
                 .map(|foreseen| foreseen.sign)
         };

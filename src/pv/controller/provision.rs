@@ -220,21 +220,26 @@ pub(crate) fn hand_to_provisioner(
     claim: &Arc<PersistentVolumeClaim>,
     provisioner: &str,
 ) -> Arc<PersistentVolumeClaim> {
-    plan.update(claim, Part::Spec, format!("provisioner {provisioner}"), |changed| {
-        if annotation(&changed.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner) {
-            return false;
-        }
-        let annotations = changed
-            .metadata
-            .annotations
-            .get_or_insert_with(Default::default);
-        for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
-            annotations.insert(key.to_string(), provisioner.to_string());
-        }
-        let migrated_to = claim_migrated_to_change(changed);
-        apply_migrated_to(&mut changed.metadata.annotations, migrated_to);
-        true
-    })
+    plan.update(
+        claim,
+        Part::Spec,
+        format!("provisioner {provisioner}"),
+        |changed| {
+            if annotation(&changed.metadata, ANN_STORAGE_PROVISIONER) == Some(provisioner) {
+                return false;
+            }
+            let annotations = changed
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            for key in [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER] {
+                annotations.insert(key.to_string(), provisioner.to_string());
+            }
+            let migrated_to = claim_migrated_to_change(changed);
+            apply_migrated_to(&mut changed.metadata.annotations, migrated_to);
+            true
+        },
+    )
 }
 
 /// The name of the volume provisioned for `claim`: `pvc-<claim uid>`, so

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
 use super::{Binder, PvPlan};
-use crate::runtime::copies::Copies;
+use crate::runtime::plan::Copies;
 use crate::runtime::plan::{Reads, Then};
 
 /// What one decision's plan would do.
@@ -39,6 +39,11 @@ pub struct Server {
 }
 
 impl Binder {
+    /// The store of volumes and claims the binder decides from.
+    pub fn store(&self) -> &Arc<crate::pv::store::PvStore> {
+        &self.store
+    }
+
     /// Decides about `claim` and rehearses the plan on copies of `server`.
     pub fn rehearse_claim(&self, claim: &Arc<PersistentVolumeClaim>, server: &Server) -> Rehearsed {
         rehearse(server, |_| self.decide_claim(claim))
@@ -65,7 +70,7 @@ fn rehearse(server: &Server, decide: impl Fn(&Reads) -> PvPlan) -> Rehearsed {
     if let Then::Read(requests) = plan.what_then() {
         let mut reads = Reads::none();
         for request in requests {
-            reads.insert(request.target(), request.from_copies(&copies));
+            reads.insert(request.target(), request.on_copies(&copies));
         }
         plan = decide(&reads);
     }

@@ -12,8 +12,8 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, Opts};
 
-use crate::pv::store::PvStore;
 use crate::pv::keys::VolumeName;
+use crate::pv::store::PvStore;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::MetricsError;
 use crate::runtime::queue::WorkQueue;

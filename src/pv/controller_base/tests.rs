@@ -10,36 +10,50 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use testkit::{claim, volume};
 
-use super::work::{sync_claim, sync_volume};
-use crate::pv::controller::Controller;
+use super::Controller;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
 
 /// A memapi and a controller whose store holds `v1` (10Gi, class gold,
 /// ReadWriteOnce, Available) and the claim `default/c1` (5Gi, class gold,
 /// ReadWriteOnce, Pending) as the server does.
-fn seeded() -> (MemApi, Controller, Arc<PersistentVolume>, Arc<PersistentVolumeClaim>) {
+fn seeded() -> (
+    MemApi,
+    Controller,
+    Arc<PersistentVolume>,
+    Arc<PersistentVolumeClaim>,
+) {
     let api = MemApi::new();
-    let controller = crate::pv::controller::testing::controller(&api);
+    let controller = super::testing::controller(&api);
     let v1 = api
-        .create(&volume("v1", "10Gi").class("gold").phase("Available").build())
+        .create(
+            &volume("v1", "10Gi")
+                .class("gold")
+                .phase("Available")
+                .build(),
+        )
         .expect("volume");
     let c1 = api
-        .create(&claim("c1", "", "5Gi").class("gold").phase("Pending").build())
+        .create(
+            &claim("c1", "", "5Gi")
+                .class("gold")
+                .phase("Pending")
+                .build(),
+        )
         .expect("claim");
-    let store = controller.cache();
-    store.offer_volume(Arc::new(v1.clone())).expect("store volume");
-    store.offer_claim(Arc::new(c1.clone())).expect("store claim");
+    let store = controller.store();
+    store.offer_listed_volume(v1.clone()).expect("store volume");
+    store.offer_listed_claim(c1.clone()).expect("store claim");
     (api, controller, Arc::new(v1), Arc::new(c1))
 }
 
 /// Puts `changed` on the server in place of its object, and into the
 /// store as its watch event would.
-fn change_volume(api: &MemApi, controller: &Controller, changed: PersistentVolume) {
-    let stored = api.put(&changed).expect("change volume");
+fn change_volume(api: &MemApi, controller: &Controller, changed: &PersistentVolume) {
+    let stored = api.put(changed).expect("change volume");
     controller
-        .cache()
-        .offer_volume(Arc::new(stored))
+        .store()
+        .offer_listed_volume(stored)
         .expect("store changed volume");
 }
 
@@ -48,11 +62,11 @@ fn change_volume(api: &MemApi, controller: &Controller, changed: PersistentVolum
 fn recreate_volume(api: &MemApi, controller: &Controller, again: &PersistentVolume) {
     let name = again.metadata.name.as_deref().unwrap_or_default();
     assert!(api.remove::<PersistentVolume>(None, name), "volume removed");
-    controller.cache().remove_volume(&VolumeName::new(name));
+    controller.store().remove_volume(&VolumeName::new(name));
     let created = api.create(again).expect("re-create volume");
     controller
-        .cache()
-        .offer_volume(Arc::new(created))
+        .store()
+        .offer_listed_volume(created)
         .expect("store re-created volume");
 }
 
@@ -64,7 +78,7 @@ async fn decide_change_execute(
     claim: &Arc<PersistentVolumeClaim>,
     change: impl FnOnce(),
 ) {
-    let plan = controller.decide_claim(claim).expect("decision");
+    let plan = controller.binder().decide_claim(claim);
     assert!(
         plan.lines().iter().any(|line| line.contains("claimRef")),
         "the decision binds the claim: {:?}",
@@ -72,17 +86,17 @@ async fn decide_change_execute(
     );
     change();
     // The plan's end does not matter here, only what it wrote.
-    let _ = controller.executor().execute(plan).await;
+    let _ = controller.executor.execute(plan).await;
     for _ in 0..3 {
-        let store = controller.cache();
+        let store = controller.store();
         for key in store.claim_keys() {
             if let Some(claim) = store.claim(&key) {
-                let _ = sync_claim(controller, &claim).await;
+                controller.sync_claim(&claim).await;
             }
         }
         for name in store.volume_names() {
             if let Some(volume) = store.volume(&name) {
-                let _ = sync_volume(controller, &volume).await;
+                controller.sync_volume(&volume).await;
             }
         }
     }
@@ -118,7 +132,7 @@ async fn a_volume_shrunk_below_the_request_after_the_decision_is_not_bound() {
         if let Some(spec) = shrunk.spec.as_mut() {
             spec.capacity = volume("v1", "1Gi").build().spec.and_then(|s| s.capacity);
         }
-        change_volume(&api, &controller, shrunk);
+        change_volume(&api, &controller, &shrunk);
     })
     .await;
     assert_left_pending(&api);
@@ -132,7 +146,7 @@ async fn a_volume_whose_class_changed_after_the_decision_is_not_bound() {
         if let Some(spec) = other.spec.as_mut() {
             spec.storage_class_name = Some("silver".to_string());
         }
-        change_volume(&api, &controller, other);
+        change_volume(&api, &controller, &other);
     })
     .await;
     assert_left_pending(&api);
@@ -146,7 +160,7 @@ async fn a_volume_whose_access_modes_changed_after_the_decision_is_not_bound() {
         if let Some(spec) = other.spec.as_mut() {
             spec.access_modes = Some(vec!["ReadOnlyMany".to_string()]);
         }
-        change_volume(&api, &controller, other);
+        change_volume(&api, &controller, &other);
     })
     .await;
     assert_left_pending(&api);
@@ -168,13 +182,20 @@ async fn a_claim_re_created_after_the_decision_binds_as_itself() {
     let (api, controller, _, c1) = seeded();
     decide_change_execute(&controller, &c1, || {
         assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "c1"));
-        controller.cache().remove_claim(&ObjectKey::new("default", "c1"));
+        controller
+            .store()
+            .remove_claim(&ObjectKey::new("default", "c1"));
         let again = api
-            .create(&claim("c1", "", "5Gi").class("gold").phase("Pending").build())
+            .create(
+                &claim("c1", "", "5Gi")
+                    .class("gold")
+                    .phase("Pending")
+                    .build(),
+            )
             .expect("re-create claim");
         controller
-            .cache()
-            .offer_claim(Arc::new(again))
+            .store()
+            .offer_listed_claim(again)
             .expect("store re-created claim");
     })
     .await;

@@ -52,7 +52,11 @@ impl Operations {
     /// Provisions for the claim the operation `name` is for, as the store
     /// holds it now: hands it to its external provisioner, or has an
     /// in-process plugin make its volume.
-    pub(super) async fn provision(&self, name: &OperationName, executor: &PvExecutor) -> Result<()> {
+    pub(super) async fn provision(
+        &self,
+        name: &OperationName,
+        executor: &PvExecutor,
+    ) -> Result<()> {
         let Some(claim) = self.binder.store.claim(name.object()) else {
             tracing::debug!(claim = %name.object(), "claim gone, nothing to provision");
             return Ok(());
@@ -76,7 +80,6 @@ impl Operations {
             None => Ok(()),
         }
     }
-
 
     /// Provisions a volume for a claim with an in-process plugin. Runs on the
     /// operation tracker as `provision-<ns>/<claim>[<uid>]`.
@@ -208,7 +211,14 @@ impl Operations {
         let succeeded = format!("Successfully provisioned volume {pv_name} using {plugin}");
         let error = match self.create_provisioned_volume(executor, volume).await {
             Ok(()) => {
-                tell(executor, claim, EventType::Normal, reasons::PROVISIONING_SUCCEEDED, succeeded).await;
+                tell(
+                    executor,
+                    claim,
+                    EventType::Normal,
+                    reasons::PROVISIONING_SUCCEEDED,
+                    succeeded,
+                )
+                .await;
                 return;
             }
             Err(error) if error.is_refused_as_follower() => {
@@ -223,20 +233,41 @@ impl Operations {
         let key = ObjectKey::of(claim.as_ref());
         match stored_after_all(executor, claim, &pv_name, &error).await {
             Stored::Yes => {
-                tell(executor, claim, EventType::Normal, reasons::PROVISIONING_SUCCEEDED, succeeded).await;
+                tell(
+                    executor,
+                    claim,
+                    EventType::Normal,
+                    reasons::PROVISIONING_SUCCEEDED,
+                    succeeded,
+                )
+                .await;
             }
             Stored::Unknown(read) => {
                 let message = format!(
                     "Error creating provisioned PV object for claim {key}: {error}. Keeping the volume: cannot tell whether its object was stored ({read})."
                 );
-                tell(executor, claim, EventType::Warning, reasons::PROVISIONING_FAILED, message).await;
+                tell(
+                    executor,
+                    claim,
+                    EventType::Warning,
+                    reasons::PROVISIONING_FAILED,
+                    message,
+                )
+                .await;
             }
             Stored::No => {
                 let message = format!(
                     "Error creating provisioned PV object for claim {key}: {error}. Deleting the volume."
                 );
                 tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
-                tell(executor, claim, EventType::Warning, reasons::PROVISIONING_FAILED, message).await;
+                tell(
+                    executor,
+                    claim,
+                    EventType::Warning,
+                    reasons::PROVISIONING_FAILED,
+                    message,
+                )
+                .await;
                 self.clean_up_provisioned(executor, claim, volume).await;
             }
         }
@@ -346,7 +377,14 @@ async fn provision_external(
     let message = format!(
         "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
     );
-    tell(executor, &claim, EventType::Normal, reasons::EXTERNAL_PROVISIONING, message).await;
+    tell(
+        executor,
+        &claim,
+        EventType::Normal,
+        reasons::EXTERNAL_PROVISIONING,
+        message,
+    )
+    .await;
     Ok(())
 }
 
@@ -374,7 +412,14 @@ async fn set_claim_provisioner(
         }
         Err(error) => {
             let message = format!("Error saving claim: {error}");
-            tell(executor, claim, EventType::Warning, reasons::PROVISIONING_FAILED, message).await;
+            tell(
+                executor,
+                claim,
+                EventType::Warning,
+                reasons::PROVISIONING_FAILED,
+                message,
+            )
+            .await;
             Err(error)
         }
     }

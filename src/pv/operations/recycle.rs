@@ -74,17 +74,25 @@ impl Operations {
         });
         let context = RecycleContext::new(self.client.clone(), writes);
         tracing::info!(plugin = plugin.name(), "recycling volume");
-        match plugin.recycle(&volume, &context).await {
+        let recycled = plugin.recycle(&volume, &context).await;
+        // The recycle wrote the volume (its pod's record): what follows is
+        // planned on the volume as it is now, as long as it is the same
+        // release.
+        let Some(now) = same_release(executor, &volume).await? else {
+            tracing::info!("volume changed during the recycle, left as it is now");
+            return Ok(());
+        };
+        match recycled {
             Ok(()) => {
                 tracing::info!("volume recycled");
                 let mut plan = PvPlan::default();
                 plan.event(
-                    volume.as_ref(),
+                    now.as_ref(),
                     EventType::Normal,
                     reasons::VOLUME_RECYCLED,
                     "Volume recycled".to_string(),
                 );
-                changes::unbind_volume(&mut plan, &volume);
+                changes::unbind_volume(&mut plan, &now);
                 carry_out(executor, plan).await?;
                 // Only now: until the volume is Available, the plugin's
                 // proof of the scrub must stay for a retry to find.
@@ -95,7 +103,7 @@ impl Operations {
             }
             Err(error) => {
                 tracing::warn!(%error, "recycling failed");
-                fail(executor, &volume, format!("Recycle failed: {error}")).await?;
+                fail(executor, &now, format!("Recycle failed: {error}")).await?;
                 Err(Error::Plugin {
                     action: format!("recycling volume {:?}", volume_name.as_str()),
                     source: error,
@@ -131,9 +139,25 @@ impl Operations {
     }
 }
 
+/// The volume as the API server has it now, if it is still the release
+/// `volume` was read in: the same incarnation, bound to the same claim.
+async fn same_release(
+    executor: &PvExecutor,
+    volume: &PersistentVolume,
+) -> Result<Option<Arc<PersistentVolume>>> {
+    let now = read_volume(executor, &VolumeName::of(volume)).await?;
+    Ok(now.filter(|now| {
+        now.metadata.uid == volume.metadata.uid && claim_ref_uid(now) == claim_ref_uid(volume)
+    }))
+}
+
 /// Makes the volume Failed with a Warning saying why: the end of a recycle
 /// that could not scrub it.
-async fn fail(executor: &PvExecutor, volume: &Arc<PersistentVolume>, message: String) -> Result<()> {
+async fn fail(
+    executor: &PvExecutor,
+    volume: &Arc<PersistentVolume>,
+    message: String,
+) -> Result<()> {
     let mut plan = PvPlan::default();
     changes::set_volume_phase_with_event(
         &mut plan,
@@ -200,9 +224,13 @@ impl RecycleWrites for Writes {
             loop {
                 let mut plan = PvPlan::default();
                 plan.update(&basis, Part::Spec, format!("annotation {key}"), |volume| {
-                    let annotations =
-                        volume.metadata.annotations.get_or_insert_with(Default::default);
-                    annotations.insert(key.to_string(), value.to_string()).as_deref()
+                    let annotations = volume
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(Default::default);
+                    annotations
+                        .insert(key.to_string(), value.to_string())
+                        .as_deref()
                         != Some(value)
                 });
                 match self.one(plan).await {

@@ -1,5 +1,5 @@
-//! A provisioning acts on the claim as the shadow cache knows it when the
-//! storage would be made, not as it was when the provisioning was decided.
+//! A provisioning acts on the claim as the store knows it when the storage
+//! would be made, not as it was when the provisioning was decided.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,8 +9,12 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use testkit::{claim, storage_class, volume};
 
-use super::*;
+use super::Operations;
+use crate::pv::controller_base::Controller;
+use crate::pv::keys;
 use crate::pv::plugins::ProvisionRequest;
+use crate::pv::plugins::{PluginError, VolumePlugin, VolumePlugins};
+use crate::runtime::informer::Store;
 use k8s_names::{ANN_BETA_STORAGE_PROVISIONER, ANN_STORAGE_PROVISIONER};
 
 const PLUGIN: &str = "example.com/counting";
@@ -63,24 +67,48 @@ fn decided() -> PersistentVolumeClaim {
     decided
 }
 
-/// Runs the provisioning of `decided()` with the shadow cache holding
-/// `now` for the claim; returns the plugin's calls and the volumes stored.
-async fn provision_with_cache_holding(now: Option<PersistentVolumeClaim>) -> (usize, usize) {
+/// A controller on `client` whose plugins are `plugin`, knowing the class
+/// `fast` of `plugin`.
+fn controller(client: kube::Client, plugin: &Arc<Counting>) -> Controller {
+    let settings = crate::pv::controller::Settings {
+        plugins: VolumePlugins::default().with(Arc::clone(plugin) as Arc<dyn VolumePlugin>),
+        ..crate::pv::controller::Settings::default()
+    };
+    let controller = crate::pv::controller_base::testing::controller_with(client, settings);
+    controller
+        .binder()
+        .classes
+        .watched(&Arc::new(storage_class("fast", PLUGIN, "Immediate")));
+    controller
+}
+
+/// Runs the provisioning of the claim `c` (uid-c) as its operation would.
+async fn provision(controller: &Controller, client: kube::Client) {
+    let operations = Operations {
+        binder: controller.binder().clone(),
+        client,
+    };
+    let name = keys::provision("default", "c", "uid-c");
+    // A provisioning that finds nothing to do ends well; one refused by
+    // the write gate fails, and the test looks at what it left.
+    let _ = Box::pin(operations.provision(&name, controller.executor())).await;
+}
+
+/// Runs the provisioning of `decided()` with the store holding `now` for
+/// the claim; returns the plugin's calls and the volumes stored.
+async fn provision_with_store_holding(now: Option<PersistentVolumeClaim>) -> (usize, usize) {
     let api = MemApi::new();
-    let controller = crate::pv::controller::testing::controller(&api);
+    let plugin = Arc::new(Counting::default());
+    let controller = controller(api.client(), &plugin);
     let stored = api.create(&decided()).expect("claim");
     if let Some(mut now) = now {
         now.metadata.resource_version = stored.metadata.resource_version.clone();
         controller
-            .cache()
+            .store()
             .offer_claim(Arc::new(now))
-            .expect("cache claim");
+            .expect("store claim");
     }
-    let plugin = Arc::new(Counting::default());
-    let class = Arc::new(storage_class("fast", PLUGIN, "Immediate"));
-    Box::pin(controller.provision_in_tree(Arc::new(stored), plugin.clone(), class))
-        .await
-        .expect("provisioning");
+    provision(&controller, api.client()).await;
     (
         plugin.0.load(Ordering::SeqCst),
         api.list::<PersistentVolume>().len(),
@@ -90,7 +118,7 @@ async fn provision_with_cache_holding(now: Option<PersistentVolumeClaim>) -> (us
 #[tokio::test]
 async fn a_claim_still_waiting_gets_its_volume() {
     assert_eq!(
-        Box::pin(provision_with_cache_holding(Some(decided()))).await,
+        Box::pin(provision_with_store_holding(Some(decided()))).await,
         (1, 1)
     );
 }
@@ -100,35 +128,32 @@ async fn a_claim_bound_to_another_volume_since_gets_none() {
     let mut bound = decided();
     bound.spec.get_or_insert_with(Default::default).volume_name = Some("other".to_string());
     assert_eq!(
-        Box::pin(provision_with_cache_holding(Some(bound))).await,
+        Box::pin(provision_with_store_holding(Some(bound))).await,
         (0, 0)
     );
 }
 
 #[tokio::test]
 async fn a_claim_deleted_since_gets_none() {
-    assert_eq!(Box::pin(provision_with_cache_holding(None)).await, (0, 0));
+    assert_eq!(Box::pin(provision_with_store_holding(None)).await, (0, 0));
 }
 
 /// A repeated provisioning (the claim handed to the plugin already, so no
-/// claim write reaches the server) of a claim the cache still holds but the
+/// claim write reaches the server) of a claim the store still holds but the
 /// server deleted, its first volume released and deleted meanwhile: the
 /// claim read from the server stops it.
 #[tokio::test]
-async fn a_claim_deleted_on_the_server_but_still_cached_gets_none() {
+async fn a_claim_deleted_on_the_server_but_still_stored_gets_none() {
     let api = MemApi::new();
-    let controller = crate::pv::controller::testing::controller(&api);
+    let plugin = Arc::new(Counting::default());
+    let controller = controller(api.client(), &plugin);
     let stored = api.create(&decided()).expect("claim");
     controller
-        .cache()
+        .store()
         .offer_claim(Arc::new(stored.clone()))
-        .expect("cache claim");
+        .expect("store claim");
     assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "c"));
-    let plugin = Arc::new(Counting::default());
-    let class = Arc::new(storage_class("fast", PLUGIN, "Immediate"));
-    Box::pin(controller.provision_in_tree(Arc::new(stored), plugin.clone(), class))
-        .await
-        .expect("provisioning");
+    provision(&controller, api.client()).await;
     assert_eq!(plugin.0.load(Ordering::SeqCst), 0, "no storage made");
     assert!(
         api.list::<PersistentVolume>().is_empty(),
@@ -141,7 +166,7 @@ async fn a_claim_re_created_since_gets_none_for_the_old_one() {
     let mut replaced = decided();
     replaced.metadata.uid = Some("uid-new".to_string());
     assert_eq!(
-        Box::pin(provision_with_cache_holding(Some(replaced))).await,
+        Box::pin(provision_with_store_holding(Some(replaced))).await,
         (0, 0)
     );
 }
@@ -162,20 +187,13 @@ async fn a_replica_that_lost_the_lease_deletes_no_storage() {
         crate::runtime::client::ClientOptions::default(),
     );
     let plugin = Arc::new(Counting::default());
-    let settings = crate::pv::controller::Settings {
-        plugins: crate::pv::plugins::VolumePlugins::default().with(plugin.clone()),
-        ..crate::pv::controller::Settings::default()
-    };
-    let controller = crate::pv::controller::testing::controller_with(clients.controller, settings);
+    let controller = controller(clients.controller.clone(), &plugin);
     let stored = api.create(&decided()).expect("claim");
     controller
-        .cache()
+        .store()
         .offer_claim(Arc::new(stored.clone()))
-        .expect("cache claim");
-    let class = Arc::new(storage_class("fast", PLUGIN, "Immediate"));
-    Box::pin(controller.provision_in_tree(Arc::new(stored), plugin.clone(), class))
-        .await
-        .expect("provisioning");
+        .expect("store claim");
+    provision(&controller, clients.controller).await;
     assert_eq!(plugin.0.load(Ordering::SeqCst), 1, "storage provisioned");
     assert_eq!(plugin.1.load(Ordering::SeqCst), 0, "storage deleted");
     assert!(api.list::<PersistentVolume>().is_empty());

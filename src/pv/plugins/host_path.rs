@@ -181,7 +181,7 @@ impl VolumePlugin for HostPathPlugin {
                 }),
                 ..Default::default()
             };
-            recycler::recycle(&self.recycler, volume, scrubbed, context).await
+            Box::pin(recycler::recycle(&self.recycler, volume, scrubbed, context)).await
         })
     }
 

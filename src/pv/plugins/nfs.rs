@@ -56,7 +56,7 @@ impl VolumePlugin for NfsPlugin {
                 }),
                 ..Default::default()
             };
-            recycler::recycle(&self.recycler, volume, scrubbed, context).await
+            Box::pin(recycler::recycle(&self.recycler, volume, scrubbed, context)).await
         })
     }
 

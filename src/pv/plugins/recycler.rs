@@ -561,7 +561,8 @@ async fn delete_pod(
     name: &str,
     uid: Option<&str>,
 ) -> Result<(), String> {
-    writes.delete_pod(&ObjectKey::new(namespace, name), uid)
+    writes
+        .delete_pod(&ObjectKey::new(namespace, name), uid)
         .await
         .map_err(|error| error.to_string())
 }

@@ -97,40 +97,25 @@ fn claim_versions_compare_numerically() {
 }
 
 #[test]
-fn unparsable_versions_are_errors_naming_the_object() {
-    let cache = PvStore::default();
-    // A first version is stored without being parsed, as upstream does.
+fn a_version_that_is_not_a_number_is_replaced_by_what_comes_last() {
+    let store = PvStore::default();
     assert_eq!(
-        cache.offer_volume(volume("v", "1Gi").rv("xxx").arc()),
+        store.offer_volume(volume("v", "1Gi").rv("xxx").arc()),
         Ok(true)
     );
     assert_eq!(
-        cache.offer_volume(volume("v", "1Gi").rv("5").arc()),
-        Err(CacheError::ResourceVersion {
-            object: ObjectName::Volume(VolumeName::new("v")),
-            version: "xxx".into()
-        })
+        store.offer_volume(volume("v", "1Gi").rv("5").arc()),
+        Ok(true)
     );
-    assert_eq!(rv_of_volume(&cache, "v").as_deref(), Some("xxx"));
-
+    assert_eq!(rv_of_volume(&store, "v").as_deref(), Some("5"));
     assert_eq!(
-        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("1").arc()),
+        store.offer_claim(claim("c", "", "1Gi").namespace("myns").rv("1").arc()),
         Ok(true)
     );
     assert_eq!(
-        cache.offer_claim(claim("c", "", "1Gi").namespace("myns").arc()),
-        Err(CacheError::ResourceVersion {
-            object: ObjectName::Claim(ObjectKey::new("myns", "c")),
-            version: "".into()
-        })
-    );
-    let message = cache
-        .offer_claim(claim("c", "", "1Gi").namespace("myns").rv("1.5").arc())
-        .err()
-        .map(|e| e.to_string());
-    assert_eq!(
-        message.as_deref(),
-        Some("claim \"myns/c\": resourceVersion \"1.5\" is not an integer")
+        store.offer_claim(claim("c", "", "1Gi").namespace("myns").arc()),
+        Ok(true),
+        "an offer without a version is the newest to arrive"
     );
 }
 
@@ -158,7 +143,7 @@ fn objects_read_back_as_offered() {
         cache.claims().collect::<Vec<_>>(),
         vec![Arc::new(c.clone())]
     );
-    let matched = cache.find_best_match(&claim("x", "", "1Gi").build(), false);
+    let matched = cache.best_match(&claim("x", "", "1Gi").build(), false);
     assert_eq!(matched.ok().flatten().as_deref(), Some(&v));
     assert_eq!(
         cache.remove_volume(&VolumeName::new("v")).as_deref(),
@@ -220,7 +205,7 @@ fn index_follows_cache_updates() {
         cache.offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc()),
         Ok(true)
     );
-    let found = cache.find_best_match(&other, false).ok().flatten();
+    let found = cache.best_match(&other, false).ok().flatten();
     assert_eq!(
         found.and_then(|v| v.metadata.name.clone()).as_deref(),
         Some("v1")
@@ -233,9 +218,9 @@ fn index_follows_cache_updates() {
         .phase("Bound")
         .arc();
     assert_eq!(cache.offer_volume(bound), Ok(true));
-    assert_eq!(cache.find_best_match(&other, false), Ok(None));
+    assert_eq!(cache.best_match(&other, false), Ok(None));
     let mine = cache
-        .find_best_match(&claim("claim1", "", "1Gi").build(), false)
+        .best_match(&claim("claim1", "", "1Gi").build(), false)
         .ok()
         .flatten();
     assert_eq!(
@@ -248,12 +233,12 @@ fn index_follows_cache_updates() {
         cache.offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc()),
         Ok(false)
     );
-    assert_eq!(cache.find_best_match(&other, false), Ok(None));
+    assert_eq!(cache.best_match(&other, false), Ok(None));
 
     // Once removed, the volume is neither stored nor matched.
     assert!(cache.remove_volume(&VolumeName::new("v1")).is_some());
     assert_eq!(
-        cache.find_best_match(&claim("claim1", "", "1Gi").build(), false),
+        cache.best_match(&claim("claim1", "", "1Gi").build(), false),
         Ok(None)
     );
 }
@@ -360,27 +345,28 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
 
     let a = claim("a", "uid-a", "1Gi").build();
     let b = claim("b", "uid-b", "1Gi").build();
-    let held = cache
-        .reserve_best_match(&a, false)
+    let found = cache
+        .best_match(&a, false)
         .expect("match")
         .expect("v1 for a");
-    assert_eq!(held.volume().metadata.name.as_deref(), Some("v1"));
+    assert_eq!(found.metadata.name.as_deref(), Some("v1"));
+    let held = cache
+        .reserve("v1", &ObjectKey::of(&a))
+        .expect("reserved for a");
     assert!(cache.is_reserved(&VolumeName::new("v1")));
     assert!(
-        cache
-            .reserve_best_match(&b, false)
-            .expect("match")
-            .is_none(),
+        cache.best_match(&b, false).expect("match").is_none(),
         "b never gets the volume a holds"
+    );
+    assert!(
+        cache.reserve("v1", &ObjectKey::of(&b)).is_none(),
+        "nor can b reserve it"
     );
     drop(held);
     assert_eq!(count(), 2, "a's binding failed: v1 is free again");
     assert!(!cache.is_reserved(&VolumeName::new("v1")));
 
-    let held = cache
-        .reserve_best_match(&b, false)
-        .expect("match")
-        .expect("v1 for b");
+    let held = cache.reserve("v1", &ObjectKey::of(&b)).expect("v1 for b");
     cache
         .offer_volume(
             volume("v1", "1Gi")
@@ -392,29 +378,25 @@ fn a_reservation_is_exclusive_and_its_end_frees_the_volume() {
         .expect("offer");
     drop(held);
     assert_eq!(count(), 2, "b's binding succeeded: nothing was freed");
-    assert!(
-        cache
-            .reserve_best_match(&a, false)
-            .expect("match")
-            .is_none()
-    );
+    assert!(cache.best_match(&a, false).expect("match").is_none());
 }
 
 #[test]
-fn a_hold_keeps_the_volume_held_but_not_its_copy() {
+fn a_reservation_keeps_the_volume_reserved_but_not_its_copy() {
     let cache = Arc::new(PvStore::default());
     cache
         .offer_volume(volume("v1", "1Gi").phase("Available").rv("1").arc())
         .expect("offer");
     let a = claim("a", "uid-a", "1Gi").build();
     let b = claim("b", "uid-b", "1Gi").build();
-    let reservation = cache
-        .reserve_best_match(&a, false)
+    let found = cache
+        .best_match(&a, false)
         .expect("match")
         .expect("v1 for a");
-    let copy = Arc::downgrade(reservation.volume());
-    let hold = reservation.into_hold();
-    // Push the found copy out of the cache's recently read volumes.
+    let copy = Arc::downgrade(&found);
+    drop(found);
+    let reserved = cache.reserve("v1", &ObjectKey::of(&a)).expect("reserved");
+    // Push the found copy out of the store's recently read volumes.
     for i in 0..100 {
         cache
             .offer_volume(volume(&format!("w{i}"), "5Gi").rv("1").arc())
@@ -423,21 +405,18 @@ fn a_hold_keeps_the_volume_held_but_not_its_copy() {
     }
     assert!(
         copy.upgrade().is_none(),
-        "the hold keeps no copy of the volume"
+        "the reservation keeps no copy of the volume"
     );
     assert!(cache.is_reserved(&VolumeName::new("v1")));
-    let for_b = cache.reserve_best_match(&b, false).expect("match");
+    let for_b = cache.best_match(&b, false).expect("match");
     assert_ne!(
-        for_b
-            .as_ref()
-            .and_then(|r| r.volume().metadata.name.as_deref()),
+        for_b.as_ref().and_then(|v| v.metadata.name.as_deref()),
         Some("v1"),
         "b never gets the volume a holds"
     );
-    drop(hold);
+    drop(reserved);
     assert!(!cache.is_reserved(&VolumeName::new("v1")));
 }
-
 #[test]
 fn reads_see_every_store_whether_kept_unpacked_or_not() {
     let cache = PvStore::default();

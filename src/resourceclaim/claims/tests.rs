@@ -4,6 +4,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
 use super::ClaimStore;
+use crate::runtime::informer::Store;
 use crate::runtime::keys::ObjectKey;
 
 fn claim(name: &str, rv: &str, owner_uid: Option<&str>) -> Arc<ResourceClaim> {
@@ -60,7 +61,13 @@ fn a_claim_without_a_pod_controller_is_not_indexed() {
 fn a_deleted_claims_late_events_do_not_bring_it_back() {
     let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
-    cache.deleted(&claim("a", "2", Some("p1")));
+    {
+        let deleted = claim("a", "2", Some("p1"));
+        cache.deleted_by_write(
+            &ObjectKey::of(deleted.as_ref()),
+            deleted.metadata.uid.as_deref(),
+        );
+    }
     assert!(!cache.offer(claim("a", "2", Some("p1"))), "a late update");
     assert!(cache.get(&ObjectKey::new("ns", "a")).is_none());
     cache.remove(&ObjectKey::new("ns", "a"));
@@ -74,7 +81,13 @@ fn a_deleted_claims_late_events_do_not_bring_it_back() {
 fn a_deleted_claim_held_by_a_finalizer_is_taken_in_once_marked() {
     let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
-    cache.deleted(&claim("a", "1", Some("p1")));
+    {
+        let deleted = claim("a", "1", Some("p1"));
+        cache.deleted_by_write(
+            &ObjectKey::of(deleted.as_ref()),
+            deleted.metadata.uid.as_deref(),
+        );
+    }
     let mut terminating = claim("a", "2", Some("p1")).as_ref().clone();
     terminating.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
@@ -93,7 +106,13 @@ fn a_deletion_the_watch_showed_first_leaves_nothing_behind() {
     let cache = ClaimStore::default();
     cache.offer(claim("a", "1", Some("p1")));
     cache.remove(&ObjectKey::new("ns", "a"));
-    cache.deleted(&claim("a", "1", Some("p1")));
+    {
+        let deleted = claim("a", "1", Some("p1"));
+        cache.deleted_by_write(
+            &ObjectKey::of(deleted.as_ref()),
+            deleted.metadata.uid.as_deref(),
+        );
+    }
     assert!(
         cache.offer(claim("a", "1", Some("p1"))),
         "no deletion recorded for a claim the cache no longer held"

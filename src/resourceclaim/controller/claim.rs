@@ -154,7 +154,11 @@ impl Known {
 /// scheduler allocated the claim (its finalizer is there), the allocation
 /// is cleared in the same write, so the devices can be allocated again,
 /// and the finalizer is then removed.
-fn release(plan: &mut ClaimPlan, claim: &Arc<ResourceClaim>, keep: Vec<ResourceClaimConsumerReference>) {
+fn release(
+    plan: &mut ClaimPlan,
+    claim: &Arc<ResourceClaim>,
+    keep: Vec<ResourceClaimConsumerReference>,
+) {
     let deallocate = keep.is_empty() && has_finalizer(claim);
     let released = changes::release(plan, claim, keep, deallocate);
     if has_finalizer(&released) && !is_allocated(&released) {

@@ -161,12 +161,15 @@ impl Known {
         let prefix = claim.metadata.generate_name.clone().unwrap_or_default();
         let admin_access = requests_admin_access(&claim.spec);
         let answer = plan.create(claim);
-        plan.if_failed(IfFailed::Warn(event(
+        plan.if_failed(IfFailed::Warn(Box::new(event(
             pod,
             EventType::Warning,
             REASON_FAILED_CREATION,
-            format!("PodResourceClaim {}", pod_claim.name),
-        )));
+            format!(
+                "PodResourceClaim {}: create ResourceClaim {prefix}",
+                pod_claim.name
+            ),
+        ))));
         plan.if_failed(IfFailed::Local(Counted::CreateFailed { admin_access }));
         plan.local(Counted::Created {
             admin_access,

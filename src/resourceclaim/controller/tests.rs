@@ -10,16 +10,15 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use serde_json::{Value, json};
 
-use super::changes::ClaimChange;
-use super::{ClaimDecided, Known, PodReads};
+use super::Known;
 use crate::resourceclaim::Features;
 use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::deleted::DeletedPods;
 use crate::runtime::informer::{MemStore, Store, StoreRef};
 use crate::runtime::keys::ObjectKey;
-use crate::runtime::plan::Change;
-use crate::runtime::rehearsal::Rehearsal;
-use crate::runtime::write::Edit;
+use crate::runtime::plan::Copies;
+use crate::runtime::plan::{Reads, Then, target};
+use crate::runtime::write::WriteError;
 
 const NAMESPACE: &str = "my-namespace";
 const POD: &str = "test-pod";
@@ -325,25 +324,12 @@ fn pod_rows() -> Vec<PodRow> {
 fn pod_rows_decide_the_plans_of_the_table() {
     for row in pod_rows() {
         let known = known(&row.pods, &row.claims, &row.templates, row.features);
-        let plan = known
-            .decide_pod(&ObjectKey::new(NAMESPACE, POD))
-            .unwrap_or_else(|error| panic!("{}: {error}", row.name));
+        let plan = known.decide_pod(&ObjectKey::new(NAMESPACE, POD));
         assert_eq!(plan.lines(), row.lines, "{}: lines", row.name);
         assert_eq!(
-            plan.after.failure.is_some(),
+            matches!(plan.what_then(), Then::Fail(_)),
             row.fails,
             "{}: fails once carried out",
-            row.name
-        );
-        let creates = row
-            .lines
-            .iter()
-            .filter(|line| line.starts_with("create "))
-            .count();
-        assert_eq!(
-            plan.after.creates.len(),
-            creates,
-            "{}: the creates the sync counts",
             row.name
         );
     }
@@ -513,93 +499,84 @@ fn claim_rows_decide_the_plans_of_the_table() {
         for uid in &row.deleted {
             known.deleted.add(uid);
         }
-        let claim = Arc::new(row.claim.clone());
-        let mut reads = PodReads::new();
-        let mut decided = known.decide_claim(&claim, &reads).unwrap();
-        if let ClaimDecided::ReadPods(keys) = &decided {
-            let names: Vec<&str> = keys.iter().map(|key| key.name.as_str()).collect();
+        known.claims.offer(Arc::new(row.claim.clone()));
+        let key = ObjectKey::of(&row.claim);
+        let mut reads = Reads::none();
+        let mut plan = known.decide_claim(&key, &reads);
+        if let Then::Read(requests) = plan.what_then() {
+            let names: Vec<String> = requests
+                .iter()
+                .map(|request| request.target().1.name)
+                .collect();
             assert_eq!(names, row.reads, "{}: pods to read", row.name);
-            for key in keys {
+            for request in requests {
+                let name = request.target().1.name;
                 let found = row
                     .server
                     .iter()
-                    .find(|pod| pod.metadata.name.as_deref() == Some(key.name.as_str()));
-                reads.insert(key.clone(), found.cloned());
+                    .find(|pod| pod.metadata.name.as_deref() == Some(name.as_str()));
+                reads.insert(
+                    request.target(),
+                    found.map(|pod| Arc::new(pod.clone()) as Arc<dyn std::any::Any + Send + Sync>),
+                );
             }
-            decided = known.decide_claim(&claim, &reads).unwrap();
+            plan = known.decide_claim(&key, &reads);
         } else {
             assert!(row.reads.is_empty(), "{}: reads nothing", row.name);
         }
-        let ClaimDecided::Plan(plan) = decided else {
-            panic!("{}: asked to read twice", row.name);
-        };
-        assert_eq!(plan.lines(), row.lines, "{}: lines", row.name);
-        let deletes = row.lines.iter().any(|line| line.starts_with("delete "));
-        assert_eq!(
-            plan.after.deleted.is_some(),
-            deletes,
-            "{}: the delete the sync follows",
+        assert!(
+            !matches!(plan.what_then(), Then::Read(_)),
+            "{}: asked to read twice",
             row.name
         );
+        assert_eq!(plan.lines(), row.lines, "{}: lines", row.name);
     }
 }
 
 #[test]
-fn a_claim_reserved_or_allocated_since_the_decision_is_not_released() {
+fn a_claim_reserved_since_the_decision_is_not_released() {
     let known = known(
         &[pod_with_resource(&json!({ "phase": "Succeeded" }))],
         &[],
         &[],
         Features::default(),
     );
-    let basis = Arc::new(with_finalizer(claim(
-        LEGACY,
-        true,
-        &reserved(&[consumer(POD, "uidpod1")]),
-    )));
-    let ClaimDecided::Plan(plan) = known.decide_claim(&basis, &PodReads::new()).unwrap() else {
-        panic!("nothing to read");
-    };
+    let basis = with_finalizer(claim(LEGACY, true, &reserved(&[consumer(POD, "uidpod1")])));
+    known.claims.offer(Arc::new(basis.clone()));
+    let plan = known.decide_claim(&ObjectKey::of(&basis), &Reads::none());
     assert_eq!(plan.lines(), [DEALLOCATE, NO_FINALIZER, DELETE]);
-    assert_eq!(plan.writes(), 3);
-    // The changes, made again on a copy that moved on, refuse it.
-    let mut moved = ResourceClaim::clone(&basis);
+    // Carried out on a server where the claim was reserved for another pod
+    // since: the writes are conditional on the copy decided on, and the
+    // first one is refused.
+    let mut moved = basis.clone();
+    moved.metadata.resource_version = Some("8".into());
     moved
         .status
         .get_or_insert_with(Default::default)
         .reserved_for
         .get_or_insert_with(Vec::new)
         .push(serde_json::from_value(consumer("another", "uid-another")).unwrap());
-    let release = ClaimChange::Release {
-        keep: vec![],
-        deallocate: true,
-        seen: vec![serde_json::from_value(consumer(POD, "uidpod1")).unwrap()],
-    };
-    assert!(matches!(release.apply(&mut moved), Edit::Refused(_)));
-    let mut allocated = ResourceClaim::clone(&basis);
-    assert!(matches!(
-        ClaimChange::RemoveFinalizer.apply(&mut allocated),
-        Edit::Refused(_)
-    ));
-    let mut released = ResourceClaim::clone(&basis);
-    assert_eq!(release.apply(&mut released), Edit::Changed);
+    let mut copies = Copies::default();
+    copies.put(moved.clone());
+    let refused = copies.carry_out(plan);
+    assert!(
+        matches!(refused, Err(WriteError::Stale { .. })),
+        "{refused:?}"
+    );
     assert_eq!(
-        ClaimChange::RemoveFinalizer.apply(&mut released),
-        Edit::Changed
+        copies.get::<ResourceClaim>(&ObjectKey::of(&basis)),
+        Some(&moved),
+        "nothing of the plan is made"
     );
     assert!(
-        released
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .next()
-            .is_none()
+        copies
+            .any(&target::<ResourceClaim>(ObjectKey::of(&basis)))
+            .is_some()
     );
 }
 
 #[test]
-fn a_rehearsed_pod_plan_records_the_name_its_create_was_given() {
+fn a_pod_plan_on_copies_records_the_name_its_create_was_given() {
     let pod = pod_with_resource(&json!({}));
     let key = ObjectKey::new(NAMESPACE, POD);
     let known = known(
@@ -608,29 +585,18 @@ fn a_rehearsed_pod_plan_records_the_name_its_create_was_given() {
         &[template(&json!({}))],
         Features::default(),
     );
-    let plan = known.decide_pod(&key).unwrap();
-    let mut rehearsal = Rehearsal::default();
-    rehearsal.put(pod);
-    let after = plan.rehearse(&mut rehearsal).unwrap();
-    let claims = rehearsal.list::<ResourceClaim>();
+    let plan = known.decide_pod(&key);
+    let mut copies = Copies::default();
+    copies.put(pod);
+    copies.carry_out(plan).expect("carried out");
+    let claims = copies.list::<ResourceClaim>();
     let names: Vec<String> = claims
         .iter()
         .filter_map(|claim| claim.metadata.name.clone())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(names[0].starts_with("test-pod-acme-resource-"), "{names:?}");
-    let answered: Vec<Option<String>> = after
-        .creates
-        .iter()
-        .map(|create| {
-            create
-                .answer
-                .answered()
-                .and_then(|claim| claim.metadata.name.clone())
-        })
-        .collect();
-    assert_eq!(answered, [Some(names[0].clone())]);
-    let recorded: Vec<(String, Option<String>)> = rehearsal
+    let recorded: Vec<(String, Option<String>)> = copies
         .get::<Pod>(&key)
         .and_then(|pod| pod.status.clone())
         .and_then(|status| status.resource_claim_statuses)

@@ -180,9 +180,9 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let result = controller.sync(&key).await;
     controller.flush_events().await;
     let mut problems = Vec::new();
-    match (&result, row.expect_error) {
-        (Ok(()), true) => problems.push("expected an error, the sync succeeded".to_string()),
-        (Err(e), false) => problems.push(format!("sync failed: {e}")),
+    match (result.into_result(), row.expect_error) {
+        (Ok(_), true) => problems.push("expected an error, the sync succeeded".to_string()),
+        (Err(e), false) => problems.push(format!("sync failed: {}", e.reason)),
         _ => {}
     }
     let creates = creates(&app.metrics());

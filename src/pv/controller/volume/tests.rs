@@ -1,4 +1,4 @@
-//! A volume sync against a shadow cache that still holds a claim the
+//! A volume sync against a store that still holds a claim the
 //! server has deleted.
 
 use std::sync::Arc;
@@ -10,12 +10,12 @@ use testkit::{claim, volume};
 #[tokio::test]
 async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_cache_holds() {
     let api = MemApi::new();
-    let controller = crate::pv::controller::testing::controller(&api);
+    let controller = crate::pv::controller_base::testing::controller(&api);
     let gone = api
         .create(&claim("c", "uid-c", "1Gi").volume_name("v").build())
         .expect("claim");
     controller
-        .cache()
+        .store()
         .offer_claim(Arc::new(gone))
         .expect("cache claim");
     assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "c"));
@@ -29,16 +29,12 @@ async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_cache_holds() 
         .expect("volume");
     let released = Arc::new(released);
     controller
-        .cache()
+        .store()
         .offer_volume(Arc::clone(&released))
         .expect("cache volume");
 
-    Box::pin(crate::pv::controller_base::sync_volume(
-        &controller,
-        &released,
-    ))
-    .await
-    .expect("sync");
+    let ended = Box::pin(controller.sync_volume(&released)).await;
+    assert_eq!(ended, crate::runtime::workload::Ended::Done);
 
     let now = api.get::<PersistentVolume>(None, "v").expect("volume");
     assert_eq!(

@@ -11,9 +11,9 @@ use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::{Plan, Step, Target, Then};
 use crate::keys::ObjectKey;
 use crate::kinds::Kind;
-use crate::plan::{Plan, Step, Target, Then};
 use crate::write::WriteError;
 
 /// The objects of a set of copies, and what a plan noted besides writes.
