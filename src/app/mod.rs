@@ -138,6 +138,8 @@ pub struct App {
     idle: IdleProbe,
     #[cfg(feature = "testing")]
     metrics: Arc<crate::runtime::metrics::Metrics>,
+    #[cfg(feature = "testing")]
+    recorder: crate::runtime::events::EventRecorder,
     clients: Clients,
     election: Option<LeaseConfig>,
     shadow: Option<Arc<Comparison>>,
@@ -234,6 +236,8 @@ impl App {
             }
             None => None,
         };
+        #[cfg(feature = "testing")]
+        let recorder = shared.recorder.clone();
         let runner = Runner::new(RunnerParts {
             client: shared.client,
             watch_failure_limit: config.watch_failure_limit,
@@ -253,6 +257,8 @@ impl App {
             controllers,
             #[cfg(feature = "testing")]
             metrics,
+            #[cfg(feature = "testing")]
+            recorder,
             clients,
             election: if config.shadow.is_some() {
                 None
@@ -267,6 +273,13 @@ impl App {
             servers,
             apis,
         })
+    }
+
+    /// The process's one event recorder, to wait until what the
+    /// controllers recorded is written.
+    #[cfg(feature = "testing")]
+    pub fn recorder(&self) -> crate::runtime::events::EventRecorder {
+        self.recorder.clone()
     }
 
     /// The controllers that run, for callers that sync objects themselves.

@@ -15,7 +15,7 @@ use testkit::*;
 /// Runs the controller with `claim_workers` and `volume_workers` on `api`
 /// until it settles.
 async fn settle_with_workers(api: &MemApi, claim_workers: usize, volume_workers: usize) {
-    let running = Running::start_with(
+    let running = Running::binder_with(
         api,
         pv::Config {
             claim_workers,

@@ -9,7 +9,7 @@ use testkit::*;
 
 /// Runs the controller on `api` until it settles, then stops it.
 async fn run_until_settled(api: &MemApi) {
-    let running = Running::start(api).await;
+    let running = Running::binder(api).await;
     running.settle().await;
     running.stop().await;
 }
@@ -379,7 +379,7 @@ async fn managed_fields_are_not_cached_and_not_wiped() {
         "the server keeps managedFields"
     );
 
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     let cache = running.controller().store();
     for name in ["volume-bound", "volume-spare"] {

@@ -29,7 +29,7 @@ use serde_json::Value;
 use testkit::*;
 
 use crate::harness::clients;
-use crate::pod_harness::settle;
+use crate::process::settle;
 
 fn dashboard() -> Value {
     let text = std::fs::read_to_string(concat!(

@@ -328,7 +328,7 @@ async fn failing_deleter_is_retried_with_growing_intervals() {
     ])));
     // A fast resync, so the retries are paced by the backoff, not by it.
     let (api, config) = server_and_controller(Arc::clone(&mock), Duration::from_millis(100));
-    let running = Running::start_with(&api, config).await;
+    let running = Running::binder_with(&api, config).await;
     running.settle().await;
     running.stop().await;
     let calls = mock.calls.lock().unwrap().deletes.clone();

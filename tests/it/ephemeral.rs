@@ -20,7 +20,7 @@ use pv_controller::LeaseConfig;
 use pv_controller::ObjectKey;
 use pv_controller::testing::Ended;
 
-use crate::pod_harness::{Running, direct, events_of, run_settled, value};
+use crate::process::{Running, controllers, direct, events_of, run_settled, value};
 
 const NAMESPACE: &str = "my-namespace";
 const POD: &str = "test-pod";
@@ -236,7 +236,7 @@ fn deleting(mut pod: Pod) -> Pod {
 /// A quota's refusal, as the API server words it.
 const QUOTA: &str = "persistentvolumeclaims \"test-pod-ephemeral-volume\" is forbidden: exceeded quota: pvcs, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1, limited: persistentvolumeclaims=1";
 
-const NOT_OWNER: &str = "Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: PVC my-namespace/test-pod-ephemeral-volume was not created for pod my-namespace/test-pod (pod is not owner)";
+const NOT_OWNER: &str = "Warning FailedBinding ephemeral volume ephemeral-volume: PVC my-namespace/test-pod-ephemeral-volume was not created for pod my-namespace/test-pod (pod is not owner)";
 
 fn rows() -> Vec<Row> {
     let other_namespace = claim(CLAIM, "not-my-namespace", None);
@@ -271,7 +271,7 @@ fn rows() -> Vec<Row> {
             .pods(vec![test_pod()])
             .error(Reactor::on(Verb::Create, "persistentvolumeclaims").error(409).times(1))
             .syncs_to(Err(()))
-            .event("Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: injected error")
+            .event("Warning FailedBinding ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: injected error")
             .creates(1, 1)
             .settles_with(vec![pod_claim()]),
         Row::new("a refused create reads as the API server's message")
@@ -282,7 +282,7 @@ fn rows() -> Vec<Row> {
                     .times(1),
             )
             .syncs_to(Err(()))
-            .event(&format!("Warning FailedBinding pod/test-pod: ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: {QUOTA}"))
+            .event(&format!("Warning FailedBinding ephemeral volume ephemeral-volume: create PVC test-pod-ephemeral-volume: {QUOTA}"))
             .creates(1, 1)
             .settles_with(vec![pod_claim()]),
         // Ours.
@@ -372,7 +372,9 @@ fn labelled_claim() -> PersistentVolumeClaim {
 /// Runs a direct sync of the test pod; returns what differs.
 async fn run_direct(row: &Row) -> Vec<String> {
     let api = row.seeded();
-    let app = direct(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
+    let app = direct(&api, controllers(k8s_names::EPHEMERAL_VOLUME_CONTROLLER))
+        .await
+        .expect("the process starts");
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
@@ -393,7 +395,7 @@ async fn run_direct(row: &Row) -> Vec<String> {
             views(&claims)
         ));
     }
-    let events = events_of(&api, "ephemeral_volume");
+    let events = events_of(&api, Some("ephemeral_volume"));
     if events.len() != row.events.len()
         || !events
             .iter()
@@ -427,7 +429,7 @@ async fn run_row_settled(row: &Row) -> Vec<String> {
     for reactor in &row.errors {
         api.add_reactor(reactor.clone());
     }
-    run_settled(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
+    run_settled(&api, controllers(k8s_names::EPHEMERAL_VOLUME_CONTROLLER)).await;
     api.clear_reactors();
     let expected = row.settled_claims.as_ref().unwrap_or(&row.claims_after);
     let claims = api.list::<PersistentVolumeClaim>();
@@ -439,7 +441,7 @@ async fn run_row_settled(row: &Row) -> Vec<String> {
             views(&claims)
         ));
     }
-    let events = events_of(&api, "ephemeral_volume");
+    let events = events_of(&api, Some("ephemeral_volume"));
     for want in &row.events {
         if !events.iter().any(|got| got.starts_with(want.as_str())) {
             problems.push(format!(
@@ -478,7 +480,9 @@ async fn rows_settled() {
 async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let app = direct(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER).await;
+    let app = direct(&api, controllers(k8s_names::EPHEMERAL_VOLUME_CONTROLLER))
+        .await
+        .expect("the process starts");
     let controller = app.controllers().ephemeral.clone().expect("built");
     let key = ObjectKey::new(NAMESPACE, POD);
     // Back to back, without yielding to the claim watch in between.
@@ -491,14 +495,17 @@ async fn a_pod_synced_again_before_the_watch_delivers_its_claim_creates_none() {
         1
     );
     assert_eq!(value(&app.metrics(), CREATES), 1.0);
-    assert_eq!(events_of(&api, "ephemeral_volume"), Vec::<String>::new());
+    assert_eq!(
+        events_of(&api, Some("ephemeral_volume")),
+        Vec::<String>::new()
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_deleted_claim_is_made_again_while_its_pod_lives() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let running = Running::start(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER, None)
+    let running = Running::try_start(&api, controllers(k8s_names::EPHEMERAL_VOLUME_CONTROLLER))
         .await
         .unwrap();
     running.settle().await;
@@ -524,7 +531,7 @@ async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
     api.create(&pod(POD, POD_UID, &names)).unwrap();
     // Status updates of the pod (a kubelet's) queue nothing new.
     let metrics = {
-        let running = Running::start(&api, k8s_names::EPHEMERAL_VOLUME_CONTROLLER, None)
+        let running = Running::try_start(&api, controllers(k8s_names::EPHEMERAL_VOLUME_CONTROLLER))
             .await
             .unwrap();
         running.settle().await;
@@ -561,16 +568,14 @@ async fn fifty_ephemeral_volumes_get_fifty_claims_and_nothing_more() {
 async fn the_process_runs_only_the_controllers_it_is_asked_to() {
     let api = MemApi::new();
     api.create(&test_pod()).unwrap();
-    let running = Running::start(&api, "*,-ephemeral-volume", None)
-        .await
-        .unwrap();
+    let running = Running::start(&api, controllers("*,-ephemeral-volume")).await;
     running.settle().await;
     running.stop().await;
     assert!(
         api.list::<PersistentVolumeClaim>().is_empty(),
         "ephemeral-volume is off"
     );
-    let error = Running::start(&api, "*,-ephemeral-volumes", None)
+    let error = Running::try_start(&api, controllers("*,-ephemeral-volumes"))
         .await
         .err()
         .expect("an unknown name is refused");
@@ -578,7 +583,7 @@ async fn the_process_runs_only_the_controllers_it_is_asked_to() {
         error.to_string().contains("not a known controller"),
         "{error}"
     );
-    let error = Running::start(&api, "-ephemeral-volume", None)
+    let error = Running::try_start(&api, controllers("-ephemeral-volume"))
         .await
         .err()
         .expect("no controller left");
@@ -607,7 +612,14 @@ async fn a_follower_makes_no_claim_and_the_leader_makes_it_once() {
     };
     api.create(&held).unwrap();
     let election = LeaseConfig::new("kube-system", "pv-controller", "me");
-    let running = Running::start(&api, "*", Some(election)).await.unwrap();
+    let running = Running::start(
+        &api,
+        pv_controller::AppConfig {
+            election: Some(election),
+            ..controllers("*")
+        },
+    )
+    .await;
     tokio::time::sleep(std::time::Duration::from_secs(60)).await;
     assert!(
         api.list::<PersistentVolumeClaim>().is_empty(),

@@ -13,7 +13,7 @@ use pv_controller::{App, AppConfig, ClientOptions, Clients, ObjectKey, pv};
 use serde_json::Value;
 use testkit::{claim, storage_class, volume};
 
-use crate::pod_harness::settle;
+use crate::process::settle;
 
 fn clients(api: &MemApi) -> Clients {
     Clients::build(

@@ -5,24 +5,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::client::ClientBuilder;
 use memapi::{MemApi, Reactor};
-use pv_controller::App;
-use pv_controller::AppConfig;
-use pv_controller::AppError;
-use pv_controller::ClientOptions;
-use pv_controller::Clients;
-use pv_controller::ControllerSelection;
-use pv_controller::IdleProbe;
 use pv_controller::ObjectKey;
 use pv_controller::pv::{self, Controller, RetryPolicy, Settings, VolumeName, VolumePlugins};
-use pv_controller::testing::{Ended, EventRecorder, PvStore, wait_settled};
+use pv_controller::testing::{Ended, PvStore};
 use serde_json::Value;
 use testkit::{ClaimBuilder, VolumeBuilder};
 
 use crate::mock_plugin::{MockConfig, MockPlugin};
+pub(crate) use crate::process::{Running, binder_only, clients, direct_binder, events_of, settle};
 
 /// A change a row makes to the server (and, in direct mode, to the
 /// controller's cache) between the sync and the operation it started; in
@@ -516,7 +509,7 @@ pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
         settings: s.settings(),
         ..pv::Config::default()
     };
-    let running = Running::start_with(&api, config).await;
+    let running = Running::binder_with(&api, config).await;
     running.settle().await;
     running.stop().await;
     api.clear_reactors();
@@ -531,25 +524,6 @@ pub(crate) async fn run_settled(s: &Scenario) -> Vec<String> {
         }
     }
     problems
-}
-
-/// How long no volume or claim may change, with the controller idle,
-/// before a test counts it as settled: more than a resync period, so that a
-/// resync had its chance to act.
-pub(crate) const SETTLE_QUIET: Duration = Duration::from_secs(20);
-
-/// The longest a test waits for the controller to settle. A row whose sync
-/// fails on every retry (2-7) keeps its key queued and never settles; it is
-/// checked after this long instead.
-pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(1000);
-
-/// Waits (in paused time) until the controller settled: the embedded
-/// mode's [`wait_settled`] with [`SETTLE_QUIET`], for at most
-/// [`SETTLE_LIMIT`].
-pub(crate) async fn settle(api: &MemApi, idle: &IdleProbe) {
-    // Running into the limit is not a failure in itself: the row's
-    // expectations then tell whether the controller got where it should.
-    let _ = tokio::time::timeout(SETTLE_LIMIT, wait_settled(api, idle, SETTLE_QUIET)).await;
 }
 
 /// Creates `n` pairs that fit each other: a 1Gi volume `volume-NN` and a
@@ -707,45 +681,10 @@ fn normalize<K: serde::Serialize + kube::Resource<DynamicType = ()>>(object: &K)
     value
 }
 
-/// The controller's events on the server (core/v1, source
-/// `persistentvolume-controller`) as "Type Reason message", oldest first:
-/// by first occurrence, which the name's hexadecimal nanoseconds tell (a
-/// repeat patches the first object, so its resourceVersion moves on).
+/// The PersistentVolume controller's events on the server (source
+/// `persistentvolume-controller`), as [`events_of`] reads them.
 pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
-    let mut events: Vec<Event> = api
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| {
-            e.source.as_ref().and_then(|s| s.component.as_deref())
-                == Some("persistentvolume-controller")
-        })
-        .collect();
-    events.sort_by_key(|e| {
-        let name = e.metadata.name.as_deref().unwrap_or("");
-        let first = name
-            .rsplit('.')
-            .next()
-            .and_then(|hex| u128::from_str_radix(hex, 16).ok())
-            .unwrap_or(0);
-        let version = e
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-        (first, version)
-    });
-    events
-        .iter()
-        .map(|e| {
-            format!(
-                "{} {} {}",
-                e.type_.as_deref().unwrap_or(""),
-                e.reason.as_deref().unwrap_or(""),
-                e.message.as_deref().unwrap_or("")
-            )
-        })
-        .collect()
+    events_of(api, Some("persistentvolume-controller"))
 }
 
 /// Runs every row in all three modes (its plan rehearsed with no server,
@@ -783,153 +722,6 @@ pub(crate) async fn run_table(rows: Vec<Scenario>) {
         rows.len(),
         failures.join("\n")
     );
-}
-
-/// The clients of a process on `api`: straight on the server, with no
-/// rate limit (the write gate opens when the process runs unelected).
-pub(crate) fn clients(api: &MemApi) -> Clients {
-    Clients::build(
-        ClientBuilder::new(api.service(), "default"),
-        ClientBuilder::new(api.service(), "default"),
-        ClientBuilder::new(api.service(), "default"),
-        ClientOptions::default(),
-    )
-}
-
-/// The clients of a process whose syncs a test calls directly, without
-/// running it: the write gate open from the start.
-pub(crate) fn direct_clients(api: &MemApi) -> Clients {
-    let clients = clients(api);
-    clients.gate().open();
-    clients
-}
-
-/// The process configuration that runs the PersistentVolume controller
-/// alone, with `config`.
-pub(crate) fn binder_only(config: pv::Config) -> AppConfig {
-    AppConfig {
-        controllers: ControllerSelection::new([k8s_names::PERSISTENTVOLUME_BINDER_CONTROLLER]),
-        persistentvolume: config,
-        ..AppConfig::default()
-    }
-}
-
-/// The PersistentVolume controller alone on `api`, built with `config`, its
-/// stores filled and nothing running: for syncs called directly. The
-/// process must be kept while the controller is used.
-pub(crate) async fn direct_binder(
-    api: &MemApi,
-    config: pv::Config,
-) -> Result<(App, Arc<Controller>), AppError> {
-    let mut app = App::start(direct_clients(api), binder_only(config)).await?;
-    app.start_informers().await?;
-    let controller = app
-        .controllers()
-        .persistentvolume
-        .clone()
-        .expect("the PersistentVolume controller is built");
-    Ok((app, controller))
-}
-
-/// A controller running in the background on a memapi, for tests that
-/// change the cluster while it runs.
-pub(crate) struct Running {
-    api: MemApi,
-    controller: Arc<Controller>,
-    idle: IdleProbe,
-    events: EventRecorder,
-    /// The process's registry.
-    pub(crate) metrics: Arc<pv_controller::Metrics>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), AppError>>,
-}
-
-impl Running {
-    /// Starts the whole controller on `api` with the default 15 s resync.
-    pub(crate) async fn start(api: &MemApi) -> Self {
-        Self::start_with(api, pv::Config::default()).await
-    }
-
-    /// Starts the whole controller on `api` with the given configuration.
-    pub(crate) async fn start_with(api: &MemApi, config: pv::Config) -> Self {
-        let app = App::start(clients(api), binder_only(config))
-            .await
-            .expect("the process starts");
-        let idle = app.idle_probe();
-        let metrics = app.metrics();
-        let controller = app
-            .controllers()
-            .persistentvolume
-            .clone()
-            .expect("the PersistentVolume controller is built");
-        let events = controller.recorder().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(app.run(async move {
-            let _ = stopped.await;
-        }));
-        Self {
-            api: api.clone(),
-            controller,
-            idle,
-            events,
-            metrics,
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    /// The running controller's decisions and their state (its shadow
-    /// cache).
-    pub(crate) fn controller(&self) -> &pv_controller::pv::Controller {
-        &self.controller
-    }
-
-    /// Whether the controller has nothing queued, being synced or waiting
-    /// for a retry now (claims waiting for a volume count as idle).
-    pub(crate) fn is_idle(&self) -> bool {
-        self.idle.is_idle()
-    }
-
-    /// Waits until the controller has nothing left to do and every event it
-    /// recorded is written.
-    pub(crate) async fn settle(&self) {
-        settle(&self.api, &self.idle).await;
-        self.events.flush().await;
-    }
-
-    /// Waits (paused time, at most ten minutes) until an event starting with
-    /// `wanted` is recorded, and returns the events then. An object the
-    /// controller has reported on at every resync has spent its burst of 25
-    /// events, and the spam filter (upstream's) then lets one more through
-    /// every five minutes: a new event about it can lag that far behind the
-    /// sync that raised it, well past [`Running::settle`].
-    pub(crate) async fn wait_for_event(&self, wanted: &str) -> Vec<String> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
-        loop {
-            self.events.flush().await;
-            let events = recorded_events(&self.api);
-            if events.iter().any(|e| e.starts_with(wanted))
-                || tokio::time::Instant::now() >= deadline
-            {
-                return events;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-
-    /// Stops the controller, waits for it to finish and for its last events
-    /// to be written.
-    pub(crate) async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match (&mut self.task).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => panic!("controller failed: {e}"),
-            Err(e) => panic!("controller task failed: {e}"),
-        }
-        self.events.flush().await;
-    }
 }
 
 /// The text a scrape of the admin server's `/metrics` answers for the

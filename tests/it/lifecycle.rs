@@ -34,7 +34,7 @@ async fn deleting_a_bound_claim_releases_its_volume_and_deleting_a_volume_loses_
         .expect("seed");
     api.create(&claim("claim-b", "uid-b", "1Gi").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     assert_eq!(claim_phase(&api, "claim-a"), "Bound");
     assert_eq!(claim_phase(&api, "claim-b"), "Bound");
@@ -72,7 +72,7 @@ async fn a_claim_handed_to_an_external_provisioner_binds_to_the_volume_it_create
         .expect("seed");
     api.create(&claim("claim-x", "uid-x", "5Gi").class("external").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
 
     let handed = api
@@ -127,7 +127,7 @@ async fn a_delayed_binding_claim_waits_for_its_pod_and_binds_a_volume_the_schedu
         .expect("seed");
     api.create(&claim("claim-l", "uid-l", "1Gi").class("local").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     assert_eq!(claim_phase(&api, "claim-l"), "Pending");
     assert!(
@@ -178,7 +178,7 @@ async fn a_claim_without_class_gets_the_default_class_once_one_exists() {
     let api = MemApi::new();
     api.create(&claim("claim-d", "uid-d", "1Gi").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     assert!(
         recorded_events(&api)
@@ -224,7 +224,7 @@ async fn a_claim_with_an_explicit_empty_class_keeps_it() {
     .expect("seed");
     api.create(&claim("claim-e", "uid-e", "1Gi").class("").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     let kept = api
         .get::<PersistentVolumeClaim>(Some("default"), "claim-e")
@@ -249,7 +249,7 @@ async fn a_deletion_seen_only_after_a_relist_releases_the_volume() {
         .expect("seed");
     api.create(&claim("claim-r", "uid-r", "1Gi").build())
         .expect("seed");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     assert_eq!(volume_phase(&api, "volume-r"), "Bound");
 

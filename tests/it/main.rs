@@ -6,10 +6,11 @@
 //!
 //! The objects come from the `testkit` crate (the builders the unit tests
 //! use too); the support that needs the controller lives here:
-//! [`harness`] (scenario tables run directly and with the whole controller,
-//! settling, object comparison, invariants), [`pod_harness`] (the process
-//! run with some of its controllers, for pod-centred rows) and
-//! [`mock_plugin`] (a volume plugin whose answers a row scripts).
+//! [`process`] (the process on memapi for every controller: built, its
+//! syncs called directly, run until settled, stopped; its events and
+//! counters), [`harness`] (the binder's scenario tables run with no server,
+//! directly and with the whole controller; object comparison, invariants)
+//! and [`mock_plugin`] (a volume plugin whose answers a row scripts).
 
 // A test or benchmark reports a failure by panicking: unwrap and expect
 // are its assertions.
@@ -19,7 +20,7 @@ mod harness;
 #[path = "../support/https.rs"]
 mod https;
 mod mock_plugin;
-mod pod_harness;
+mod process;
 
 mod admin;
 mod admin_limits;

@@ -573,7 +573,7 @@ async fn a_migrated_claim_binds_without_migrated_to() {
     .expect("class");
     api.create(&pending("claim", "uid", "gp2").build())
         .expect("claim");
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     let handed = api
         .get::<PersistentVolumeClaim>(Some("default"), "claim")
@@ -631,7 +631,7 @@ async fn storage_of_a_volume_object_stored_unanswered_is_never_deleted() {
     api.add_reactor(create().delay(Duration::from_secs(1)));
     api.add_reactor(create().error(500).after_commit());
     let (config, calls) = one_provision_and_delete(RetryPolicy::default());
-    let running = Running::start_with(&api, config).await;
+    let running = Running::binder_with(&api, config).await;
     while api
         .requests()
         .count(Verb::Create, "persistentvolumes", None)
@@ -724,7 +724,7 @@ async fn while_a_volume_create_is_retried(
         attempts: 5,
         interval: Duration::from_secs(60),
     });
-    let running = Running::start_with(&api, config).await;
+    let running = Running::binder_with(&api, config).await;
     while api.get::<PersistentVolume>(None, "pvc-uid-x").is_none() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::pod_harness::settle;
+use crate::process::settle;
 use clap::Parser;
 use memapi::{MemApi, MemApiConfig, RequestLogEntry};
 use pv_controller::App;

@@ -11,7 +11,7 @@ use pv_controller::pv;
 use testkit::*;
 
 use crate::harness::{Running, seed_pairs};
-use crate::pod_harness::value;
+use crate::process::value;
 
 const PERIOD: Duration = Duration::from_secs(5);
 
@@ -68,7 +68,7 @@ async fn the_resync_passes_settled_bindings_by_until_one_of_their_objects_change
     api.create(&claim("too-big", "uid-big", "100Gi").build())
         .expect("seed");
     api.create(&volume("spare", "5Gi").build()).expect("seed");
-    let running = Running::start_with(&api, every_period()).await;
+    let running = Running::binder_with(&api, every_period()).await;
     running.settle().await;
     let bound = api
         .list::<PersistentVolumeClaim>()
@@ -151,7 +151,7 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
         api.create(&volume(&format!("spare-{i}"), "5Gi").build())
             .expect("seed");
     }
-    let first = Running::start_with(&api, every_period()).await;
+    let first = Running::binder_with(&api, every_period()).await;
     first.settle().await;
     api.delete::<PersistentVolumeClaim>(Some("default"), "claim-00")
         .expect("delete a claim of a retained volume");
@@ -166,7 +166,7 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
     );
 
     api.reset_requests();
-    let second = Running::start_with(&api, every_period()).await;
+    let second = Running::binder_with(&api, every_period()).await;
     second.settle().await;
     tokio::time::sleep(PERIOD * 3).await;
     second.settle().await;
@@ -187,7 +187,7 @@ async fn a_controller_started_on_a_settled_cluster_writes_nothing() {
 async fn a_change_a_watch_lost_is_repaired_by_the_retry_after_a_conflict() {
     let api = MemApi::new();
     api.create(&volume("volume", "1Gi").build()).expect("seed");
-    let running = Running::start_with(&api, every_period()).await;
+    let running = Running::binder_with(&api, every_period()).await;
     running.settle().await;
 
     api.lose_events("persistentvolumes", 1).expect("served");

@@ -13,8 +13,8 @@ use pv_controller::pv::{self, Settings, VolumePlugins};
 use pv_controller::{App, AppConfig, Metrics, Options};
 use testkit::{claim, storage_class, volume};
 
-use crate::harness::{Running, SETTLE_QUIET, clients, settle};
-use crate::pod_harness::value;
+use crate::process::value;
+use crate::process::{Running, SETTLE_QUIET, clients, settle};
 
 /// Every kind the process watches, as the API server names it.
 const KINDS: [&str; 7] = [
@@ -328,7 +328,7 @@ async fn claims_that_fit_one_volume_bind_oldest_first_under_sixteen_workers() {
             api.create(&claim(&format!("claim-{i:02}"), &format!("uid-{i}"), "1Gi").build())
                 .expect("claim");
         }
-        let running = Running::start_with(
+        let running = Running::binder_with(
             &api,
             pv::Config {
                 claim_workers: 16,

@@ -25,7 +25,7 @@ use pv_controller::{App, AppConfig, ClientOptions, Clients, ShadowConfig, Shadow
 use serde_json::Value;
 use testkit::{claim, default_class, pod, storage_class, volume, with_ephemeral_volume};
 
-use crate::pod_harness::settle;
+use crate::process::settle;
 
 /// memapi's service, counting the requests that are not reads.
 #[derive(Clone)]

@@ -121,7 +121,7 @@ async fn bind_release_and_recycle_keep_every_unknown_field() {
             .build(),
     );
     seed_with_unknown_fields(&api, &claim("claim-new", "uid-new", "1Gi").build());
-    let running = Running::start_with(&api, with_host_path_recycler()).await;
+    let running = Running::binder_with(&api, with_host_path_recycler()).await;
     running.settle().await;
     assert_eq!(volume_phase(&api, "pv-new"), "Bound");
     assert_unknown_fields_kept(&api, "persistentvolumes", None, "pv-new");
@@ -180,7 +180,7 @@ async fn the_provisioned_volumes_finalizer_added_and_removed_keeps_every_unknown
             .annotations(&[ANN_BOUND_BY_CONTROLLER, ANN_BIND_COMPLETED])
             .build(),
     );
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     let finalizers = |api: &MemApi| {
         api.get::<PersistentVolume>(None, "pvc-uid-p")
@@ -216,7 +216,7 @@ async fn a_claim_handed_to_an_external_provisioner_keeps_every_unknown_field() {
         &api,
         &claim("claim-x", "uid-x", "5Gi").class("external").build(),
     );
-    let running = Running::start(&api).await;
+    let running = Running::binder(&api).await;
     running.settle().await;
     let handed = api
         .get::<PersistentVolumeClaim>(Some("default"), "claim-x")
@@ -252,10 +252,10 @@ async fn a_resource_claims_reservation_cleared_keeps_every_unknown_field() {
             .structured()
             .reserved_for(&running_pod),
     );
-    let running = claims::Running::start(&api).await;
-    running.settle(&api).await;
+    let running = claims::Running::start(&api, claims::claims_only(Default::default())).await;
+    running.settle().await;
     api.put(&running_pod.phase("Succeeded")).expect("pod done");
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
 
     let name = "user-claim";

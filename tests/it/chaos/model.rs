@@ -310,7 +310,7 @@ async fn run(actions: Vec<Action>) -> Result<(), String> {
         },
         ..pv::Config::default()
     };
-    let running = Running::start_with(&api, config).await;
+    let running = Running::binder_with(&api, config).await;
     let kubelet_api = api.clone();
     let kubelet = tokio::spawn(async move {
         let mut kubelet = Kubelet::new(0);

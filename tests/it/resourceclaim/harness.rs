@@ -1,25 +1,19 @@
 //! Runs the ResourceClaim controller's table rows in two modes against
 //! memapi, as the binder's rows run: one direct sync of the row's key
 //! (result, objects, statuses, events and create counts checked), and the
-//! whole controller running until it settles.
+//! whole controller running until it settles, both on the process of
+//! [`crate::process`].
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use memapi::{MemApi, Reactor, Verb};
 use pv_controller::resourceclaim::{self, Features, WorkKey};
-use pv_controller::testing::LeaderElector;
-use pv_controller::{
-    App, AppConfig, AppError, ControllerSelection, IdleProbe, LeaseConfig, Metrics, ObjectKey,
-    WriteGate,
-};
+use pv_controller::{App, AppConfig, Metrics, ObjectKey};
 
-use crate::harness::{clients, direct_clients};
-use crate::pod_harness::labelled;
+pub(crate) use crate::process::Running;
+use crate::process::{controllers, direct_clients, events_of, labelled};
 use serde_json::Value;
 
 /// What a pod's `status.resourceClaimStatuses` must hold: entry → claim.
@@ -130,17 +124,15 @@ pub(crate) fn seeded(row: &Row) -> MemApi {
     api
 }
 
-/// The process with the ResourceClaim controller alone on `api`, with
-/// `election` when given.
-fn config(election: Option<LeaseConfig>, features: Features) -> AppConfig {
+/// The process with the ResourceClaim controller alone, with the feature
+/// gates `features`.
+pub(crate) fn claims_only(features: Features) -> AppConfig {
     AppConfig {
-        controllers: ControllerSelection::new([k8s_names::RESOURCE_CLAIM_CONTROLLER]),
-        election,
         resourceclaim: resourceclaim::Config {
             features,
             ..resourceclaim::Config::default()
         },
-        ..AppConfig::default()
+        ..controllers(k8s_names::RESOURCE_CLAIM_CONTROLLER)
     }
 }
 
@@ -165,7 +157,7 @@ pub(crate) fn creates(metrics: &Metrics) -> Creates {
 /// Runs the row's key once and returns what differs from the row.
 pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let api = seeded(row);
-    let mut app = App::start(direct_clients(&api), config(None, row.features))
+    let mut app = App::start(direct_clients(&api), claims_only(row.features))
         .await
         .expect("the process starts");
     app.start_informers().await.expect("caches");
@@ -218,124 +210,6 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     problems
 }
 
-/// How long nothing may change, with the controller idle, before a run
-/// counts as settled.
-pub(crate) const SETTLE_QUIET: Duration = Duration::from_secs(10);
-
-/// The longest a run waits to settle (a row whose sync keeps failing never
-/// does, and is checked after this long).
-pub(crate) const SETTLE_LIMIT: Duration = Duration::from_secs(300);
-
-/// Runs the controller until `api` has been quiet (no write) and the
-/// controller idle for [`SETTLE_QUIET`], at most [`SETTLE_LIMIT`].
-pub(crate) async fn settle(api: &MemApi, idle: &IdleProbe) {
-    let wait = async {
-        let mut written = api.resource_version();
-        let mut quiet_since = tokio::time::Instant::now();
-        loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let now = api.resource_version();
-            if now != written || !idle.is_idle() {
-                written = now;
-                quiet_since = tokio::time::Instant::now();
-            } else if quiet_since.elapsed() >= SETTLE_QUIET {
-                return;
-            }
-        }
-    };
-    let _ = tokio::time::timeout(SETTLE_LIMIT, wait).await;
-}
-
-/// A controller running on `api` until [`Running::stop`].
-pub(crate) struct Running {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), AppError>>,
-    idle: IdleProbe,
-    pub(crate) metrics: Arc<Metrics>,
-    other_holder: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Running {
-    /// A controller that leads at once.
-    pub(crate) async fn start(api: &MemApi) -> Self {
-        Self::run(api, None, None, Features::default()).await
-    }
-
-    /// A controller that leads at once, with the feature gates `features`.
-    pub(crate) async fn start_with(api: &MemApi, features: Features) -> Self {
-        Self::run(api, None, None, features).await
-    }
-
-    /// A controller elected on a Lease that another replica holds until
-    /// `released` resolves (then it gives the Lease up).
-    pub(crate) async fn start_leading_when(
-        api: &MemApi,
-        released: impl Future<Output = bool> + Send + 'static,
-    ) -> Self {
-        let mut other = LeaderElector::new(
-            api.client(),
-            LeaseConfig::new("kube-system", "pv-controller", "other"),
-            WriteGate::default(),
-        );
-        assert!(
-            other
-                .try_acquire_or_renew()
-                .await
-                .expect("the other holds the Lease")
-        );
-        let holder = tokio::spawn(async move {
-            tokio::select! {
-                _ = released => {}
-                () = other.hold() => {}
-            }
-            let _ = other.release().await;
-        });
-        let election = LeaseConfig::new("kube-system", "pv-controller", "test");
-        Self::run(api, Some(election), Some(holder), Features::default()).await
-    }
-
-    async fn run(
-        api: &MemApi,
-        election: Option<LeaseConfig>,
-        other_holder: Option<tokio::task::JoinHandle<()>>,
-        features: Features,
-    ) -> Self {
-        let app = App::start(clients(api), config(election, features))
-            .await
-            .expect("the process starts");
-        let idle = app.idle_probe();
-        let metrics = app.metrics();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(app.run(async move {
-            let _ = stopped.await;
-        }));
-        Self {
-            stop,
-            task,
-            idle,
-            metrics,
-            other_holder,
-        }
-    }
-
-    /// The controller's create requests so far.
-    pub(crate) fn creates(&self) -> Creates {
-        creates(&self.metrics)
-    }
-
-    pub(crate) async fn settle(&self, api: &MemApi) {
-        settle(api, &self.idle).await;
-    }
-
-    pub(crate) async fn stop(self) {
-        let _ = self.stop.send(());
-        self.task.await.expect("joined").expect("clean stop");
-        if let Some(holder) = self.other_holder {
-            holder.abort();
-        }
-    }
-}
-
 /// Runs the controller on the row's objects until it settles and returns
 /// what differs from the row's settled expectation.
 pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
@@ -343,8 +217,8 @@ pub(crate) async fn run_settled(row: &Row) -> Vec<String> {
     for pod in &row.pods_later {
         api.create(pod).expect("pod");
     }
-    let running = Running::start_with(&api, row.features).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(row.features)).await;
+    running.settle().await;
     running.stop().await;
     api.clear_reactors();
     let claims = row.settled_claims.as_ref().unwrap_or(&row.expected_claims);
@@ -475,27 +349,10 @@ fn compare(api: &MemApi, row: &Row, claims: &[ResourceClaim], statuses: &Statuse
     problems
 }
 
-/// The controller's events, oldest first, as "Type Reason message".
+/// The controller's events (source `resource_claim`), as [`events_of`]
+/// reads them.
 pub(crate) fn recorded_events(api: &MemApi) -> Vec<String> {
-    let mut events: Vec<Event> = api
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| {
-            e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("resource_claim")
-        })
-        .collect();
-    events.sort_by_key(|e| e.metadata.name.clone());
-    events
-        .iter()
-        .map(|e| {
-            format!(
-                "{} {} {}",
-                e.type_.as_deref().unwrap_or_default(),
-                e.reason.as_deref().unwrap_or_default(),
-                e.message.as_deref().unwrap_or_default()
-            )
-        })
-        .collect()
+    events_of(api, Some("resource_claim"))
 }
 
 /// Runs every row in both modes and fails with every difference.

@@ -11,8 +11,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use memapi::{MemApi, Reactor, Verb};
 
-use super::harness::{Creates, Row, Running, seeded};
+use super::harness::{Creates, Row, Running, claims_only, creates, seeded};
 use super::objects::*;
+use pv_controller::resourceclaim::Features;
 
 fn status_writes(api: &MemApi) -> (u64, u64) {
     let requests = api.requests();
@@ -56,9 +57,9 @@ async fn a_failing_pod_status_write_never_makes_a_second_claim() {
             .error(500)
             .times(FAILURES),
     );
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
-    let creates = running.creates();
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
+    let creates = creates(&running.metrics);
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>();
@@ -89,8 +90,8 @@ async fn a_pod_with_50_template_claims_gets_50_claims_and_one_status_write() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>();
@@ -135,9 +136,9 @@ async fn a_storm_of_1000_pods_gets_1000_claims_and_1000_status_writes() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
-    let creates = running.creates();
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
+    let creates = creates(&running.metrics);
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>().len();
@@ -181,8 +182,8 @@ async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_ex
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     assert_eq!(
         api.list::<ResourceClaim>().len(),
         1,
@@ -192,7 +193,7 @@ async fn a_done_pods_claim_loses_its_reservation_and_is_deleted_while_the_pod_ex
 
     api.put(&running_pod.clone().phase("Succeeded"))
         .expect("pod done");
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
 
     assert!(
@@ -238,8 +239,8 @@ async fn a_deleted_claim_with_the_finalizer_is_deallocated_and_goes() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     running.stop().await;
     let left = api.list::<ResourceClaim>();
     assert!(left.is_empty(), "no claim left Terminating: {left:?}");
@@ -269,8 +270,8 @@ async fn a_claim_whose_finalizer_removal_failed_once_still_goes() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     api.add_reactor(
         Reactor::on(Verb::Patch, "resourceclaims")
             .main_resource()
@@ -279,7 +280,7 @@ async fn a_claim_whose_finalizer_removal_failed_once_still_goes() {
     );
     api.put(&running_pod.clone().phase("Succeeded"))
         .expect("pod done");
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
     let left = api.list::<ResourceClaim>();
     assert!(left.is_empty(), "no claim left Terminating: {left:?}");
@@ -299,8 +300,8 @@ async fn a_claim_not_owned_by_the_pod_is_never_written() {
         templates: vec![template()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     running.stop().await;
     let touched: Vec<String> = api
         .requests()
@@ -339,8 +340,8 @@ async fn a_pod_gone_while_the_watch_was_down_is_handled_as_deleted() {
         ],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     assert_eq!(reserved_count(&api, "shared"), 1);
 
     // The next pod watch is served only after 10 minutes, and the current
@@ -352,7 +353,7 @@ async fn a_pod_gone_while_the_watch_was_down_is_handled_as_deleted() {
     assert!(api.remove::<Pod>(Some(NAMESPACE), POD));
     api.compact();
     tokio::time::sleep(Duration::from_secs(700)).await;
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
 
     assert_eq!(
@@ -429,45 +430,45 @@ fn change(api: &MemApi, name: &str, edit: impl FnOnce(&mut ResourceClaim)) {
 #[tokio::test(start_paused = true)]
 async fn the_claim_gauge_follows_the_claims() {
     let api = MemApi::new();
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     assert!(claim_gauge(&running).is_empty());
     api.create(&claim("first", NAMESPACE, None))
         .expect("create");
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(claim_gauge(&running), expect(&[("false/false/", 1)]));
     change(&api, "first", |c| {
         c.metadata.labels = Some([("foo".to_string(), "bar".to_string())].into());
     });
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(claim_gauge(&running), expect(&[("false/false/", 1)]));
     change(&api, "first", |c| *c = c.clone().allocated());
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(claim_gauge(&running), expect(&[("true/false/", 1)]));
     api.create(&claim("second", NAMESPACE, None).allocated())
         .expect("create allocated");
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(claim_gauge(&running), expect(&[("true/false/", 2)]));
     change(&api, "first", |c| c.status = None);
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(
         claim_gauge(&running),
         expect(&[("false/false/", 1), ("true/false/", 1)])
     );
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "first"));
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "second"));
-    running.settle(&api).await;
+    running.settle().await;
     assert!(claim_gauge(&running).is_empty());
 
     api.create(&with_admin_access(generated_named("admin")))
         .expect("create admin");
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(
         claim_gauge(&running),
         expect(&[("false/true/resource_claim_template", 1)])
     );
     change(&api, "admin", |c| *c = c.clone().allocated());
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(
         claim_gauge(&running),
         expect(&[("true/true/resource_claim_template", 1)])
@@ -483,13 +484,13 @@ async fn the_claim_gauge_follows_the_claims() {
         .into(),
     );
     api.create(&extended.allocated()).expect("create extended");
-    running.settle(&api).await;
+    running.settle().await;
     assert_eq!(
         claim_gauge(&running),
         expect(&[("true/false/extended_resource", 1)])
     );
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), "test-pod-extended-resources-1"));
-    running.settle(&api).await;
+    running.settle().await;
     assert!(claim_gauge(&running).is_empty());
     running.stop().await;
 }
@@ -498,8 +499,11 @@ async fn the_claim_gauge_follows_the_claims() {
 async fn a_follower_makes_no_claim_until_it_leads() {
     let api = pod_and_template();
     let (lead, leads) = tokio::sync::oneshot::channel::<()>();
-    let running = Running::start_leading_when(&api, async move { leads.await.is_ok() }).await;
-    running.settle(&api).await;
+    let running = Running::elected_after(&api, claims_only(Features::default()), async move {
+        leads.await.is_ok()
+    })
+    .await;
+    running.settle().await;
     assert!(
         api.list::<ResourceClaim>().is_empty(),
         "a follower writes nothing"
@@ -509,7 +513,7 @@ async fn a_follower_makes_no_claim_until_it_leads() {
         0
     );
     lead.send(()).expect("leads");
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
     assert_eq!(
         api.list::<ResourceClaim>().len(),
@@ -521,8 +525,8 @@ async fn a_follower_makes_no_claim_until_it_leads() {
 #[tokio::test(start_paused = true)]
 async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
     let api = pod_and_template();
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     let first = api.list::<ResourceClaim>();
     assert_eq!(first.len(), 1);
     let first = first[0].metadata.name.clone().expect("name");
@@ -535,7 +539,7 @@ async fn a_claim_deleted_while_the_watch_was_down_is_made_again() {
     assert!(api.remove::<ResourceClaim>(Some(NAMESPACE), &first));
     api.compact();
     tokio::time::sleep(Duration::from_secs(700)).await;
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
 
     let claims = api.list::<ResourceClaim>();
@@ -591,7 +595,7 @@ async fn a_new_template_gives_its_waiting_pod_a_claim_at_once() {
         pods: vec![pod_with_resource()],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
     tokio::time::sleep(Duration::from_secs(20 * 60)).await;
     assert!(api.list::<ResourceClaim>().is_empty(), "no template yet");
     api.create(&template()).expect("template");
@@ -636,15 +640,15 @@ async fn a_done_pods_extended_resource_claim_is_released_and_deleted() {
         claims: vec![extended],
         ..Row::default()
     });
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     assert_eq!(
         reserved_count(&api, EXTENDED),
         1,
         "the running pod keeps it"
     );
     api.put(&running_pod.phase("Succeeded")).expect("pod done");
-    running.settle(&api).await;
+    running.settle().await;
     running.stop().await;
     assert!(
         api.get::<ResourceClaim>(Some(NAMESPACE), EXTENDED)
@@ -659,8 +663,8 @@ async fn a_done_pods_extended_resource_claim_is_released_and_deleted() {
 #[tokio::test(start_paused = true)]
 async fn a_generated_claim_is_owned_and_recorded_as_upstream_does() {
     let api = pod_and_template();
-    let running = Running::start(&api).await;
-    running.settle(&api).await;
+    let running = Running::start(&api, claims_only(Features::default())).await;
+    running.settle().await;
     running.stop().await;
     let claims = api.list::<ResourceClaim>();
     assert_eq!(claims.len(), 1);
