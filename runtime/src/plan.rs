@@ -206,15 +206,15 @@ impl<L> Step<L> {
     }
 }
 
-/// An object held for another while a plan runs (a volume for the claim
+/// An object reserved for another while a plan runs (a volume for the claim
 /// the plan is about): the next decisions pass it by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
-    /// The object it is held for (the claim).
+    /// The object it is reserved for (the claim).
     pub holder: ObjectKey,
-    /// The UID of the object it is held for.
+    /// The UID of the object it is reserved for.
     pub holder_uid: String,
-    /// The name of the object held (the volume).
+    /// The name of the object reserved (the volume).
     pub held: String,
 }
 

@@ -1,9 +1,9 @@
 //! The counts behind upstream's `pv_collector_*` gauges, kept up to date as
-//! the shadow cache stores, replaces and forgets objects.
+//! the store stores, replaces and forgets objects.
 //!
-//! The cache holds every volume and claim packed ([`crate::pv::packed`]),
+//! The store holds every volume and claim packed ([`crate::pv::packed`]),
 //! so counting them at scrape time meant unpacking every one of them, under
-//! the cache's locks: at 100,000 pairs a scrape took a second of CPU while
+//! the store's locks: at 100,000 pairs a scrape took a second of CPU while
 //! the workers waited on those locks. Instead each stored object carries
 //! the id of its tally (what the gauges count it under), and a scrape reads
 //! one count per tally: a handful, whatever the number of objects.

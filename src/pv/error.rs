@@ -22,7 +22,7 @@ pub(crate) enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The shadow cache refused the answer to a write (an unparsable
+    /// The store refused the answer to a write (an unparsable
     /// resourceVersion).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -76,7 +76,7 @@ impl Error {
                 kube::Error::Api(_) => "api",
                 _ => "transport",
             },
-            Error::Store(_) => "cache",
+            Error::Store(_) => "store",
             Error::Match(_) => "match",
             Error::StorageClass(_) => "storage_class",
             Error::Inconsistent(_) => "inconsistent",

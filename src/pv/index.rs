@@ -117,9 +117,9 @@ pub enum SelectorError {
     },
 }
 
-/// The claim a volume is held for, and by how many reservations.
+/// The claim a volume is reserved for, and by how many reservations.
 #[derive(Debug)]
-struct Hold {
+struct Reserved {
     claim: ObjectKey,
     count: u32,
 }
@@ -146,8 +146,8 @@ pub struct VolumeIndex {
     /// The volumes whose claimRef names a claim, by that claim, in name
     /// order (nearly always one).
     claimed: HashMap<Arc<ObjectKey>, Filed>,
-    /// Volumes held for the claim whose binding is under way.
-    reserved: HashMap<String, Hold>,
+    /// Volumes reserved for the claim whose binding is under way.
+    reserved: HashMap<String, Reserved>,
     /// Every bucket seen, shared by the volumes' [`Traits`].
     buckets: HashSet<Arc<Bucket>>,
     /// Bumped by every change of a volume or a reservation, so an
@@ -561,22 +561,22 @@ impl VolumeIndex {
         self.volumes.is_empty()
     }
 
-    /// Holds the volume of that name for `claim`: until as many
+    /// Reserves the volume of that name for `claim`: until as many
     /// [`VolumeIndex::release`]s, searches for other claims pass it by.
-    /// Returns false (and reserves nothing) when it is held for another
+    /// Returns false (and reserves nothing) when it is reserved for another
     /// claim already.
     pub fn reserve(&mut self, name: &str, claim: &ObjectKey) -> bool {
         self.changes += 1;
         match self.reserved.get_mut(name) {
-            Some(hold) if hold.claim == *claim => {
-                hold.count += 1;
+            Some(reserved) if reserved.claim == *claim => {
+                reserved.count += 1;
                 true
             }
             Some(_) => false,
             None => {
                 self.reserved.insert(
                     name.to_owned(),
-                    Hold {
+                    Reserved {
                         claim: claim.clone(),
                         count: 1,
                     },
@@ -588,33 +588,33 @@ impl VolumeIndex {
 
     /// Drops one reservation of the volume of that name for `claim`.
     /// Returns whether this made a free volume searchable for every claim
-    /// again (the last hold ended and the binding failed): news for the
+    /// again (the last reservation ended and the binding failed): news for the
     /// claims that found nothing.
     pub fn release(&mut self, name: &str, claim: &ObjectKey) -> bool {
         self.changes += 1;
-        let Some(hold) = self.reserved.get_mut(name) else {
+        let Some(reserved) = self.reserved.get_mut(name) else {
             return false;
         };
-        if hold.claim != *claim {
+        if reserved.claim != *claim {
             return false;
         }
-        hold.count -= 1;
-        if hold.count > 0 {
+        reserved.count -= 1;
+        if reserved.count > 0 {
             return false;
         }
         self.reserved.remove(name);
         self.is_free(name)
     }
 
-    /// Whether the volume of that name is held for a claim being bound.
+    /// Whether the volume of that name is reserved for a claim being bound.
     pub fn is_reserved(&self, name: &str) -> bool {
         self.reserved.contains_key(name)
     }
 
-    /// The claim the volume of that name is held for, if any.
+    /// The claim the volume of that name is reserved for, if any.
     #[cfg(feature = "testing")]
     pub fn reserved_for(&self, name: &str) -> Option<&ObjectKey> {
-        self.reserved.get(name).map(|hold| &hold.claim)
+        self.reserved.get(name).map(|reserved| &reserved.claim)
     }
 
     /// The volume the controller should bind `claim` to, if any, by the rules
@@ -684,10 +684,10 @@ impl VolumeIndex {
         selector: Option<&Selector>,
         key: &ObjectKey,
     ) -> Option<&str> {
-        let not_held = |(_, name): &&(Amount, Name)| {
+        let not_reserved = |(_, name): &&(Amount, Name)| {
             self.reserved
                 .get(&**name)
-                .is_none_or(|hold| hold.claim == *key)
+                .is_none_or(|reserved| reserved.claim == *key)
         };
         let start = (request, Name::from(""));
         let groups = self.labelled.get(bucket);
@@ -697,14 +697,14 @@ impl VolumeIndex {
             return groups
                 .iter()
                 .filter(|(labels, _)| selector.matches_labels(Some(labels)))
-                .filter_map(|(_, set)| set.range(start.clone()..).find(not_held))
+                .filter_map(|(_, set)| set.range(start.clone()..).find(not_reserved))
                 .min()
                 .map(|(_, name)| &**name);
         }
         self.free
             .get(bucket)?
             .range(start..)
-            .filter(|(item, _)| not_held(item))
+            .filter(|(item, _)| not_reserved(item))
             .find(|(_, labels)| selector.is_none_or(|s| s.matches_labels(Some(labels))))
             .map(|((_, name), _)| &**name)
     }

@@ -2,7 +2,7 @@
 //! names and labels (`volume_operation_total_*`,
 //! `retroactive_storageclass_*`), registered into the process's registry.
 //! The gauges set when Prometheus scrapes (`pv_collector_*`, the queue and
-//! cache sizes) are the wiring's: they read the shadow cache and the
+//! store sizes) are the wiring's: they read the store and the
 //! queues.
 
 use std::time::Duration;

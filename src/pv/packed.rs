@@ -1,4 +1,4 @@
-//! How the shadow cache holds each volume and claim: packed as its JSON
+//! How the store holds each volume and claim: packed as its JSON
 //! text, unpacked into a fresh object whenever the controller reads it.
 //!
 //! A `k8s-openapi` `PersistentVolume` takes 3,472 bytes before any string
@@ -79,8 +79,8 @@ pub(crate) enum UnpackError {
     Json(#[from] serde_json::Error),
 }
 
-/// One object as the shadow cache keeps it: packed, with the two things the
-/// cache decides on without unpacking it.
+/// One object as the store keeps it: packed, with the two things the
+/// store decides on without unpacking it.
 #[derive(Debug)]
 pub(crate) struct Stored<K> {
     packed: Packed<K>,
@@ -94,7 +94,7 @@ pub(crate) struct Stored<K> {
     /// a newer version is stored without it.
     completed: Option<Box<Completed>>,
     /// What the state gauges count it under ([`crate::pv::census`]), once
-    /// the cache has counted it.
+    /// the store has counted it.
     tally: Option<TallyId>,
 }
 
@@ -122,7 +122,7 @@ pub(crate) enum Partner {
     Claim(Arc<ObjectKey>),
 }
 
-/// A resourceVersion as the cache keeps it: a number, which is what API
+/// A resourceVersion as the store keeps it: a number, which is what API
 /// servers send, in place; any other text as it came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Version {
@@ -160,7 +160,7 @@ impl fmt::Display for Version {
 }
 
 impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
-    /// Packs `object` for the cache.
+    /// Packs `object` for the store.
     pub(crate) fn new(object: &K, listed: bool) -> Result<Self, serde_json::Error> {
         Ok(Self {
             packed: Packed::pack(object)?,
@@ -181,7 +181,7 @@ impl<K: Serialize + DeserializeOwned + kube::Resource> Stored<K> {
                 tracing::error!(
                     %error,
                     version = self.version.as_ref().map(tracing::field::display),
-                    "a cached object does not read back"
+                    "a stored object does not read back"
                 );
                 None
             }

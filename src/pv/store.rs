@@ -56,7 +56,7 @@ use crate::runtime::informer::{Store, StoreError};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::version::{self, Age, age_of_numbers};
 
-/// The shadow cache of volumes (with their index) and claims; see the module
+/// The store of volumes (with their index) and claims; see the module
 /// documentation. Cheap to share: wrap it in an `Arc`.
 #[derive(Debug, Default)]
 pub struct PvStore {
@@ -150,7 +150,7 @@ fn unpackable(object: &ObjectName, reason: impl std::fmt::Display) -> StoreError
 }
 
 impl PvStore {
-    /// A cache that keeps the last `recent` volumes and the last `recent`
+    /// A store that keeps the last `recent` volumes and the last `recent`
     /// claims read or written unpacked ([`Recent`]): at least as many as
     /// the controller's workers have in flight, or their reads unpack again
     /// what a moment ago was at hand.
@@ -164,11 +164,11 @@ impl PvStore {
 
     /// Installs what to call whenever a volume becomes free for every claim
     /// (see the module documentation); the wiring installs it once, later
-    /// calls are ignored. The hook runs outside the cache's locks and should
+    /// calls are ignored. The hook runs outside the store's locks and should
     /// be quick.
     pub fn on_volume_freed(&self, hook: impl Fn() + Send + Sync + 'static) {
         if self.freed.0.set(Box::new(hook)).is_err() {
-            tracing::warn!("the shadow cache's volume hook is installed already");
+            tracing::warn!("the store's volume hook is installed already");
         }
     }
 
@@ -357,7 +357,7 @@ impl PvStore {
         read(&self.volumes).nearest_misses(claim, delay_binding)
     }
 
-    /// Whether the volume of that name is held for a claim being bound.
+    /// Whether the volume of that name is reserved for a claim being bound.
     pub fn is_reserved(&self, name: &VolumeName) -> bool {
         read(&self.volumes).is_reserved(name.as_str())
     }
@@ -488,7 +488,7 @@ impl PvStore {
     }
 
     /// Records that a sync of `claim` found it bound to `volume` with
-    /// nothing left to write (see [`Completed`]); ignored when the cache
+    /// nothing left to write (see [`Completed`]); ignored when the store
     /// holds another version of the claim by now.
     pub fn complete_claim(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
         let name = volume.metadata.name.as_deref().unwrap_or("");
@@ -520,7 +520,7 @@ impl PvStore {
 
     /// Records that a sync of `volume` found it free (no claimRef, not held
     /// for a claim, Available) with nothing left to write, having read no
-    /// other object; ignored when the cache holds another version by now.
+    /// other object; ignored when the store holds another version by now.
     pub fn complete_free_volume(&self, volume: &PersistentVolume) {
         let name = volume.metadata.name.as_deref().unwrap_or("");
         write(&self.volumes).complete(
@@ -578,12 +578,12 @@ impl PvStore {
     }
 }
 
-/// The shadow cache is the process's one store of volumes: a watch's
+/// The store is the process's one store of volumes: a watch's
 /// versions count as listed, a write's answer does not.
 impl Store<PersistentVolume> for PvStore {
     fn watched(&self, volume: &Arc<PersistentVolume>) {
         if let Err(error) = self.offer_listed_volume(volume.as_ref()) {
-            tracing::warn!(%error, "volume not cached");
+            tracing::warn!(%error, "volume not stored");
         }
     }
 
@@ -604,11 +604,11 @@ impl Store<PersistentVolume> for PvStore {
     }
 }
 
-/// The shadow cache is the process's one store of claims, as of volumes.
+/// The store is the process's one store of claims, as of volumes.
 impl Store<PersistentVolumeClaim> for PvStore {
     fn watched(&self, claim: &Arc<PersistentVolumeClaim>) {
         if let Err(error) = self.offer_listed_claim(claim.as_ref()) {
-            tracing::warn!(%error, "claim not cached");
+            tracing::warn!(%error, "claim not stored");
         }
     }
 

@@ -1,7 +1,7 @@
 //! Shadow mode (the process's `--shadow` mode): the controllers decide as
 //! usual beside the controller that really runs the cluster
-//! (kube-controller-manager), but nothing is sent. Their executors journal
-//! their plans ([`crate::runtime::journal`]) into a [`Comparison`], which turns
+//! (kube-controller-manager), but nothing is sent. Their executors hand
+//! their plans ([`crate::runtime::shadow`]) to a [`Comparison`], which turns
 //! each intended write and each operation it would start into the
 //! decisions they carry ([`decisions`]) and keeps them until the watch
 //! shows the cluster come to the same ([`Comparison::observed`]: agree) or to
@@ -11,9 +11,9 @@
 //! ([`BindJudge`]). Counts go to `pv_controller_shadow_decisions_total`,
 //! each difference to the log and to `GET /shadow` ([`route`]).
 //!
-//! The caches follow only what the cluster shows: intended writes never
+//! The stores follow only what the cluster shows: intended writes never
 //! enter them. A bind this process intends keeps its volume reserved in the
-//! binder's index until judged ([`Journal::hold`]), so that its next
+//! binder's index until judged ([`Shadow::reserve`]), so that its next
 //! decisions are the ones it would make had it written.
 
 mod bind_judge;
@@ -119,7 +119,7 @@ struct State {
     differences: VecDeque<Difference>,
     counts: BTreeMap<(&'static str, &'static str), (u64, u64)>,
     /// Binds the other controller made before this one decided, judged
-    /// once they are [`THEIR_BIND_SETTLE`] old.
+    /// once they are [`THEIR_BIND_WAIT`] old.
     their_binds: Vec<TheirBind>,
     /// Operations started, by name, with their object and the version of
     /// it they were started on: a start of the same operation on the same
@@ -141,7 +141,7 @@ struct TheirBind {
 /// made, which reach this process's caches a little later; judged at
 /// once, the volume it gave another claim a moment before could still look
 /// free here.
-const THEIR_BIND_SETTLE: Duration = Duration::from_secs(5);
+const THEIR_BIND_WAIT: Duration = Duration::from_secs(5);
 
 /// The verdict on one decision.
 enum Verdict {
@@ -150,7 +150,7 @@ enum Verdict {
     Open(String),
 }
 
-/// Shadow mode's journal and judge.
+/// Shadow mode's comparison of this process's decisions with the cluster.
 pub(crate) struct Comparison {
     window: Duration,
     state: Mutex<State>,
@@ -210,7 +210,7 @@ fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
 }
 
 impl Comparison {
-    /// A journal judging within `config.window`, its series registered in
+    /// A comparison judging within `config.window`, its series registered in
     /// `metrics`.
     pub(crate) fn new(config: &ShadowConfig, metrics: &Metrics) -> Result<Self, MetricsError> {
         let decisions = IntCounterVec::new(
@@ -625,15 +625,15 @@ impl Comparison {
     /// Judges every decision older than the window as a difference (the
     /// cluster did not come to it), and forgets old memories.
     pub(crate) fn sweep(&self) {
-        let settled: Vec<TheirBind> = {
+        let due: Vec<TheirBind> = {
             let mut state = self.lock();
-            let (settled, waiting) = std::mem::take(&mut state.their_binds)
+            let (due, waiting) = std::mem::take(&mut state.their_binds)
                 .into_iter()
-                .partition(|bind| bind.seen.elapsed() >= THEIR_BIND_SETTLE);
+                .partition(|bind| bind.seen.elapsed() >= THEIR_BIND_WAIT);
             state.their_binds = waiting;
-            settled
+            due
         };
-        for bind in settled {
+        for bind in due {
             self.judge_their_bind(&bind.key, &bind.uid, &bind.volume);
         }
         let mut state = self.lock();

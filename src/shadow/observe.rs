@@ -1,6 +1,6 @@
 //! Shadow mode's eyes: every change the informers show of the kinds whose
 //! decisions are judged (volumes, claims, pods, ResourceClaims) goes to the
-//! journal, as the few fields decisions read, when a decision waits for it
+//! comparison, as the few fields decisions read, when a decision waits for it
 //! (claims: also to see a bind this process did not decide).
 
 use std::sync::Arc;
@@ -46,7 +46,7 @@ pub(crate) fn observe(
     Ok(())
 }
 
-/// Hands a change to the journal when a decision waits for the object (or
+/// Hands a change to the comparison when a decision waits for the object (or
 /// always, with `every`).
 fn forward<K: Kind>(
     shadow: &Comparison,

@@ -50,7 +50,7 @@ fn key() -> ObjectKey {
 const BINDER: &str = "persistentvolume-binder-controller";
 
 /// Keeps what a write of `resource` by `controller` from `before` to
-/// `after` decides, as the journal does for a write it is handed.
+/// `after` decides, as the comparison does for a write it is handed.
 pub(super) fn intend<K: kube::Resource + std::any::Any>(
     shadow: &Comparison,
     controller: &'static str,
@@ -175,7 +175,7 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     shadow.sweep();
     assert_eq!(shadow.totals(), (0, 0), "judged once the caches caught up");
     assert_eq!(shadow.report().pending, 1);
-    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    tokio::time::advance(THEIR_BIND_WAIT).await;
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 0));
     let other = ObjectKey::new("ns", "d");
@@ -184,7 +184,7 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     );
     shadow.observed_claim(&other, "d-uid", None, || View::of(&d));
     shadow.observed_claim(&other, "d-uid", Some("v2"), || View::of(&d));
-    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    tokio::time::advance(THEIR_BIND_WAIT).await;
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 1));
     assert_eq!(
@@ -196,7 +196,7 @@ async fn a_bind_made_first_by_the_other_controller_is_judged_by_ours() {
     shadow.observed_claim(&gone, "g-uid", Some("v3"), || {
         unreachable!("not waited for")
     });
-    tokio::time::advance(THEIR_BIND_SETTLE).await;
+    tokio::time::advance(THEIR_BIND_WAIT).await;
     shadow.sweep();
     assert_eq!(shadow.totals(), (1, 1), "a claim gone since is not judged");
 }

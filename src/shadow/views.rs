@@ -1,4 +1,4 @@
-//! What the journal reads of an object: the few fields a decision is made
+//! What the comparison reads of an object: the few fields a decision is made
 //! of and judged on (identity, deletion, finalizers, annotations, the
 //! owning pod, a claim's volume and class, a volume's claimRef, phases, a
 //! ResourceClaim's reservations and allocation, a pod's recorded claims),

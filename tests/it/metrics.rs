@@ -389,7 +389,7 @@ async fn metrics_parse_and_count_the_objects() {
     assert_eq!(
         value(
             &samples,
-            "pv_controller_shadow_cache_objects",
+            "pv_controller_store_objects",
             &[("kind", "persistentvolume")]
         ),
         volumes.len() as f64

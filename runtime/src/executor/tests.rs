@@ -329,7 +329,7 @@ async fn reservations_are_taken_before_the_first_write_and_released_at_the_end()
     let refused = bed.executor.start(other);
     assert!(
         matches!(refused, Err(WriteError::Stale { .. })),
-        "held for another"
+        "reserved for another"
     );
     bed.executor.finish(started).await.expect("written");
     assert!(bed.names.lock().unwrap().is_empty(), "released at the end");

@@ -51,11 +51,11 @@ fn freed(volume: &PersistentVolume) -> PersistentVolume {
 }
 
 /// Whether `other` is as good a choice as `ours` for the claim `key`.
-fn equivalent(cache: &PvStore, key: &ObjectKey, ours: &str, other: &str) -> bool {
+fn equivalent(store: &PvStore, key: &ObjectKey, ours: &str, other: &str) -> bool {
     let (Some(ours), Some(other), Some(claim)) = (
-        cache.volume(&VolumeName::new(ours)),
-        cache.volume(&VolumeName::new(other)),
-        cache.claim(key),
+        store.volume(&VolumeName::new(ours)),
+        store.volume(&VolumeName::new(other)),
+        store.claim(key),
     ) else {
         return false;
     };
@@ -81,14 +81,14 @@ fn equivalent(cache: &PvStore, key: &ObjectKey, ours: &str, other: &str) -> bool
 /// The volume this controller would bind the claim `key` to, with `taken`
 /// (the volume it was bound to) free again: `Some(None)` to leave it
 /// Pending; `None` when the claim is gone.
-fn would_bind(cache: &PvStore, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
-    let claim = unbound(cache.claim(key)?.as_ref());
+fn would_bind(store: &PvStore, key: &ObjectKey, taken: &str) -> Option<Option<String>> {
+    let claim = unbound(store.claim(key)?.as_ref());
     let class = claim_class(&claim);
     let mut index = VolumeIndex::default();
     // Only volumes the claim could get: of its class, free or pre-bound to
     // it (the index never offers a volume bound to another claim), so a
     // completed cluster's bound volumes cost nothing here.
-    for volume in cache.volumes() {
+    for volume in store.volumes() {
         if volume_class(&volume) != class {
             continue;
         }
@@ -135,13 +135,13 @@ mod tests {
     use crate::runtime::informer::Store;
     use testkit::{claim, volume};
 
-    fn cache_with(volumes: Vec<PersistentVolume>, claim: PersistentVolumeClaim) -> PvStore {
-        let cache = PvStore::default();
+    fn store_with(volumes: Vec<PersistentVolume>, claim: PersistentVolumeClaim) -> PvStore {
+        let store = PvStore::default();
         for volume in volumes {
-            cache.watched(&Arc::new(volume));
+            store.watched(&Arc::new(volume));
         }
-        cache.watched(&Arc::new(claim));
-        cache
+        store.watched(&Arc::new(claim));
+        store
     }
 
     fn key() -> ObjectKey {
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn twins_are_equivalent_and_a_larger_volume_is_not() {
-        let cache = cache_with(
+        let store = store_with(
             vec![
                 volume("a", "1Gi").phase("Available").build(),
                 volume("b", "1Gi").phase("Available").build(),
@@ -158,10 +158,10 @@ mod tests {
             ],
             claim("c", "c-uid", "1Gi").build(),
         );
-        assert!(equivalent(&cache, &key(), "a", "b"));
-        assert!(!equivalent(&cache, &key(), "a", "big"));
-        assert!(!equivalent(&cache, &key(), "a", "missing"));
-        assert!(!equivalent(&cache, &ObjectKey::new("ns", "gone"), "a", "b"));
+        assert!(equivalent(&store, &key(), "a", "b"));
+        assert!(!equivalent(&store, &key(), "a", "big"));
+        assert!(!equivalent(&store, &key(), "a", "missing"));
+        assert!(!equivalent(&store, &ObjectKey::new("ns", "gone"), "a", "b"));
     }
 
     #[test]
@@ -175,29 +175,29 @@ mod tests {
                     .build(),
             ]
         };
-        let cache = cache_with(
+        let store = store_with(
             volumes(),
             claim("c", "c-uid", "1Gi").volume_name("taken").build(),
         );
         assert_eq!(
-            would_bind(&cache, &key(), "taken"),
+            would_bind(&store, &key(), "taken"),
             Some(Some("small".into()))
         );
-        let cache = cache_with(
+        let store = store_with(
             volumes(),
             claim("c", "c-uid", "2Gi").volume_name("taken").build(),
         );
         assert_eq!(
-            would_bind(&cache, &key(), "taken"),
+            would_bind(&store, &key(), "taken"),
             Some(Some("taken".into()))
         );
-        let cache = cache_with(
+        let store = store_with(
             volumes(),
             claim("c", "c-uid", "5Gi").volume_name("taken").build(),
         );
-        assert_eq!(would_bind(&cache, &key(), "taken"), Some(None));
+        assert_eq!(would_bind(&store, &key(), "taken"), Some(None));
         assert_eq!(
-            would_bind(&cache, &ObjectKey::new("ns", "gone"), "taken"),
+            would_bind(&store, &ObjectKey::new("ns", "gone"), "taken"),
             None,
             "a claim gone is not judged"
         );
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_volume_reclaimed_since_the_bind_counts_as_it_was_chosen() {
-        let cache = cache_with(
+        let store = store_with(
             vec![
                 volume("taken", "1Gi")
                     .bound_to("c-uid", "c")
@@ -217,7 +217,7 @@ mod tests {
             claim("c", "c-uid", "1Gi").volume_name("taken").build(),
         );
         assert_eq!(
-            would_bind(&cache, &key(), "taken"),
+            would_bind(&store, &key(), "taken"),
             Some(Some("taken".into()))
         );
     }

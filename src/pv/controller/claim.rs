@@ -107,7 +107,7 @@ pub(super) fn classify_bound(
 /// with a label selector first (they fit fewer volumes); claims already
 /// bound last. Ties keep key order, so runs repeat. Each claim is dropped
 /// as soon as its place is known, so the claims may come one at a time
-/// from the shadow cache without all of them unpacked at once.
+/// from the store without all of them unpacked at once.
 pub(crate) fn binding_order(
     claims: impl IntoIterator<Item = Arc<PersistentVolumeClaim>>,
 ) -> Vec<ObjectKey> {

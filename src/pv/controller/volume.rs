@@ -131,7 +131,7 @@ impl Binder {
                     // A claim's binding is under way: the volume becomes
                     // Bound, or free again when the binding fails (then the
                     // next resync makes it Available).
-                    tracing::debug!("volume held for a claim being bound, phase left as is");
+                    tracing::debug!("volume reserved for a claim being bound, phase left as is");
                 } else {
                     let writes = make_available(plan, volume);
                     if !writes && valid && matches!(situation, VolumeSituation::Unclaimed) {

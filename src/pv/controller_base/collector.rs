@@ -1,8 +1,8 @@
 //! The gauges set when Prometheus scrapes, as upstream's collector sets
-//! them: `pv_collector_*` from the shadow cache's census
+//! them: `pv_collector_*` from the store's census
 //! ([`crate::pv::census`]), the depths of the two queues, the number of
-//! claims waiting for a volume and the cache's sizes. Wiring: it reads the
-//! cache and the queues the wiring built, and nothing below the cache
+//! claims waiting for a volume and the store's sizes. Wiring: it reads the
+//! store and the queues the wiring built, and nothing below the store
 //! reads it.
 
 use std::collections::BTreeMap;
@@ -19,9 +19,9 @@ use crate::runtime::metrics::MetricsError;
 use crate::runtime::queue::WorkQueue;
 
 /// Computes the state gauges at scrape time: upstream's `pv_collector_*`
-/// from the shadow cache's census, and the queue depths and cache sizes.
+/// from the store's census, and the queue depths and store sizes.
 pub(crate) struct StateCollector {
-    cache: Arc<PvStore>,
+    store: Arc<PvStore>,
     volume_queue: WorkQueue<VolumeName>,
     claim_queue: WorkQueue<ObjectKey>,
     waiting_claims: Box<dyn Fn() -> usize + Send + Sync>,
@@ -36,7 +36,7 @@ struct StateGauges {
     unbound_pvc: GaugeVec,
     total_pv: GaugeVec,
     queue_depth: GaugeVec,
-    cache_objects: GaugeVec,
+    store_objects: GaugeVec,
     waiting_claims: GaugeVec,
 }
 
@@ -86,10 +86,10 @@ impl StateGauges {
                 ),
                 &["queue"],
             )?,
-            cache_objects: GaugeVec::new(
+            store_objects: GaugeVec::new(
                 Opts::new(
-                    "pv_controller_shadow_cache_objects",
-                    "Objects held in the shadow cache, by kind",
+                    "pv_controller_store_objects",
+                    "Volumes and claims held in the binder's store, by kind",
                 ),
                 &["kind"],
             )?,
@@ -111,16 +111,16 @@ impl StateGauges {
             &self.unbound_pvc,
             &self.total_pv,
             &self.queue_depth,
-            &self.cache_objects,
+            &self.store_objects,
             &self.waiting_claims,
         ]
     }
 }
 
 impl StateCollector {
-    /// A collector over the controller's shadow cache and queues.
+    /// A collector over the controller's store and queues.
     pub(crate) fn new(
-        cache: Arc<PvStore>,
+        store: Arc<PvStore>,
         volume_queue: WorkQueue<VolumeName>,
         claim_queue: WorkQueue<ObjectKey>,
         waiting_claims: impl Fn() -> usize + Send + Sync + 'static,
@@ -131,7 +131,7 @@ impl StateCollector {
             .flat_map(|gauge| gauge.desc().into_iter().cloned())
             .collect();
         Ok(Self {
-            cache,
+            store,
             volume_queue,
             claim_queue,
             waiting_claims: Box::new(waiting_claims),
@@ -139,11 +139,11 @@ impl StateCollector {
         })
     }
 
-    /// Sets every gauge from the cache's census and the queues.
+    /// Sets every gauge from the store's census and the queues.
     fn fill(&self, gauges: &StateGauges) {
         let (mut bound_pv, mut unbound_pv, mut total_pv) =
             (Counts::new(), Counts::new(), Counts::new());
-        for (tally, n) in self.cache.volume_census() {
+        for (tally, n) in self.store.volume_census() {
             let by_bound = if tally.bound {
                 &mut bound_pv
             } else {
@@ -153,7 +153,7 @@ impl StateCollector {
             add(&mut total_pv, vec![tally.plugin, tally.mode], n);
         }
         let (mut bound_pvc, mut unbound_pvc) = (Counts::new(), Counts::new());
-        for (tally, n) in self.cache.claim_census() {
+        for (tally, n) in self.store.claim_census() {
             let by_bound = if tally.bound {
                 &mut bound_pvc
             } else {
@@ -189,13 +189,13 @@ impl StateCollector {
             .with_label_values::<&str>(&[])
             .set((self.waiting_claims)() as f64);
         gauges
-            .cache_objects
+            .store_objects
             .with_label_values(&["persistentvolume"])
-            .set(self.cache.volumes_len() as f64);
+            .set(self.store.volumes_len() as f64);
         gauges
-            .cache_objects
+            .store_objects
             .with_label_values(&["persistentvolumeclaim"])
-            .set(self.cache.claims_len() as f64);
+            .set(self.store.claims_len() as f64);
     }
 }
 
@@ -234,16 +234,16 @@ mod tests {
     #[test]
     fn the_gauges_are_read_at_each_scrape() {
         let metrics = Metrics::new().unwrap();
-        let cache = Arc::new(PvStore::default());
+        let store = Arc::new(PvStore::default());
         let collector =
-            StateCollector::new(Arc::clone(&cache), WorkQueue::new(), WorkQueue::new(), || 3)
+            StateCollector::new(Arc::clone(&store), WorkQueue::new(), WorkQueue::new(), || 3)
                 .unwrap();
         metrics.register(Box::new(collector)).unwrap();
         let text = metrics.render().unwrap();
         assert!(text.contains("pv_controller_queue_depth{queue=\"volume\"} 0"));
         assert!(text.contains("pv_controller_waiting_claims 3"), "{text}");
         assert!(
-            text.contains("pv_controller_shadow_cache_objects{kind=\"persistentvolume\"} 0"),
+            text.contains("pv_controller_store_objects{kind=\"persistentvolume\"} 0"),
             "{text}"
         );
     }

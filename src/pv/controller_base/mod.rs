@@ -245,7 +245,7 @@ pub(crate) fn build(
     )?))?;
     // In shadow mode nobody is woken when a volume is freed: beside the
     // controller that acts, that controller's binds free the volumes this
-    // process held for other choices all the time, and each wake would
+    // process reserved for other choices all the time, and each wake would
     // sync every waiting claim again for nothing (the resync still tries
     // waiting claims).
     if shared.shadow.is_none() {

@@ -5,7 +5,7 @@
 //! The reference scans every volume for every group of access modes; it
 //! shares nothing with the index but the quantity parser (fuzzed on its
 //! own in the `quantity` crate). Ties the upstream code leaves to map order
-//! are settled as the index documents: groups of equal size by mode bits
+//! are broken as the index documents: groups of equal size by mode bits
 //! (RWO, ROX, RWX, RWOP), volumes of equal size by name.
 //!
 //! A selector claim is searched both ways the index has: label set by label

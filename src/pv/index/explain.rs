@@ -87,7 +87,7 @@ pub enum Verdict {
     /// Its labels do not satisfy the claim's selector.
     SelectorMismatch,
     /// Held for another claim whose binding is under way.
-    HeldFor {
+    ReservedFor {
         /// `namespace/name` of that claim.
         claim: String,
     },
@@ -126,7 +126,7 @@ impl Verdict {
                 format!("too small ({capacity} < {request})")
             }
             Verdict::SelectorMismatch => "labels do not match the selector".to_string(),
-            Verdict::HeldFor { claim } => format!("held for {claim}"),
+            Verdict::ReservedFor { claim } => format!("reserved for {claim}"),
             Verdict::WaitsForConsumer => "waits for the scheduler to pick it".to_string(),
         }
     }
@@ -145,7 +145,7 @@ impl Verdict {
             Verdict::OtherAttributesClass => "other VolumeAttributesClass",
             Verdict::TooSmall { .. } => "smaller",
             Verdict::SelectorMismatch => "not selected",
-            Verdict::HeldFor { .. } => "held for other claims",
+            Verdict::ReservedFor { .. } => "reserved for other claims",
             Verdict::WaitsForConsumer => "waiting for the scheduler",
         }
     }
@@ -156,7 +156,7 @@ impl Verdict {
         match self {
             Verdict::Chosen => 0,
             Verdict::Fits => 1,
-            Verdict::HeldFor { .. } | Verdict::WaitsForConsumer => 2,
+            Verdict::ReservedFor { .. } | Verdict::WaitsForConsumer => 2,
             Verdict::SelectorMismatch => 3,
             Verdict::TooSmall { .. } => 4,
             Verdict::LacksAccessModes { .. }
@@ -349,7 +349,7 @@ impl VolumeIndex {
             return Verdict::SelectorMismatch;
         }
         match self.reserved.get(name) {
-            Some(hold) if hold.claim != wanted.key => Verdict::HeldFor {
+            Some(hold) if hold.claim != wanted.key => Verdict::ReservedFor {
                 claim: hold.claim.to_string(),
             },
             _ => Verdict::Fits,

@@ -769,7 +769,7 @@ fn insert_tells_when_a_volume_becomes_free() {
     assert!(index.reserve("v", &key));
     assert!(
         !put(&mut index, volume("v", "1Gi").arc()),
-        "free but held for a claim"
+        "free but reserved for a claim"
     );
     assert!(index.release("v", &key), "free for anyone now");
 }
@@ -811,7 +811,7 @@ fn thousands_of_volumes() {
 /// A claim with a selector gets the smallest matching free volume (ties by
 /// name) whether the bucket has a few label sets (each checked once) or
 /// more than [`MAX_LABEL_GROUPS`] (walked in capacity order), passes by a
-/// volume held for another claim, and stops finding a volume once it is
+/// volume reserved for another claim, and stops finding a volume once it is
 /// bound.
 #[test]
 fn selector_claims_get_the_smallest_match_across_label_sets() {
@@ -851,7 +851,7 @@ fn selector_claims_get_the_smallest_match_across_label_sets() {
         assert_eq!(
             best(&index, &gold, false).as_deref(),
             Some("d-gold-2"),
-            "held for another"
+            "reserved for another"
         );
         put(
             &mut index,

@@ -140,11 +140,11 @@ impl Operations {
         Ok(())
     }
 
-    /// Whether the claim, as the shadow cache knows it now, still waits for
+    /// Whether the claim, as the store knows it now, still waits for
     /// a volume: the same claim (by UID), naming none. A provisioning
     /// decided from an older copy, after its volume was made and released
     /// again (the claim deleted, or bound to another volume), must not
-    /// make that volume a second time; the cache is never older than the
+    /// make that volume a second time; the store is never older than the
     /// decision that released it (a new leader lists every kind again
     /// before it acts).
     fn still_wants_provisioning(&self, claim: &PersistentVolumeClaim) -> bool {
