@@ -18,8 +18,10 @@
 
 mod bind_judge;
 mod decisions;
+mod handed;
 mod observe;
 mod report;
+mod verdict;
 mod views;
 
 use std::any::Any;
@@ -33,17 +35,15 @@ use tokio::time::Instant;
 use crate::pv::controller::Foreseen;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
-use crate::runtime::operations::OperationName;
-use crate::runtime::plan::{Reservation, Verb};
-use crate::runtime::shadow::{Intended, Shadow};
 pub(crate) use bind_judge::judge_binds_by;
-use decisions::{Decision, Expected, Subject, of_start, of_write};
+use decisions::{Decision, Expected, Subject};
 use k8s_names::ANN_POD_CLAIM_NAME;
 pub(crate) use observe::observe;
 use report::Difference;
 pub use report::ShadowReport;
 pub(crate) use report::route;
-use views::{Field, View};
+use verdict::Verdict;
+use views::View;
 
 /// Shadow mode's settings (`--shadow`, `--shadow-window`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,13 +143,6 @@ struct TheirBind {
 /// free here.
 const THEIR_BIND_WAIT: Duration = Duration::from_secs(5);
 
-/// The verdict on one decision.
-enum Verdict {
-    Agree,
-    Differ(String),
-    Open(String),
-}
-
 /// Shadow mode's comparison of this process's decisions with the cluster.
 pub(crate) struct Comparison {
     window: Duration,
@@ -164,48 +157,6 @@ impl std::fmt::Debug for Comparison {
         f.debug_struct("Comparison")
             .field("window", &self.window)
             .finish_non_exhaustive()
-    }
-}
-
-/// What the cluster shows of a decision's subject, for people.
-fn summary(object: Option<&View<'_>>, decision: &Decision) -> String {
-    let Some(object) = object else {
-        return "gone".to_string();
-    };
-    match &decision.expected {
-        Expected::BoundTo(_) => match object.volume_name() {
-            Some(volume) => format!("bound to volume {volume}"),
-            None => format!(
-                "not bound (phase {})",
-                object.field(Field::Phase).unwrap_or("none")
-            ),
-        },
-        Expected::Field { field, .. } => format!(
-            "{} = {}",
-            field.path(),
-            object.field(*field).unwrap_or("none")
-        ),
-        Expected::Annotation { keys, .. } => format!(
-            "annotation {} = {}",
-            keys.first().copied().unwrap_or(""),
-            keys.iter()
-                .find_map(|k| object.annotation(k))
-                .unwrap_or("none")
-        ),
-        Expected::Annotated(keys) => format!(
-            "annotation {}",
-            if keys.iter().any(|k| object.annotation(k).is_some()) {
-                "there"
-            } else {
-                "missing"
-            }
-        ),
-        Expected::NoAnnotation(key) => format!("annotation {key} still there"),
-        Expected::Finalizer { .. } => format!("finalizers {:?}", object.finalizers()),
-        Expected::ReservedFor(_) => format!("reserved for {:?}", object.reserved_for()),
-        Expected::Recorded(_) => format!("recorded entries {:?}", object.recorded()),
-        Expected::Exists => "exists".to_string(),
-        Expected::Gone => "not deleted".to_string(),
     }
 }
 
@@ -490,7 +441,7 @@ impl Comparison {
                 && pending.decision.uid.is_some()
                 && pending.decision.uid.as_deref() != uid;
             let seen = if other { None } else { object };
-            match self.verdict(&pending.decision, seen) {
+            match verdict::verdict(&pending.decision, seen, self.judge.get()) {
                 Verdict::Open(seen) => {
                     pending.seen = Some(seen);
                     open.push(pending);
@@ -500,58 +451,6 @@ impl Comparison {
         }
         if !open.is_empty() {
             state.pending.insert(subject.clone(), open);
-        }
-    }
-
-    fn verdict(&self, decision: &Decision, object: Option<&View<'_>>) -> Verdict {
-        let deleting = object.is_some_and(|o| o.deleting);
-        let seen = || summary(object, decision);
-        let Some(object) = object else {
-            return match &decision.expected {
-                Expected::Gone
-                | Expected::Finalizer { present: false, .. }
-                | Expected::ReservedFor(_)
-                | Expected::Field { value: None, .. } => Verdict::Agree,
-                _ => Verdict::Open(seen()),
-            };
-        };
-        let met = match &decision.expected {
-            Expected::BoundTo(ours) => match object.volume_name() {
-                Some(theirs) if theirs == ours => true,
-                Some(theirs) => {
-                    let equivalent = match (&decision.subject, self.judge.get()) {
-                        (Subject::Object { key, .. }, Some(judge)) => {
-                            (judge.equivalent)(key, ours, theirs)
-                        }
-                        _ => false,
-                    };
-                    return if equivalent {
-                        Verdict::Agree
-                    } else {
-                        Verdict::Differ(seen())
-                    };
-                }
-                _ => false,
-            },
-            Expected::Field { field, value } => {
-                let current = object.field(*field);
-                current == value.as_deref() || bound_since(decision, current)
-            }
-            Expected::Annotation { keys, value } => keys
-                .iter()
-                .any(|k| object.annotation(k) == Some(value.as_str())),
-            Expected::Annotated(keys) => keys.iter().any(|k| object.annotation(k).is_some()),
-            Expected::NoAnnotation(key) => object.annotation(key).is_none(),
-            Expected::Finalizer { name, present } => object.has_finalizer(name) == *present,
-            Expected::ReservedFor(uids) => object.reserved_for() == *uids,
-            Expected::Recorded(entries) => entries.is_subset(&object.recorded()),
-            Expected::Exists => true,
-            Expected::Gone => deleting,
-        };
-        if met {
-            Verdict::Agree
-        } else {
-            Verdict::Open(seen())
         }
     }
 
@@ -684,83 +583,6 @@ impl Comparison {
             .map(|p| p.decision.kind)
             .collect()
     }
-}
-
-impl Shadow for Comparison {
-    fn write(&self, intended: &Intended<'_>) {
-        fn view<'a>(object: Option<&'a (dyn Any + Send + Sync)>) -> Option<View<'a>> {
-            object.and_then(View::of_any)
-        }
-        let deleted = intended.verb == Verb::Delete;
-        let before = view(intended.before)
-            .or_else(|| deleted.then(|| View::named(intended.key, intended.uid)));
-        let shown = view(intended.shown);
-        let decisions = of_write(
-            intended.resource,
-            intended.verb,
-            before.as_ref(),
-            view(intended.after).as_ref(),
-        );
-        self.expect(intended.controller, decisions);
-        if shown.is_some() || deleted {
-            self.present(intended.resource, intended.key, shown.as_ref());
-        }
-    }
-
-    fn start(&self, controller: &'static str, operation: &OperationName) {
-        let Some(foreseen) = self
-            .judge
-            .get()
-            .and_then(|judge| (judge.foresee)(operation.kind(), operation.object()))
-        else {
-            return;
-        };
-        let decisions = of_start(operation, foreseen.sign);
-        let mut state = self.lock();
-        let started = (operation.object().clone(), foreseen.version);
-        let before = state.started.insert(operation.to_string(), started.clone());
-        match before {
-            // Started again on the same version: the same decision.
-            Some(before) if before == started => {}
-            // On a newer one, with its first sign shown already: the
-            // operation started before goes on.
-            Some(_) if foreseen.shown => {}
-            // The cluster came to it first.
-            None if foreseen.shown => {
-                for decision in decisions {
-                    self.count(
-                        &mut state,
-                        controller,
-                        decision.kind,
-                        &decision.subject,
-                        &decision.ours,
-                        Verdict::Agree,
-                    );
-                }
-            }
-            _ => {
-                drop(state);
-                self.expect(controller, decisions);
-            }
-        }
-    }
-
-    fn reserve(&self, reservation: Reservation, kept: Box<dyn Any + Send>) {
-        self.keep(&reservation.holder_uid, &reservation.held, kept);
-    }
-}
-
-/// Whether a phase decision on the way to a binding (a volume made
-/// Available or Pending, a claim left Pending) was overtaken by the
-/// binding itself: the other controller may bind without writing the
-/// phase first, as this one does when the binding comes at once.
-fn bound_since(decision: &Decision, current: Option<&str>) -> bool {
-    let waypoint = matches!(
-        &decision.expected,
-        Expected::Field { field: Field::Phase, value: Some(phase) }
-            if phase == "Available" || phase == "Pending"
-    );
-    waypoint && matches!(decision.kind, "volume_phase" | "claim_phase") && current == Some("Bound")
 }
 
 fn gauge_value(state: &State) -> i64 {

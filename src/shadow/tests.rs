@@ -5,8 +5,11 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
+use super::decisions::of_write;
 use super::views::typed;
 use super::*;
+use crate::runtime::plan::Verb;
+use crate::runtime::shadow::Shadow;
 
 fn shadow() -> (Comparison, Metrics) {
     let metrics = Metrics::new().unwrap();

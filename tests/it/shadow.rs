@@ -396,7 +396,7 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_volume_held_for_an_intended_bind_stays_held_across_resyncs() {
+async fn a_volume_reserved_for_an_intended_bind_stays_reserved_across_resyncs() {
     let api = MemApi::new();
     api.create(&volume("only", "1Gi").build()).unwrap();
     api.create(&claim("a", "uid-a", "1Gi").class("").build())

@@ -158,12 +158,6 @@ impl EventRecorder {
         }
     }
 
-    /// Whether the recorder records nothing, so that what only an event
-    /// would carry need not be worked out.
-    pub fn is_silent(&self) -> bool {
-        self.silent
-    }
-
     /// A handle on the same queue, correlation memory and sender task that
     /// reports as `component`: the process's controllers each report under
     /// their own name and share one sender.
