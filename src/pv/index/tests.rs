@@ -5,6 +5,9 @@
 use k8s_names::ANN_BETA_STORAGE_CLASS;
 use testkit::{ClaimBuilder, ROX, RWO, RWOP, RWX, VolumeBuilder, claim, volume};
 
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+
+use super::search::MAX_LABEL_GROUPS;
 use super::*;
 use crate::pv::objects::{ObjectName, claim_reference};
 
