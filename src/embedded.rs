@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 use crate::app::{App, AppConfig, AppError};
 use crate::kinds::pod::PodPhase;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::supervisor::{Supervised, TaskStopped};
 use crate::runtime::workload::IdleProbe;
 
 /// How often settling is checked.
@@ -70,6 +71,10 @@ pub enum EmbeddedError {
     /// The controller failed.
     #[error(transparent)]
     App(#[from] AppError),
+    /// A task of the demo (the in-memory server's listener, the stand-in
+    /// kubelet, the log of phase changes) ended.
+    #[error(transparent)]
+    TaskStopped(#[from] TaskStopped),
 }
 
 /// Seeds the in-memory cluster, serves it, runs the controller until
@@ -90,8 +95,12 @@ pub async fn run(
         config.file.display()
     );
     println!("  kubectl --server http://{address} get pv,pvc -A");
-    let logger = tokio::spawn(log_transitions(api.client()));
-    let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
+    // The demo's own tasks: the first to end stops the run with an error,
+    // as a controller's task does.
+    let mut tasks = Supervised::default();
+    tasks.watch("in-memory API server's listener", listener);
+    tasks.spawn("log of phase changes", log_transitions(api.client()));
+    tasks.spawn("stand-in kubelet", stand_in_kubelet(api.client()));
     let clients = Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
@@ -120,18 +129,21 @@ pub async fn run(
             }
         }
     };
+    let mut stopped = None;
     let result = app
-        .run(async move {
+        .run(async {
             tokio::select! {
                 () = shutdown => {}
                 () = settled => {}
+                ended = tasks.stopped() => stopped = Some(ended),
             }
         })
         .await;
-    logger.abort();
-    kubelet.abort();
-    listener.abort();
+    tasks.stop_all().await;
     result?;
+    if let Some(ended) = stopped {
+        return Err(ended.into());
+    }
     Ok(format!(
         "{}\n{}\n{}",
         render_table(

@@ -32,5 +32,6 @@ pub mod runner;
 pub mod server;
 pub mod shared;
 pub mod sparse;
+pub mod supervisor;
 pub mod workload;
 pub mod write;
