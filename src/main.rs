@@ -33,6 +33,9 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(Command::Explain {
         claim,
         admin_address,
+        token,
+        certificate_authority,
+        insecure_skip_tls_verify,
         kubeconfig,
     }) = &options.command
     {
@@ -47,7 +50,15 @@ async fn run(options: Options) -> anyhow::Result<()> {
                 let client = kube::Client::try_from(config).context("building the API client")?;
                 pv_controller::explain_cli::read_cluster(client, claim).await?
             }
-            None => pv_controller::explain_cli::fetch(admin_address, claim).await?,
+            None => {
+                let admin = pv_controller::explain_cli::AdminEndpoint {
+                    address: admin_address.clone(),
+                    token: token.clone(),
+                    certificate_authority: certificate_authority.clone(),
+                    insecure_skip_tls_verify: *insecure_skip_tls_verify,
+                };
+                pv_controller::explain_cli::fetch(&admin, claim).await?
+            }
         };
         print!("{}", pv_controller::explain_cli::table(&explanation));
         return Ok(());

@@ -280,9 +280,17 @@ impl App {
                 let bound = listener.local_addr().unwrap_or(address);
                 servers.spawn(
                     "insecure admin server",
-                    server::serve_insecure(listener, admin.clone()),
+                    server::serve_insecure(
+                        listener,
+                        admin.clone(),
+                        config
+                            .secure
+                            .as_ref()
+                            .map(|secure| secure.limits)
+                            .unwrap_or_default(),
+                    ),
                 );
-                tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
+                tracing::info!(address = %bound, "serving /metrics and the health checks over plain HTTP without authentication");
                 Some(bound)
             }
             None => None,
