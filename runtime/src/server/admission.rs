@@ -173,8 +173,9 @@ impl<K: Copy + Eq + Hash, C> Admission<K, C> {
     }
 
     /// Removes the oldest waiting connection of the source with the most
-    /// waiting.
-    fn push_out(&mut self) -> Option<C> {
+    /// waiting (to close it: the waiting are too many, or the process is
+    /// out of file descriptors).
+    pub(super) fn push_out(&mut self) -> Option<C> {
         let source = self
             .sources
             .iter()

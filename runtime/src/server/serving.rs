@@ -83,10 +83,16 @@ pub(super) async fn serve(
                 let (stream, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
-                        // Out of file descriptors, most likely: the
-                        // connections held end within their limits.
-                        tracing::warn!(%error, "admin server: accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        // Out of file descriptors, most likely: a waiting
+                        // connection of the source with most waiting is
+                        // closed to make room, or, with none waiting, the
+                        // connections served end within their limits.
+                        if let Some(closed) = admission.push_out() {
+                            tracing::debug!(%error, peer = %closed.peer, "admin server: accept failed, closed a waiting connection");
+                        } else {
+                            tracing::warn!(%error, "admin server: accept failed");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
                         continue;
                     }
                 };
