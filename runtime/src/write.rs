@@ -27,6 +27,7 @@
 //!    the kind's store before the lock is released, so the next sync of any
 //!    controller, and the next writer, sees it.
 
+use crate::api_message::ApiMessage;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
@@ -62,7 +63,7 @@ pub enum Edit {
 pub enum WriteError {
     /// The API server refused the request or could not be reached;
     /// `action` says which request it was.
-    #[error("{action}: {source}")]
+    #[error("{action}: {}", ApiMessage(source))]
     Api {
         /// What the request was for, e.g. `update status of Widget w1`.
         action: String,

@@ -40,6 +40,7 @@ mod floors;
 mod image;
 mod leader_election;
 mod lifecycle;
+mod messages;
 mod metrics;
 mod plans;
 mod provision;

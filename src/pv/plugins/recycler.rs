@@ -36,6 +36,7 @@ use quantity::Amount;
 
 use super::{EventRelay, PluginError, RecycleContext, RecyclerPods};
 use crate::kinds::pod::PodPhase;
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::events::EventType;
 use crate::runtime::write::WriteError;
 
@@ -350,8 +351,11 @@ pub(crate) async fn run(
 }
 
 /// Deletes the recycler pod of `volume` once the volume is Available again
-/// (the pod's success is no longer needed as proof). A pod left behind by a
-/// failure here is of an earlier release by the time the volume is released
+/// (the pod's success is no longer needed as proof): the pod of that name
+/// only if it was made for this release, and only the incarnation read
+/// (its UID a precondition of the delete), so a pod made since for a later
+/// release is never deleted in its place. A pod left behind by a failure
+/// here is of an earlier release by the time the volume is released
 /// again, and is then deleted before a new one is made.
 pub(crate) async fn finish(
     config: &RecyclerPodConfig,
@@ -365,9 +369,22 @@ pub(crate) async fn finish(
         .clone()
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
-    delete_pod(&context.pods, &namespace, &name, None)
+    let cleanup = |message| PluginError::Failed(RecyclerError::Cleanup(message).to_string());
+    let found = Api::<Pod>::namespaced(context.client.clone(), &namespace)
+        .get_opt(&name)
         .await
-        .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
+        .map_err(|error| cleanup(ApiMessage(&error).to_string()))?;
+    let Some(found) = found.filter(|found| made_for_this_release(found, &pod)) else {
+        return Ok(());
+    };
+    delete_pod(
+        &context.pods,
+        &namespace,
+        &name,
+        found.metadata.uid.as_deref(),
+    )
+    .await
+    .map_err(cleanup)
 }
 
 /// The recycler pod being waited for: its UID, and whether it was
@@ -415,7 +432,7 @@ async fn create_or_adopt(
             let existing = pods
                 .get_opt(&name)
                 .await
-                .map_err(|e| RecyclerError::Create(e.to_string()))?;
+                .map_err(|e| RecyclerError::Create(ApiMessage(&e).to_string()))?;
             let found_uid = existing
                 .as_ref()
                 .and_then(|found| found.metadata.uid.clone());
@@ -553,12 +570,13 @@ fn pod_end(pod: &Pod) -> Option<PodEnd> {
 /// Deletes the pod (only the incarnation `uid` names, when given); a pod
 /// already gone is fine.
 async fn delete_pod(
-    pods: &RecyclerPods,
+    writer: &RecyclerPods,
     namespace: &str,
     name: &str,
     uid: Option<&str>,
 ) -> Result<(), String> {
-    pods.delete(namespace, name, uid)
+    writer
+        .delete(namespace, name, uid)
         .await
         .map_err(|error| error.to_string())
 }
