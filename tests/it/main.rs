@@ -32,6 +32,7 @@ mod dashboard;
 mod delete;
 mod deploy;
 mod dry_run;
+mod durations;
 mod embedded;
 mod ephemeral;
 mod events;
