@@ -246,12 +246,16 @@ pub struct Options {
 
     /// How long one request to the secure port may take, its
     /// authentication and authorization included, before it is answered
-    /// with a 504 (kube-apiserver's flag and default).
+    /// with a 504 (kube-apiserver's flag and default); and its whole
+    /// exchange, the answer's writing included, before the connection is
+    /// closed.
     #[arg(long = "request-timeout", default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// How many connections the secure port serves at once; further ones
-    /// wait, unaccepted, until one ends.
+    /// How many connections each admin port serves at once, shared by
+    /// source address: further ones are accepted and wait their turn, and
+    /// one from an address holding few takes the place of the oldest of
+    /// the address holding most.
     #[arg(long = "max-connections", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: usize,
 
