@@ -50,9 +50,10 @@ pub struct AppConfig {
     /// How long a watch may fail without one success before the process
     /// stops with an error (`--watch-failure-limit`).
     pub watch_failure_limit: Duration,
-    /// Where to serve the admin endpoints over plain HTTP without
-    /// authentication (port 0: any free port), if at all: for loopback
-    /// demos and tests, never a cluster (`--metrics-bind-address`).
+    /// Where to serve `/metrics` and the health checks (nothing else) over
+    /// plain HTTP without authentication (port 0: any free port), within
+    /// the secure port's connection limits, if at all
+    /// (`--metrics-bind-address`).
     pub insecure_address: Option<SocketAddr>,
     /// The secure admin port (HTTPS, delegated authentication and
     /// authorization), if any.
