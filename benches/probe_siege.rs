@@ -97,7 +97,11 @@ async fn main() {
     for source in 0..args.sources {
         let address = IpAddr::from([127, 0, 0, 2 + source]);
         for _ in 0..per_source {
-            holders.push(tokio::spawn(hold(address, args.address, Arc::clone(&opened))));
+            holders.push(tokio::spawn(hold(
+                address,
+                args.address,
+                Arc::clone(&opened),
+            )));
         }
     }
     let highest = Arc::new(AtomicU64::new(before));
