@@ -30,7 +30,25 @@ use serde::de::DeserializeOwned;
 use crate::app::{App, AppConfig, AppError};
 use crate::kinds::pod::PodPhase;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::server::{DelegationConfig, SecureServing, ServingCertificate, ServingLimits};
+use crate::runtime::supervisor::{Supervised, TaskStopped};
 use crate::runtime::workload::IdleProbe;
+
+/// The user the demo's token stands for.
+const DEMO_USER: &str = "embedded-demo";
+
+/// A token for the demo's admin port, made anew at each run: 128 bits
+/// from the process's random hasher keys, so another user of the machine
+/// cannot guess it.
+fn demo_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let half = || {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u8(0);
+        hasher.finish()
+    };
+    format!("{:016x}{:016x}", half(), half())
+}
 
 /// How often settling is checked.
 const SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -70,6 +88,10 @@ pub enum EmbeddedError {
     /// The controller failed.
     #[error(transparent)]
     App(#[from] AppError),
+    /// A task of the demo (the in-memory server's listener, the stand-in
+    /// kubelet, the log of phase changes) ended.
+    #[error(transparent)]
+    TaskStopped(#[from] TaskStopped),
 }
 
 /// Seeds the in-memory cluster, serves it, runs the controller until
@@ -90,23 +112,43 @@ pub async fn run(
         config.file.display()
     );
     println!("  kubectl --server http://{address} get pv,pvc -A");
-    let logger = tokio::spawn(log_transitions(api.client()));
-    let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
+    // The demo's own tasks: the first to end stops the run with an error,
+    // as a controller's task does.
+    let mut tasks = Supervised::default();
+    tasks.watch("in-memory API server's listener", listener);
+    tasks.spawn("log of phase changes", log_transitions(api.client()));
+    tasks.spawn("stand-in kubelet", stand_in_kubelet(api.client()));
     let clients = Clients::build(
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         ClientBuilder::new(api.service(), "default"),
         config.client,
     );
-    let app = App::start(clients, config.app).await?;
+    // The secure port (a free loopback one unless the flags name one),
+    // and a token of the demo's own that may read every admin path.
+    let token = demo_token();
+    api.add_token(&token, DEMO_USER, &[]);
+    for path in ["/metrics", "/explain/*", "/shadow"] {
+        api.grant(DEMO_USER, path, "get");
+    }
+    let mut app_config = config.app;
+    if app_config.secure.is_none() {
+        app_config.secure = Some(SecureServing {
+            address: ([127, 0, 0, 1], 0).into(),
+            certificate: ServingCertificate::SelfSigned { names: Vec::new() },
+            delegation: DelegationConfig::default(),
+            limits: ServingLimits::default(),
+        });
+    }
+    let app = App::start(clients, app_config).await?;
     if let Some(address) = app.insecure_address() {
         println!("  metrics: http://{address}/metrics");
-        println!(
-            "  why is a claim Pending: pv-controller explain NAMESPACE/CLAIM --admin-address http://{address}"
-        );
     }
     if let Some(address) = app.secure_address() {
-        println!("  metrics: https://{address}/metrics (a bearer token the cluster authenticates)");
+        println!("  admin port: https://{address} (bearer token {token})");
+        println!(
+            "  why is a claim Pending: pv-controller explain NAMESPACE/CLAIM --admin-address https://{address} --token {token} --insecure-skip-tls-verify"
+        );
     }
     let idle = app.idle_probe();
     let settled = {
@@ -120,18 +162,21 @@ pub async fn run(
             }
         }
     };
+    let mut stopped = None;
     let result = app
-        .run(async move {
+        .run(async {
             tokio::select! {
                 () = shutdown => {}
                 () = settled => {}
+                ended = tasks.stopped() => stopped = Some(ended),
             }
         })
         .await;
-    logger.abort();
-    kubelet.abort();
-    listener.abort();
+    tasks.stop_all().await;
     result?;
+    if let Some(ended) = stopped {
+        return Err(ended.into());
+    }
     Ok(format!(
         "{}\n{}\n{}",
         render_table(

@@ -33,21 +33,28 @@ async fn run(options: Options) -> anyhow::Result<()> {
     if let Some(Command::Explain {
         claim,
         admin_address,
+        token,
+        certificate_authority,
+        insecure_skip_tls_verify,
         kubeconfig,
     }) = &options.command
     {
-        let explanation = match kubeconfig {
-            Some(path) => {
-                let kubeconfig = Kubeconfig::read_from(path)
-                    .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-                let config =
-                    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                        .await
-                        .with_context(|| format!("loading kubeconfig {}", path.display()))?;
-                let client = kube::Client::try_from(config).context("building the API client")?;
-                pv_controller::explain_cli::read_cluster(client, claim).await?
-            }
-            None => pv_controller::explain_cli::fetch(admin_address, claim).await?,
+        let explanation = if let Some(path) = kubeconfig {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("loading kubeconfig {}", path.display()))?;
+            let client = kube::Client::try_from(config).context("building the API client")?;
+            pv_controller::explain_cli::read_cluster(client, claim).await?
+        } else {
+            let admin = pv_controller::explain_cli::AdminEndpoint {
+                address: admin_address.clone(),
+                token: token.clone(),
+                certificate_authority: certificate_authority.clone(),
+                insecure_skip_tls_verify: *insecure_skip_tls_verify,
+            };
+            pv_controller::explain_cli::fetch(&admin, claim).await?
         };
         print!("{}", pv_controller::explain_cli::table(&explanation));
         return Ok(());
@@ -55,10 +62,10 @@ async fn run(options: Options) -> anyhow::Result<()> {
     init_tracing(&options);
     let config = app_config(&options)?;
     if let Some(file) = &options.embedded_cluster {
-        run_embedded_cluster(file, &options, config).await?;
+        Box::pin(run_embedded_cluster(file, &options, config)).await?;
     } else {
         let clients = connect(&options).await?;
-        pv_controller::serve(clients, config, shutdown_signal())
+        Box::pin(pv_controller::serve(clients, config, shutdown_signal()))
             .await
             .context("running the controller")?;
     }

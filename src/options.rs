@@ -193,10 +193,10 @@ pub struct Options {
     #[arg(long = "bind-address", default_value = "0.0.0.0")]
     pub bind_address: std::net::IpAddr,
 
-    /// Port of the secure admin server: /metrics, /livez, /readyz and
-    /// /healthz over HTTPS, authenticated and authorized by the API server
-    /// (default 10281; 0 turns it off; off by default with
-    /// --embedded-cluster).
+    /// Port of the secure admin server: /metrics, /livez, /readyz,
+    /// /healthz, /explain and /shadow over HTTPS, authenticated and
+    /// authorized by the API server (default 10281; 0 turns it off; a free
+    /// loopback port with --embedded-cluster, with a token of its own).
     #[arg(long = "secure-port")]
     pub secure_port: Option<u16>,
 
@@ -246,19 +246,25 @@ pub struct Options {
 
     /// How long one request to the secure port may take, its
     /// authentication and authorization included, before it is answered
-    /// with a 504 (kube-apiserver's flag and default).
+    /// with a 504 (kube-apiserver's flag and default); and its whole
+    /// exchange, the answer's writing included, before the connection is
+    /// closed.
     #[arg(long = "request-timeout", default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// How many connections the secure port serves at once; further ones
-    /// wait, unaccepted, until one ends.
+    /// How many connections each admin port serves at once, shared by
+    /// source address: further ones are accepted and wait their turn, and
+    /// one from an address holding few takes the place of the oldest of
+    /// the address holding most.
     #[arg(long = "max-connections", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: usize,
 
-    /// INSECURE: also serve /metrics, /livez, /readyz and /healthz over
-    /// plain HTTP, without authentication, on this address (`:PORT` means
-    /// every interface). Off by default; with --embedded-cluster a free
-    /// loopback port (`127.0.0.1:0`). For loopback demos and tests only.
+    /// INSECURE: also serve /metrics, /livez, /readyz and /healthz, and
+    /// nothing else, over plain HTTP, without authentication, on this
+    /// address (`:PORT` means every interface), within the secure port's
+    /// connection limits. Off by default; with --embedded-cluster a free
+    /// loopback port (`127.0.0.1:0`). /explain and /shadow are served on
+    /// the secure port only.
     #[arg(long = "metrics-bind-address")]
     pub metrics_bind_address: Option<String>,
 
@@ -334,16 +340,27 @@ pub enum LogFormat {
 /// The one-off commands.
 #[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// Why a claim is Pending: asks a running controller (its admin
-    /// address, `--metrics-bind-address`) and prints the claim's
-    /// requirements and each volume of its class with the first rule it
-    /// fails.
+    /// Why a claim is Pending: asks a running controller (its secure
+    /// admin port) and prints the claim's requirements and each volume of
+    /// its class with the first rule it fails.
     Explain {
         /// The claim, as NAMESPACE/CLAIM.
         claim: String,
-        /// The running controller's plain-HTTP admin address.
-        #[arg(long = "admin-address", default_value = "http://127.0.0.1:10280")]
+        /// The running controller's secure admin port.
+        #[arg(long = "admin-address", default_value = "https://127.0.0.1:10281")]
         admin_address: String,
+        /// Bearer token for the admin port: one the API server
+        /// authenticates, of a user granted `get` on `/explain/*`.
+        #[arg(long, env = "PV_CONTROLLER_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// PEM file of the authority the admin port's certificate is
+        /// checked against.
+        #[arg(long = "certificate-authority")]
+        certificate_authority: Option<PathBuf>,
+        /// Accept the admin port's certificate unchecked (its self-signed
+        /// one, when the flags name none).
+        #[arg(long = "insecure-skip-tls-verify")]
+        insecure_skip_tls_verify: bool,
         /// Read the cluster of this kubeconfig once and explain the claim
         /// here, instead of asking a running controller.
         #[arg(long, conflicts_with = "admin_address")]

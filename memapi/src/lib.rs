@@ -118,7 +118,7 @@ mod watch;
 
 pub use body::{ResponseBody, StreamCut};
 pub use error::MemApiError;
-pub use handler::ConnectionDropped;
+pub use handler::{ConnectionDropped, MAX_BODY_BYTES};
 pub use observe::{Observed, Observer};
 pub use reactors::{Action, Reactor, ReactorId, Times, Verb};
 pub use resources::{KINDS, ResourceKind};

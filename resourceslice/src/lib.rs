@@ -29,6 +29,7 @@
 mod cache;
 mod compare;
 mod controller;
+mod devices_file;
 mod error;
 mod kubelet;
 mod names;
@@ -40,6 +41,7 @@ mod types;
 mod validate;
 
 pub use controller::Publisher;
+pub use devices_file::{DevicesFileError, parse_devices_file};
 pub use error::{DroppedFieldsError, Error, Write};
 pub use kubelet::{DEFAULT_GRACE_PERIOD, DriverPresence, wipe_node};
 pub use options::{DEFAULT_MUTATION_CACHE_TTL, DEFAULT_SYNC_DELAY, ErrorHandler, Options};

@@ -4,6 +4,12 @@
 //! it, not the client's debug form of the whole answer (`ApiError: ...
 //! (Status { ... })`). A request the server did not answer keeps the
 //! client's own description (a broken connection, a timeout).
+//!
+//! This is the one way a client error becomes text a user reads (an event,
+//! a status, a log line at info and above, the process's exit): every
+//! error type holding one formats it through [`ApiMessage`] (a watch's,
+//! through [`WatchMessage`]), and so does every line that shows one;
+//! tests/it/messages.rs reads the source so that no other way appears.
 
 use std::fmt;
 
@@ -20,6 +26,33 @@ impl fmt::Display for ApiMessage<'_> {
                 write!(f, "{} ({})", status.reason, status.code)
             }
             kube::Error::Api(status) => write!(f, "the API server answered {}", status.code),
+            other => other.fmt(f),
+        }
+    }
+}
+
+/// Formats a watch's error with the API server's message
+/// ([`ApiMessage`]) in place of the client's debug form.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchMessage<'a>(pub &'a kube::runtime::watcher::Error);
+
+impl fmt::Display for WatchMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use kube::runtime::watcher::Error;
+        match self.0 {
+            Error::InitialListFailed(error) => write!(f, "listing: {}", ApiMessage(error)),
+            Error::WatchStartFailed(error) => {
+                write!(f, "starting the watch: {}", ApiMessage(error))
+            }
+            Error::WatchFailed(error) => write!(f, "watching: {}", ApiMessage(error)),
+            Error::WatchError(status) if !status.message.is_empty() => {
+                write!(f, "the API server ended the watch: {}", status.message)
+            }
+            Error::WatchError(status) => write!(
+                f,
+                "the API server ended the watch: {} ({})",
+                status.reason, status.code
+            ),
             other => other.fmt(f),
         }
     }
@@ -51,5 +84,21 @@ mod tests {
         assert_eq!(ApiMessage(&bare).to_string(), "Forbidden (403)");
         let unanswered = kube::Error::LinesCodecMaxLineLengthExceeded;
         assert_eq!(ApiMessage(&unanswered).to_string(), unanswered.to_string());
+    }
+
+    #[test]
+    fn a_watchs_error_in_the_servers_words() {
+        use kube::runtime::watcher::Error;
+        let refused = Error::InitialListFailed(kube::Error::Api(Box::new(Status {
+            message: "widgets is forbidden: User \"x\" cannot list".into(),
+            reason: "Forbidden".into(),
+            code: 403,
+            ..Status::default()
+        })));
+        assert!(refused.to_string().contains("Status {"), "kube's own form");
+        assert_eq!(
+            WatchMessage(&refused).to_string(),
+            "listing: widgets is forbidden: User \"x\" cannot list"
+        );
     }
 }

@@ -30,6 +30,7 @@ pub mod server;
 pub mod shadow;
 pub mod shared;
 pub mod sparse;
+pub mod supervisor;
 pub mod version;
 pub mod waiting;
 pub mod workload;

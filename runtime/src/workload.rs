@@ -422,7 +422,9 @@ impl Workload {
         self.pools.push(Box::new(Arc::new(pool)));
     }
 
-    /// Runs `task` every `period`, the first time at once.
+    /// Runs `task` every `period`, the first time at once. A zero period
+    /// is refused when the workload starts: the controllers stop with an
+    /// error.
     pub fn every(&mut self, period: Duration, task: impl Fn() + Send + Sync + 'static) {
         self.periodic.push((period, Arc::new(task)));
     }
@@ -459,6 +461,17 @@ impl Workload {
             pool.spawn(self.controller, metrics, tasks);
         }
         for (period, task) in &self.periodic {
+            if period.is_zero() {
+                // It would run without pause (tokio's interval refuses it
+                // with a panic): refused, its end stops the controllers
+                // with an error that says why.
+                tasks.spawn(
+                    self.controller,
+                    "periodic task, refused: its period is zero,",
+                    async {},
+                );
+                continue;
+            }
             let (period, task, stop) = (*period, Arc::clone(task), stop.clone());
             tasks.spawn(self.controller, "periodic task", async move {
                 let mut ticker = tokio::time::interval(period);

@@ -2,6 +2,7 @@
 //! (kube-controller-manager's, with its aliases), the API each needs, and
 //! how the process builds each on its shared parts.
 
+use crate::runtime::api_message::ApiMessage;
 use std::sync::Arc;
 
 use kube::Client;
@@ -184,7 +185,7 @@ async fn served(client: &Client, group_version: &str, resource: &str) -> bool {
     discover(client, group_version, resource)
         .await
         .unwrap_or_else(|error| {
-            tracing::warn!(%error, api = group_version, "API discovery failed; starting the controller anyway");
+            tracing::warn!(error = %ApiMessage(&error), api = group_version, "API discovery failed; starting the controller anyway");
             true
         })
 }

@@ -16,7 +16,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::runtime::client::Clients;
@@ -28,6 +27,7 @@ use crate::runtime::server::{
     self, AdminState, Health, ListenError, Liveness, Readiness, SecureServing,
 };
 use crate::runtime::shared::{BuildError, Shared};
+use crate::runtime::supervisor::{Supervised, TaskStopped};
 use crate::runtime::workload::IdleProbe;
 use crate::shadow::{self, Comparison, ShadowConfig, ShadowReport};
 use crate::{ephemeral, pv, resourceclaim};
@@ -49,9 +49,10 @@ pub struct AppConfig {
     /// How long a watch may fail without one success before the process
     /// stops with an error (`--watch-failure-limit`).
     pub watch_failure_limit: Duration,
-    /// Where to serve the admin endpoints over plain HTTP without
-    /// authentication (port 0: any free port), if at all: for loopback
-    /// demos and tests, never a cluster (`--metrics-bind-address`).
+    /// Where to serve `/metrics` and the health checks (nothing else) over
+    /// plain HTTP without authentication (port 0: any free port), within
+    /// the secure port's connection limits, if at all
+    /// (`--metrics-bind-address`).
     pub insecure_address: Option<SocketAddr>,
     /// The secure admin port (HTTPS, delegated authentication and
     /// authorization), if any.
@@ -127,6 +128,46 @@ pub enum AppError {
     /// The admin server could not listen.
     #[error(transparent)]
     Listen(#[from] ListenError),
+    /// A setting has a value that cannot work.
+    #[error("{setting} is {value:?}: {reason}")]
+    Setting {
+        /// The setting, as [`AppConfig`] names it.
+        setting: &'static str,
+        /// Its value.
+        value: Duration,
+        /// What it must be instead.
+        reason: &'static str,
+    },
+    /// A task the process needs besides the controllers (an admin server,
+    /// the event sender) ended.
+    #[error(transparent)]
+    TaskStopped(#[from] TaskStopped),
+}
+
+impl AppConfig {
+    /// Refuses a value no controller can work with: a period of zero
+    /// would make its periodic task spin (a resync, or discovery asked
+    /// without pause), so it is refused before anything starts.
+    pub fn check(&self) -> Result<(), AppError> {
+        let periods = [
+            (
+                "persistentvolume.resync_period",
+                self.persistentvolume.resync_period,
+            ),
+            ("api_discovery_period", self.api_discovery_period),
+            ("watch_failure_limit", self.watch_failure_limit),
+        ];
+        for (setting, value) in periods {
+            if value.is_zero() {
+                return Err(AppError::Setting {
+                    setting,
+                    value,
+                    reason: "must be more than zero",
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The process's controllers, built, with the admin server already
@@ -147,7 +188,9 @@ pub struct App {
     secure_address: Option<SocketAddr>,
     #[cfg(feature = "testing")]
     health: Health,
-    servers: tokio::task::JoinSet<()>,
+    /// The admin servers, the dry run's sweep and the event sender's
+    /// watch: their end stops the process with an error.
+    servers: Supervised,
     /// The APIs the enabled controllers need, as served at start-up.
     apis: Vec<RequiredApi>,
 }
@@ -170,6 +213,7 @@ impl App {
     /// when the API appears). Fails on a `--controllers` entry that names
     /// no controller.
     pub async fn start(clients: Clients, config: AppConfig) -> Result<Self, AppError> {
+        config.check()?;
         let metrics = Arc::new(Metrics::new()?);
         let shadow = match &config.shadow {
             Some(settings) => Some(Arc::new(Comparison::new(settings, &metrics)?)),
@@ -189,7 +233,12 @@ impl App {
             workloads,
             apis,
         } = controllers::build(&mut shared, &config).await?;
-        let mut servers = tokio::task::JoinSet::new();
+        let mut servers = Supervised::default();
+        let recorder = shared.recorder.clone();
+        servers.spawn(
+            "event sender",
+            async move { recorder.sender_stopped().await },
+        );
         let mut routes = pv::admin::routes(controllers.persistentvolume.clone());
         if let Some(comparison) = &shadow {
             shadow::observe(&mut shared.informers, comparison)
@@ -197,7 +246,10 @@ impl App {
             if let Some(binder) = &controllers.persistentvolume {
                 comparison.set_judge(shadow::judge_binds_by(binder.binder()));
             }
-            servers.spawn(Arc::clone(comparison).sweep_periodically());
+            servers.spawn(
+                "shadow mode's sweep",
+                Arc::clone(comparison).sweep_periodically(),
+            );
             routes = routes.merge(shadow::route(Arc::clone(comparison)));
             tracing::info!(
                 "shadow mode: nothing is written, each decision is judged against the cluster"
@@ -220,7 +272,7 @@ impl App {
                 let server =
                     SecureServer::listen(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
-                servers.spawn(server.serve());
+                servers.spawn("secure admin server", server.serve());
                 tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
                 address
             }
@@ -230,8 +282,19 @@ impl App {
             Some(address) => {
                 let listener = server::listen(address).await?;
                 let bound = listener.local_addr().unwrap_or(address);
-                servers.spawn(server::serve_insecure(listener, admin.clone()));
-                tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
+                servers.spawn(
+                    "insecure admin server",
+                    server::serve_insecure(
+                        listener,
+                        admin.clone(),
+                        config
+                            .secure
+                            .as_ref()
+                            .map(|secure| secure.limits)
+                            .unwrap_or_default(),
+                    ),
+                );
+                tracing::info!(address = %bound, "serving /metrics and the health checks over plain HTTP without authentication");
                 Some(bound)
             }
             None => None,
@@ -332,19 +395,40 @@ impl App {
     /// Runs the controllers (elected when configured, on the lease's own
     /// client) until `shutdown` resolves or one of them fails, then stops
     /// the admin server. Without election the write gate opens for good.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    /// An admin server or the event sender that ends stops the controllers
+    /// (gracefully: the Lease is released) and is returned as an error.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+        let Self {
+            runner,
+            clients,
+            election,
+            shadow,
+            mut servers,
+            ..
+        } = self;
         // Shadow mode sends nothing: the gate stays shut as a second guard.
-        if self.election.is_none() && self.shadow.is_none() {
-            self.clients.gate.open();
+        if election.is_none() && shadow.is_none() {
+            clients.gate.open();
         }
-        let elector = self
-            .election
-            .map(|lease| LeaderElector::new(self.clients.lease, lease, self.clients.gate));
-        let result = self.runner.run(elector, shutdown).await;
-        self.servers.abort_all();
+        let elector = election.map(|lease| LeaderElector::new(clients.lease, lease, clients.gate));
+        let mut stopped = None;
+        let stop = async {
+            tokio::select! {
+                () = shutdown => {}
+                ended = servers.stopped() => stopped = Some(ended),
+            }
+        };
+        let result = runner.run(elector, stop).await;
         // The admin ports are free again once this returns.
-        while self.servers.join_next().await.is_some() {}
-        Ok(result?)
+        servers.stop_all().await;
+        result?;
+        match stopped {
+            Some(ended) => {
+                tracing::error!(error = %ended, "stopping the process");
+                Err(ended.into())
+            }
+            None => Ok(()),
+        }
     }
 }
 
@@ -360,22 +444,31 @@ pub async fn serve(
     config: AppConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), AppError> {
+    config.check()?;
     let mut shutdown = pin!(shutdown);
     loop {
         let app = App::start(clients.clone(), config.clone()).await?;
         let apis = app.apis.clone();
-        let rebuild = AtomicBool::new(false);
+        let mut change = None;
         let stop = async {
             tokio::select! {
                 () = &mut shutdown => {}
-                () = apis::changed(&clients.controller, &apis, config.api_discovery_period) => {
-                    rebuild.store(true, Ordering::Relaxed);
+                changed = apis::changed(&clients.controller, &apis, config.api_discovery_period) => {
+                    change = Some(changed);
                 }
             }
         };
         app.run(stop).await?;
-        if !rebuild.load(Ordering::Relaxed) {
-            return Ok(());
+        match change {
+            None => return Ok(()),
+            Some(Ok(())) => {}
+            Some(Err(apis::ZeroPeriod)) => {
+                return Err(AppError::Setting {
+                    setting: "api_discovery_period",
+                    value: config.api_discovery_period,
+                    reason: "must be more than zero",
+                });
+            }
         }
         tracing::info!("building the controllers again");
     }

@@ -257,15 +257,19 @@ pub(crate) fn claim_source(claim: &ResourceClaim) -> ClaimSource {
 
 /// The `generateName` of a claim generated for `pod_claim` of `pod`:
 /// `<pod>-<claim>-`. When that is longer than [`MAX_GENERATE_NAME`], both
-/// names are cut in proportion to their lengths, and the hyphens stay, so
-/// the claim's name is always told apart from the random suffix.
+/// names are cut in proportion to their lengths (each keeping at least its
+/// first character), and the hyphens stay, so the claim's name is always
+/// told apart from the random suffix.
 pub(crate) fn generate_name(pod: &str, pod_claim: &str) -> String {
     let full = pod.len() + pod_claim.len() + 2;
     if full <= MAX_GENERATE_NAME {
         return format!("{pod}-{pod_claim}-");
     }
     let budget = MAX_GENERATE_NAME - 2;
-    let pod_len = pod.len() * budget / (pod.len() + pod_claim.len());
+    // Each keeps at least its first character: a name may not start with
+    // the hyphen (upstream's plain proportion gives a short pod name none,
+    // and the claim's name is then refused).
+    let pod_len = (pod.len() * budget / (pod.len() + pod_claim.len())).clamp(1, pod.len().max(1));
     let claim_len = budget - pod_len;
     let cut = |s: &str, n: usize| -> String {
         let taken: String = s.chars().take(n).collect();
@@ -311,3 +315,47 @@ pub(crate) fn claim_from_template(
 
 #[cfg(test)]
 mod tests;
+
+/// A generated claim's `generateName` for any pod and entry name: at most
+/// [`MAX_GENERATE_NAME`] bytes, ending in '-', the same for the same
+/// names; with the API server's random suffix, a valid name.
+#[cfg(test)]
+mod name_properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn is_dns_subdomain(name: &str) -> bool {
+        let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        name.len() <= 253
+            && name.split('.').all(|label| {
+                label.starts_with(alphanumeric)
+                    && label.ends_with(alphanumeric)
+                    && label.chars().all(|c| alphanumeric(c) || c == '-')
+            })
+    }
+
+    fn pod_name() -> impl Strategy<Value = String> {
+        prop::collection::vec("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", 1..8)
+            .prop_map(|labels| labels.join("."))
+            .prop_filter("a valid name", |name| name.len() <= 253)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn the_generate_name_is_bounded_and_makes_valid_names(
+            pod in pod_name(),
+            entry in "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+            suffix in "[a-z0-9]{5}",
+        ) {
+            let prefix = generate_name(&pod, &entry);
+            prop_assert!(prefix.len() <= MAX_GENERATE_NAME, "{}", prefix);
+            prop_assert!(prefix.ends_with('-'));
+            prop_assert_eq!(generate_name(&pod, &entry), prefix.clone());
+            let name = format!("{prefix}{suffix}");
+            prop_assert!(is_dns_subdomain(&name), "{}", name);
+        }
+    }
+}

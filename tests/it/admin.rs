@@ -194,3 +194,34 @@ async fn a_failed_review_is_a_500_without_the_internal_error() {
     let _ = stop.send(());
     task.await.expect("stopped");
 }
+
+/// The SubjectAccessReview is asked about the path the routes read, its
+/// escapes decoded (as upstream authorizes Go's decoded `URL.Path`): a
+/// grant of `/explain/team-a/*` covers `/explain/team-%61/x`, the same
+/// claim, and nothing of another namespace, however written; an invalid
+/// escape is a 400. Before, the raw path was asked about, so the same
+/// claim written with an escape was refused, and a prefix rule could be
+/// met by text the routes read as another namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_sees_the_decoded_path() {
+    let api = cluster();
+    api.add_token("alice-token", "alice", &[]);
+    api.grant("alice", "/explain/team-a/*", "get");
+    let config = AppConfig {
+        secure: Some(secure_serving()),
+        ..AppConfig::default()
+    };
+    let (address, _, stop, task) = start(&api, config).await;
+    for (path, code) in [
+        ("/explain/team-a/x", 404),
+        ("/explain/team-%61/x", 404),
+        ("/explain/team-b/x", 403),
+        ("/explain/team-%62/x", 403),
+        ("/explain/%zz/x", 400),
+    ] {
+        let (answer, body) = https_get(address, path, Some("alice-token")).await;
+        assert_eq!(answer, code, "{path}: {body}");
+    }
+    let _ = stop.send(());
+    task.await.expect("stopped");
+}

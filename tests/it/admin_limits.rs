@@ -1,13 +1,16 @@
 //! The secure admin port against clients that would hold it: connections
 //! that never finish their headers are closed after the header timeout
 //! while `/livez` keeps answering, an idle kept-alive connection too;
-//! connections over the cap wait unserved until one ends; a request past
-//! its time limit is answered 504; and made-up bearer tokens spend the
-//! review client's rate, not the controllers', while a bind goes on. All in
-//! paused time: the listener is a real loopback socket, whose data is there
-//! as soon as it is written, so the clock moves only when every side waits.
+//! connections over the cap from the source holding most wait unserved
+//! until one ends, while other addresses holding many idle connections
+//! never delay the kubelet's probes; a request past its time limit is
+//! answered 504, and a client that pipelines requests and never reads the
+//! answers is disconnected; and made-up bearer tokens spend the review
+//! client's rate, not the controllers', while a bind goes on. All in paused
+//! time: the listener is a real loopback socket, whose data is there as
+//! soon as it is written, so the clock moves only when every side waits.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -156,6 +159,8 @@ async fn unfinished_headers_are_cut_off_after_the_header_timeout_and_livez_answe
     task.await.expect("stopped");
 }
 
+/// One address holds the cap: a further connection of its own waits
+/// until one of them ends.
 #[tokio::test(start_paused = true)]
 async fn connections_over_the_cap_wait_unserved_until_one_ends() {
     let api = MemApi::new();
@@ -274,6 +279,129 @@ async fn made_up_tokens_spend_the_review_clients_rate_not_the_controllers() {
         sent < TOKENS,
         "bound at {seconds} s, while the reviews went on ({sent} sent)"
     );
+    let _ = stop.send(());
+    task.await.expect("stopped");
+}
+
+/// A TCP connection to `address` from the loopback address `source`
+/// (127.0.0.2 and on stand for other pods), opened and left idle: no TLS
+/// handshake, no request.
+async fn idle_from(source: IpAddr, address: SocketAddr) -> Option<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().ok()?;
+    socket.bind(SocketAddr::new(source, 0)).ok()?;
+    socket.connect(address).await.ok()
+}
+
+/// Holds `count` idle connections from `source` to `address`, opening a
+/// new one whenever the server closes one (10 ms later, so the clock moves).
+async fn hold_idle(source: IpAddr, address: SocketAddr, count: usize) {
+    let holders = (0..count).map(|_| async move {
+        loop {
+            if let Some(mut held) = idle_from(source, address).await {
+                let mut byte = [0u8; 1];
+                let _ = held.read(&mut byte).await;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    futures::future::join_all(holders).await;
+}
+
+/// Other pods (other loopback addresses) hold several times the port's
+/// connection cap in idle connections and reopen each as it is closed;
+/// for a minute, every probe from the kubelet's address (127.0.0.1, once
+/// a second each of `/livez` and `/readyz`, as the kubelet's 1 s probe
+/// timeout) is answered within its second. Before, the connections over
+/// the cap waited unaccepted in the listen backlog, the probes with them.
+#[tokio::test(start_paused = true)]
+async fn probes_are_answered_while_other_addresses_hold_many_idle_connections() {
+    const CAP: usize = 16;
+    const SOURCES: u8 = 4;
+    const PER_SOURCE: usize = 25;
+    let api = MemApi::new();
+    let secure = SecureServing {
+        limits: ServingLimits {
+            max_connections: CAP,
+            ..ServingLimits::default()
+        },
+        ..secure_serving()
+    };
+    let (address, stop, task) = start(&api, ClientOptions::default(), secure).await;
+    let attackers: Vec<_> = (0..SOURCES)
+        .map(|i| {
+            tokio::spawn(hold_idle(
+                IpAddr::from([127, 0, 0, 2 + i]),
+                address,
+                PER_SOURCE,
+            ))
+        })
+        .collect();
+    // Every place taken, many more waiting.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut answered = 0;
+    for _ in 0..60 {
+        for path in ["/livez", "/readyz"] {
+            let started = Instant::now();
+            let probe =
+                tokio::time::timeout(Duration::from_secs(1), https_get(address, path, None));
+            let (code, body) = probe.await.unwrap_or_else(|_| {
+                panic!("the probe of {path} timed out after {answered} answers")
+            });
+            assert!(code == 200 || code == 503, "{path}: {code} {body}");
+            assert!(started.elapsed() < Duration::from_secs(1));
+            answered += 1;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert_eq!(answered, 120);
+    for attacker in attackers {
+        attacker.abort();
+    }
+    let _ = stop.send(());
+    task.await.expect("stopped");
+}
+
+/// A client pipelines requests and never reads the answers: once its
+/// socket's buffers are full, the answer's write waits, and the connection
+/// is closed within the request limit of the last request's start. Before,
+/// nothing timed the writing of an answer, and the connection was held.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_reads_is_disconnected() {
+    let api = MemApi::new();
+    let limit = Duration::from_secs(5);
+    let secure = SecureServing {
+        limits: ServingLimits {
+            request_timeout: limit,
+            ..ServingLimits::default()
+        },
+        ..secure_serving()
+    };
+    let (address, stop, task) = start(&api, ClientOptions::default(), secure).await;
+    let mut tls = tls_connect(address).await;
+    let requests = b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(1000);
+    let started = Instant::now();
+    let mut sent = 0usize;
+    let cut = tokio::time::timeout(Duration::from_secs(600), async {
+        loop {
+            if tls.write_all(&requests).await.is_err() || tls.flush().await.is_err() {
+                return;
+            }
+            sent += 1000;
+        }
+    })
+    .await;
+    assert!(
+        cut.is_ok(),
+        "still connected after {sent} requests and {:?}",
+        started.elapsed()
+    );
+    assert!(sent > 1000, "the answers filled the buffers first: {sent}");
+    assert!(
+        started.elapsed() <= limit + Duration::from_secs(1),
+        "closed within the limit: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(https_get(address, "/livez", None).await.0, 200);
     let _ = stop.send(());
     task.await.expect("stopped");
 }

@@ -115,6 +115,28 @@ fn only_the_hostpath_provisioner_overlay_creates_volumes() {
         plugins.host_path_root.display().to_string(),
         "the provisioner's root is writable"
     );
+    // The kubelet makes the hostPath directory root's, mode 0755: an init
+    // container hands it to the user the controller runs as, with no
+    // capability but CHOWN.
+    let pod = &deployment["spec"]["template"]["spec"];
+    let user = pod["securityContext"]["runAsUser"].as_i64().unwrap();
+    let init = pod["initContainers"]
+        .as_array()
+        .and_then(|inits| inits.first())
+        .expect("an init container owns the hostPath directory");
+    let command: Vec<&str> = init["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let root = plugins.host_path_root.display().to_string();
+    assert_eq!(command, ["chown", &format!("{user}:{user}"), root.as_str()]);
+    assert_eq!(init["volumeMounts"][0]["mountPath"], root);
+    assert_eq!(
+        init["securityContext"]["capabilities"],
+        serde_json::json!({ "drop": ["ALL"], "add": ["CHOWN"] })
+    );
 }
 
 #[test]

@@ -129,3 +129,83 @@ async fn a_missing_file_is_an_error() {
     let error = run(config, std::future::pending()).await.unwrap_err();
     assert!(error.to_string().contains("/nonexistent/cluster.yaml"));
 }
+
+/// A plugin that claims the demo's external provisioner and panics when
+/// asked whether it provisions: a bug on a claim worker's task.
+struct Panicking;
+
+impl pv_controller::pv::VolumePlugin for Panicking {
+    fn name(&self) -> &str {
+        "example.com/external"
+    }
+
+    fn can_provision(&self) -> bool {
+        panic!("a bug in a plugin")
+    }
+
+    fn provision<'a>(
+        &'a self,
+        _request: &'a pv_controller::pv::ProvisionRequest,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<k8s_openapi::api::core::v1::PersistentVolume, pv_controller::pv::PluginError>,
+    > {
+        Box::pin(async { Err(pv_controller::pv::PluginError::Failed("never".to_string())) })
+    }
+}
+
+/// A controller task that panics ends the embedded run with an error
+/// naming it, as in a cluster: the demo does not go on without it.
+#[tokio::test(start_paused = true)]
+async fn a_controller_task_that_panics_ends_the_demo_with_an_error() {
+    let config = EmbeddedConfig {
+        file: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
+        exit_when_settled: false,
+        quiet_period: Duration::from_secs(3),
+        app: AppConfig {
+            persistentvolume: pv::Config {
+                resync_period: Duration::from_secs(1),
+                settings: Settings {
+                    plugins: VolumePlugins::default().with(std::sync::Arc::new(Panicking)),
+                    ..Settings::default()
+                },
+                ..pv::Config::default()
+            },
+            ..AppConfig::default()
+        },
+        client: ClientOptions::default(),
+    };
+    let error = tokio::time::timeout(
+        Duration::from_secs(600),
+        run(config, std::future::pending()),
+    )
+    .await
+    .expect("the demo stops by itself")
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("stopped unexpectedly"), "{text}");
+    assert!(text.contains("panicked"), "{text}");
+}
+
+/// A resync period of zero is refused before anything starts, with the
+/// setting named; nothing panics.
+#[tokio::test(start_paused = true)]
+async fn a_resync_period_of_zero_is_refused() {
+    let config = EmbeddedConfig {
+        file: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
+        exit_when_settled: true,
+        quiet_period: Duration::from_secs(3),
+        app: AppConfig {
+            persistentvolume: pv::Config {
+                resync_period: Duration::ZERO,
+                ..pv::Config::default()
+            },
+            ..AppConfig::default()
+        },
+        client: ClientOptions::default(),
+    };
+    let error = run(config, std::future::pending()).await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("resync_period"), "{text}");
+    assert!(text.contains("more than zero"), "{text}");
+}

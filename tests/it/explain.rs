@@ -1,17 +1,21 @@
 //! "Why is my claim Pending?" on memapi: a claim of class "fast" that every
 //! volume of its class misses by one rule. Each rule is named the same way
 //! in the claim's event, in `GET /explain/{namespace}/{claim}` and in the
-//! table `pv-controller explain` prints (asking the controller, or reading
-//! the cluster itself); a Pending claim under resync gets no new event; an
-//! unknown claim is a 404 with a JSON error.
+//! table `pv-controller explain` prints (asking the controller's secure
+//! port with a token, or reading the cluster itself); a Pending claim under
+//! resync gets no new event; an unknown claim is a 404 with a JSON error;
+//! the plain-HTTP port serves no `/explain` (nor `/shadow`), and a user
+//! without the grant is refused.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use memapi::MemApi;
+use pv_controller::explain_cli::AdminEndpoint;
 use pv_controller::{App, AppConfig, ClientOptions, Clients, ObjectKey, pv};
 use serde_json::Value;
 use testkit::{claim, storage_class, volume};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::process::settle;
 
@@ -27,6 +31,7 @@ fn clients(api: &MemApi) -> Clients {
 fn config() -> AppConfig {
     AppConfig {
         insecure_address: Some("127.0.0.1:0".parse().unwrap()),
+        secure: Some(crate::admin::secure_serving()),
         persistentvolume: pv::Config {
             resync_period: Duration::from_secs(5),
             ..pv::Config::default()
@@ -205,13 +210,64 @@ async fn each_rule_a_volume_fails_is_named_and_a_pending_claim_costs_no_new_even
 async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim() {
     let api = MemApi::new();
     seed(&api);
+    api.add_token("alice-token", "alice", &[]);
+    api.grant("alice", "/explain/*", "get");
+    api.add_token("bob-token", "bob", &[]);
     let app = App::start(clients(&api), config()).await.unwrap();
-    let address = format!("http://{}", app.insecure_address().unwrap());
+    let plain = app.insecure_address().unwrap();
+    let admin = AdminEndpoint {
+        address: format!("https://{}", app.secure_address().unwrap()),
+        token: Some("alice-token".to_string()),
+        certificate_authority: None,
+        insecure_skip_tls_verify: true,
+    };
+    let address = &admin;
     let idle = app.idle_probe();
     let idle_again = app.idle_probe();
     let (stop, task) = run(app);
     settle(&api, &idle).await;
-    let json = pv_controller::explain_cli::fetch(&address, "default/db")
+    // The plain-HTTP port: metrics and health, nothing of the cluster's.
+    for (path, code) in [
+        ("/explain/default/db", 404),
+        ("/shadow", 404),
+        ("/metrics", 200),
+        ("/livez", 200),
+    ] {
+        assert_eq!(
+            plain_get(plain, path).await,
+            code,
+            "{path} on the plain port"
+        );
+    }
+    // A user without the grant, and the plain port's address, are refused.
+    let bob = AdminEndpoint {
+        token: Some("bob-token".to_string()),
+        ..admin.clone()
+    };
+    let refused = pv_controller::explain_cli::fetch(&bob, "default/db")
+        .await
+        .expect_err("bob may not")
+        .to_string();
+    assert!(refused.contains("403"), "{refused}");
+    let unchecked = AdminEndpoint {
+        insecure_skip_tls_verify: false,
+        ..admin.clone()
+    };
+    let error = pv_controller::explain_cli::fetch(&unchecked, "default/db")
+        .await
+        .expect_err("a self-signed certificate, unchecked only when asked")
+        .to_string();
+    assert!(error.contains("--insecure-skip-tls-verify"), "{error}");
+    let http = AdminEndpoint {
+        address: format!("http://{plain}"),
+        ..admin.clone()
+    };
+    let error = pv_controller::explain_cli::fetch(&http, "default/db")
+        .await
+        .expect_err("the plain port serves no /explain")
+        .to_string();
+    assert!(error.contains("https://"), "{error}");
+    let json = pv_controller::explain_cli::fetch(address, "default/db")
         .await
         .expect("an explanation");
     assert_eq!(json["claim"], "default/db");
@@ -227,7 +283,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     assert_eq!(local["provisioner"], json["provisioner"]);
     assert_eq!(local["lastSync"], Value::Null);
 
-    let missing = pv_controller::explain_cli::fetch(&address, "default/nope").await;
+    let missing = pv_controller::explain_cli::fetch(address, "default/nope").await;
     let error = missing.expect_err("an unknown claim").to_string();
     assert!(error.contains("404"), "{error}");
     assert!(
@@ -235,7 +291,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
         "{error}"
     );
     assert!(
-        pv_controller::explain_cli::fetch(&address, "no-slash")
+        pv_controller::explain_cli::fetch(address, "no-slash")
             .await
             .is_err()
     );
@@ -248,7 +304,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     )
     .unwrap();
     settle(&api, &idle_again).await;
-    let json = pv_controller::explain_cli::fetch(&address, "default/named")
+    let json = pv_controller::explain_cli::fetch(address, "default/named")
         .await
         .expect("an explanation");
     let table = pv_controller::explain_cli::table(&json);
@@ -261,4 +317,18 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     assert_eq!(json["requirements"]["volumeName"], "slow");
     let _ = stop.send(());
     task.await.unwrap();
+}
+
+/// The status code of a plain-HTTP GET of `path` at `address`.
+async fn plain_get(address: std::net::SocketAddr, path: &str) -> u16 {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    String::from_utf8_lossy(&answer)
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
 }

@@ -543,7 +543,7 @@ fn sources(src: &Path, root: &ModulePath) -> Vec<Source> {
         .collect()
 }
 
-fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+pub(crate) fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -604,7 +604,7 @@ fn declared(text: &str, tests: bool) -> BTreeSet<String> {
 
 /// The code of a file without its comments and without the items under
 /// `#[cfg(test)]` (a test module written in the file, a test-only import).
-fn strip(text: &str) -> String {
+pub(crate) fn strip(text: &str) -> String {
     // Character literals that would read as the start of a string or a
     // block.
     let text = ["'\\\"'", "'\"'", "'{'", "'}'"]

@@ -8,13 +8,15 @@
 //! deploy/ renders (with the hostPath provisioner's overlay) and enforces
 //! OwnerReferencesPermissionEnforcement: no request may be refused, and
 //! every rule must be used by some request (or be listed below as needed
-//! on a path the run does not take).
+//! on a path the run does not take). The first write of each kind the
+//! process writes meets a 409, so the write path's re-read of the object
+//! after a conflict is taken for every kind.
 
 use std::time::Duration;
 
 use crate::process::settle;
 use clap::Parser;
-use memapi::{MemApi, MemApiConfig, RequestLogEntry};
+use memapi::{MemApi, MemApiConfig, Reactor, RequestLogEntry, Verb};
 use pv_controller::App;
 use pv_controller::AppConfig;
 use pv_controller::ClientOptions;
@@ -44,6 +46,17 @@ const MAYBE_USED: &[(&str, &str, &str)] = &[
 /// ephemeral claims' blockOwnerDeletion
 /// ([`without_pods_finalizers_the_ephemeral_claim_is_refused`]).
 const USED_BY_ADMISSION: &[(&str, &str, &str)] = &[("", "pods/finalizers", "update")];
+
+/// The writes (resource, subresource) whose first request is answered with
+/// a 409 in the normal run: every kind the write door updates, so that its
+/// re-read after a conflict is taken for each.
+const CONFLICTED: &[(&str, Option<&str>)] = &[
+    ("persistentvolumes", None),
+    ("persistentvolumes", Some("status")),
+    ("persistentvolumeclaims", None),
+    ("resourceclaims", None),
+    ("resourceclaims", Some("status")),
+];
 
 /// The namespace of the ServiceAccount the process runs as.
 const NAMESPACE: &str = "pv-controller";
@@ -370,6 +383,15 @@ async fn exercised(
     )
     .unwrap();
     seed_resource_claims(&api);
+    if mode == Mode::Normal {
+        for (resource, part) in CONFLICTED {
+            let reactor = Reactor::on(Verb::Patch, resource).error(409);
+            api.add_reactor(match part {
+                Some(subresource) => reactor.subresource(subresource),
+                None => reactor.main_resource(),
+            });
+        }
+    }
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let root = scratch.join("provisioned").display().to_string();
     let options = Options::parse_from([
@@ -465,6 +487,15 @@ async fn every_request_is_allowed_and_every_rule_is_used() {
         "the volume was recycled"
     );
     assert_eq!(refused(&used), Vec::<String>::new(), "refused requests");
+    // Each conflict was met, and the object read again after it.
+    for (resource, part) in CONFLICTED {
+        let conflicts = api.requests().count_code(Verb::Patch, resource, *part, 409);
+        assert_eq!(conflicts, 1, "{resource} {part:?}: one 409");
+        let reread = used.iter().any(|entry| {
+            entry.resource == *resource && entry.verb == Verb::Get && entry.name.is_some()
+        });
+        assert!(reread, "{resource}: read again after its conflict");
+    }
     let expected_work = [
         ("", "persistentvolumes/status", "patch"),
         ("", "persistentvolumes", "create"),

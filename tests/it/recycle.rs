@@ -719,3 +719,83 @@ async fn a_forged_recycler_pod_is_never_proof_without_a_release_time() {
 async fn a_forged_recycler_pod_is_never_proof_for_a_failed_volume() {
     Box::pin(forged_pod_is_never_proof(Forgery::Failed)).await;
 }
+
+/// A refused create of the recycler pod reaches the volume's event and
+/// status in the API server's words, not as the client's debug form of
+/// its answer (`ApiError: ... (Status { ... })`).
+#[tokio::test(start_paused = true)]
+async fn a_refused_recycler_pod_is_told_in_the_api_servers_words() {
+    const REFUSAL: &str = "pods \"recycler-for-host-volume\" is forbidden: exceeded quota: pods";
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    api.add_reactor(memapi::Reactor::on(Verb::Create, "pods").error_with(403, REFUSAL));
+    let (stop, task) = start(&api, real_controller()).await;
+    let volume = wait_for_phase(&api, "Failed").await;
+    let message = volume.status.and_then(|s| s.message).unwrap_or_default();
+    assert!(message.contains(REFUSAL), "{message}");
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    let events = recorded_events(&api);
+    let failed: Vec<&String> = events
+        .iter()
+        .filter(|e| e.starts_with("Warning VolumeFailedRecycle"))
+        .collect();
+    assert!(!failed.is_empty(), "{events:?}");
+    for text in failed.iter().map(|e| e.as_str()).chain([message.as_str()]) {
+        assert!(text.contains(REFUSAL), "{text}");
+        assert!(
+            !text.contains("ApiError") && !text.contains("Status {"),
+            "no debug dump: {text}"
+        );
+    }
+}
+
+/// Once the volume is Available, the recycler pod of its release is
+/// deleted, and only that pod: one made under the same name since (for a
+/// later release, or by someone else) is left alone (the delete carries the
+/// UID of the pod read). Before, the pod was deleted by name.
+#[tokio::test(start_paused = true)]
+async fn only_the_releases_own_recycler_pod_is_deleted_after_the_recycle() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(&api, real_controller()).await;
+    let pod = wait_for_pod(&api).await;
+    // The unbind after the scrub waits; meanwhile the pod is replaced by
+    // another of the same name.
+    api.add_reactor(
+        memapi::Reactor::on(Verb::Patch, "persistentvolumes")
+            .main_resource()
+            .delay(Duration::from_secs(10)),
+    );
+    finish_pod(&api, pod.clone(), "Succeeded", None);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(api.remove::<Pod>(Some("default"), POD));
+    let mut other = Pod::default();
+    other.metadata.name = Some(POD.to_string());
+    other.metadata.namespace = Some("default".to_string());
+    other.spec = pod.spec.clone();
+    let other = api.create(&other).expect("another pod of that name");
+    wait_for_phase(&api, "Available").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    let left = api
+        .get::<Pod>(Some("default"), POD)
+        .expect("the other pod is left");
+    assert_eq!(left.metadata.uid, other.metadata.uid);
+}
+
+/// The release's own recycler pod is deleted once the volume is Available.
+#[tokio::test(start_paused = true)]
+async fn the_releases_recycler_pod_is_deleted_after_the_recycle() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(&api, real_controller()).await;
+    let pod = wait_for_pod(&api).await;
+    finish_pod(&api, pod, "Succeeded", None);
+    wait_for_phase(&api, "Available").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+    assert!(api.get::<Pod>(Some("default"), POD).is_none());
+}

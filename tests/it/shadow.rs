@@ -103,7 +103,7 @@ struct Running {
 
 async fn start(clients: Clients, config: AppConfig) -> (Running, Option<ShadowReport>) {
     let app = App::start(clients, config).await.expect("starts");
-    let journal = app.shadow_report();
+    let comparison = app.shadow_report();
     let idle = app.idle_probe();
     let metrics = app.metrics();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -121,7 +121,7 @@ async fn start(clients: Clients, config: AppConfig) -> (Running, Option<ShadowRe
             idle,
             metrics,
         },
-        journal,
+        comparison,
     )
 }
 
@@ -227,7 +227,7 @@ fn kinds(report: &Value) -> Vec<String> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_nothing() {
+async fn shadow_mode_beside_the_reference_agrees_on_every_decision_and_writes_nothing() {
     let api = MemApi::new();
     let scratch = std::env::temp_dir().join(format!("pv-controller-shadow-{}", std::process::id()));
     for name in ["deleted", "recycled"] {
@@ -236,8 +236,8 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
     seed(&api, &scratch);
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let writes = Arc::new(AtomicU64::new(0));
-    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("shadow mode journal");
+    let (shadow, comparison) = start(counted_clients(&api, &writes), config(true)).await;
+    let comparison = comparison.expect("shadow mode's comparison");
     // Shadow mode decides first; the reference does the work a moment
     // later, well within the window.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -285,7 +285,7 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
     settle(&api, &reference.idle).await;
     tokio::time::sleep(Duration::from_secs(120)).await;
     settle(&api, &shadow.idle).await;
-    let report = journal.report();
+    let report = comparison.report();
     let tried = shadow.tried_writes();
     shadow.stop().await;
     reference.stop().await;
@@ -298,7 +298,7 @@ async fn a_dry_run_beside_the_reference_agrees_on_every_decision_and_writes_noth
         "shadow mode sent no write"
     );
     assert!(tried.is_empty(), "nor tried one: {tried:?}");
-    let (agree, differ) = journal.totals();
+    let (agree, differ) = comparison.totals();
     println!("shadow mode beside the reference: {agree} decisions agree, {differ} differ");
     assert_eq!(differ, 0, "every decision agrees: {report:#}");
     assert!(agree >= 15, "decisions judged: {agree}: {report:#}");
@@ -349,8 +349,8 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
     )
     .unwrap();
     let writes = Arc::new(AtomicU64::new(0));
-    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("shadow mode journal");
+    let (shadow, comparison) = start(counted_clients(&api, &writes), config(true)).await;
+    let comparison = comparison.expect("shadow mode's comparison");
     settle(&api, &shadow.idle).await;
     // A second claim, bound by the divergent actor while shadow mode watches.
     api.create(&volume("small-2", "1Gi").build()).unwrap();
@@ -375,7 +375,7 @@ async fn a_divergent_bind_is_reported_with_both_choices() {
     .unwrap();
     settle(&api, &shadow.idle).await;
     tokio::time::sleep(Duration::from_secs(120)).await;
-    let report = journal.report();
+    let report = comparison.report();
     shadow.stop().await;
     assert_eq!(writes.load(Ordering::SeqCst), 0);
     let differences = report["differences"]
@@ -402,15 +402,15 @@ async fn a_volume_reserved_for_an_intended_bind_stays_reserved_across_resyncs() 
     api.create(&claim("a", "uid-a", "1Gi").class("").build())
         .unwrap();
     let writes = Arc::new(AtomicU64::new(0));
-    let (shadow, journal) = start(counted_clients(&api, &writes), config(true)).await;
-    let journal = journal.expect("shadow mode journal");
+    let (shadow, comparison) = start(counted_clients(&api, &writes), config(true)).await;
+    let comparison = comparison.expect("shadow mode's comparison");
     settle(&api, &shadow.idle).await;
     // A second claim for the same volume, synced again and again while
     // nobody carries out the first claim's bind.
     api.create(&claim("b", "uid-b", "1Gi").class("").build())
         .unwrap();
     tokio::time::sleep(Duration::from_secs(120)).await;
-    let report = journal.report();
+    let report = comparison.report();
     shadow.stop().await;
     assert_eq!(writes.load(Ordering::SeqCst), 0);
     let binds: Vec<_> = report["differences"]

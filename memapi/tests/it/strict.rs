@@ -751,3 +751,51 @@ async fn status_writes_keep_metadata_changes_and_the_stored_spec() {
     assert_eq!(p.spec.unwrap().node_name, None);
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Running"));
 }
+
+/// A request body longer than kube-apiserver's limit (3 MiB) is refused
+/// with its 413, by the declared length or as it is read; one within it is
+/// served. Before, memapi read bodies of any length.
+#[tokio::test]
+async fn a_body_over_the_servers_limit_is_refused_with_a_413() {
+    let mem = MemApi::new();
+    let post = |body: Vec<u8>, declared: bool| {
+        let mut request = http::Request::post("/api/v1/persistentvolumes")
+            .header("content-type", "application/json");
+        if declared {
+            request = request.header("content-length", body.len());
+        }
+        let request = request.body(kube::client::Body::from(body)).unwrap();
+        mem.service().oneshot(request)
+    };
+    let volume = |padding: usize| {
+        serde_json::to_vec(&json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": { "name": format!("v{padding}") },
+            "spec": { "capacity": { "storage": "1Gi" }, "accessModes": ["ReadWriteOnce"],
+                      "hostPath": { "path": "/tmp/x" },
+                      "mountOptions": ["x".repeat(padding)] },
+        }))
+        .unwrap()
+    };
+    for declared in [true, false] {
+        let answer = post(volume(memapi::MAX_BODY_BYTES), declared)
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 413, "declared length: {declared}");
+        let body = http_body_util::BodyExt::collect(answer.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let status: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["reason"], "RequestEntityTooLarge", "{status}");
+        assert_eq!(
+            status["message"],
+            format!(
+                "Request entity too large: limit is {}",
+                memapi::MAX_BODY_BYTES
+            )
+        );
+    }
+    let answer = post(volume(1000), true).await.unwrap();
+    assert_eq!(answer.status(), 201);
+}

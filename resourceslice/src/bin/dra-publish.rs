@@ -21,11 +21,8 @@
 use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
-use k8s_openapi::api::resource::v1::Device;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use resourceslice::{DriverResources, NodeSelection, Options, Owner, Pool, Publisher};
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use resourceslice::{DriverResources, NodeSelection, Options, Owner, Publisher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -83,39 +80,12 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{s:?} is too long"))
 }
 
-/// The devices file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DevicesFile {
-    pools: BTreeMap<String, PoolFile>,
-}
-
-/// One pool of the devices file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PoolFile {
-    #[serde(default)]
-    devices: Vec<Device>,
-}
-
 /// Reads the devices file into the driver's resources.
 fn read_devices(path: &Path, selection: &NodeSelection) -> anyhow::Result<DriverResources> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let file: DevicesFile =
-        serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let pools = file
-        .pools
-        .into_iter()
-        .map(|(name, pool)| {
-            let pool = Pool {
-                node_selection: selection.clone(),
-                ..Pool::from_devices(pool.devices)
-            };
-            (name, pool)
-        })
-        .collect();
-    Ok(DriverResources { pools })
+    resourceslice::parse_devices_file(&text, selection)
+        .with_context(|| format!("parsing {}", path.display()))
 }
 
 /// A selector of nodes having every `key=value` label.

@@ -227,6 +227,14 @@ impl EventRecorder {
         }
     }
 
+    /// Resolves when the sender task has stopped (it runs as long as the
+    /// process: its end, by a panic, means every later event is lost), so
+    /// the process can stop with an error rather than go on recording
+    /// into nothing.
+    pub async fn sender_stopped(&self) {
+        self.queue.closed().await;
+    }
+
     /// Waits until every event recorded before this call has been written,
     /// dropped or given up on. Returns at once if the sender task is gone.
     pub async fn flush(&self) {

@@ -4,6 +4,7 @@
 //! ends in exactly one [`EventOutcome`], counted and, when the event is
 //! lost, logged with the object, reason and message.
 
+use crate::api_message::ApiMessage;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,7 +142,7 @@ impl Sink {
                         object = %object_name(event),
                         reason = event.reason.as_deref().unwrap_or_default(),
                         message = event.message.as_deref().unwrap_or_default(),
-                        %error,
+                        error = %ApiMessage(&error),
                         "cannot build the request for event (will not retry)"
                     );
                     return Err(EventOutcome::Failed);
@@ -156,7 +157,7 @@ impl Sink {
                     reason = event.reason.as_deref().unwrap_or_default(),
                     message = event.message.as_deref().unwrap_or_default(),
                     tries,
-                    %error,
+                    error = %ApiMessage(&error),
                     "unable to write event (retry limit exceeded)"
                 );
                 return Err(EventOutcome::Failed);
@@ -172,7 +173,7 @@ impl Sink {
                 reason = event.reason.as_deref().unwrap_or_default(),
                 tries,
                 retry_in = ?pause,
-                %error,
+                error = %ApiMessage(&error),
                 "unable to write event (may retry after sleeping)"
             );
             tokio::time::sleep(pause).await;

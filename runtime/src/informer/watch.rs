@@ -7,6 +7,7 @@
 //! (so Kubernetes restarts it) instead of leaving a healthy-looking
 //! controller that sees nothing.
 
+use crate::api_message::WatchMessage;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,12 +117,12 @@ where
                 }
                 Some(Err(error)) => {
                     let since = *failing_since.get_or_insert_with(Instant::now);
-                    tracing::warn!(kind, %error, "watch failed, retrying");
+                    tracing::warn!(kind, error = %WatchMessage(&error), "watch failed, retrying");
                     if since.elapsed() >= failure_limit {
                         return Err(WatchFailure::Failing {
                             kind,
                             limit: failure_limit,
-                            last_error: error.to_string(),
+                            last_error: WatchMessage(&error).to_string(),
                         });
                     }
                 }

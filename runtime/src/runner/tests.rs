@@ -224,6 +224,24 @@ async fn a_dying_worker_stops_the_process_and_fails_livez() {
     assert!(failure.contains("worker"), "{failure}");
 }
 
+/// A periodic task of period zero is refused when the workload starts: the
+/// process stops with an error that says so, and nothing panics (tokio's
+/// interval panics on a zero period).
+#[tokio::test(start_paused = true)]
+async fn a_periodic_task_of_period_zero_stops_the_process_without_a_panic() {
+    let mut workload = Workload::new("test");
+    workload.every(Duration::ZERO, || {});
+    let (runner, liveness, _) = runner(vec![workload], Leading::default());
+    let error = runner
+        .run(None, std::future::pending())
+        .await
+        .expect_err("the process stops");
+    let text = error.to_string();
+    assert!(text.contains("period is zero"), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+    assert!(liveness.failure().is_some());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_lane_decides_in_queue_order_while_its_plans_run_beside_each_other() {
     let api = memapi::MemApi::new();

@@ -226,13 +226,41 @@ pub(super) fn status(code: StatusCode, reason: &str, message: &str) -> Response 
         .into_response()
 }
 
-/// The check in front of every route of the secure port.
+/// `path` with its percent-escapes decoded, as the routes read it (and as
+/// Go's `URL.Path`, which upstream authorizes); `None` for an escape that
+/// is not two hex digits or bytes that are not UTF-8.
+fn decoded(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'%' {
+            let hex = bytes.get(at + 1..at + 3)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            out.push(byte);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The check in front of every route of the secure port: on the decoded
+/// path, the one the routes serve.
 pub async fn guard(
     State(delegation): State<Arc<Delegation>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let path = request.uri().path().to_string();
+    let Some(path) = decoded(request.uri().path()) else {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "the request's path has an invalid escape",
+        );
+    };
     if delegation.always_allowed(&path) {
         return next.run(request).await;
     }
@@ -276,6 +304,25 @@ pub async fn guard(
                 "InternalError",
                 &format!("Internal Server Error: {path:?}"),
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decoded;
+
+    #[test]
+    fn paths_are_decoded_as_the_routes_read_them() {
+        assert_eq!(
+            decoded("/explain/team-a%62/x").as_deref(),
+            Some("/explain/team-ab/x")
+        );
+        assert_eq!(decoded("/%6Civez").as_deref(), Some("/livez"));
+        assert_eq!(decoded("/a%2Fb").as_deref(), Some("/a/b"));
+        assert_eq!(decoded("/plain").as_deref(), Some("/plain"));
+        for bad in ["/a%", "/a%2", "/a%zz", "/a%ff"] {
+            assert_eq!(decoded(bad), None, "{bad}");
         }
     }
 }

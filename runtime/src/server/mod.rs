@@ -10,11 +10,16 @@
 //! port ([`secure`]: a given or self-signed certificate, [`tls`]), every
 //! request but the always-allowed paths authenticated and authorized by the
 //! API server ([`delegation`]); and, only where that is harmless (the
-//! embedded demo, or an explicit opt-in), over plain HTTP without either.
+//! embedded demo, or an explicit opt-in), the metrics and health checks
+//! alone over plain HTTP without either ([`serve_insecure`]). Both ports
+//! serve their connections within the same limits ([`serving`]).
 
+mod admission;
 mod cache;
 pub mod delegation;
+mod exchange;
 pub mod secure;
+mod serving;
 pub mod tls;
 
 pub use delegation::DelegationConfig;
@@ -114,16 +119,22 @@ pub struct AdminState {
     pub routes: Router,
 }
 
-/// The routes of the admin server: the process's own, then the
+/// The routes of the secure admin port: the process's own, then the
 /// controllers'.
 pub fn router(state: AdminState) -> Router {
-    let routes = Router::new()
+    let controllers = state.routes.clone();
+    metrics_and_health(state).fallback_service(controllers)
+}
+
+/// The process's own routes: `/metrics` and the health checks, what the
+/// plain-HTTP port serves and nothing else.
+fn metrics_and_health(state: AdminState) -> Router {
+    Router::new()
         .route("/metrics", get(serve_metrics))
         .route("/livez", get(serve_live))
         .route("/healthz", get(serve_live))
-        .route("/readyz", get(serve_ready));
-    let controllers = state.routes.clone();
-    routes.with_state(state).fallback_service(controllers)
+        .route("/readyz", get(serve_ready))
+        .with_state(state)
 }
 
 /// Why the admin server could not start.
@@ -195,12 +206,17 @@ fn dual_stack(port: u16) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// Serves the admin routes over plain HTTP, without authentication, on
-/// `listener` until the task is dropped or the listener fails.
-pub async fn serve_insecure(listener: TcpListener, state: AdminState) {
-    if let Err(error) = axum::serve(listener, router(state)).await {
-        tracing::error!(%error, "insecure admin server stopped");
-    }
+/// Serves `/metrics`, `/livez`, `/healthz` and `/readyz` over plain HTTP,
+/// without authentication, on `listener` within `limits` (as the secure
+/// port's connections) until the task is dropped. Nothing else: the
+/// controllers' routes show the cluster's objects and need the secure
+/// port's checks.
+pub async fn serve_insecure(listener: TcpListener, state: AdminState, limits: ServingLimits) {
+    let routes = metrics_and_health(state).layer(axum::middleware::from_fn_with_state(
+        limits.request_timeout,
+        serving::time_limit,
+    ));
+    serving::serve(listener, routes, limits, None).await;
 }
 
 async fn serve_metrics(State(state): State<AdminState>) -> Response {

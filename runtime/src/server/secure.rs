@@ -2,31 +2,26 @@
 //! the delegated checks, as kube-controller-manager's `--secure-port`.
 //!
 //! Anyone who can reach the port can open connections, so each one is
-//! bounded ([`ServingLimits`]): the TLS handshake and the request's headers
-//! must come within their time limits (the wait for the next request on a
-//! kept-alive connection counts against the header limit too), a request
-//! is answered within its own limit or with a 504, a connection's read
-//! buffer is capped, and at most so many connections are served at once:
-//! further ones wait, unaccepted, until one ends.
+//! bounded ([`ServingLimits`], served by [`super::serving`]): the TLS
+//! handshake and the request's headers must come within their time limits
+//! (the wait for the next request on a kept-alive connection counts
+//! against the header limit too), a whole exchange, the answer's writing
+//! included, within the request limit (the handler past it is answered
+//! with a 504), a connection's read buffer is capped, and at most so many
+//! connections are served at once, shared fairly by source address: the
+//! kubelet's probes are served however many connections others hold.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
-use axum::middleware::Next;
-use axum::response::Response;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use kube::Client;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use super::delegation::{Delegation, DelegationConfig, guard, status};
+use super::delegation::{Delegation, DelegationConfig, guard};
+use super::serving::{self, time_limit};
 use super::tls::Certificates;
 pub use super::tls::ServingCertificate;
 use super::{AdminState, ListenError, listen, router};
@@ -59,10 +54,13 @@ pub struct ServingLimits {
     /// after it too (`--read-header-timeout`).
     pub read_header_timeout: Duration,
     /// How long one request may take, its checks included, before it is
-    /// answered with a 504 (`--request-timeout`).
+    /// answered with a 504 (`--request-timeout`); and how long its whole
+    /// exchange may take, the answer's writing included, before the
+    /// connection is closed.
     pub request_timeout: Duration,
-    /// How many connections are served at once; further ones wait in the
-    /// listen backlog until one ends (`--max-connections`).
+    /// How many connections are served at once (`--max-connections`);
+    /// further ones are accepted and wait their turn, shared by source
+    /// address, for at most the handshake limit.
     pub max_connections: usize,
 }
 
@@ -90,11 +88,6 @@ impl Default for ServingLimits {
         }
     }
 }
-
-/// The most a connection buffers of a request it reads (hyper's smallest
-/// read buffer cap is 8 KiB): a request's headers must fit, a client that
-/// sends more is refused.
-const MAX_READ_BUFFER: usize = 64 * 1024;
 
 /// A bound secure server, ready to serve.
 pub struct SecureServer {
@@ -138,87 +131,10 @@ impl SecureServer {
     }
 
     /// Serves until dropped: each connection's handshake and requests on a
-    /// task of its own (dropped with the server), at most
-    /// [`ServingLimits::max_connections`] at once, the certificate files
-    /// watched for a change.
+    /// task of its own (dropped with the server), within
+    /// [`ServingLimits`], the certificate files watched for a change.
     pub async fn serve(self) {
-        let slots = Arc::new(Semaphore::new(self.limits.max_connections.max(1)));
-        let mut connections = JoinSet::new();
-        connections.spawn(Arc::clone(&self.certificates).watch());
-        // Whether the last connection had to wait for a slot: the limit is
-        // logged once each time it is reached, not for every connection
-        // while it stays reached.
-        let mut saturated = false;
-        loop {
-            while connections.try_join_next().is_some() {}
-            let slot = if let Ok(slot) = Arc::clone(&slots).try_acquire_owned() {
-                saturated = false;
-                slot
-            } else {
-                if !saturated {
-                    tracing::warn!(
-                        limit = self.limits.max_connections,
-                        "secure admin server: connection limit reached, new connections wait"
-                    );
-                }
-                saturated = true;
-                // The semaphore is never closed.
-                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                    return;
-                };
-                slot
-            };
-            let (stream, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "secure admin server: accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let acceptor = self.acceptor.clone();
-            let service = TowerToHyperService::new(self.router.clone());
-            let limits = self.limits;
-            connections.spawn(async move {
-                let _slot = slot;
-                let handshake = acceptor.accept(stream);
-                let tls = match tokio::time::timeout(limits.tls_handshake_timeout, handshake).await
-                {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(error)) => {
-                        tracing::debug!(%peer, %error, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-                let served = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limits.read_header_timeout)
-                    .max_buf_size(MAX_READ_BUFFER)
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
-                if let Err(error) = served {
-                    tracing::debug!(%peer, %error, "admin connection ended with an error");
-                }
-            });
-        }
+        let serving = serving::serve(self.listener, self.router, self.limits, Some(self.acceptor));
+        tokio::join!(Arc::clone(&self.certificates).watch(), serving);
     }
-}
-
-/// Answers a request that is not done within `limit` with a 504, as
-/// kube-apiserver answers one past its `--request-timeout`.
-async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_string();
-    if let Ok(response) = tokio::time::timeout(limit, next.run(request)).await {
-        return response;
-    }
-    tracing::warn!(%path, ?limit, "admin request timed out");
-    status(
-        StatusCode::GATEWAY_TIMEOUT,
-        "Timeout",
-        "Timeout: request did not complete within the allotted timeout",
-    )
 }

@@ -36,6 +36,7 @@ use quantity::Amount;
 
 use super::{PluginError, RecycleContext, RecycleWrites};
 use crate::kinds::pod::PodPhase;
+use crate::runtime::api_message::ApiMessage;
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::WriteError;
@@ -351,8 +352,11 @@ pub(crate) async fn run(
 }
 
 /// Deletes the recycler pod of `volume` once the volume is Available again
-/// (the pod's success is no longer needed as proof). A pod left behind by a
-/// failure here is of an earlier release by the time the volume is released
+/// (the pod's success is no longer needed as proof): the pod of that name
+/// only if it was made for this release, and only the incarnation read
+/// (its UID a precondition of the delete), so a pod made since for a later
+/// release is never deleted in its place. A pod left behind by a failure
+/// here is of an earlier release by the time the volume is released
 /// again, and is then deleted before a new one is made.
 pub(crate) async fn finish(
     config: &RecyclerPodConfig,
@@ -366,9 +370,22 @@ pub(crate) async fn finish(
         .clone()
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     let name = pod.metadata.name.clone().unwrap_or_default();
-    delete_pod(context.writes.as_ref(), &namespace, &name, None)
+    let cleanup = |message| PluginError::Failed(RecyclerError::Cleanup(message).to_string());
+    let found = Api::<Pod>::namespaced(context.client.clone(), &namespace)
+        .get_opt(&name)
         .await
-        .map_err(|message| PluginError::Failed(RecyclerError::Cleanup(message).to_string()))
+        .map_err(|error| cleanup(ApiMessage(&error).to_string()))?;
+    let Some(found) = found.filter(|found| made_for_this_release(found, &pod)) else {
+        return Ok(());
+    };
+    delete_pod(
+        context.writes.as_ref(),
+        &namespace,
+        &name,
+        found.metadata.uid.as_deref(),
+    )
+    .await
+    .map_err(cleanup)
 }
 
 /// The recycler pod being waited for: its UID, and whether it was
@@ -416,7 +433,7 @@ async fn create_or_adopt(
             let existing = pods
                 .get_opt(&name)
                 .await
-                .map_err(|e| RecyclerError::Create(e.to_string()))?;
+                .map_err(|e| RecyclerError::Create(ApiMessage(&e).to_string()))?;
             let found_uid = existing
                 .as_ref()
                 .and_then(|found| found.metadata.uid.clone());
@@ -783,5 +800,55 @@ mod tests {
             Err(TemplateError::Read { .. })
         ));
         std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}
+
+/// The recycler pod's name for any volume name: a valid pod name (a DNS
+/// subdomain of at most 253 bytes), the same for the same volume, and a
+/// different one for volumes whose names differ only past the cut.
+#[cfg(test)]
+mod name_properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A DNS-1123 subdomain: dot-separated labels of lowercase letters,
+    /// digits and '-', each starting and ending with a letter or digit.
+    fn is_dns_subdomain(name: &str) -> bool {
+        let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        name.len() <= MAX_NAME_LEN
+            && name.split('.').all(|label| {
+                label.starts_with(alphanumeric)
+                    && label.ends_with(alphanumeric)
+                    && label.chars().all(|c| alphanumeric(c) || c == '-')
+            })
+    }
+
+    /// Valid volume names, many near the length limit.
+    fn volume_name() -> impl Strategy<Value = String> {
+        prop::collection::vec("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", 1..8)
+            .prop_map(|labels| labels.join("."))
+            .prop_filter("a valid name", |name| name.len() <= MAX_NAME_LEN)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn the_pod_name_is_valid_bounded_and_deterministic(volume in volume_name()) {
+            let name = pod_name(&volume);
+            prop_assert!(is_dns_subdomain(&name), "{}", name);
+            prop_assert_eq!(pod_name(&volume), name);
+        }
+
+        #[test]
+        fn volumes_differing_past_the_cut_get_different_pods(
+            stem in "[a-z0-9]{240,250}",
+            tails in ("[a-z0-9]{1,3}", "[a-z0-9]{1,3}"),
+        ) {
+            let (one, two) = (format!("{stem}{}", tails.0), format!("{stem}{}", tails.1));
+            prop_assume!(one != two);
+            prop_assert_ne!(pod_name(&one), pod_name(&two));
+        }
     }
 }

@@ -33,7 +33,8 @@ kill -TERM "$pid" 2>/dev/null
 wait "$pid""#;
 
 /// The log line that names the admin server's address.
-const SERVING: &str = "serving the admin endpoints over plain HTTP without authentication";
+const SERVING: &str =
+    "serving /metrics and the health checks over plain HTTP without authentication";
 
 /// One running replica.
 struct Replica {

@@ -1,20 +1,24 @@
 //! `pv-controller explain NAMESPACE/CLAIM`: asks a running controller's
-//! admin endpoint (`GET /explain/{namespace}/{claim}`, served over plain
-//! HTTP by `--metrics-bind-address`) why a claim is Pending, or with
-//! `--kubeconfig` reads the cluster once and applies the binder's rules
-//! itself, and prints
+//! secure admin port (`GET /explain/{namespace}/{claim}` over HTTPS, with a
+//! bearer token: [`https`]) why a claim is Pending, or with `--kubeconfig`
+//! reads the cluster once and applies the binder's rules itself, and
+//! prints
 //! the answer as kubectl prints objects: the claim's requirements, then a
 //! table of the volumes of its class with the first rule each one fails.
 
 use std::fmt::Write as _;
+
+use crate::runtime::api_message::ApiMessage;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::api::ListParams;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+mod https;
+
+pub use https::AdminEndpoint;
 
 /// Why `pv-controller explain` found no answer.
 #[derive(Debug, thiserror::Error)]
@@ -22,9 +26,14 @@ pub enum ExplainError {
     /// The claim is not written `NAMESPACE/CLAIM`.
     #[error("{0:?} is not NAMESPACE/CLAIM")]
     Claim(String),
-    /// The admin address is not `http://HOST:PORT`.
-    #[error("{0:?} is not an admin address like http://127.0.0.1:10280 (plain HTTP)")]
+    /// The admin address is not `https://HOST:PORT`.
+    #[error(
+        "{0:?} is not the secure admin port's address, like https://127.0.0.1:10281 (the plain-HTTP port serves no /explain)"
+    )]
     Address(String),
+    /// The TLS connection cannot be set up as asked.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The admin endpoint could not be reached or read.
     #[error("asking {address}: {source}")]
     Io {
@@ -42,7 +51,10 @@ pub enum ExplainError {
         message: String,
     },
     /// The cluster could not be read.
-    #[error("reading {claim} and the volumes from the cluster: {source}")]
+    #[error(
+        "reading {claim} and the volumes from the cluster: {}",
+        ApiMessage(source)
+    )]
     Api {
         /// The claim asked about.
         claim: String,
@@ -94,44 +106,26 @@ fn split_claim(claim: &str) -> Result<(&str, &str), ExplainError> {
 /// How long the controller has to answer.
 const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Asks the controller at `admin_address` (`http://HOST:PORT`) about
-/// `claim` (`NAMESPACE/CLAIM`).
-pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainError> {
+/// Asks the controller's secure admin port `admin` about `claim`
+/// (`NAMESPACE/CLAIM`).
+pub async fn fetch(admin: &AdminEndpoint, claim: &str) -> Result<Value, ExplainError> {
     let (namespace, name) = split_claim(claim)?;
-    let host = admin_address
-        .strip_prefix("http://")
-        .map(|rest| rest.trim_end_matches('/'))
-        .filter(|host| !host.is_empty() && !host.contains('/'))
-        .ok_or_else(|| ExplainError::Address(admin_address.to_string()))?;
-    let io = |source| ExplainError::Io {
-        address: admin_address.to_string(),
-        source,
-    };
-    let request = format!(
-        "GET /explain/{namespace}/{name} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
-    );
-    let exchange = async {
-        let mut stream = TcpStream::connect(host).await?;
-        stream.write_all(request.as_bytes()).await?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await?;
-        Ok::<_, std::io::Error>(raw)
-    };
-    let raw = tokio::time::timeout(ANSWER_TIMEOUT, exchange)
-        .await
-        .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
-        .map_err(io)?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next().unwrap_or_default();
-    let value: Value = serde_json::from_str(body)?;
+    let (status, body) = admin.get(&format!("/explain/{namespace}/{name}")).await?;
     if status.split_whitespace().nth(1) != Some("200") {
-        return Err(ExplainError::Answer {
-            status: status.to_string(),
-            message: value["error"].as_str().unwrap_or(body).to_string(),
-        });
+        // The port's own refusals are a Kubernetes Status; the route's, an
+        // `error` member.
+        let message = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|value| {
+                value["error"]
+                    .as_str()
+                    .or_else(|| value["message"].as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or(body);
+        return Err(ExplainError::Answer { status, message });
     }
-    Ok(value)
+    Ok(serde_json::from_str(&body)?)
 }
 
 /// The explanation as kubectl would print it.

@@ -1,0 +1,137 @@
+//! A request parsed far enough to serve: its verb, and its parts (the
+//! object in its body, delete options, selectors, the answer's form).
+
+use super::*;
+
+/// The verb of a request, refusing shapes memapi does not serve.
+pub(super) fn verb_of(
+    method: &http::Method,
+    res: &ResourceRoute,
+    query: &Query,
+) -> Result<Verb, ApiError> {
+    match res.subresource.as_deref() {
+        None => {}
+        Some("status") if res.kind.has_status && res.name.is_some() => {}
+        Some(sub) => {
+            return Err(ApiError::from_code(
+                404,
+                format!("{} has no subresource {sub:?}", res.kind.plural),
+            ));
+        }
+    }
+    if res.kind.namespaced && res.name.is_some() && res.namespace.is_none() {
+        return Err(ApiError::no_route(
+            "a namespaced object needs a namespace in the URL",
+        ));
+    }
+    let one = res.name.is_some();
+    let verb = match *method {
+        http::Method::GET if one => Verb::Get,
+        http::Method::GET if query.flag("watch") => Verb::Watch,
+        http::Method::GET => Verb::List,
+        http::Method::POST if !one => Verb::Create,
+        http::Method::PUT if one => Verb::Update,
+        http::Method::PATCH if one => Verb::Patch,
+        http::Method::DELETE if one => Verb::Delete,
+        http::Method::DELETE => Verb::DeleteCollection,
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "{method} is not supported on this URL"
+            )));
+        }
+    };
+    Ok(verb)
+}
+
+/// One request, parsed far enough to serve.
+pub(super) struct Req<'a> {
+    pub(super) verb: Verb,
+    /// The user named by the request, if any.
+    pub(super) user: Option<&'a User>,
+    pub(super) res: &'a ResourceRoute,
+    pub(super) query: &'a Query,
+    pub(super) accept: &'a str,
+    pub(super) content_type: &'a str,
+    pub(super) body: &'a Bytes,
+}
+
+impl Req<'_> {
+    pub(super) fn namespace(&self) -> &str {
+        self.res.namespace.as_deref().unwrap_or_default()
+    }
+
+    pub(super) fn name(&self) -> &str {
+        self.res.name.as_deref().unwrap_or_default()
+    }
+
+    pub(super) fn part(&self) -> Part {
+        if self.res.subresource.is_some() {
+            Part::Status
+        } else {
+            Part::Main
+        }
+    }
+
+    /// The request body as an object (JSON, or YAML when sent as YAML).
+    pub(super) fn object(&self) -> Result<Value, ApiError> {
+        let value: Value = if self.content_type.contains("yaml") {
+            serde_saphyr::from_slice(self.body)
+                .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?
+        } else {
+            serde_json::from_slice(self.body)
+                .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?
+        };
+        Ok(value)
+    }
+
+    /// The DeleteOptions of a DELETE: the body, if any, with a
+    /// `gracePeriodSeconds` query parameter filled in when the body has none.
+    pub(super) fn delete_options(&self) -> Result<Option<Value>, ApiError> {
+        let mut options = if self.body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(self.object()?)
+        };
+        if let Some(grace) = self
+            .query
+            .get("gracePeriodSeconds")
+            .filter(|g| !g.is_empty())
+        {
+            let grace: i64 = grace.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid gracePeriodSeconds {grace:?}"))
+            })?;
+            let opts = options.get_or_insert_with(|| json!({}));
+            if opts.get("gracePeriodSeconds").is_none_or(Value::is_null) {
+                crate::object::set_at(opts, "gracePeriodSeconds", json!(grace));
+            }
+        }
+        Ok(options)
+    }
+
+    pub(super) fn filter(&self) -> Result<Filter, ApiError> {
+        Ok(Filter {
+            namespace: self.res.namespace.clone(),
+            labels: LabelSelector::parse(self.query.get("labelSelector").unwrap_or_default())?,
+            fields: FieldSelector::parse(
+                self.query.get("fieldSelector").unwrap_or_default(),
+                self.res.kind,
+            )?,
+        })
+    }
+
+    /// One object, as JSON or as a kubectl Table.
+    pub(super) fn respond_object(&self, code: u16, obj: &Value) -> http::Response<ResponseBody> {
+        if table::wants_table(self.accept) {
+            json_response(
+                code,
+                &table::table(self.res.kind, &[obj], None, self.include_object()),
+            )
+        } else {
+            json_response(code, obj)
+        }
+    }
+
+    pub(super) fn include_object(&self) -> bool {
+        self.query.get("includeObject") == Some("Object")
+    }
+}
