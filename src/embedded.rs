@@ -90,6 +90,9 @@ pub async fn run(
         config.file.display()
     );
     println!("  kubectl --server http://{address} get pv,pvc -A");
+    println!(
+        "  why a claim is Pending: pv-controller explain NAMESPACE/CLAIM --server http://{address}"
+    );
     let logger = tokio::spawn(log_transitions(api.client()));
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let clients = Clients::build(
@@ -101,9 +104,6 @@ pub async fn run(
     let app = App::start(clients, config.app).await?;
     if let Some(address) = app.insecure_address() {
         println!("  metrics: http://{address}/metrics");
-        println!(
-            "  why is a claim Pending: pv-controller explain NAMESPACE/CLAIM --admin-address http://{address}"
-        );
     }
     if let Some(address) = app.secure_address() {
         println!("  metrics: https://{address}/metrics (a bearer token the cluster authenticates)");

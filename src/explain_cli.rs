@@ -1,67 +1,266 @@
-//! `pv-controller explain NAMESPACE/CLAIM`: asks a running controller's
-//! admin endpoint (`GET /explain/{namespace}/{claim}`, served over plain
-//! HTTP by `--metrics-bind-address`) why a claim is Pending, or with
-//! `--kubeconfig` reads the cluster once and applies the binder's rules
-//! itself, and prints
-//! the answer as kubectl prints objects: the claim's requirements, then a
+//! `pv-controller explain NAMESPACE/CLAIM` (also `kubectl pv-controller
+//! explain`, as a kubectl plugin): why a claim is Pending. By default it
+//! reads the claim, every volume and the claim's StorageClass from the
+//! cluster of the kubeconfig and applies the binder's rules, the very
+//! decision code the controller runs, from anywhere kubectl works; with
+//! `--admin-address` it asks a running controller's admin port instead
+//! (`GET /explain/{namespace}/{claim}`, over HTTPS with a bearer token),
+//! whose answer adds the claim's last sync. Either way it prints the
+//! answer as kubectl prints objects: the claim's requirements, then a
 //! table of the volumes of its class with the first rule each one fails.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::api::ListParams;
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+/// The flags of `pv-controller explain`, spelled as kubectl's.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct ExplainArgs {
+    /// The claim: NAMESPACE/CLAIM, or CLAIM in --namespace.
+    #[arg(value_name = "claim")]
+    pub claim: String,
+    /// The claim's namespace, when the claim is given without one (default:
+    /// the kubeconfig context's).
+    #[arg(short = 'n', long, value_name = "string")]
+    pub namespace: Option<String>,
+    /// Path to a kubeconfig file (default: KUBECONFIG, ~/.kube/config, then
+    /// the in-cluster configuration).
+    #[arg(long, value_name = "file")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "string")]
+    pub context: Option<String>,
+    /// Address of the API server; overrides the kubeconfig's (`--server`
+    /// too, as kubectl spells it).
+    #[arg(long, visible_alias = "server", value_name = "url")]
+    pub master: Option<String>,
+    /// Ask a running controller's admin port instead, for its live view and
+    /// last sync: https://HOST:PORT (e.g. through `kubectl port-forward`).
+    #[arg(long = "admin-address", value_name = "url")]
+    pub admin_address: Option<String>,
+    /// Bearer token for --admin-address (default: the kubeconfig user's).
+    #[arg(long, value_name = "string", requires = "admin_address")]
+    pub token: Option<String>,
+    /// PEM file of the CA that signed --admin-address's certificate.
+    #[arg(
+        long = "certificate-authority",
+        value_name = "file",
+        requires = "admin_address"
+    )]
+    pub certificate_authority: Option<PathBuf>,
+    /// Accept --admin-address's certificate unverified (the self-signed one
+    /// the controller makes without --tls-cert-file).
+    #[arg(long = "insecure-skip-tls-verify", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true",
+          value_parser = crate::options::go_bool, value_name = "bool",
+          requires = "admin_address")]
+    pub insecure_skip_tls_verify: bool,
+}
 
 /// Why `pv-controller explain` found no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
-    /// The claim is not written `NAMESPACE/CLAIM`.
-    #[error("{0:?} is not NAMESPACE/CLAIM")]
+    /// The claim is not written `NAMESPACE/CLAIM` or `CLAIM`.
+    #[error("{0:?} is not NAMESPACE/CLAIM or CLAIM")]
     Claim(String),
-    /// The admin address is not `http://HOST:PORT`.
-    #[error("{0:?} is not an admin address like http://127.0.0.1:10280 (plain HTTP)")]
-    Address(String),
-    /// The admin endpoint could not be reached or read.
-    #[error("asking {address}: {source}")]
-    Io {
-        /// The address asked.
+    /// No cluster configuration could be loaded.
+    #[error("loading the cluster's configuration: {0}")]
+    Config(String),
+    /// An address is not a URL.
+    #[error("{address:?} is not a URL such as https://127.0.0.1:10281")]
+    Address {
+        /// What was given.
         address: String,
-        /// Why it failed.
-        source: std::io::Error,
     },
-    /// The controller answered with an error.
-    #[error("{status}: {message}")]
-    Answer {
-        /// The HTTP status line.
-        status: String,
-        /// The controller's error message.
+    /// The running controller could not be asked, or answered an error.
+    #[error("asking the controller at {address}: {message}")]
+    Admin {
+        /// The admin address.
+        address: String,
+        /// The answer's message, or why there was none.
         message: String,
     },
     /// The cluster could not be read.
-    #[error("reading {claim} and the volumes from the cluster: {source}")]
+    #[error("reading {claim} and the volumes from the cluster: {message}")]
     Api {
         /// The claim asked about.
         claim: String,
-        /// Why.
-        source: kube::Error,
+        /// The API server's words.
+        message: String,
     },
     /// The answer is not the JSON the endpoint serves.
     #[error("the answer is not an explanation: {0}")]
     Body(#[from] serde_json::Error),
 }
 
-/// Reads the claim, every volume and the claim's StorageClass from the
-/// cluster once, and explains the claim there by the binder's rules (no
-/// controller needed; no last sync).
+/// The message of a client error, in the API server's words when it
+/// answered.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Explains the claim `args` name, from the cluster or from the running
+/// controller `--admin-address` names.
+pub async fn explain(args: &ExplainArgs) -> Result<Value, ExplainError> {
+    let Some(address) = &args.admin_address else {
+        let config = cluster_config(args).await?;
+        let (namespace, name) = claim_key(&args.claim, args.namespace.as_deref(), &config)?;
+        let client =
+            kube::Client::try_from(config).map_err(|e| ExplainError::Config(e.to_string()))?;
+        return read_cluster(client, &format!("{namespace}/{name}")).await;
+    };
+    // The cluster's configuration lends its credentials and namespace;
+    // a controller on a loopback demo port needs neither.
+    let cluster = match &args.token {
+        Some(_) => None,
+        None => cluster_config(args).await.ok(),
+    };
+    let fallback = kube::Config::new(http::Uri::from_static("http://localhost"));
+    let (namespace, name) = claim_key(
+        &args.claim,
+        args.namespace.as_deref(),
+        cluster.as_ref().unwrap_or(&fallback),
+    )?;
+    let admin = admin_config(args, address, cluster)?;
+    let client = kube::Client::try_from(admin).map_err(|e| ExplainError::Admin {
+        address: address.clone(),
+        message: e.to_string(),
+    })?;
+    ask_controller(client, address, &namespace, &name).await
+}
+
+/// The cluster's configuration, as kubectl finds it.
+async fn cluster_config(args: &ExplainArgs) -> Result<kube::Config, ExplainError> {
+    let fail = |error: &dyn std::fmt::Display| ExplainError::Config(error.to_string());
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let master = args
+        .master
+        .as_deref()
+        .map(|url| {
+            url.parse::<http::Uri>().map_err(|_| ExplainError::Address {
+                address: url.to_string(),
+            })
+        })
+        .transpose()?;
+    let mut config = match (&args.kubeconfig, &master, &args.context) {
+        (Some(path), _, _) => {
+            let file = Kubeconfig::read_from(path).map_err(|e| fail(&e))?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| fail(&e))?
+        }
+        (None, Some(url), None) => kube::Config::new(url.clone()),
+        (None, _, Some(_)) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| fail(&e))?,
+        (None, None, None) => kube::Config::infer().await.map_err(|e| fail(&e))?,
+    };
+    if let Some(url) = master {
+        config.cluster_url = url;
+    }
+    Ok(config)
+}
+
+/// The claim's namespace and name: `NAMESPACE/CLAIM`, or `CLAIM` in
+/// `--namespace` or the configuration's namespace.
+fn claim_key(
+    claim: &str,
+    namespace: Option<&str>,
+    config: &kube::Config,
+) -> Result<(String, String), ExplainError> {
+    let bad = || ExplainError::Claim(claim.to_string());
+    let (namespace, name) = match claim.split_once('/') {
+        Some((namespace, name)) => (namespace, name),
+        None => (namespace.unwrap_or(&config.default_namespace), claim),
+    };
+    if namespace.is_empty() || name.is_empty() || name.contains('/') {
+        return Err(bad());
+    }
+    Ok((namespace.to_string(), name.to_string()))
+}
+
+/// The configuration of the admin port's client: the cluster's
+/// credentials (or `--token`) sent to `address`, its certificate checked
+/// against `--certificate-authority`, or not at all.
+fn admin_config(
+    args: &ExplainArgs,
+    address: &str,
+    cluster: Option<kube::Config>,
+) -> Result<kube::Config, ExplainError> {
+    let url = address
+        .parse::<http::Uri>()
+        .ok()
+        .filter(|url| url.scheme().is_some() && url.host().is_some())
+        .ok_or_else(|| ExplainError::Address {
+            address: address.to_string(),
+        })?;
+    let mut config = kube::Config::new(url);
+    config.auth_info = match &args.token {
+        Some(token) => serde_json::from_value::<AuthInfo>(serde_json::json!({ "token": token }))?,
+        None => cluster.map(|config| config.auth_info).unwrap_or_default(),
+    };
+    config
+        .root_cert_file
+        .clone_from(&args.certificate_authority);
+    config.accept_invalid_certs = args.insecure_skip_tls_verify;
+    Ok(config)
+}
+
+/// Asks the controller behind `client` (its admin port, `address`) why
+/// the claim is as it is.
+pub async fn ask_controller(
+    client: kube::Client,
+    address: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Value, ExplainError> {
+    let request = http::Request::get(format!("/explain/{namespace}/{name}"))
+        .header(http::header::ACCEPT, "application/json")
+        .body(Vec::new())
+        .map_err(|e| ExplainError::Address {
+            address: format!("{address}: {e}"),
+        })?;
+    let text = client
+        .request_text(request)
+        .await
+        .map_err(|error| ExplainError::Admin {
+            address: address.to_string(),
+            message: admin_message(&error),
+        })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The controller's answer (its code and message), or why there was none.
+fn admin_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => format!("{} {}", status.code, status.message),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the claim (`NAMESPACE/CLAIM`), every volume and the claim's
+/// StorageClass from the cluster once, and explains the claim there by the
+/// binder's rules (no controller needed; no last sync).
 pub async fn read_cluster(client: kube::Client, claim: &str) -> Result<Value, ExplainError> {
-    let (namespace, name) = split_claim(claim)?;
-    let api = |source| ExplainError::Api {
+    let (namespace, name) = claim
+        .split_once('/')
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+        .ok_or_else(|| ExplainError::Claim(claim.to_string()))?;
+    let api = |error: kube::Error| ExplainError::Api {
         claim: claim.to_string(),
-        source,
+        message: api_message(&error),
     };
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     let object = claims.get(name).await.map_err(api)?;
@@ -81,57 +280,6 @@ pub async fn read_cluster(client: kube::Client, claim: &str) -> Result<Value, Ex
     };
     let explanation = crate::pv::controller::explain_listed(&object, &volumes, class.as_ref());
     Ok(serde_json::to_value(explanation)?)
-}
-
-/// `NAMESPACE/CLAIM` split in two.
-fn split_claim(claim: &str) -> Result<(&str, &str), ExplainError> {
-    claim
-        .split_once('/')
-        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
-        .ok_or_else(|| ExplainError::Claim(claim.to_string()))
-}
-
-/// How long the controller has to answer.
-const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Asks the controller at `admin_address` (`http://HOST:PORT`) about
-/// `claim` (`NAMESPACE/CLAIM`).
-pub async fn fetch(admin_address: &str, claim: &str) -> Result<Value, ExplainError> {
-    let (namespace, name) = split_claim(claim)?;
-    let host = admin_address
-        .strip_prefix("http://")
-        .map(|rest| rest.trim_end_matches('/'))
-        .filter(|host| !host.is_empty() && !host.contains('/'))
-        .ok_or_else(|| ExplainError::Address(admin_address.to_string()))?;
-    let io = |source| ExplainError::Io {
-        address: admin_address.to_string(),
-        source,
-    };
-    let request = format!(
-        "GET /explain/{namespace}/{name} HTTP/1.0\r\nHost: {host}\r\nAccept: application/json\r\n\r\n"
-    );
-    let exchange = async {
-        let mut stream = TcpStream::connect(host).await?;
-        stream.write_all(request.as_bytes()).await?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await?;
-        Ok::<_, std::io::Error>(raw)
-    };
-    let raw = tokio::time::timeout(ANSWER_TIMEOUT, exchange)
-        .await
-        .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
-        .map_err(io)?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next().unwrap_or_default();
-    let value: Value = serde_json::from_str(body)?;
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(ExplainError::Answer {
-            status: status.to_string(),
-            message: value["error"].as_str().unwrap_or(body).to_string(),
-        });
-    }
-    Ok(value)
 }
 
 /// The explanation as kubectl would print it.

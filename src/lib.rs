@@ -48,6 +48,7 @@ pub mod pv;
 pub mod resourceclaim;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod version;
 
 // The runtime is its own crate (runtime/ in the workspace); under this name
 // the crate's modules reach it as they did when it was one of them
@@ -58,11 +59,12 @@ pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serv
 pub use dry_run::{DryRunConfig, DryRunJournal};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
-pub use options::{Command, LogFormat, Options};
+pub use options::{Command, LoggingFormat, Options};
 pub use runtime::client::{ClientOptions, Clients};
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;
+pub use version::{REVISION, VERSION};
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]

@@ -203,6 +203,12 @@ impl App {
         shared
             .metrics
             .register(Box::new(clients.requests.collector()?))?;
+        shared.metrics.register(Box::new(
+            crate::version::build_info().map_err(MetricsError::from)?,
+        ))?;
+        if let Some(process) = crate::version::process_collector() {
+            shared.metrics.register(process)?;
+        }
         let health = Health {
             readiness: Readiness::default(),
             liveness: Liveness::default(),
@@ -218,7 +224,7 @@ impl App {
                     SecureServer::listen(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn(server.serve());
-                tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
+                tracing::info!(v = 0, address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
                 address
             }
             None => None,
@@ -228,7 +234,7 @@ impl App {
                 let listener = server::listen(address).await?;
                 let bound = listener.local_addr().unwrap_or(address);
                 servers.spawn(server::serve_insecure(listener, admin.clone()));
-                tracing::info!(address = %bound, "serving the admin endpoints over plain HTTP without authentication");
+                tracing::info!(v = 0, address = %bound, "serving the admin endpoints over plain HTTP without authentication");
                 Some(bound)
             }
             None => None,
