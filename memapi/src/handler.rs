@@ -151,7 +151,9 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
     } else {
         let accept = header(&parts, http::header::ACCEPT);
         let content_type = header(&parts, http::header::CONTENT_TYPE);
+        let agent = header(&parts, http::header::USER_AGENT);
         let req = Req {
+            agent: &agent,
             verb,
             user: user.as_ref(),
             res: &res,
@@ -374,6 +376,8 @@ struct Req<'a> {
     accept: &'a str,
     content_type: &'a str,
     body: &'a Bytes,
+    /// The `User-Agent`.
+    agent: &'a str,
 }
 
 impl Req<'_> {
@@ -383,6 +387,15 @@ impl Req<'_> {
 
     fn name(&self) -> &str {
         self.res.name.as_deref().unwrap_or_default()
+    }
+
+    /// Who the write is recorded as in `managedFields`: `fieldManager`,
+    /// else the first word of the `User-Agent`, as the API server names it.
+    fn manager(&self) -> &str {
+        match self.query.get("fieldManager").filter(|m| !m.is_empty()) {
+            Some(manager) => manager,
+            None => self.agent.split('/').next().unwrap_or_default(),
+        }
     }
 
     fn part(&self) -> Part {
@@ -487,7 +500,7 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 kind,
                 url_ns,
                 body,
-                Origin::Api(req.user),
+                Origin::Api(req.user, req.manager()),
             )?;
             Ok(req.respond_object(201, &obj))
         }
@@ -500,7 +513,10 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 req.name(),
                 body,
                 req.part(),
-                req.user,
+                ops::Writer {
+                    user: req.user,
+                    manager: Some(req.manager()),
+                },
             )?;
             Ok(req.respond_object(200, &obj))
         }
@@ -527,7 +543,10 @@ fn serve(shared: &Arc<Shared>, req: &Req<'_>) -> Result<http::Response<ResponseB
                 req.name(),
                 &request,
                 req.part(),
-                req.user,
+                ops::Writer {
+                    user: req.user,
+                    manager: Some(req.manager()),
+                },
             )?;
             Ok(req.respond_object(200, &obj))
         }

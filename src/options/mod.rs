@@ -23,7 +23,7 @@ use crate::runtime::client::ClientOptions;
 use crate::runtime::server::{
     DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };
-pub(crate) use values::go_bool;
+pub(crate) use component_base::flags::go_bool;
 use values::{at_least_one, non_negative_rate, not_empty};
 
 /// The `--help` sections, in kube-controller-manager's order and words.

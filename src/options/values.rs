@@ -1,20 +1,9 @@
-//! Value parsers of the flags that are not durations (those are
-//! `component_base::duration`'s): Go's booleans, counts of at least one, a
-//! rate that cannot be negative, a name that cannot be empty. Each error
+//! Value parsers of the flags that are neither durations nor booleans
+//! (those are `component_base`'s): counts of at least one, a rate that
+//! cannot be negative, a name that cannot be empty. Each error
 //! completes clap's `invalid value 'X' for '--flag <type>': ...`.
 
 use std::str::FromStr;
-
-/// A boolean as Go's `strconv.ParseBool` reads one (`1`, `t`, `true`,
-/// `TRUE`, `True`, and their opposites), as kube-controller-manager's
-/// boolean flags take them.
-pub(crate) fn go_bool(value: &str) -> Result<bool, String> {
-    match value {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err("not a boolean (true or false)".to_string()),
-    }
-}
 
 /// A whole number of at least 1: a count of workers, connections or
 /// threads, where 0 would leave the work undone.
@@ -50,18 +39,6 @@ pub(super) fn not_empty(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn booleans_read_as_go_reads_them() {
-        for yes in ["1", "t", "T", "true", "TRUE", "True"] {
-            assert_eq!(go_bool(yes), Ok(true), "{yes}");
-        }
-        for no in ["0", "f", "F", "false", "FALSE", "False"] {
-            assert_eq!(go_bool(no), Ok(false), "{no}");
-        }
-        assert!(go_bool("yes").is_err());
-        assert!(go_bool("").is_err());
-    }
 
     #[test]
     fn counts_and_rates_refuse_what_cannot_work() {
