@@ -42,6 +42,20 @@ fn build_persistentvolume(
     built: &mut Controllers,
 ) -> Result<Workload, BuildError> {
     let (controller, workload) = pv::controller_base::build(shared, &config.persistentvolume)?;
+    let classes = shared.informers.mem_store(&crate::kinds::STORAGE_CLASS)?;
+    shared
+        .metrics
+        .register(Box::new(pv::consumer_wait::ConsumerWait::new(
+            Arc::clone(controller.cache()),
+            classes,
+        )?))?;
+    // In shadow mode kube-controller-manager binds by design.
+    if shared.journal.is_none() {
+        let recorder = shared
+            .recorder
+            .for_component(pv::constants::CONTROLLER_NAME);
+        pv::other_binder::OtherBinder::watch(shared, recorder)?;
+    }
     built.persistentvolume = Some(controller);
     Ok(workload)
 }

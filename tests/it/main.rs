@@ -41,6 +41,7 @@ mod image;
 mod leader_election;
 mod lifecycle;
 mod metrics;
+mod other_binder;
 mod plans;
 mod provision;
 mod rbac;
