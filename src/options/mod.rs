@@ -8,6 +8,7 @@
 //! controllers; the process turns them into the controllers' settings,
 //! and a test of the process holds each default to the controller's own.
 
+mod explain;
 mod values;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use component_base::duration;
+use component_base::flags::go_bool;
 pub use component_base::logs::LoggingFormat;
 
 use crate::dry_run::DryRunConfig;
@@ -23,7 +25,7 @@ use crate::runtime::client::ClientOptions;
 use crate::runtime::server::{
     DEFAULT_MAX_CONNECTIONS, DelegationConfig, SecureServing, ServingCertificate, ServingLimits,
 };
-pub(crate) use component_base::flags::go_bool;
+pub use explain::ExplainArgs;
 use values::{at_least_one, non_negative_rate, not_empty};
 
 /// The `--help` sections, in kube-controller-manager's order and words.
@@ -401,7 +403,7 @@ pub enum Command {
     /// the cluster and applies the binder's rules, as the controller does;
     /// prints the claim's requirements and each volume with the first rule it
     /// fails. Also `kubectl pv-controller explain` as a kubectl plugin.
-    Explain(crate::explain_cli::ExplainArgs),
+    Explain(ExplainArgs),
 }
 
 impl Options {

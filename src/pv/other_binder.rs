@@ -186,7 +186,7 @@ impl OtherBinder {
             format!(
                 "{} changed the phase of this {kind} from {from} to {to}: another PersistentVolume \
                  binder runs beside pv-controller; switch off kube-controller-manager's \
-                 persistentvolume-binder (docs/troubleshooting.md, \"Another binder\")",
+                 persistentvolume-binder (docs/troubleshooting.md#pvcontrollerotherbinder)",
                 writer.manager
             ),
         );

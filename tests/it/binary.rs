@@ -341,7 +341,9 @@ async fn the_binary_is_a_kubectl_plugin_that_only_runs_commands() {
     let dir = std::env::temp_dir().join(format!("pv-controller-plugin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let plugin = dir.join("kubectl-pv_controller");
-    std::fs::copy(env!("CARGO_BIN_EXE_pv-controller"), &plugin).expect("install the plugin");
+    let _ = std::fs::remove_file(&plugin);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pv-controller"), &plugin)
+        .expect("install the plugin");
     let config = dir.join("kubeconfig");
     std::fs::write(&config, kubeconfig(&format!("http://{addr}"))).expect("kubeconfig");
     let config_arg = config.display().to_string();

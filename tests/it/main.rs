@@ -31,6 +31,7 @@ mod chaos;
 mod dashboard;
 mod delete;
 mod deploy;
+mod docs;
 mod dry_run;
 mod embedded;
 mod ephemeral;
