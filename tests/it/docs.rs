@@ -2,7 +2,7 @@
 //! names (`src/pv/cache.rs`, `runtime/src/write.rs:120`, `deploy/shadow/`)
 //! is a file or a directory of the repository, and every link to another
 //! document, with its section, leads somewhere. Renamed and deleted files
-//! are caught here, not by a reader.
+//! are caught here, not by a reader. And the README stays short.
 
 use std::path::{Path, PathBuf};
 
@@ -153,6 +153,24 @@ fn every_path_and_link_of_the_documentation_exists() {
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The README reads in a minute: at most 120 lines, its two commands (the
+/// demo and the tests) in the first 40.
+#[test]
+fn the_readme_is_short_and_starts_with_its_commands() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    assert!(lines.len() <= 120, "{} lines", lines.len());
+    let commands: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| **line == "```sh")
+        .map(|(at, _)| at + 2)
+        .collect();
+    assert!(commands.len() >= 2 && commands[1] <= 40, "{commands:?}");
+    assert!(lines[commands[0] - 1].contains("--embedded-cluster examples/demo.yaml"));
+    assert!(lines[commands[1] - 1].starts_with("cargo test"));
 }
 
 #[test]
