@@ -147,8 +147,7 @@ mod tests {
             tracing::debug!("debug");
             tracing::trace!("trace");
         });
-        let lines = seen.0.lock().unwrap().clone();
-        lines
+        seen.0.lock().unwrap().clone()
     }
 
     #[test]
