@@ -229,7 +229,11 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
 
     // Start: one slice per pool, one create each.
     let mut first = Running::start(&args);
-    until("two slices published", &first, || slices(&mem).len() == 2).await;
+    // memapi counts a write a moment after it stores it: wait for both.
+    until("two slices published", &first, || {
+        slices(&mem).len() == 2 && writes(&mem) >= 2
+    })
+    .await;
     assert_eq!(writes(&mem), 2);
     let node_uid = mem.get::<Node>(None, "node-1").unwrap().metadata.uid;
     for (pool, devices) in [
@@ -256,6 +260,7 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
     dir.write("devices.yaml", &devices_yaml("h100"));
     until("the edit published", &first, || {
         model(&pool_slice(&mem, "rack-1"), "gpu-1").as_deref() == Some("h100")
+            && writes(&mem) >= 3
     })
     .await;
     assert_eq!(writes(&mem), 3);
