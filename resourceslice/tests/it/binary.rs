@@ -259,8 +259,7 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
     // An edit of one device: its pool's slice is updated in place, once.
     dir.write("devices.yaml", &devices_yaml("h100"));
     until("the edit published", &first, || {
-        model(&pool_slice(&mem, "rack-1"), "gpu-1").as_deref() == Some("h100")
-            && writes(&mem) >= 3
+        model(&pool_slice(&mem, "rack-1"), "gpu-1").as_deref() == Some("h100") && writes(&mem) >= 3
     })
     .await;
     assert_eq!(writes(&mem), 3);
