@@ -112,6 +112,9 @@ pub async fn run(
         config.file.display()
     );
     println!("  kubectl --server http://{address} get pv,pvc -A");
+    println!(
+        "  why a claim is Pending: pv-controller explain NAMESPACE/CLAIM --server http://{address}"
+    );
     // The demo's own tasks: the first to end stops the run with an error,
     // as a controller's task does.
     let mut tasks = Supervised::default();
@@ -147,7 +150,7 @@ pub async fn run(
     if let Some(address) = app.secure_address() {
         println!("  admin port: https://{address} (bearer token {token})");
         println!(
-            "  why is a claim Pending: pv-controller explain NAMESPACE/CLAIM --admin-address https://{address} --token {token} --insecure-skip-tls-verify"
+            "  the controller's own view: pv-controller explain NAMESPACE/CLAIM --admin-address https://{address} --token {token} --insecure-skip-tls-verify"
         );
     }
     let idle = app.idle_probe();

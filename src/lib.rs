@@ -48,6 +48,7 @@ pub mod resourceclaim;
 mod shadow;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod version;
 
 // The runtime is its own crate (runtime/ in the workspace); under this name
 // the crate's modules reach it as they did when it was one of them
@@ -57,12 +58,13 @@ use pv_controller_runtime as runtime;
 pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serve};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
-pub use options::{Command, LogFormat, Options};
+pub use options::{Command, LoggingFormat, Options};
 pub use runtime::client::{ClientOptions, Clients};
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;
 pub use shadow::{ShadowConfig, ShadowReport};
+pub use version::{REVISION, VERSION};
 
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]

@@ -7,8 +7,8 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    AppConfig, Clients, Command, ControllerSelection, LeaseConfig, LogFormat, Options,
-    default_identity, ephemeral, parse_bind_address, plugin_config, pv, resourceclaim,
+    AppConfig, Clients, Command, ControllerSelection, LeaseConfig, Options, default_identity,
+    ephemeral, parse_bind_address, plugin_config, pv, resourceclaim,
 };
 
 /// jemalloc, whose size classes keep the controller's many small long-lived
@@ -20,6 +20,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
     let options = Options::parse();
+    if options.command.is_none() && invoked_as_kubectl_plugin() {
+        anyhow::bail!(
+            "as a kubectl plugin, pv-controller runs commands only: kubectl pv-controller explain NAMESPACE/CLAIM"
+        );
+    }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.runtime_threads)
         .enable_all()
@@ -28,38 +33,35 @@ fn main() -> anyhow::Result<()> {
         .block_on(run(options))
 }
 
+/// Whether the binary runs as the kubectl plugin `kubectl pv-controller`
+/// (installed as `kubectl-pv_controller`), where only its commands make
+/// sense: a controller started by a mistyped kubectl line would bind
+/// claims beside the cluster's.
+fn invoked_as_kubectl_plugin() -> bool {
+    std::env::args_os()
+        .next()
+        .and_then(|program| {
+            std::path::Path::new(&program)
+                .file_name()
+                .map(|name| name.to_string_lossy().starts_with("kubectl-"))
+        })
+        .unwrap_or(false)
+}
+
 /// Runs the command or the controllers the flags ask for.
 async fn run(options: Options) -> anyhow::Result<()> {
-    if let Some(Command::Explain {
-        claim,
-        admin_address,
-        token,
-        certificate_authority,
-        insecure_skip_tls_verify,
-        kubeconfig,
-    }) = &options.command
-    {
-        let explanation = if let Some(path) = kubeconfig {
-            let kubeconfig = Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-            let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("loading kubeconfig {}", path.display()))?;
-            let client = kube::Client::try_from(config).context("building the API client")?;
-            pv_controller::explain_cli::read_cluster(client, claim).await?
-        } else {
-            let admin = pv_controller::explain_cli::AdminEndpoint {
-                address: admin_address.clone(),
-                token: token.clone(),
-                certificate_authority: certificate_authority.clone(),
-                insecure_skip_tls_verify: *insecure_skip_tls_verify,
-            };
-            pv_controller::explain_cli::fetch(&admin, claim).await?
-        };
+    if let Some(Command::Explain(args)) = &options.command {
+        let explanation = pv_controller::explain_cli::explain(args).await?;
         print!("{}", pv_controller::explain_cli::table(&explanation));
         return Ok(());
     }
-    init_tracing(&options);
+    component_base::logs::init(options.logging_format, options.verbosity)?;
+    tracing::info!(
+        v = 0,
+        version = pv_controller::VERSION,
+        revision = pv_controller::REVISION,
+        "Version"
+    );
     let config = app_config(&options)?;
     if let Some(file) = &options.embedded_cluster {
         Box::pin(run_embedded_cluster(file, &options, config)).await?;
@@ -110,22 +112,6 @@ async fn run_embedded_cluster(
     anyhow::bail!(
         "--embedded-cluster is not available: this binary was built without the `embedded` feature"
     )
-}
-
-/// Logs to stderr, as text or JSON, at the level `-v` asks for unless
-/// RUST_LOG says otherwise; text in colour only on a terminal.
-fn init_tracing(options: &Options) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(options.log_level().as_str().to_lowercase())
-    });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(options.log_colours())
-        .with_writer(std::io::stderr);
-    match options.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }
 
 /// The process's configuration from the flags.

@@ -95,6 +95,7 @@ mod delete;
 mod discovery;
 mod error;
 mod handler;
+mod managed;
 mod object;
 mod observe;
 mod ops;

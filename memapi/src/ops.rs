@@ -21,6 +21,7 @@
 
 use super::admission;
 use super::apply;
+use super::managed;
 use super::object::{self, now_rfc3339, set_at, str_at, value_at};
 use super::patch::{self, PatchType};
 use super::rbac::User;
@@ -35,8 +36,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin<'a> {
     /// An API request, by the user it names (`None`: nobody, an
-    /// administrator): status is reset, uid and timestamps are always fresh.
-    Api(Option<&'a User>),
+    /// administrator) and recorded as the field manager it names: status
+    /// is reset, uid and timestamps are always fresh.
+    Api(Option<&'a User>, &'a str),
     /// Seeding: the given status, uid and timestamps are kept.
     Seed,
 }
@@ -122,8 +124,11 @@ pub(crate) fn create(
         set_at(&mut obj, "metadata.generation", json!(1));
     }
     apply_defaults(kind, &mut obj);
+    if let Origin::Api(_, manager) = origin {
+        managed::record_update(None, &mut obj, manager, "");
+    }
     set_create_phase(kind, &mut obj, keep);
-    if let Origin::Api(user) = origin {
+    if let Origin::Api(user, _) = origin {
         store.drop_fields(kind, &mut obj);
         stamp_taint_times(kind, &mut obj);
         admission::admit_create(store, kind, &mut obj);
@@ -213,6 +218,17 @@ fn check_rv(kind: &ResourceKind, obj: &Value, stored: &Value) -> Result<(), ApiE
     }
 }
 
+/// Who writes: the user (for RBAC and admission) and the field manager
+/// the write is recorded as (`None`: a server-side apply, whose entry the
+/// apply itself keeps).
+#[derive(Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    /// The user the request names.
+    pub(crate) user: Option<&'a User>,
+    /// The field manager of an `Update` operation.
+    pub(crate) manager: Option<&'a str>,
+}
+
 /// Replaces an object (PUT). Returns the stored object.
 pub(crate) fn update(
     store: &mut Store,
@@ -221,8 +237,9 @@ pub(crate) fn update(
     name: &str,
     body: Value,
     part: Part,
-    user: Option<&User>,
+    writer: Writer<'_>,
 ) -> Result<Arc<Value>, ApiError> {
+    let user = writer.user;
     let mut obj = normalize(kind, body)?;
     let body_name = object::name(&obj);
     if body_name.is_empty() {
@@ -245,6 +262,10 @@ pub(crate) fn update(
     apply_defaults(kind, &mut new);
     store.drop_fields(kind, &mut new);
     stamp_taint_times(kind, &mut new);
+    if let Some(manager) = writer.manager {
+        let subresource = if part == Part::Status { "status" } else { "" };
+        managed::record_update(Some(&stored), &mut new, manager, subresource);
+    }
     validation::on_update(kind, &new, &stored, part)?;
     if part == Part::Main && kind.group.is_empty() && kind.plural == "persistentvolumeclaims" {
         admission::validate_claim_update(store, &new, &stored)?;
@@ -422,7 +443,7 @@ pub(crate) fn patch(
     name: &str,
     request: &PatchRequest<'_>,
     part: Part,
-    user: Option<&User>,
+    writer: Writer<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let ns = if kind.namespaced {
         url_ns.unwrap_or("default")
@@ -451,7 +472,7 @@ pub(crate) fn patch(
             }
             let mut obj = apply::apply(&json!({ "metadata": {} }), &applied, &apply_request)?;
             set_at(&mut obj, "metadata.name", json!(name));
-            return create(store, kind, url_ns, obj, Origin::Api(user));
+            return create(store, kind, url_ns, obj, Origin::Api(writer.user, manager));
         };
         let doc = apply::apply(&stored, &applied, &apply_request)?;
         if object::name(&doc) != name {
@@ -459,7 +480,11 @@ pub(crate) fn patch(
                 "a patch may not change metadata.name",
             ));
         }
-        return update(store, kind, url_ns, name, doc, part, user);
+        let applier = Writer {
+            user: writer.user,
+            manager: None,
+        };
+        return update(store, kind, url_ns, name, doc, part, applier);
     }
     let Some(stored) = store.get(kind, ns, name) else {
         return Err(ApiError::not_found(kind.group, kind.plural, name));
@@ -471,7 +496,7 @@ pub(crate) fn patch(
             "a patch may not change metadata.name",
         ));
     }
-    update(store, kind, url_ns, name, doc, part, user)
+    update(store, kind, url_ns, name, doc, part, writer)
 }
 
 /// Test lever: replaces the whole object, status included, or creates it.

@@ -219,7 +219,7 @@ impl LeaderElector {
         {
             Ok(stored) => {
                 if !ours {
-                    tracing::info!(identity = %self.config.identity, previous = %holder, "acquired the leader lease");
+                    tracing::info!(v = 0, identity = %self.config.identity, previous = %holder, "acquired the leader lease");
                 }
                 self.observe(&stored);
                 Ok(true)
@@ -250,7 +250,7 @@ impl LeaderElector {
         };
         match self.api.create(&PostParams::default(), &lease).await {
             Ok(stored) => {
-                tracing::info!(identity = %self.config.identity, "created the leader lease");
+                tracing::info!(v = 0, identity = %self.config.identity, "created the leader lease");
                 self.observe(&stored);
                 Ok(true)
             }
@@ -377,7 +377,7 @@ impl LeaderElector {
             .await
             .map_err(self.error("releasing"))?;
         self.observe(&stored);
-        tracing::info!(identity = %self.config.identity, "released the leader lease");
+        tracing::info!(v = 0, identity = %self.config.identity, "released the leader lease");
         Ok(())
     }
 }

@@ -9,9 +9,11 @@
 //!
 //! Only the object's own `metadata` is filtered: the key is matched at that
 //! one place, so an annotation, label or field named `managedFields`
-//! anywhere else decodes as before.
+//! anywhere else decodes as before. [`WithManagers`] decodes the same way
+//! but keeps who wrote the object ([`FieldManager`]), not the field tree.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -22,6 +24,8 @@ use serde::de::{
     DeserializeOwned, DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, Visitor,
 };
 use serde::{Deserialize, forward_to_deserialize_any};
+
+use crate::managers::FieldManager;
 
 /// An object of kind `K` that decodes without its managedFields; the type
 /// the watches and the write door ask kube to decode.
@@ -60,10 +64,60 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Lean<K> {
         K::deserialize(Filter {
             inner: deserializer,
             level: Level::Object,
+            sink: None,
         })
         .map(Lean)
     }
 }
+
+/// An object of kind `K` decoded as [`Lean`] decodes it, with the field
+/// managers its managedFields named ([`FieldManager`]: who, when, which
+/// fields, two levels deep) instead of the whole tree: what a watch
+/// decodes for a kind whose writers someone reads.
+#[derive(Clone, Debug)]
+pub struct WithManagers<K>(pub K, pub Vec<FieldManager>);
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for WithManagers<K> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let sink = RefCell::new(Vec::new());
+        let object = K::deserialize(Filter {
+            inner: deserializer,
+            level: Level::Object,
+            sink: Some(&sink),
+        })?;
+        Ok(WithManagers(object, sink.into_inner()))
+    }
+}
+
+impl<K: Resource> Resource for WithManagers<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::api_version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
+    }
+}
+
+/// Where the field managers of the object being decoded go, if anywhere.
+type Sink<'s> = Option<&'s RefCell<Vec<FieldManager>>>;
 
 /// Where a map of the decoded JSON sits.
 #[derive(Clone, Copy)]
@@ -75,18 +129,20 @@ enum Level {
 }
 
 /// JSON at `level`, handing its maps to [`Filtered`] maps.
-struct Filter<D> {
+struct Filter<'s, D> {
     inner: D,
     level: Level,
+    sink: Sink<'s>,
 }
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<'_, D> {
     type Error = D::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
         self.inner.deserialize_any(Maps {
             visitor,
             level: self.level,
+            sink: self.sink,
         })
     }
 
@@ -94,6 +150,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
         self.inner.deserialize_option(Maps {
             visitor,
             level: self.level,
+            sink: self.sink,
         })
     }
 
@@ -107,12 +164,13 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
 /// A visitor that hands the maps it meets to the inner visitor as
 /// [`Filtered`] maps; anything else is not an object and fails as the
 /// inner visitor would have it.
-struct Maps<V> {
+struct Maps<'s, V> {
     visitor: V,
     level: Level,
+    sink: Sink<'s>,
 }
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<V> {
+impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<'_, V> {
     type Value = V::Value;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -124,6 +182,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<V> {
             map,
             level: self.level,
             metadata_next: false,
+            sink: self.sink,
         })
     }
 
@@ -131,6 +190,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<V> {
         self.visitor.visit_some(Filter {
             inner,
             level: self.level,
+            sink: self.sink,
         })
     }
 
@@ -145,13 +205,14 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Maps<V> {
 
 /// A map that skips `managedFields` in the metadata and filters the
 /// metadata of the object.
-struct Filtered<A> {
+struct Filtered<'s, A> {
     map: A,
     level: Level,
     metadata_next: bool,
+    sink: Sink<'s>,
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<A> {
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<'_, A> {
     type Error = A::Error;
 
     fn next_key_seed<S: DeserializeSeed<'de>>(
@@ -163,9 +224,15 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<A> {
                 return Ok(None);
             };
             match self.level {
-                Level::Metadata if key.as_str() == "managedFields" => {
-                    self.map.next_value::<IgnoredAny>()?;
-                }
+                Level::Metadata if key.as_str() == "managedFields" => match self.sink {
+                    Some(sink) => {
+                        let managers = self.map.next_value::<Option<Vec<FieldManager>>>()?;
+                        sink.borrow_mut().extend(managers.unwrap_or_default());
+                    }
+                    None => {
+                        self.map.next_value::<IgnoredAny>()?;
+                    }
+                },
                 Level::Metadata => return key.into_seed(seed).map(Some),
                 Level::Object => {
                     self.metadata_next = key.as_str() == "metadata";
@@ -177,7 +244,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<A> {
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
         if std::mem::take(&mut self.metadata_next) {
-            self.map.next_value_seed(MetadataSeed(seed))
+            self.map.next_value_seed(MetadataSeed(seed, self.sink))
         } else {
             self.map.next_value_seed(seed)
         }
@@ -189,15 +256,16 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Filtered<A> {
 }
 
 /// The seed of the metadata's value, decoded at [`Level::Metadata`].
-struct MetadataSeed<S>(S);
+struct MetadataSeed<'s, S>(S, Sink<'s>);
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<'_, S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<S::Value, D::Error> {
         self.0.deserialize(Filter {
             inner: deserializer,
             level: Level::Metadata,
+            sink: self.1,
         })
     }
 }
@@ -310,6 +378,41 @@ mod tests {
         let escaped = r#"{"metadata":{"na\u006de":"pv-2","managedFields":[]},"spec":{}}"#;
         let Lean(volume) = serde_json::from_str::<Lean<PersistentVolume>>(escaped).unwrap();
         assert_eq!(volume.metadata.name.as_deref(), Some("pv-2"));
+    }
+
+    #[test]
+    fn keeps_who_wrote_the_object_two_levels_deep() {
+        let mut json = volume_json();
+        json["metadata"]["managedFields"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({
+                "manager": "kube-controller-manager",
+                "operation": "Update",
+                "subresource": "status",
+                "time": "2026-01-02T03:04:05Z",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:phase": {}}, "f:metadata": {"f:annotations": {".": {}, "f:pv.kubernetes.io/bound-by-controller": {}}}}
+            }));
+        let WithManagers(volume, managers) =
+            serde_json::from_str::<WithManagers<PersistentVolume>>(&json.to_string()).unwrap();
+        let Lean(lean) = serde_json::from_value::<Lean<PersistentVolume>>(json).unwrap();
+        assert_eq!(volume, lean, "the object decodes as Lean decodes it");
+        assert_eq!(managers.len(), 2);
+        assert_eq!(managers[0].manager, "kubectl");
+        assert_eq!(managers[0].fields, ["spec.capacity"]);
+        assert_eq!(managers[0].time, None);
+        let binder = &managers[1];
+        assert_eq!(binder.manager, "kube-controller-manager");
+        assert_eq!(binder.operation, "Update");
+        assert_eq!(binder.subresource, "status");
+        assert_eq!(binder.time.as_deref(), Some("2026-01-02T03:04:05Z"));
+        assert_eq!(binder.fields, ["metadata.annotations", "status.phase"]);
+        assert!(binder.owns("status.phase"));
+        let none = r#"{"metadata":{"name":"pv-3","managedFields":null},"spec":{}}"#;
+        let WithManagers(_, managers) =
+            serde_json::from_str::<WithManagers<PersistentVolume>>(none).unwrap();
+        assert!(managers.is_empty());
     }
 
     #[test]

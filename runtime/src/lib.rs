@@ -18,6 +18,7 @@ pub mod keys;
 pub mod kinds;
 pub mod leader;
 pub mod lean;
+pub mod managers;
 pub mod merge_patch;
 pub mod metrics;
 pub mod operations;

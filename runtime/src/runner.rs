@@ -326,7 +326,7 @@ impl Runner {
     /// operations are cancelled (the next leader runs them again), and the
     /// recorded events are written while this replica still leads.
     async fn stop_gracefully(&mut self, tasks: Option<Tasks>, stop: &CancellationToken) {
-        tracing::info!("shutting down");
+        tracing::info!(v = 0, "shutting down");
         self.leading.set(false);
         stop.cancel();
         for workload in &self.workloads {
@@ -406,7 +406,7 @@ async fn compete(
             tracing::info!(identity = %elector.identity(), "waiting for the leader lease");
             elector.acquire().await;
         }
-        tracing::info!(identity = %elector.identity(), "leading");
+        tracing::info!(v = 0, identity = %elector.identity(), "leading");
         metrics.set_leader(true);
         role.send_replace(Role::Leader);
         elector.hold().await;

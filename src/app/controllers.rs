@@ -43,6 +43,20 @@ fn build_persistentvolume(
     built: &mut Controllers,
 ) -> Result<Workload, BuildError> {
     let (controller, workload) = pv::controller_base::build(shared, &config.persistentvolume)?;
+    let classes = shared.informers.mem_store(&crate::kinds::STORAGE_CLASS)?;
+    shared
+        .metrics
+        .register(Box::new(pv::consumer_wait::ConsumerWait::new(
+            Arc::clone(controller.store()),
+            classes,
+        )?))?;
+    // In shadow mode kube-controller-manager binds by design.
+    if shared.shadow.is_none() {
+        let recorder = shared
+            .recorder
+            .for_component(pv::constants::CONTROLLER_NAME);
+        pv::other_binder::OtherBinder::watch(shared, recorder)?;
+    }
     built.persistentvolume = Some(controller);
     Ok(workload)
 }

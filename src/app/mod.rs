@@ -258,6 +258,12 @@ impl App {
         shared
             .metrics
             .register(Box::new(clients.requests.collector()?))?;
+        shared.metrics.register(Box::new(
+            crate::version::build_info().map_err(MetricsError::from)?,
+        ))?;
+        if let Some(process) = crate::version::process_collector() {
+            shared.metrics.register(process)?;
+        }
         let health = Health {
             readiness: Readiness::default(),
             liveness: Liveness::default(),
@@ -273,7 +279,7 @@ impl App {
                     SecureServer::listen(secure, clients.reviews.clone(), admin.clone()).await?;
                 let address = server.local_addr();
                 servers.spawn("secure admin server", server.serve());
-                tracing::info!(address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
+                tracing::info!(v = 0, address = ?address, "serving the admin endpoints over HTTPS, delegating authentication and authorization");
                 address
             }
             None => None,
@@ -294,7 +300,7 @@ impl App {
                             .unwrap_or_default(),
                     ),
                 );
-                tracing::info!(address = %bound, "serving /metrics and the health checks over plain HTTP without authentication");
+                tracing::info!(v = 0, address = %bound, "serving /metrics and the health checks over plain HTTP without authentication");
                 Some(bound)
             }
             None => None,

@@ -1,7 +1,9 @@
 //! The controller's route on the process's admin server:
 //! `GET /explain/{namespace}/{claim}`, why a claim is Pending (or bound as
-//! it is), as JSON; a 404 with a JSON error for a claim the controller does
-//! not know, or when the controller does not run in the process. Served
+//! it is), as JSON; a 404 with a Kubernetes `Status` (as the API server
+//! answers, so kubectl-like clients read its message) for a claim the
+//! controller does not know, or when the controller does not run in the
+//! process. Served
 //! behind the admin server's authentication and authorization, as every
 //! route of it.
 
@@ -24,7 +26,7 @@ pub(crate) fn routes(controller: Option<Arc<Controller>>) -> Router {
         .with_state(controller)
 }
 
-/// Why a claim is as it is, or a 404 with a JSON error.
+/// Why a claim is as it is, or a 404 `Status`.
 async fn serve_explain(
     State(controller): State<Option<Arc<Controller>>>,
     Path((namespace, claim)): Path<(String, String)>,
@@ -55,7 +57,16 @@ async fn serve_explain(
         Err(error) => (
             StatusCode::NOT_FOUND,
             [(header::CONTENT_TYPE, "application/json")],
-            serde_json::json!({ "error": error }).to_string(),
+            serde_json::json!({
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": error,
+                "reason": "NotFound",
+                "code": 404,
+            })
+            .to_string(),
         )
             .into_response(),
     }
@@ -68,7 +79,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn without_the_controller_every_claim_is_a_json_404() {
+    async fn without_the_controller_every_claim_is_a_404_status() {
         let request = axum::http::Request::get("/explain/ns/claim")
             .body(axum::body::Body::empty())
             .unwrap();
@@ -78,9 +89,12 @@ mod tests {
         let body = axum::body::to_bytes(response.into_body(), 1 << 20)
             .await
             .unwrap();
-        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 404);
+        assert_eq!(status["reason"], "NotFound");
         assert_eq!(
-            error["error"],
+            status["message"],
             "the PersistentVolume controller does not run in this process"
         );
     }

@@ -65,6 +65,10 @@ pub(crate) struct ClaimTally {
     pub(crate) class: String,
     /// Its VolumeAttributesClass.
     pub(crate) attributes_class: String,
+    /// Whether, unbound, it names neither a volume nor a node the scheduler
+    /// selected: under a WaitForFirstConsumer class, it waits for a pod as
+    /// designed ([`crate::pv::consumer_wait`]). False for a bound claim.
+    pub(crate) unscheduled: bool,
 }
 
 impl ClaimTally {
@@ -79,8 +83,24 @@ impl ClaimTally {
                 .and_then(|s| s.storage_class_name.clone())
                 .unwrap_or_default(),
             attributes_class: claim_vac(claim).unwrap_or("").to_string(),
+            unscheduled: claim_phase(claim) != Some(ClaimPhase::Bound) && unscheduled(claim),
         }
     }
+}
+
+/// Whether `claim` names neither a volume nor a selected node.
+fn unscheduled(claim: &PersistentVolumeClaim) -> bool {
+    let named_volume = claim
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.volume_name.as_deref())
+        .is_some_and(|name| !name.is_empty());
+    let selected_node = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|annotations| annotations.contains_key(k8s_names::ANN_SELECTED_NODE));
+    !named_volume && !selected_node
 }
 
 /// The id a stored object keeps of its tally.

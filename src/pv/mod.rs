@@ -16,6 +16,7 @@
 pub(crate) mod admin;
 pub(crate) mod census;
 pub(crate) mod constants;
+pub(crate) mod consumer_wait;
 pub(crate) mod controller;
 pub(crate) mod controller_base;
 pub(crate) mod error;
@@ -26,6 +27,7 @@ pub(crate) mod metrics;
 pub(crate) mod migration;
 pub(crate) mod objects;
 pub(crate) mod operations;
+pub(crate) mod other_binder;
 pub(crate) mod packed;
 pub(crate) mod plugins;
 pub(crate) mod store;

@@ -10,7 +10,7 @@
 //! a delete that fails, a conflict, an ephemeral volume, a ResourceClaim
 //! from a template), one in shadow mode (`--shadow`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use clap::Parser;
@@ -235,8 +235,8 @@ fn cluster() -> MemApi {
 }
 
 /// The series a process exports once it has settled on [`cluster`],
-/// acting or in shadow mode.
-async fn exported(shadow: bool) -> BTreeSet<String> {
+/// acting or in shadow mode, with the names of their labels.
+async fn exported(shadow: bool) -> BTreeMap<String, BTreeSet<String>> {
     let api = cluster();
     let kubelet = tokio::spawn(stand_in_kubelet(api.client()));
     let plugins = pv_controller::plugin_config(&Options::parse_from(["pv-controller"])).unwrap();
@@ -274,18 +274,77 @@ async fn exported(shadow: bool) -> BTreeSet<String> {
 }
 
 /// The names of the samples a scrape of `/metrics` shows (a histogram's
-/// `_bucket`, `_sum` and `_count` as such).
+/// `_bucket`, `_sum` and `_count` as such), with their labels' names.
 async fn scrape_router(
     metrics: std::sync::Arc<pv_controller::Metrics>,
     health: pv_controller::Health,
-) -> BTreeSet<String> {
-    crate::harness::scrape_metrics(metrics, health)
-        .await
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut series: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let text = crate::harness::scrape_metrics(metrics, health).await;
+    for line in text
         .lines()
         .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .filter_map(|line| line.split(['{', ' ']).next())
-        .map(str::to_string)
-        .collect()
+    {
+        let selector = line.rsplit_once(' ').map_or(line, |(selector, _)| selector);
+        let parsed = parser::parse(selector)
+            .unwrap_or_else(|e| panic!("a scraped line that is no selector ({e}): {line}"));
+        let (name, labels) = selector_labels(&parsed);
+        series.entry(name).or_default().extend(labels);
+    }
+    series
+}
+
+/// The metric name and label names of a plain selector.
+fn selector_labels(expr: &Expr) -> (String, BTreeSet<String>) {
+    let Expr::VectorSelector(selector) = expr else {
+        panic!("not a selector: {expr}");
+    };
+    let labels = selector
+        .matchers
+        .matchers
+        .iter()
+        .map(|m| m.name.clone())
+        .filter(|name| name != "__name__")
+        .collect();
+    (selector.name.clone().unwrap_or_default(), labels)
+}
+
+/// The labels Prometheus adds to every series of a target a
+/// ServiceMonitor finds (the Prometheus Operator's relabelling).
+const TARGET_LABELS: [&str; 7] = [
+    "container",
+    "endpoint",
+    "instance",
+    "job",
+    "namespace",
+    "pod",
+    "service",
+];
+
+/// The label names a series with `own` labels has once scraped through
+/// the ServiceMonitor's endpoint: the target's labels added; a label of
+/// the series' own that a target label would clobber is kept when the
+/// endpoint honors labels, renamed `exported_<name>` otherwise.
+fn as_scraped(endpoint: &Value, own: &BTreeSet<String>) -> BTreeSet<String> {
+    let honor = endpoint["honorLabels"] == true;
+    let mut labels: BTreeSet<String> = TARGET_LABELS.iter().map(|l| (*l).to_string()).collect();
+    for label in own {
+        if honor || !TARGET_LABELS.contains(&label.as_str()) {
+            labels.insert(label.clone());
+        } else {
+            labels.insert(format!("exported_{label}"));
+        }
+    }
+    labels
+}
+
+#[test]
+fn scraped_labels_follow_the_service_monitor() {
+    let own = BTreeSet::from(["namespace".to_string(), "storage_class".to_string()]);
+    let honored = as_scraped(&serde_json::json!({"honorLabels": true}), &own);
+    assert!(honored.contains("namespace") && !honored.contains("exported_namespace"));
+    let clobbered = as_scraped(&serde_json::json!({}), &own);
+    assert!(clobbered.contains("exported_namespace"), "{clobbered:?}");
 }
 
 /// A YAML file of deploy/ as JSON values.
@@ -308,6 +367,50 @@ fn alerts() -> Vec<(String, String)> {
         }
     }
     alerts
+}
+
+/// Every alert says what it means (`description`) and links its runbook,
+/// a section of docs/troubleshooting.md that exists.
+#[test]
+fn every_alert_has_a_description_and_a_runbook() {
+    let troubleshooting = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/troubleshooting.md"
+    ))
+    .unwrap();
+    let anchors: BTreeSet<String> = troubleshooting
+        .lines()
+        .filter_map(|line| line.strip_prefix("## "))
+        .map(|heading| {
+            heading
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect();
+    let rule = deploy_yaml("base/prometheusrule.yaml");
+    for group in rule["spec"]["groups"].as_array().unwrap() {
+        for rule in group["rules"].as_array().unwrap() {
+            let alert = rule["alert"].as_str().unwrap();
+            let annotations = &rule["annotations"];
+            assert!(
+                annotations["description"]
+                    .as_str()
+                    .is_some_and(|d| d.len() > 40),
+                "{alert} has no description"
+            );
+            let url = annotations["runbook_url"].as_str().unwrap_or_default();
+            let anchor = url
+                .strip_prefix(
+                    "https://github.com/example/pv-controller/blob/main/docs/troubleshooting.md#",
+                )
+                .unwrap_or_else(|| panic!("{alert}: runbook {url:?}"));
+            assert_eq!(anchor, alert.to_lowercase(), "{alert}");
+            assert!(anchors.contains(anchor), "{alert}: no section {anchor}");
+        }
+    }
 }
 
 #[test]
@@ -334,12 +437,60 @@ fn every_alert_is_tested_firing_and_silent() {
     }
 }
 
+/// Every series the dashboard, the alerts and their unit tests name is one
+/// the process exports; each series the alerts' unit tests feed has the
+/// labels a Prometheus Operator scrape through the ServiceMonitor gives it
+/// (so the claim gauges keep their claim's namespace); and no selector of
+/// the dashboard takes a claim gauge's namespace for the controller's.
 #[tokio::test(start_paused = true)]
 async fn every_series_the_dashboard_and_the_alerts_name_is_exported() {
-    let mut exported_names = exported(false).await;
-    exported_names.extend(exported(true).await);
+    let mut series = exported(false).await;
+    for (name, labels) in exported(true).await {
+        series.entry(name).or_default().extend(labels);
+    }
     // Prometheus' own series of each scrape target.
-    exported_names.insert("up".to_string());
+    series.insert("up".to_string(), BTreeSet::new());
+    let exported_names: BTreeSet<String> = series.keys().cloned().collect();
+    let monitor = deploy_yaml("base/servicemonitor.yaml");
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    let tests = deploy_yaml("test/prometheusrule.test.yaml");
+    let mut mislabelled = Vec::new();
+    for case in tests["tests"].as_array().unwrap() {
+        for input in case["input_series"].as_array().unwrap() {
+            let parsed = parser::parse(input["series"].as_str().unwrap()).unwrap();
+            let (name, labels) = selector_labels(&parsed);
+            let Some(own) = series.get(&name) else {
+                continue;
+            };
+            let scraped = as_scraped(endpoint, own);
+            if labels != scraped {
+                mislabelled.push(format!("{name}: fed {labels:?}, scraped {scraped:?}"));
+            }
+        }
+    }
+    assert!(
+        mislabelled.is_empty(),
+        "the alerts' tests feed series as no scrape labels them: {mislabelled:#?}"
+    );
+    let claim_gauges: BTreeSet<&String> = series
+        .iter()
+        .filter(|(_, labels)| labels.contains("namespace"))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        claim_gauges.contains(&"pv_collector_unbound_pvc_count".to_string()),
+        "{claim_gauges:?}"
+    );
+    for (place, expr) in expressions(&dashboard()) {
+        for gauge in &claim_gauges {
+            assert!(
+                !expr.contains(&format!(
+                    "{gauge}{{job=~\"$job\", namespace=~\"$namespace\""
+                )),
+                "{place}: {expr} selects a claim gauge by the controller's namespace"
+            );
+        }
+    }
     let mut named: Vec<(String, String)> = expressions(&dashboard());
     named.extend(
         alerts()

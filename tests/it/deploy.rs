@@ -1,6 +1,7 @@
 //! deploy/ renders with kustomize (when kubectl is on PATH), and the
 //! Deployment's arguments are flags this binary accepts.
 
+use std::collections::BTreeSet;
 use std::process::Command;
 
 use clap::Parser;
@@ -46,10 +47,15 @@ fn kustomize_renders_every_object() {
             "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
+            "FlowSchema",
             "Namespace",
+            "PodDisruptionBudget",
+            "PriorityLevelConfiguration",
             "PrometheusRule",
             "Role",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "RoleBinding",
             "Service",
@@ -59,16 +65,32 @@ fn kustomize_renders_every_object() {
     );
     for object in &objects {
         let kind = object["kind"].as_str().unwrap();
-        let namespaced = !matches!(kind, "Namespace" | "ClusterRole" | "ClusterRoleBinding");
+        let namespaced = !matches!(
+            kind,
+            "Namespace"
+                | "ClusterRole"
+                | "ClusterRoleBinding"
+                | "FlowSchema"
+                | "PriorityLevelConfiguration"
+        );
         let recycler = object["metadata"]["name"] == "pv-controller-recycler";
         if namespaced {
             // The recycler's Role and binding are where its pods are.
             let namespace = if recycler { "default" } else { "pv-controller" };
             assert_eq!(object["metadata"]["namespace"], namespace, "{kind}");
         }
+        if !namespaced {
+            assert!(object["metadata"]["namespace"].is_null(), "{kind}");
+        }
         for subject in object["subjects"].as_array().into_iter().flatten() {
             if subject["kind"] == "ServiceAccount" {
-                assert_eq!(subject["namespace"], "pv-controller", "{kind}");
+                // kube-prometheus' Prometheus is bound to discover targets here.
+                let namespace = if subject["name"] == "prometheus-k8s" {
+                    "monitoring"
+                } else {
+                    "pv-controller"
+                };
+                assert_eq!(subject["namespace"], namespace, "{kind}");
             }
         }
     }
@@ -245,12 +267,28 @@ fn the_shadow_overlay_reads_only_and_takes_no_lease() {
             "ConfigMap",
             "Deployment",
             "Namespace",
+            "PodDisruptionBudget",
+            "PrometheusRule",
+            "Role",
+            "RoleBinding",
             "Service",
             "ServiceAccount",
             "ServiceMonitor"
         ],
-        "no lease Role, no leader alerts"
+        "no lease Role, no FlowSchema"
     );
+    let rule = objects
+        .iter()
+        .find(|o| o["kind"] == "PrometheusRule")
+        .unwrap();
+    let alerts: Vec<&str> = rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .map(|r| r["alert"].as_str().unwrap())
+        .collect();
+    assert_eq!(alerts, ["PVControllerShadowDiffers"], "no leader alerts");
     for object in &objects {
         let kind = object["kind"].as_str().unwrap();
         let name = object["metadata"]["name"].as_str().unwrap();
@@ -385,4 +423,249 @@ fn the_verified_tls_overlay_serves_a_certificate_prometheus_checks() {
     assert_eq!(tls["ca"]["secret"]["name"], secret);
     assert_eq!(tls["ca"]["secret"]["key"], "ca.crt");
     assert_eq!(tls["serverName"], service_dns.as_str());
+}
+
+/// Every kustomization under deploy/ (the root and each overlay).
+const OVERLAYS: [&str; 5] = [
+    "deploy",
+    "deploy/shadow",
+    "deploy/verified-tls",
+    "deploy/hostpath-provisioner",
+    "deploy/dra-publish",
+];
+
+/// Every container image a rendering names.
+fn images(objects: &[Value]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for object in objects {
+        let pod = &object["spec"]["template"]["spec"];
+        for list in ["containers", "initContainers"] {
+            for container in pod[list].as_array().into_iter().flatten() {
+                found.insert(container["image"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// The image is set in one place, deploy/settings/, for every overlay:
+/// each renders exactly that one image reference, and no kustomization
+/// but the settings names one.
+#[test]
+fn every_overlay_renders_the_one_image_of_the_settings() {
+    let settings: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/deploy/settings/kustomization.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let image = &settings["images"][0];
+    let expected = format!(
+        "{}:{}",
+        image["newName"].as_str().unwrap(),
+        image["newTag"].as_str().unwrap()
+    );
+    for overlay in OVERLAYS {
+        let text = std::fs::read_to_string(format!(
+            "{}/{overlay}/kustomization.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let kustomization: Value = serde_saphyr::from_str(&text).unwrap();
+        assert!(
+            kustomization["images"].is_null(),
+            "{overlay} sets an image of its own"
+        );
+        let Some(objects) = render_dir(overlay) else {
+            return;
+        };
+        assert_eq!(
+            images(&objects),
+            BTreeSet::from([expected.clone()]),
+            "{overlay}"
+        );
+    }
+}
+
+/// The ServiceMonitor honors the claim gauges' namespace label, and with
+/// the PrometheusRule carries the label kube-prometheus-stack selects by
+/// (set in deploy/settings/); kube-prometheus' Prometheus may discover the
+/// Service's endpoints.
+#[test]
+fn prometheus_operators_find_the_monitor_and_the_rules() {
+    let Some(objects) = render() else { return };
+    for kind in ["ServiceMonitor", "PrometheusRule"] {
+        let object = objects.iter().find(|o| o["kind"] == kind).unwrap();
+        assert_eq!(
+            object["metadata"]["labels"]["release"], "kube-prometheus-stack",
+            "{kind}"
+        );
+    }
+    let monitor = objects
+        .iter()
+        .find(|o| o["kind"] == "ServiceMonitor")
+        .unwrap();
+    assert_eq!(monitor["spec"]["endpoints"][0]["honorLabels"], true);
+    let role = objects
+        .iter()
+        .find(|o| o["kind"] == "Role" && o["metadata"]["name"] == "pv-controller-prometheus")
+        .unwrap();
+    let resources: Vec<&str> = role["rules"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(resources, ["services", "endpoints", "pods"]);
+    let binding = objects
+        .iter()
+        .find(|o| o["kind"] == "RoleBinding" && o["metadata"]["name"] == "pv-controller-prometheus")
+        .unwrap();
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["name"], "prometheus-k8s");
+    assert_eq!(binding["subjects"][0]["namespace"], "monitoring");
+}
+
+/// A drain takes one replica at a time; the controllers' requests are
+/// classified into a priority level of their own, with
+/// kube-controller-manager's share (workload-high's), not the service
+/// accounts' workload-low; the components of older servers render the
+/// same objects in the API versions they serve.
+#[test]
+fn a_disruption_budget_and_a_flow_schema_of_its_own() {
+    let Some(objects) = render() else { return };
+    let find = |kind: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}"))
+    };
+    let deployment = find("Deployment");
+    let budget = find("PodDisruptionBudget");
+    assert_eq!(budget["apiVersion"], "policy/v1");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
+    assert_eq!(
+        budget["spec"]["selector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let schema = find("FlowSchema");
+    let level = find("PriorityLevelConfiguration");
+    assert_eq!(
+        schema["spec"]["priorityLevelConfiguration"]["name"],
+        level["metadata"]["name"]
+    );
+    let subject = &schema["spec"]["rules"][0]["subjects"][0]["serviceAccount"];
+    assert_eq!(
+        subject["name"],
+        deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    );
+    assert_eq!(subject["namespace"], deployment["metadata"]["namespace"]);
+    assert_eq!(level["spec"]["limited"]["nominalConcurrencyShares"], 40);
+    let precedence = schema["spec"]["matchingPrecedence"].as_u64().unwrap();
+    assert!(
+        (800..9000).contains(&precedence),
+        "after kube-controller-manager's, before service-accounts"
+    );
+    // Older servers, through the components (rendered from a scratch
+    // kustomization beside the root one, as a user adds them).
+    let scratch = format!(
+        "{}/target/deploy-components-test",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::create_dir_all(&scratch).unwrap();
+    for (components, flowcontrol, policy, shares) in [
+        (
+            &["flowcontrol-v1beta1", "policy-v1beta1"][..],
+            "flowcontrol.apiserver.k8s.io/v1beta1",
+            "policy/v1beta1",
+            "assuredConcurrencyShares",
+        ),
+        (
+            &["flowcontrol-v1beta2"][..],
+            "flowcontrol.apiserver.k8s.io/v1beta2",
+            "policy/v1",
+            "assuredConcurrencyShares",
+        ),
+    ] {
+        let listed: String = components
+            .iter()
+            .map(|c| format!("  - ../../deploy/components/{c}\n"))
+            .collect();
+        std::fs::write(
+            format!("{scratch}/kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../deploy/base\ncomponents:\n  - ../../deploy/settings\n{listed}"
+            ),
+        )
+        .unwrap();
+        let Some(old) = render_dir("target/deploy-components-test") else {
+            return;
+        };
+        for object in &old {
+            match object["kind"].as_str().unwrap() {
+                "FlowSchema" => assert_eq!(object["apiVersion"], flowcontrol),
+                "PriorityLevelConfiguration" => {
+                    assert_eq!(object["apiVersion"], flowcontrol);
+                    assert_eq!(object["spec"]["limited"][shares], 40);
+                    assert!(object["spec"]["limited"]["nominalConcurrencyShares"].is_null());
+                }
+                "PodDisruptionBudget" => assert_eq!(object["apiVersion"], policy),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The DRA example: a DaemonSet running dra-publish for its node's
+/// devices from a ConfigMap, with exactly the RBAC it needs.
+#[test]
+fn the_dra_publish_example_publishes_each_node_s_devices() {
+    let Some(objects) = render_dir("deploy/dra-publish") else {
+        return;
+    };
+    let daemonset = objects.iter().find(|o| o["kind"] == "DaemonSet").unwrap();
+    let pod = &daemonset["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["command"][0], "/dra-publish");
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--node=$(NODE_NAME)"), "{args:?}");
+    assert_eq!(
+        container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
+        "spec.nodeName"
+    );
+    let devices = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--devices="))
+        .unwrap();
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    assert!(devices.starts_with(mount), "{devices} under {mount}");
+    let config_map = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap();
+    assert_eq!(
+        pod["volumes"][0]["configMap"]["name"],
+        config_map["metadata"]["name"]
+    );
+    assert!(
+        config_map["data"]["devices.yaml"]
+            .as_str()
+            .unwrap()
+            .contains("pools:")
+    );
+    let role = objects.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
+    assert_eq!(role["rules"][0]["resources"][0], "resourceslices");
+    let binding = objects
+        .iter()
+        .find(|o| o["kind"] == "ClusterRoleBinding")
+        .unwrap();
+    assert_eq!(binding["subjects"][0]["name"], pod["serviceAccountName"]);
+    assert_eq!(
+        binding["subjects"][0]["namespace"],
+        daemonset["metadata"]["namespace"]
+    );
 }

@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
+use clap::Parser;
 use k8s_openapi::api::core::v1::Event;
 use memapi::MemApi;
-use pv_controller::explain_cli::AdminEndpoint;
-use pv_controller::{App, AppConfig, ClientOptions, Clients, ObjectKey, pv};
+use pv_controller::{App, AppConfig, ClientOptions, Clients, Command, ObjectKey, Options, pv};
 use serde_json::Value;
 use testkit::{claim, storage_class, volume};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -206,22 +206,43 @@ async fn each_rule_a_volume_fails_is_named_and_a_pending_claim_costs_no_new_even
     task.await.unwrap();
 }
 
+/// `pv-controller explain` with the arguments after `explain`.
+async fn explain_command(args: &[&str]) -> Result<Value, pv_controller::explain_cli::ExplainError> {
+    let options = Options::try_parse_from(["pv-controller", "explain"].iter().chain(args))
+        .expect("the command's flags");
+    let Some(Command::Explain(args)) = options.command else {
+        panic!("not the explain command");
+    };
+    pv_controller::explain_cli::explain(&args).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim() {
     let api = MemApi::new();
     seed(&api);
-    api.add_token("alice-token", "alice", &[]);
+    api.add_token("reader-token", "alice", &[]);
     api.grant("alice", "/explain/*", "get");
-    api.add_token("bob-token", "bob", &[]);
+    api.add_token("nobody-token", "nobody", &[]);
+    let (server, _serving) = api.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let master = format!("http://{server}");
     let app = App::start(clients(&api), config()).await.unwrap();
     let plain = app.insecure_address().unwrap();
-    let admin = AdminEndpoint {
-        address: format!("https://{}", app.secure_address().unwrap()),
-        token: Some("alice-token".to_string()),
-        certificate_authority: None,
-        insecure_skip_tls_verify: true,
+    let secure = format!("https://{}", app.secure_address().unwrap());
+    let ask = |claim: &str| {
+        let claim = claim.to_string();
+        let secure = secure.clone();
+        async move {
+            explain_command(&[
+                &claim,
+                "--admin-address",
+                &secure,
+                "--token",
+                "reader-token",
+                "--insecure-skip-tls-verify",
+            ])
+            .await
+        }
     };
-    let address = &admin;
     let idle = app.idle_probe();
     let idle_again = app.idle_probe();
     let (stop, task) = run(app);
@@ -239,62 +260,73 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
             "{path} on the plain port"
         );
     }
-    // A user without the grant, and the plain port's address, are refused.
-    let bob = AdminEndpoint {
-        token: Some("bob-token".to_string()),
-        ..admin.clone()
-    };
-    let refused = pv_controller::explain_cli::fetch(&bob, "default/db")
-        .await
-        .expect_err("bob may not")
-        .to_string();
-    assert!(refused.contains("403"), "{refused}");
-    let unchecked = AdminEndpoint {
-        insecure_skip_tls_verify: false,
-        ..admin.clone()
-    };
-    let error = pv_controller::explain_cli::fetch(&unchecked, "default/db")
-        .await
-        .expect_err("a self-signed certificate, unchecked only when asked")
-        .to_string();
-    assert!(error.contains("--insecure-skip-tls-verify"), "{error}");
-    let http = AdminEndpoint {
-        address: format!("http://{plain}"),
-        ..admin.clone()
-    };
-    let error = pv_controller::explain_cli::fetch(&http, "default/db")
-        .await
-        .expect_err("the plain port serves no /explain")
-        .to_string();
-    assert!(error.contains("https://"), "{error}");
-    let json = pv_controller::explain_cli::fetch(address, "default/db")
-        .await
-        .expect("an explanation");
+    let json = ask("default/db").await.expect("an explanation");
     assert_eq!(json["claim"], "default/db");
     assert_eq!(json["phase"], "Pending");
     let table = pv_controller::explain_cli::table(&json);
     assert!(table.contains("small"), "{table}");
+    // The admin port over HTTPS, with a token the cluster knows and grants.
+    let over_https = explain_command(&[
+        "db",
+        "-n",
+        "default",
+        "--admin-address",
+        &secure,
+        "--token",
+        "reader-token",
+        "--insecure-skip-tls-verify",
+    ])
+    .await
+    .expect("an explanation over HTTPS");
+    assert_eq!(over_https["volumes"], json["volumes"]);
+    let refused = explain_command(&[
+        "default/db",
+        "--admin-address",
+        &secure,
+        "--token",
+        "nobody-token",
+        "--insecure-skip-tls-verify",
+    ])
+    .await
+    .expect_err("a user without the grant")
+    .to_string();
+    assert!(refused.contains("403"), "{refused}");
+    let unverified = explain_command(&[
+        "default/db",
+        "--admin-address",
+        &secure,
+        "--token",
+        "reader-token",
+    ])
+    .await
+    .expect_err("a self-signed certificate, not accepted unasked")
+    .to_string();
+    assert!(unverified.contains(&secure), "{unverified}");
     // Read from the cluster without a controller: the same verdicts.
-    let local = pv_controller::explain_cli::read_cluster(api.client(), "default/db")
+    let local = explain_command(&["default/db", "--master", &master])
         .await
         .expect("read from the cluster");
     assert_eq!(local["volumes"], json["volumes"]);
     assert_eq!(local["requirements"], json["requirements"]);
     assert_eq!(local["provisioner"], json["provisioner"]);
     assert_eq!(local["lastSync"], Value::Null);
+    let gone = explain_command(&["default/nope", "--server", &master])
+        .await
+        .expect_err("an unknown claim")
+        .to_string();
+    assert!(
+        gone.contains("persistentvolumeclaims \"nope\" not found"),
+        "{gone}"
+    );
 
-    let missing = pv_controller::explain_cli::fetch(address, "default/nope").await;
+    let missing = ask("default/nope").await;
     let error = missing.expect_err("an unknown claim").to_string();
     assert!(error.contains("404"), "{error}");
     assert!(
         error.contains("persistentvolumeclaims \"nope\" not found in namespace \"default\""),
         "{error}"
     );
-    assert!(
-        pv_controller::explain_cli::fetch(address, "no-slash")
-            .await
-            .is_err()
-    );
+    assert!(ask("a/b/c").await.is_err());
     // A claim naming a volume of another class: that volume is explained.
     api.create(
         &claim("named", "uid-named", "20Gi")
@@ -304,9 +336,7 @@ async fn the_admin_endpoint_and_the_command_answer_and_refuse_an_unknown_claim()
     )
     .unwrap();
     settle(&api, &idle_again).await;
-    let json = pv_controller::explain_cli::fetch(address, "default/named")
-        .await
-        .expect("an explanation");
+    let json = ask("default/named").await.expect("an explanation");
     let table = pv_controller::explain_cli::table(&json);
     assert!(
         table

@@ -183,6 +183,7 @@ fn a_build_stage_missing_a_file_the_manifest_names_is_caught() {
     let head = "FROM rust:1.95-alpine AS build\nWORKDIR /src\nCOPY Cargo.toml Cargo.lock ./\nCOPY src ./src\n";
     let build = "RUN cargo build --release --locked --no-default-features --bin pv-controller\n";
     let members: String = [
+        "component-base",
         "k8s-names",
         "quantity",
         "memapi",
@@ -252,5 +253,9 @@ fn the_image_has_no_embedded_cluster_and_says_its_version() {
         );
     }
     assert!(text.contains("USER 65532:65532"), "runs as nonroot");
-    assert!(text.contains("EXPOSE 10280"), "exposes the metrics port");
+    assert!(
+        text.contains("EXPOSE 10281"),
+        "exposes the secure admin port, the Deployment's"
+    );
+    assert!(text.contains("--bin dra-publish"), "{build}");
 }

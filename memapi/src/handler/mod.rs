@@ -199,7 +199,9 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
     } else {
         let accept = header(&parts, http::header::ACCEPT);
         let content_type = header(&parts, http::header::CONTENT_TYPE);
+        let agent = header(&parts, http::header::USER_AGENT);
         let req = Req {
+            agent: &agent,
             verb,
             user: user.as_ref(),
             res: &res,

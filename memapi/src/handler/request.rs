@@ -53,6 +53,8 @@ pub(super) struct Req<'a> {
     pub(super) accept: &'a str,
     pub(super) content_type: &'a str,
     pub(super) body: &'a Bytes,
+    /// The `User-Agent`.
+    pub(super) agent: &'a str,
 }
 
 impl Req<'_> {
@@ -62,6 +64,15 @@ impl Req<'_> {
 
     pub(super) fn name(&self) -> &str {
         self.res.name.as_deref().unwrap_or_default()
+    }
+
+    /// Who the write is recorded as in `managedFields`: `fieldManager`,
+    /// else the first word of the `User-Agent`, as the API server names it.
+    pub(super) fn manager(&self) -> &str {
+        match self.query.get("fieldManager").filter(|m| !m.is_empty()) {
+            Some(manager) => manager,
+            None => self.agent.split('/').next().unwrap_or_default(),
+        }
     }
 
     pub(super) fn part(&self) -> Part {

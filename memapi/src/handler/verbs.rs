@@ -38,7 +38,7 @@ pub(super) fn serve(
                 kind,
                 url_ns,
                 body,
-                Origin::Api(req.user),
+                Origin::Api(req.user, req.manager()),
             )?;
             Ok(req.respond_object(201, &obj))
         }
@@ -51,7 +51,10 @@ pub(super) fn serve(
                 req.name(),
                 body,
                 req.part(),
-                req.user,
+                ops::Writer {
+                    user: req.user,
+                    manager: Some(req.manager()),
+                },
             )?;
             Ok(req.respond_object(200, &obj))
         }
@@ -78,7 +81,10 @@ pub(super) fn serve(
                 req.name(),
                 &request,
                 req.part(),
-                req.user,
+                ops::Writer {
+                    user: req.user,
+                    manager: Some(req.manager()),
+                },
             )?;
             Ok(req.respond_object(200, &obj))
         }

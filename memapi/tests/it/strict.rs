@@ -1,6 +1,7 @@
 //! memapi as strict as a Kubernetes 1.20 apiserver: event validation,
 //! graceful deletion of pods, immutable claim and volume fields, the
-//! storage admission plugins, and what a `/status` write keeps.
+//! storage admission plugins, what a `/status` write keeps, and who
+//! `managedFields` say last changed a field.
 
 use crate::support::{code, pv, pvc, reason};
 use futures::{Stream, StreamExt};
@@ -798,4 +799,91 @@ async fn a_body_over_the_servers_limit_is_refused_with_a_413() {
     }
     let answer = post(volume(1000), true).await.unwrap();
     assert_eq!(answer.status(), 201);
+}
+
+/// Sends a merge patch as a client whose `User-Agent` is `agent`;
+/// returns the stored object.
+async fn patch_as(mem: &MemApi, agent: &str, uri: &str, body: Value) -> Value {
+    use http_body_util::BodyExt;
+    let request = http::Request::patch(uri)
+        .header("content-type", "application/merge-patch+json")
+        .header("user-agent", agent)
+        .body(kube::client::Body::from(body.to_string().into_bytes()))
+        .unwrap();
+    let response = mem.service().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The managers of `object`'s `Update` entries, each with its subresource
+/// and whether it owns `status.phase`.
+fn phase_owners(object: &Value) -> Vec<(String, String, bool)> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["operation"] == "Update")
+        .map(|entry| {
+            (
+                entry["manager"].as_str().unwrap().to_string(),
+                entry["subresource"].as_str().unwrap_or("").to_string(),
+                entry.pointer("/fieldsV1/f:status/f:phase").is_some(),
+            )
+        })
+        .collect()
+}
+
+/// As the API server does, a write that is not a server-side apply is
+/// recorded in `managedFields` as an `Update` of its field manager (the
+/// `fieldManager` parameter, else the first word of the `User-Agent`),
+/// which owns the fields it changed and takes them from the other
+/// writers; a write that changes nothing records nothing.
+#[tokio::test]
+async fn updates_are_recorded_by_their_field_manager() {
+    let mem = MemApi::new();
+    mem.create(&pv("pv1", "1Gi")).unwrap();
+    let uri = "/api/v1/persistentvolumes/pv1/status";
+    let available = json!({"status": {"phase": "Available"}});
+    let stored = patch_as(
+        &mem,
+        "kube-controller-manager/v1.20.2 (linux/amd64)",
+        uri,
+        available,
+    )
+    .await;
+    assert_eq!(
+        phase_owners(&stored),
+        [(
+            "kube-controller-manager".to_string(),
+            "status".to_string(),
+            true
+        )]
+    );
+    let time = stored["metadata"]["managedFields"][0]["time"].clone();
+    assert!(time.is_string(), "{stored}");
+    let bound = json!({"status": {"phase": "Bound"}});
+    let stored = patch_as(&mem, "pv-controller/0.1.0", uri, bound.clone()).await;
+    assert_eq!(
+        phase_owners(&stored),
+        [("pv-controller".to_string(), "status".to_string(), true)],
+        "the phase changed hands; kube-controller-manager owned nothing else"
+    );
+    let again = patch_as(&mem, "someone/1", uri, bound).await;
+    assert_eq!(
+        again["metadata"]["resourceVersion"], stored["metadata"]["resourceVersion"],
+        "no change, no write"
+    );
+    let labelled = patch_as(
+        &mem,
+        "kubectl/v1.20",
+        "/api/v1/persistentvolumes/pv1?fieldManager=kubectl-label",
+        json!({"metadata": {"labels": {"tier": "gold"}}}),
+    )
+    .await;
+    let managers: Vec<String> = phase_owners(&labelled)
+        .into_iter()
+        .map(|(m, _, _)| m)
+        .collect();
+    assert_eq!(managers, ["pv-controller", "kubectl-label"]);
 }

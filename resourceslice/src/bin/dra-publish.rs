@@ -20,6 +20,9 @@
 
 use anyhow::Context as _;
 use clap::Parser;
+use component_base::duration;
+use component_base::flags::go_bool;
+use component_base::logs::LoggingFormat;
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use resourceslice::{DriverResources, NodeSelection, Options, Owner, Publisher};
@@ -27,57 +30,51 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// Publishes the devices of a YAML file as one DRA driver's ResourceSlices.
+/// Flags and logs are spelled as pv-controller's and kube-controller-manager's.
 #[derive(Debug, Parser)]
-#[command(name = "dra-publish", version)]
+#[command(name = "dra-publish", version, max_term_width = 100)]
 struct Args {
     /// The driver's name (spec.driver).
-    #[arg(long, required_unless_present = "wipe_node")]
+    #[arg(long, required_unless_present = "wipe_node", value_name = "string")]
     driver: Option<String>,
     /// The node whose devices these are: the slices carry its name and
     /// belong to it.
-    #[arg(long, conflicts_with_all = ["all_nodes", "node_selector"])]
+    #[arg(long, conflicts_with_all = ["all_nodes", "node_selector"], value_name = "string")]
     node: Option<String>,
     /// The devices are reachable from every node.
-    #[arg(long, conflicts_with = "node_selector")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false",
+          default_missing_value = "true", value_parser = go_bool,
+          value_name = "bool", conflicts_with = "node_selector")]
     all_nodes: bool,
     /// The devices are reachable from the nodes with these labels
     /// (`key=value,key2=value2`).
-    #[arg(long)]
+    #[arg(long, value_name = "key=value,...")]
     node_selector: Option<String>,
     /// The YAML file of pools and devices; re-read when it changes.
-    #[arg(long, required_unless_present = "wipe_node")]
+    #[arg(long, required_unless_present = "wipe_node", value_name = "file")]
     devices: Option<PathBuf>,
     /// Delete every ResourceSlice of this node (all drivers) and exit.
-    #[arg(long, conflicts_with_all = ["driver", "devices"])]
+    #[arg(long, conflicts_with_all = ["driver", "devices"], value_name = "string")]
     wipe_node: Option<String>,
-    /// The kubeconfig file (else $KUBECONFIG, ~/.kube/config, in-cluster).
-    #[arg(long)]
+    /// Path to a kubeconfig file; without it KUBECONFIG, the in-cluster
+    /// configuration, then ~/.kube/config.
+    #[arg(long, value_name = "file")]
     kubeconfig: Option<PathBuf>,
-    /// An API server URL to use without credentials instead (as
-    /// `kubectl --server`, for the embedded cluster).
-    #[arg(long, conflicts_with = "kubeconfig")]
-    server: Option<String>,
+    /// Address of the API server; overrides the kubeconfig's (`--server`,
+    /// kubectl's spelling, too).
+    #[arg(long, visible_alias = "server", value_name = "url")]
+    master: Option<String>,
     /// How long after a change by someone else the slices are repaired.
-    #[arg(long, default_value = "30s", value_parser = parse_seconds)]
+    #[arg(long, default_value = "30s", value_parser = duration::positive, value_name = "duration")]
     sync_delay: Duration,
-}
-
-/// `30s`, `2m` or a number of seconds.
-fn parse_seconds(s: &str) -> Result<Duration, String> {
-    let (number, unit) = match s.strip_suffix('s') {
-        Some(n) => (n, 1),
-        None => match s.strip_suffix('m') {
-            Some(n) => (n, 60),
-            None => (s, 1),
-        },
-    };
-    let seconds = number
-        .parse::<u64>()
-        .map_err(|e| format!("{s:?} is not a duration such as 30s: {e}"))?;
-    seconds
-        .checked_mul(unit)
-        .map(Duration::from_secs)
-        .ok_or_else(|| format!("{s:?} is too long"))
+    /// Log line format: text, or json shaped as kube-controller-manager's.
+    #[arg(long = "logging-format", alias = "log-format", value_enum,
+          default_value_t = LoggingFormat::Text, value_name = "format")]
+    logging_format: LoggingFormat,
+    /// klog verbosity: 0 errors, warnings and start-up; 2 changes; 4 debug;
+    /// 5 trace (RUST_LOG, when set, wins).
+    #[arg(short = 'v', long = "v", default_value_t = 2, value_name = "level")]
+    verbosity: u8,
 }
 
 /// Reads the devices file into the driver's resources.
@@ -111,22 +108,28 @@ fn node_selector(labels: &str) -> anyhow::Result<NodeSelector> {
     })
 }
 
-/// A client as kubectl would make it.
-async fn client(kubeconfig: Option<&Path>, server: Option<&str>) -> anyhow::Result<kube::Client> {
-    if let Some(url) = server {
-        let url = url
-            .parse()
-            .with_context(|| format!("{url:?} is not a URL"))?;
-        return Ok(kube::Client::try_from(kube::Config::new(url))?);
-    }
-    let config = match kubeconfig {
-        Some(path) => {
+/// A client as kubectl would make it: the kubeconfig's (or the inferred
+/// configuration's), its server replaced by `master` when given; `master`
+/// alone talks to that server without credentials (the embedded cluster).
+async fn client(kubeconfig: Option<&Path>, master: Option<&str>) -> anyhow::Result<kube::Client> {
+    let master = master
+        .map(|url| {
+            url.parse::<http::Uri>()
+                .with_context(|| format!("{url:?} is not a URL"))
+        })
+        .transpose()?;
+    let mut config = match (kubeconfig, &master) {
+        (Some(path), _) => {
             let file = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?
         }
-        None => kube::Config::infer().await?,
+        (None, Some(url)) => kube::Config::new(url.clone()),
+        (None, None) => kube::Config::infer().await?,
     };
+    if let Some(url) = master {
+        config.cluster_url = url;
+    }
     Ok(kube::Client::try_from(config)?)
 }
 
@@ -151,26 +154,12 @@ async fn shutdown() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// Whether logs carry terminal colours: only on a terminal, and never
-/// with `NO_COLOR` set, so a pipe, a file or a container's log gets plain
-/// text.
-fn log_colours() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,resourceslice=debug".into()),
-        )
-        .with_ansi(log_colours())
-        .with_writer(std::io::stderr)
-        .init();
     let args = Args::parse();
-    let client = client(args.kubeconfig.as_deref(), args.server.as_deref()).await?;
+    component_base::logs::init(args.logging_format, args.verbosity)?;
+    tracing::info!(v = 0, version = env!("CARGO_PKG_VERSION"), "Version");
+    let client = client(args.kubeconfig.as_deref(), args.master.as_deref()).await?;
     if let Some(node) = &args.wipe_node {
         resourceslice::wipe_node(client, node).await?;
         return Ok(());

@@ -2,7 +2,7 @@
 //! port: it publishes a devices file of two pools, rewrites only the pool
 //! an edit of the file touches, writes nothing when started again with
 //! the same file, and `--wipe-node` deletes one node's slices of every
-//! driver.
+//! driver; its flags and logs are spelled as the controller's.
 
 use super::support::*;
 use k8s_openapi::api::core::v1::Node;
@@ -229,7 +229,11 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
 
     // Start: one slice per pool, one create each.
     let mut first = Running::start(&args);
-    until("two slices published", &first, || slices(&mem).len() == 2).await;
+    // memapi counts a write a moment after it stores it: wait for both.
+    until("two slices published", &first, || {
+        slices(&mem).len() == 2 && writes(&mem) >= 2
+    })
+    .await;
     assert_eq!(writes(&mem), 2);
     let node_uid = mem.get::<Node>(None, "node-1").unwrap().metadata.uid;
     for (pool, devices) in [
@@ -255,7 +259,7 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
     // An edit of one device: its pool's slice is updated in place, once.
     dir.write("devices.yaml", &devices_yaml("h100"));
     until("the edit published", &first, || {
-        model(&pool_slice(&mem, "rack-1"), "gpu-1").as_deref() == Some("h100")
+        model(&pool_slice(&mem, "rack-1"), "gpu-1").as_deref() == Some("h100") && writes(&mem) >= 3
     })
     .await;
     assert_eq!(writes(&mem), 3);
@@ -313,5 +317,57 @@ async fn dra_publish_publishes_follows_edits_restarts_without_writes_and_wipes_a
         mem.requests()
             .count(Verb::DeleteCollection, "resourceslices", None),
         1
+    );
+}
+
+/// Flags and logs as pv-controller's and kube-controller-manager's:
+/// `--master`, Go's durations (`1m30s`; 0 refused, naming the flag),
+/// `--logging-format=json` lines of kube-controller-manager's shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_publish_spells_flags_and_logs_as_the_controller() {
+    let mem = MemApi::new();
+    let (addr, _server) = mem.serve("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let server = format!("http://{addr}");
+    mem.create(&slice("gone", DRIVER, "node-1")).unwrap();
+    let mut wipe = Running::start(&[
+        "--master",
+        &server,
+        "--wipe-node",
+        "node-1",
+        "--sync-delay=1m30s",
+        "--logging-format=json",
+        "-v",
+        "2",
+    ]);
+    assert!(wipe.exit().await.success(), "{}", wipe.log());
+    assert!(slices(&mem).is_empty());
+    let lines: Vec<serde_json::Value> = wipe
+        .log()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let version = lines
+        .iter()
+        .find(|line| line["msg"] == "Version")
+        .expect("a version line");
+    assert_eq!(version["v"], 0);
+    assert!(version["ts"].as_f64().is_some_and(|ts| ts > 1.6e12));
+    assert!(version["caller"].is_string());
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_dra-publish"))
+        .args([
+            "--master",
+            &server,
+            "--wipe-node",
+            "node-1",
+            "--sync-delay=0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("invalid value '0' for '--sync-delay <duration>': must be more than 0"),
+        "{stderr}"
     );
 }

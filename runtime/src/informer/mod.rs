@@ -34,6 +34,7 @@ use tokio::task::JoinSet;
 
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
+use crate::managers::{Managed, ManagersHandler};
 pub use store::StoreError;
 pub use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::WatchFailure;
@@ -110,6 +111,7 @@ struct Slot<K: 'static> {
     provided: Option<Arc<dyn Store<K>>>,
     mem: Option<Arc<MemStore<K>>>,
     handlers: Vec<Handler<K>>,
+    managers: Vec<ManagersHandler<K>>,
 }
 
 impl<K: Kind> Slot<K> {
@@ -169,7 +171,8 @@ impl<K: Kind> Pending for Slot<K> {
         };
         let client = client.clone();
         let shape = self.store.shape();
-        let streams = move || watch::watch(&client, shape);
+        let managers: Arc<[ManagersHandler<K>]> = std::mem::take(&mut self.managers).into();
+        let streams = move || watch::watch(&client, shape, &managers);
         Box::pin(watch::pump(
             K::NAME,
             streams,
@@ -224,6 +227,7 @@ impl Informers {
                 provided: None,
                 mem: None,
                 handlers: Vec::new(),
+                managers: Vec::new(),
             }));
             self.slots.len() - 1
         });
@@ -292,6 +296,19 @@ impl Informers {
         handler: impl Fn(&Change<'_, K>) + Send + Sync + 'static,
     ) -> Result<(), WiringError> {
         self.slot(shape)?.handlers.push(Box::new(handler));
+        Ok(())
+    }
+
+    /// Subscribes `handler` to the field managers of every version of the
+    /// kind `shape` describes that its watch shows, before the store takes
+    /// it in (so the store still holds the version before). The kind's
+    /// watch decodes them only when someone subscribes.
+    pub fn on_managers<K: Kind>(
+        &mut self,
+        shape: &'static Shape<K>,
+        handler: impl Fn(&Managed<'_, K>) + Send + Sync + 'static,
+    ) -> Result<(), WiringError> {
+        self.slot(shape)?.managers.push(Box::new(handler));
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! The informers on hand-fed watch events: what each handler is told,
 //! what the store keeps, and an object gone during a relist told as
-//! deleted.
+//! deleted; and on memapi, the field managers of each watched version.
 
 use std::sync::Mutex;
 
@@ -11,6 +11,7 @@ use kube::runtime::watcher::Event;
 use super::watch::Informer;
 use super::*;
 use crate::kinds::drop_managed_fields;
+use crate::managers::Managed;
 
 /// Pods, trimmed of their managedFields.
 static POD: Shape<Pod> = Shape::new(drop_managed_fields);
@@ -214,4 +215,72 @@ async fn a_list_request_lists_again_and_only_the_new_list_answers_it() {
         ]
     );
     pump.abort();
+}
+
+/// A subscriber to a kind's field managers is told who wrote each watched
+/// version, before the store takes it in: the store still holds the
+/// version before. Kinds nobody asks this of are decoded without them.
+#[tokio::test]
+async fn field_managers_are_told_before_the_store_takes_the_version_in() {
+    use tower::ServiceExt;
+
+    let api = memapi::MemApi::new();
+    let mut volume = PersistentVolume::default();
+    volume.metadata.name = Some("pv-1".into());
+    api.create(&volume).expect("seed");
+    let mut informers = Informers::default();
+    let store = informers.mem_store(&VOLUME).expect("store");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&seen);
+    let held = Arc::clone(&store);
+    informers
+        .on_managers(&VOLUME, move |managed: &Managed<'_, PersistentVolume>| {
+            let phase = |v: &PersistentVolume| {
+                v.status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_default()
+            };
+            let before = held
+                .get(&ObjectKey::of(managed.object))
+                .map(|v| phase(&v))
+                .unwrap_or_default();
+            let writers: Vec<String> = managed
+                .managers
+                .iter()
+                .filter(|m| m.owns("status.phase"))
+                .map(|m| m.manager.clone())
+                .collect();
+            recorded.lock().expect("seen").push(format!(
+                "{before}->{} by {writers:?} listing={}",
+                phase(managed.object),
+                managed.listing
+            ));
+        })
+        .expect("subscribe");
+    let mut watches = informers.start(&api.client(), std::time::Duration::from_secs(60));
+    Watches::wait(&watches.synced).await;
+    let request = http::Request::patch("/api/v1/persistentvolumes/pv-1/status")
+        .header("content-type", "application/merge-patch+json")
+        .header("user-agent", "kube-controller-manager/v1.20.2")
+        .body(kube::client::Body::from(
+            br#"{"status":{"phase":"Bound"}}"#.to_vec(),
+        ))
+        .expect("request");
+    let answer = api.service().oneshot(request).await.expect("answer");
+    assert_eq!(answer.status(), 200);
+    for _ in 0..200 {
+        if seen.lock().expect("seen").len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        *seen.lock().expect("seen"),
+        [
+            "->Pending by [] listing=true",
+            "Pending->Bound by [\"kube-controller-manager\"] listing=false"
+        ]
+    );
+    watches.stop().await;
 }

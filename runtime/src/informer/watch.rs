@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
@@ -21,7 +22,8 @@ use tokio::time::Instant;
 use super::{Change, Handler, Store, Synced};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
-use crate::lean::Lean;
+use crate::lean::{Lean, WithManagers};
+use crate::managers::{FieldManager, Managed, ManagersHandler};
 
 /// Why a watch stopped.
 #[derive(Debug, thiserror::Error)]
@@ -54,22 +56,56 @@ const LIST_PAGE_SIZE: u32 = 500;
 /// A watcher of every `K` with the default backoff, so a broken watch is
 /// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
 /// are decoded without their managedFields ([`Lean`]) and trimmed by the
-/// kind's `shape`, as the store keeps them.
+/// kind's `shape`, as the store keeps them. With `managers` to tell, each
+/// object's field managers are decoded too ([`WithManagers`]) and handed
+/// to them before the trim.
 pub(super) fn watch<K: Kind>(
     client: &Client,
     shape: &'static Shape<K>,
-) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + use<K> {
+    managers: &Arc<[ManagersHandler<K>]>,
+) -> BoxStream<'static, Result<Event<K>, watcher::Error>> {
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
-    watcher(Api::<Lean<K>>::all(client.clone()), config)
+    if managers.is_empty() {
+        return watcher(Api::<Lean<K>>::all(client.clone()), config)
+            .default_backoff()
+            .map_ok(|event| match event {
+                Event::Apply(Lean(object)) => Event::Apply(object),
+                Event::Delete(Lean(object)) => Event::Delete(object),
+                Event::Init => Event::Init,
+                Event::InitApply(Lean(object)) => Event::InitApply(object),
+                Event::InitDone => Event::InitDone,
+            })
+            .modify(move |object| shape.trim(object))
+            .boxed();
+    }
+    let managers = Arc::clone(managers);
+    let tell = move |object: &K, written: &[FieldManager], listing: bool| {
+        let managed = Managed {
+            object,
+            managers: written,
+            listing,
+        };
+        for handler in managers.iter() {
+            handler(&managed);
+        }
+    };
+    watcher(Api::<WithManagers<K>>::all(client.clone()), config)
         .default_backoff()
-        .map_ok(|event| match event {
-            Event::Apply(Lean(object)) => Event::Apply(object),
-            Event::Delete(Lean(object)) => Event::Delete(object),
+        .map_ok(move |event| match event {
+            Event::Apply(WithManagers(object, written)) => {
+                tell(&object, &written, false);
+                Event::Apply(object)
+            }
+            Event::Delete(WithManagers(object, _)) => Event::Delete(object),
             Event::Init => Event::Init,
-            Event::InitApply(Lean(object)) => Event::InitApply(object),
+            Event::InitApply(WithManagers(object, written)) => {
+                tell(&object, &written, true);
+                Event::InitApply(object)
+            }
             Event::InitDone => Event::InitDone,
         })
         .modify(move |object| shape.trim(object))
+        .boxed()
 }
 
 /// Drives the watch streams `streams` makes of `kind`, handing each event,

@@ -140,7 +140,7 @@ impl Pool {
             "--pvclaimbinder-sync-period=1s".to_string(),
             "--metrics-bind-address=127.0.0.1:0".to_string(),
             "--secure-port=0".to_string(),
-            "--log-format=json".to_string(),
+            "--logging-format=json".to_string(),
             "--leader-elect=true".to_string(),
             format!("--leader-elect-resource-namespace={}", self.lease_namespace),
             format!("--leader-elect-resource-name={LEASE_NAME}"),
@@ -297,8 +297,7 @@ async fn wait_for_address(log: &Path) -> anyhow::Result<SocketAddr> {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let found = text.lines().find_map(|line| {
             let entry: serde_json::Value = serde_json::from_str(line).ok()?;
-            let fields = &entry["fields"];
-            (fields["message"] == SERVING).then(|| fields["address"].as_str()?.parse().ok())?
+            (entry["msg"] == SERVING).then(|| entry["address"].as_str()?.parse().ok())?
         });
         if let Some(address) = found {
             return Ok(address);
