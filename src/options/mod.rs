@@ -452,17 +452,18 @@ impl Options {
     }
 
     /// The secure admin server of the flags, with the mode's default
-    /// (none with --embedded-cluster unless --secure-port is given; none
-    /// with port 0).
+    /// (port 10281; none with port 0; with --embedded-cluster always one, on
+    /// a free loopback port unless --secure-port names one).
     pub fn secure_serving(&self) -> Option<SecureServing> {
-        let port = self.secure_port.unwrap_or(if self.embedded() {
-            0
-        } else {
-            DEFAULT_SECURE_PORT
-        });
-        if port == 0 {
-            return None;
-        }
+        let address = match self.secure_port {
+            // The embedded demo always has one, on a free loopback port
+            // unless the flags name one.
+            Some(0) | None if self.embedded() => ([127, 0, 0, 1], 0).into(),
+            Some(0) => return None,
+            port => {
+                std::net::SocketAddr::new(self.bind_address, port.unwrap_or(DEFAULT_SECURE_PORT))
+            }
+        };
         let certificate = match (&self.tls_cert_file, &self.tls_private_key_file) {
             (Some(cert), Some(key)) => ServingCertificate::Files {
                 cert: cert.clone(),
@@ -476,7 +477,7 @@ impl Options {
             },
         };
         Some(SecureServing {
-            address: std::net::SocketAddr::new(self.bind_address, port),
+            address,
             certificate,
             delegation: DelegationConfig {
                 always_allow_paths: self.authorization_always_allow_paths.clone(),

@@ -64,11 +64,22 @@ fn embedded_mode_changes_defaults_unless_asked() {
     assert!(!options.leader_elect());
     assert_eq!(options.resync_period(), Duration::from_secs(1));
     assert_eq!(options.insecure_address(), Some(EMBEDDED_INSECURE_ADDRESS));
+    let secure = options.secure_serving().expect("embedded: a secure port");
     assert_eq!(
-        options.secure_serving(),
-        None,
-        "embedded: no secure port unless asked"
+        secure.address,
+        ([127, 0, 0, 1], 0).into(),
+        "a free loopback one"
     );
+    let limited = Options::parse_from([
+        "pv-controller",
+        "--embedded-cluster=demo.yaml",
+        "--secure-port=0",
+        "--max-connections=7",
+    ])
+    .secure_serving()
+    .expect("embedded: a secure port even at 0");
+    assert_eq!(limited.address, ([127, 0, 0, 1], 0).into());
+    assert_eq!(limited.limits.max_connections, 7, "the flags' limits");
     let options = Options::parse_from([
         "pv-controller",
         "--embedded-cluster=demo.yaml",
@@ -77,6 +88,12 @@ fn embedded_mode_changes_defaults_unless_asked() {
     ]);
     assert!(options.leader_elect());
     assert_eq!(options.resync_period(), Duration::from_secs(5));
+    let options = Options::parse_from(["pv-controller", "--secure-port=0"]);
+    assert_eq!(
+        options.secure_serving(),
+        None,
+        "0 turns it off in a cluster"
+    );
     let options = Options::parse_from(["pv-controller", "--leader-elect=false", "-v", "4"]);
     assert!(!options.leader_elect());
     assert_eq!(options.verbosity, 4);
