@@ -303,6 +303,3 @@ fn has_unusable_claim_ref(volume: &PersistentVolume) -> bool {
                     || r.name.as_deref().unwrap_or("").is_empty())
         })
 }
-
-#[cfg(test)]
-mod tests;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use testkit::{claim, volume};
 
@@ -14,8 +14,8 @@ use super::Controller;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
 
-/// A memapi and a controller whose store holds `v1` (10Gi, class gold,
-/// ReadWriteOnce, Available) and the claim `default/c1` (5Gi, class gold,
+/// A memapi and a controller whose store holds `v1` (10Gi, no class,
+/// ReadWriteOnce, Available) and the claim `default/c1` (5Gi, no class,
 /// ReadWriteOnce, Pending) as the server does.
 fn seeded() -> (
     MemApi,
@@ -26,20 +26,10 @@ fn seeded() -> (
     let api = MemApi::new();
     let controller = super::testing::controller(&api);
     let v1 = api
-        .create(
-            &volume("v1", "10Gi")
-                .class("gold")
-                .phase("Available")
-                .build(),
-        )
+        .create(&volume("v1", "10Gi").phase("Available").build())
         .expect("volume");
     let c1 = api
-        .create(
-            &claim("c1", "", "5Gi")
-                .class("gold")
-                .phase("Pending")
-                .build(),
-        )
+        .create(&claim("c1", "", "5Gi").phase("Pending").build())
         .expect("claim");
     let store = controller.store();
     store.offer_listed_volume(v1.clone()).expect("store volume");
@@ -112,8 +102,34 @@ fn server_volume(api: &MemApi) -> PersistentVolume {
         .expect("volume on the server")
 }
 
-/// The claim is Pending, names no volume, and `v1` names no claim.
-fn assert_left_pending(api: &MemApi) {
+/// The claim's events on the server, as (reason, message), once the
+/// recorder has sent what it holds.
+async fn claim_events(api: &MemApi, controller: &Controller) -> Vec<(String, String)> {
+    controller.recorder.flush().await;
+    api.list::<Event>()
+        .into_iter()
+        .filter(|event| event.involved_object.name.as_deref() == Some("c1"))
+        .map(|event| {
+            (
+                event.reason.unwrap_or_default(),
+                event.message.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The claim is Pending with its reason (a FailedBinding event that ends
+/// with `why`), names no volume, and `v1` names no claim.
+async fn assert_left_pending(api: &MemApi, controller: &Controller, why: &str) {
+    let events = claim_events(api, controller).await;
+    assert!(
+        events
+            .iter()
+            .any(|(reason, message)| reason == "FailedBinding"
+                && message.starts_with("no persistent volumes available for this claim")
+                && message.ends_with(why)),
+        "{events:?}"
+    );
     let claim = server_claim(api);
     let phase = claim.status.as_ref().and_then(|s| s.phase.as_deref());
     let volume_name = claim.spec.as_ref().and_then(|s| s.volume_name.as_deref());
@@ -135,7 +151,7 @@ async fn a_volume_shrunk_below_the_request_after_the_decision_is_not_bound() {
         change_volume(&api, &controller, &shrunk);
     })
     .await;
-    assert_left_pending(&api);
+    assert_left_pending(&api, &controller, "v1 too small (1Gi < 5Gi)").await;
 }
 
 #[tokio::test]
@@ -149,7 +165,7 @@ async fn a_volume_whose_class_changed_after_the_decision_is_not_bound() {
         change_volume(&api, &controller, &other);
     })
     .await;
-    assert_left_pending(&api);
+    assert_left_pending(&api, &controller, "no storage class is set").await;
 }
 
 #[tokio::test]
@@ -163,18 +179,18 @@ async fn a_volume_whose_access_modes_changed_after_the_decision_is_not_bound() {
         change_volume(&api, &controller, &other);
     })
     .await;
-    assert_left_pending(&api);
+    assert_left_pending(&api, &controller, "v1 lacks ReadWriteOnce").await;
 }
 
 #[tokio::test]
 async fn a_volume_re_created_too_small_after_the_decision_is_not_bound() {
     let (api, controller, _, c1) = seeded();
     decide_change_execute(&controller, &c1, || {
-        let again = volume("v1", "1Gi").class("gold").phase("Available").build();
+        let again = volume("v1", "1Gi").phase("Available").build();
         recreate_volume(&api, &controller, &again);
     })
     .await;
-    assert_left_pending(&api);
+    assert_left_pending(&api, &controller, "v1 too small (1Gi < 5Gi)").await;
 }
 
 #[tokio::test]
@@ -186,12 +202,7 @@ async fn a_claim_re_created_after_the_decision_binds_as_itself() {
             .store()
             .remove_claim(&ObjectKey::new("default", "c1"));
         let again = api
-            .create(
-                &claim("c1", "", "5Gi")
-                    .class("gold")
-                    .phase("Pending")
-                    .build(),
-            )
+            .create(&claim("c1", "", "5Gi").phase("Pending").build())
             .expect("re-create claim");
         controller
             .store()
@@ -214,5 +225,44 @@ async fn a_claim_re_created_after_the_decision_binds_as_itself() {
     assert_eq!(
         volume.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Bound")
+    );
+}
+
+/// A volume sync against a store that still holds a claim the server has
+/// deleted: the volume stays Released.
+#[tokio::test]
+async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_store_holds() {
+    let api = MemApi::new();
+    let controller = super::testing::controller(&api);
+    let gone = api
+        .create(&claim("c", "uid-c", "1Gi").volume_name("v").build())
+        .expect("claim");
+    controller
+        .store()
+        .offer_claim(Arc::new(gone))
+        .expect("store claim");
+    assert!(api.remove::<PersistentVolumeClaim>(Some("default"), "c"));
+    let released = api
+        .put(
+            &volume("v", "1Gi")
+                .bound_to("uid-c", "c")
+                .phase("Released")
+                .build(),
+        )
+        .expect("volume");
+    let released = Arc::new(released);
+    controller
+        .store()
+        .offer_volume(Arc::clone(&released))
+        .expect("store volume");
+
+    let ended = Box::pin(controller.sync_volume(&released)).await;
+    assert_eq!(ended, crate::runtime::workload::Ended::Done);
+
+    let now = api.get::<PersistentVolume>(None, "v").expect("volume");
+    assert_eq!(
+        now.status.and_then(|status| status.phase).as_deref(),
+        Some("Released"),
+        "the volume stays released"
     );
 }
