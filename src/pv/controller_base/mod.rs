@@ -22,7 +22,7 @@ use crate::kinds::pod::{PODS_BY_CLAIM, claims_of_pod};
 use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, STORAGE_CLASS};
 use crate::pv::constants::CONTROLLER_NAME;
 use crate::pv::controller::{Binder, Explanation, Settings, binding_order};
-use crate::pv::memory::{ClaimMemory, SYNCED, WAITING};
+use crate::pv::memory::ClaimMemory;
 use crate::pv::metrics::PvMetrics;
 use crate::pv::operations::Operations;
 use crate::pv::packed::RECENT;
@@ -304,16 +304,7 @@ pub(crate) fn build(
         )
         .in_one_lane()
         .waiting(waiting)
-        .after_each(move |key, ended| {
-            let (waits, outcome) = match ended {
-                Ended::Passed => return,
-                Ended::Done => (false, SYNCED.to_string()),
-                Ended::Waits => (true, WAITING.to_string()),
-                Ended::Failed(failure) => (true, failure.reason.clone()),
-            };
-            memory.synced(key, waits, outcome);
-            released.release_passed();
-        }),
+        .after_each(move |key, ended| work::claim_turn_ended(&memory, &released, key, ended)),
     );
     let resynced = Arc::clone(&store);
     workload.every(config.resync_period, move || {

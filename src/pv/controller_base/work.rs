@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use super::parking::Parking;
 use crate::pv::controller::{Complete, PvEffect, binding_order};
 use crate::pv::keys::VolumeName;
-use crate::pv::memory::ClaimMemory;
+use crate::pv::memory::{ClaimMemory, SYNCED, WAITING};
 use crate::pv::metrics::PvMetrics;
 use crate::pv::objects::claim_ref_key;
 use crate::pv::store::PvStore;
@@ -34,6 +34,7 @@ use crate::runtime::plan::Reservation;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::runner::Leading;
 use crate::runtime::waiting::Waiting;
+use crate::runtime::workload::Ended;
 
 /// What the handlers act on.
 #[derive(Clone)]
@@ -177,6 +178,25 @@ impl Reserver for Reservations {
 /// still waiting in its queue, which keeps its place anyway; and a parked
 /// new volume, queued again when the claims ahead of it had their turn
 /// ([`Parking`]).
+/// The end of a claim's turn: the claim's memory keeps how it ended (what
+/// `explain` shows as its last sync), and the parked volumes whose claims
+/// ahead have all had their turn are queued again.
+pub(super) fn claim_turn_ended(
+    memory: &ClaimMemory,
+    parking: &Parking,
+    key: &ObjectKey,
+    ended: &Ended,
+) {
+    let (waits, outcome) = match ended {
+        Ended::Passed => return,
+        Ended::Done => (false, SYNCED.to_string()),
+        Ended::Waits => (true, WAITING.to_string()),
+        Ended::Failed(failure) => (true, failure.reason.clone()),
+    };
+    memory.synced(key, waits, outcome);
+    parking.release_passed();
+}
+
 pub(super) fn resync(
     store: &PvStore,
     volume_queue: &WorkQueue<VolumeName>,
