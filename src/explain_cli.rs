@@ -230,7 +230,7 @@ pub async fn read_cluster(client: kube::Client, claim: &str) -> Result<Value, Ex
         .await
         .map_err(api)?
         .items;
-    let class_name = crate::pv::objects::claim_class(&object).to_string();
+    let class_name = crate::pv::claim_class(&object).to_string();
     let class = if class_name.is_empty() {
         None
     } else {
@@ -239,7 +239,7 @@ pub async fn read_cluster(client: kube::Client, claim: &str) -> Result<Value, Ex
             .await
             .map_err(api)?
     };
-    let explanation = crate::pv::controller::explain_listed(&object, &volumes, class.as_ref());
+    let explanation = crate::pv::explain_listed(&object, &volumes, class.as_ref());
     Ok(serde_json::to_value(explanation)?)
 }
 
@@ -346,7 +346,7 @@ pub fn table(explanation: &Value) -> String {
 
 /// A verdict in a few words, from its JSON form.
 fn verdict(verdict: &Value) -> String {
-    serde_json::from_value::<crate::pv::index::Verdict>(verdict.clone())
+    serde_json::from_value::<crate::pv::Verdict>(verdict.clone())
         .map(|v| v.describe())
         .unwrap_or_else(|_| verdict.to_string())
 }

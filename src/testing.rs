@@ -11,8 +11,8 @@
 pub use crate::embedded::{
     render_events, render_resource_claims, render_table, stand_in_kubelet, wait_settled,
 };
-pub use crate::pv::index::{MatchError, VolumeIndex};
-pub use crate::pv::store::{PvStore, ReservedVolume};
+pub use crate::pv::{MatchError, VolumeIndex};
+pub use crate::pv::{PvStore, ReservedVolume};
 pub use crate::runtime::events::{EventRecorder, QUEUE_CAPACITY, RecorderError, reference_of};
 pub use crate::runtime::leader::{LeaderElector, LeaderError};
 pub use crate::runtime::metrics::EventOutcome;
@@ -32,7 +32,7 @@ pub fn router(
     })
 }
 
-pub use crate::pv::controller::{Rehearsed, Server};
+pub use crate::pv::{Rehearsed, Server};
 
 /// What an offline binder knows: the objects of its store of volumes and
 /// claims and of its other stores.

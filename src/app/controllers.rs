@@ -17,11 +17,11 @@ use crate::{ephemeral, pv, resourceclaim};
 #[derive(Clone, Debug, Default)]
 pub struct Controllers {
     /// The PersistentVolume controller.
-    pub persistentvolume: Option<Arc<pv::controller_base::Controller>>,
+    pub persistentvolume: Option<Arc<pv::Controller>>,
     /// The ephemeral volume controller.
-    pub ephemeral: Option<Arc<ephemeral::controller_base::Controller>>,
+    pub ephemeral: Option<Arc<ephemeral::Controller>>,
     /// The ResourceClaim controller.
-    pub resourceclaim: Option<Arc<resourceclaim::controller_base::Controller>>,
+    pub resourceclaim: Option<Arc<resourceclaim::Controller>>,
 }
 
 /// How the process builds one controller: its workload for the runner, the
@@ -42,20 +42,16 @@ fn build_persistentvolume(
     config: &AppConfig,
     built: &mut Controllers,
 ) -> Result<Workload, BuildError> {
-    let (controller, workload) = pv::controller_base::build(shared, &config.persistentvolume)?;
+    let (controller, workload) = pv::build(shared, &config.persistentvolume)?;
     let classes = shared.informers.mem_store(&crate::kinds::STORAGE_CLASS)?;
-    shared
-        .metrics
-        .register(Box::new(pv::consumer_wait::ConsumerWait::new(
-            Arc::clone(controller.store()),
-            classes,
-        )?))?;
+    shared.metrics.register(Box::new(pv::ConsumerWait::new(
+        Arc::clone(controller.store()),
+        classes,
+    )?))?;
     // In shadow mode kube-controller-manager binds by design.
     if shared.shadow.is_none() {
-        let recorder = shared
-            .recorder
-            .for_component(pv::constants::CONTROLLER_NAME);
-        pv::other_binder::OtherBinder::watch(shared, recorder)?;
+        let recorder = shared.recorder.for_component(pv::CONTROLLER_NAME);
+        pv::OtherBinder::watch(shared, recorder)?;
     }
     built.persistentvolume = Some(controller);
     Ok(workload)
@@ -66,7 +62,7 @@ fn build_ephemeral(
     config: &AppConfig,
     built: &mut Controllers,
 ) -> Result<Workload, BuildError> {
-    let (controller, workload) = ephemeral::controller_base::build(shared, &config.ephemeral)?;
+    let (controller, workload) = ephemeral::build(shared, &config.ephemeral)?;
     built.ephemeral = Some(controller);
     Ok(workload)
 }
@@ -76,8 +72,7 @@ fn build_resourceclaim(
     config: &AppConfig,
     built: &mut Controllers,
 ) -> Result<Workload, BuildError> {
-    let (controller, workload) =
-        resourceclaim::controller_base::build(shared, &config.resourceclaim)?;
+    let (controller, workload) = resourceclaim::build(shared, &config.resourceclaim)?;
     built.resourceclaim = Some(controller);
     Ok(workload)
 }

@@ -6,10 +6,7 @@
 use std::path::PathBuf;
 
 use crate::options::Options;
-use crate::pv::plugins::PluginConfig;
-use crate::pv::plugins::recycler::{
-    RecyclerPodConfig, TemplateError, default_template, load_template,
-};
+use crate::pv::{PluginConfig, RecyclerPodConfig, TemplateError, default_template, load_template};
 
 /// The volume plugins' configuration of `options`; a recycler pod template
 /// file that cannot be read or has no volume is an error.

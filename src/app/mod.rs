@@ -239,7 +239,7 @@ impl App {
             "event sender",
             async move { recorder.sender_stopped().await },
         );
-        let mut routes = pv::admin::routes(controllers.persistentvolume.clone());
+        let mut routes = pv::admin_routes(controllers.persistentvolume.clone());
         if let Some(comparison) = &shadow {
             shadow::observe(&mut shared.informers, comparison)
                 .map_err(|error| AppError::Shared(error.into()))?;

@@ -12,14 +12,17 @@
 //! plain rules (names, ownership, the claim made from a template);
 //! `metrics` upstream's two counters.
 
-pub(crate) mod claims;
-pub(crate) mod controller;
-pub(crate) mod controller_base;
-pub(crate) mod metrics;
+mod claims;
+mod controller;
+mod controller_base;
+mod metrics;
 
 pub use controller_base::Config;
 pub(crate) use controller_base::NAME;
 
 // Only for the crate's tests and benchmarks.
+#[cfg(not(feature = "testing"))]
+pub(crate) use controller_base::Controller;
 #[cfg(feature = "testing")]
 pub use controller_base::Controller;
+pub(crate) use controller_base::build;

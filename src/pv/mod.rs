@@ -13,24 +13,24 @@
 //! decisions only say when. [`VolumePlugin`] is the interface a storage
 //! back end implements.
 
-pub(crate) mod admin;
-pub(crate) mod census;
-pub(crate) mod constants;
-pub(crate) mod consumer_wait;
-pub(crate) mod controller;
-pub(crate) mod controller_base;
-pub(crate) mod error;
-pub(crate) mod index;
-pub(crate) mod keys;
-pub(crate) mod memory;
-pub(crate) mod metrics;
-pub(crate) mod migration;
-pub(crate) mod objects;
-pub(crate) mod operations;
-pub(crate) mod other_binder;
-pub(crate) mod packed;
-pub(crate) mod plugins;
-pub(crate) mod store;
+mod admin;
+mod census;
+mod constants;
+mod consumer_wait;
+mod controller;
+mod controller_base;
+mod error;
+mod index;
+mod keys;
+mod memory;
+mod metrics;
+mod migration;
+mod objects;
+mod operations;
+mod other_binder;
+mod packed;
+mod plugins;
+mod store;
 
 pub use crate::runtime::events::EventType;
 pub use controller::Settings;
@@ -41,14 +41,38 @@ pub use plugins::{
     PluginError, ProvisionRequest, RecycleContext, RecycleWrites, VolumePlugin, VolumePlugins,
 };
 
+// What the rest of the process uses of the controller. Its modules are its
+// own: the compiler keeps every other module (the other controllers, shadow
+// mode, the process) out of them but for what is named here.
+pub(crate) use admin::routes as admin_routes;
+pub(crate) use constants::CONTROLLER_NAME;
+pub(crate) use consumer_wait::ConsumerWait;
+pub(crate) use controller::{FirstSign, Foreseen, explain_listed};
+pub(crate) use controller_base::build;
+pub(crate) use index::Verdict;
+pub(crate) use keys::{DELETE, PROVISION, RECYCLE};
+#[cfg(test)]
+pub(crate) use keys::{delete, provision, recycle};
+pub(crate) use objects::claim_class;
+pub(crate) use other_binder::OtherBinder;
+pub(crate) use plugins::recycler::{TemplateError, default_template, load_template};
+#[cfg(not(feature = "testing"))]
+pub(crate) use plugins::{PluginConfig, recycler::RecyclerPodConfig};
+#[cfg(feature = "testing")]
+pub use plugins::{PluginConfig, recycler::RecyclerPodConfig};
+#[cfg(not(feature = "testing"))]
+pub(crate) use {controller::Binder, controller_base::Controller};
+
 // Only for the crate's tests and benchmarks.
 #[cfg(feature = "testing")]
 pub use controller::{Binder, RetryPolicy};
 #[cfg(feature = "testing")]
 pub use controller_base::{Controller, DEFAULT_CLAIM_WORKERS};
 #[cfg(feature = "testing")]
-pub use keys::VolumeName;
-#[cfg(feature = "testing")]
-pub use plugins::PluginConfig;
-#[cfg(feature = "testing")]
-pub use plugins::recycler::{RecyclerPodConfig, default_template as default_recycler_template};
+pub use {
+    controller::{Rehearsed, Server},
+    index::{MatchError, VolumeIndex},
+    keys::VolumeName,
+    plugins::recycler::default_template as default_recycler_template,
+    store::{PvStore, ReservedVolume},
+};

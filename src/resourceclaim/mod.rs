@@ -13,8 +13,8 @@
 
 mod claims;
 mod constants;
-pub(crate) mod controller;
-pub(crate) mod controller_base;
+mod controller;
+mod controller_base;
 mod deleted;
 mod error;
 mod features;
@@ -27,8 +27,11 @@ pub use controller_base::Config;
 pub use features::Features;
 
 // Only for the crate's tests and benchmarks.
+#[cfg(not(feature = "testing"))]
+pub(crate) use controller_base::Controller;
 #[cfg(feature = "testing")]
 pub use controller_base::Controller;
+pub(crate) use controller_base::build;
 #[cfg(feature = "testing")]
 pub use error::SyncError;
 #[cfg(feature = "testing")]

@@ -4,7 +4,7 @@
 //! first, and what a recycle or delete it would start shows first.
 
 use super::{BindJudge, Choice};
-use crate::pv::controller::Binder;
+use crate::pv::Binder;
 
 /// Binds judged by `binder`'s rules, on the claims and volumes it knows.
 pub(crate) fn judge_binds_by(binder: &Binder) -> BindJudge {

@@ -15,8 +15,7 @@ use k8s_names::{
 };
 
 use super::views::{Field, View};
-use crate::pv::controller::FirstSign;
-use crate::pv::keys::{DELETE, PROVISION, RECYCLE};
+use crate::pv::{DELETE, FirstSign, PROVISION, RECYCLE};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::operations::OperationName;
 use crate::runtime::plan::Verb;

@@ -32,7 +32,7 @@ use std::time::Duration;
 use prometheus::{IntCounterVec, IntGauge, Opts};
 use tokio::time::Instant;
 
-use crate::pv::controller::Foreseen;
+use crate::pv::Foreseen;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::metrics::{Metrics, MetricsError};
 pub(crate) use bind_judge::judge_binds_by;

@@ -312,8 +312,7 @@ async fn what_is_kept_about_an_object_goes_with_it() {
 
 #[tokio::test(start_paused = true)]
 async fn an_operation_is_judged_by_what_it_shows_first_on_the_cluster() {
-    use crate::pv::controller::{FirstSign, Foreseen};
-    use crate::pv::keys::{DELETE, PROVISION, RECYCLE, delete, provision, recycle};
+    use crate::pv::{DELETE, FirstSign, Foreseen, PROVISION, RECYCLE, delete, provision, recycle};
     let (shadow, _) = shadow();
     let version = Arc::new(std::sync::Mutex::new("1".to_string()));
     let seen = Arc::clone(&version);

@@ -35,8 +35,8 @@ use crate::runtime::queue::WorkQueue;
 use crate::runtime::shared::{BuildError, Shared};
 use crate::runtime::waiting::Waiting;
 #[cfg(any(test, feature = "testing"))]
-use crate::runtime::workload::turn;
-use crate::runtime::workload::{Ended, Pool, Workload};
+use crate::runtime::workload::{Ended, turn};
+use crate::runtime::workload::{Pool, Workload};
 use crate::runtime::write::WriterSet;
 use collector::StateCollector;
 use parking::Parking;
@@ -119,7 +119,6 @@ impl Controller {
     }
 
     /// The store of volumes and claims the controller decides from.
-    #[cfg(any(test, feature = "testing"))]
     pub fn store(&self) -> &Arc<PvStore> {
         &self.binder.store
     }
