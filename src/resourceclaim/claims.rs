@@ -49,7 +49,7 @@ impl ClaimStore {
     }
 
     /// Offers a claim seen on the watch or returned by a write; it is kept
-    /// unless the cache holds a newer version. Returns whether it was kept.
+    /// unless the store holds a newer version. Returns whether it was kept.
     pub(crate) fn offer(&self, claim: Arc<ResourceClaim>) -> bool {
         let key = ObjectKey::of(claim.as_ref());
         let mut inner = self.lock();
@@ -106,7 +106,7 @@ impl ClaimStore {
             .collect()
     }
 
-    /// Every cached claim's key, in order.
+    /// Every stored claim's key, in order.
     pub(crate) fn keys(&self) -> Vec<ObjectKey> {
         self.lock().claims.keys().cloned().collect()
     }

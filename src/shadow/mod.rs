@@ -80,7 +80,7 @@ pub(crate) enum Choice {
 
 /// How a bind the other controller made, and an operation this one would
 /// start, are judged: by the binder's rules on the objects as this
-/// process's cache holds them.
+/// process's store holds them.
 pub(crate) struct BindJudge {
     /// Whether `other` is as good a choice as `ours` for the claim (both
     /// fit it; same capacity, class, access modes, volume mode, node

@@ -1,10 +1,10 @@
 //! The binder scenarios: upstream's binder table (unit test sets 1-4 and 13),
 //! the volume-mode table (set 14), the multi-sync cases (set 10) and the
-//! later VolumeAttributesClass and stale-cache additions, each row run once
+//! later VolumeAttributesClass and stale-store additions, each row run once
 //! as a single direct sync and once with the whole controller running until
 //! it settles.
 
-use crate::harness::{Call, SKIP_CACHE, row, run_table};
+use crate::harness::{Call, SKIP_STORE, row, run_table};
 use k8s_names::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO,
     ANN_PRE_RESIZE_CAPACITY, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
@@ -634,7 +634,7 @@ async fn set_4_volumes() {
             .same_claims(claims([claim("claim4-11", "uid4-11", "10Gi")
                 .volume_name("volume4-11")
                 .phase("Bound")
-                .annotations(&[SKIP_CACHE])]))
+                .annotations(&[SKIP_STORE])]))
             .call(Call::SyncVolume)
             .settles_with(|s| s.claim("claim4-11", |c| c.annotations(&[ANN_BIND_COMPLETED]))),
         row("4-12 volume bound to newest claim but not updated to local cache")
@@ -646,7 +646,7 @@ async fn set_4_volumes() {
                 .volume_name("volume4-12")
                 .phase("Bound")
                 .annotations(&[ANN_BIND_COMPLETED])]))
-            .stale_cached_claims(claims([claim("claim4-12", "uid4-12", "10Gi")
+            .stale_stored_claims(claims([claim("claim4-12", "uid4-12", "10Gi")
                 .volume_name("volume4-12")
                 .phase("Bound")
                 .annotations(&[ANN_BIND_COMPLETED])]))

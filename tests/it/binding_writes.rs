@@ -1,5 +1,5 @@
 //! The cost of binding, counted by the in-memory API server: writes per
-//! bound pair, conflicts, and what the shadow cache saves; plus recovery
+//! bound pair, conflicts, and what the store saves; plus recovery
 //! from injected faults and from invalid objects.
 
 use crate::harness::{Running, check_invariants, recorded_events, seed_pairs};
@@ -101,7 +101,7 @@ async fn a_thousand_pairs_all_bind_with_four_writes_each_and_no_conflict() {
 /// The four writes of a bind take turns between the two objects (volume
 /// spec, claim spec, volume status, claim status), so the API server never
 /// gets two writes of one object a round trip apart; a real server then
-/// often checks the second against a watch cache one version behind, and
+/// often checks the second against a watch store one version behind, and
 /// runs the update twice.
 #[tokio::test(start_paused = true)]
 async fn a_bind_never_writes_one_object_twice_in_a_row() {
@@ -164,7 +164,7 @@ async fn a_bind_stopped_before_the_volume_phase_is_completed() {
     assert_eq!(check_invariants(&api), Vec::<String>::new());
 }
 
-/// Two claims, one volume: the shadow cache keeps the reserved volume from
+/// Two claims, one volume: the store keeps the reserved volume from
 /// being offered to the second claim, so there is one reservation and no
 /// conflict.
 #[tokio::test(start_paused = true)]
@@ -351,7 +351,7 @@ async fn invalid_objects_get_warnings_and_do_not_stop_the_others() {
 /// while the server's copy keeps them (an update without them leaves them
 /// as they are).
 #[tokio::test(start_paused = true)]
-async fn managed_fields_are_not_cached_and_not_wiped() {
+async fn managed_fields_are_not_stored_and_not_wiped() {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
     let managed = || {
         Some(vec![ManagedFieldsEntry {
@@ -381,20 +381,20 @@ async fn managed_fields_are_not_cached_and_not_wiped() {
 
     let running = Running::binder(&api).await;
     running.settle().await;
-    let cache = running.controller().store();
+    let store = running.controller().store();
     for name in ["volume-bound", "volume-spare"] {
-        let cached = cache
+        let stored = store
             .volume(&pv_controller::pv::VolumeName::new(name))
-            .expect("cached volume");
+            .expect("stored volume");
         assert_eq!(
-            cached.metadata.managed_fields, None,
-            "{name} cached without them"
+            stored.metadata.managed_fields, None,
+            "{name} stored without them"
         );
     }
-    let cached = cache
+    let stored = store
         .claim(&pv_controller::ObjectKey::new("default", "claim"))
-        .expect("cached claim");
-    assert_eq!(cached.metadata.managed_fields, None);
+        .expect("stored claim");
+    assert_eq!(stored.metadata.managed_fields, None);
     running.stop().await;
 
     let stored = api

@@ -101,7 +101,7 @@ async fn set_8_delete() {
                     .build();
                 api.put(&volume).expect("put volume");
                 if let Some(controller) = controller {
-                    controller.store().offer_claim(Arc::new(stored)).expect("cache claim");
+                    controller.store().offer_claim(Arc::new(stored)).expect("store claim");
                 }
             })
             .call(Call::SyncVolume)
@@ -291,7 +291,7 @@ async fn concurrent_syncs_of_one_volume_start_one_delete() {
     let volume = controller
         .store()
         .volume(&VolumeName::new("volume-x"))
-        .expect("cached");
+        .expect("stored");
     let (a, b, c) = tokio::join!(
         controller.sync_volume(&volume),
         controller.sync_volume(&volume),
@@ -359,7 +359,7 @@ async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
     let released = controller
         .store()
         .volume(&VolumeName::new("volume-x"))
-        .expect("cached");
+        .expect("stored");
     controller
         .sync_volume(&released)
         .await

@@ -18,7 +18,7 @@ use crate::mock_plugin::{MockConfig, MockPlugin};
 pub(crate) use crate::process::{Running, binder_only, clients, direct_binder, events_of, settle};
 
 /// A change a row makes to the server (and, in direct mode, to the
-/// controller's cache) between the sync and the operation it started; in
+/// controller's store) between the sync and the operation it started; in
 /// settled mode it is applied before the controller starts.
 pub(crate) type Inject = Arc<dyn Fn(&MemApi, Option<&Controller>) + Send + Sync>;
 
@@ -78,8 +78,8 @@ fn position<K: kube::Resource>(list: &[K], name: &str, namespace: Option<&str>) 
 }
 
 /// Marker annotation: the object is on the server but not in the
-/// controller's shadow cache when the direct sync runs (a stale cache).
-pub(crate) const SKIP_CACHE: &str = "pv-testing-skip-local-store";
+/// controller's store when the direct sync runs (a stale store).
+pub(crate) const SKIP_STORE: &str = "pv-testing-skip-local-store";
 
 /// Which sync a row's direct run calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,9 +114,9 @@ pub(crate) struct Scenario {
     /// Events the running controller must have recorded by the end, when
     /// they differ from `events`.
     pub settled_events: Option<Vec<&'static str>>,
-    /// Claims the direct run's shadow cache holds instead of the server's
-    /// version (a cache that has not caught up yet).
-    pub stale_cached_claims: Vec<PersistentVolumeClaim>,
+    /// Claims the direct run's store holds instead of the server's
+    /// version (a store that has not caught up yet).
+    pub stale_stored_claims: Vec<PersistentVolumeClaim>,
     /// The mock plugin's answers; no mock plugin when `None`.
     pub plugin: Option<MockConfig>,
     pub nodes: Vec<Node>,
@@ -138,7 +138,7 @@ pub(crate) fn row(name: &'static str) -> Scenario {
         pods: vec![],
         settled: None,
         settled_events: None,
-        stale_cached_claims: vec![],
+        stale_stored_claims: vec![],
         plugin: None,
         nodes: vec![],
         inject: None,
@@ -225,8 +225,8 @@ impl Scenario {
         }
     }
 
-    pub(crate) fn stale_cached_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
-        self.stale_cached_claims = claims;
+    pub(crate) fn stale_stored_claims(mut self, claims: Vec<PersistentVolumeClaim>) -> Self {
+        self.stale_stored_claims = claims;
         self
     }
 
@@ -307,7 +307,7 @@ fn seeded_server(s: &Scenario) -> MemApi {
 fn has_skip_marker(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
     meta.annotations
         .as_ref()
-        .is_some_and(|a| a.contains_key(SKIP_CACHE))
+        .is_some_and(|a| a.contains_key(SKIP_STORE))
 }
 
 /// The row's first claim, as `store` holds it.
@@ -360,7 +360,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     for claim in s.claims.iter().filter(|c| has_skip_marker(&c.metadata)) {
         store.remove_claim(&ObjectKey::of(claim));
     }
-    for stale in &s.stale_cached_claims {
+    for stale in &s.stale_stored_claims {
         let mut stale = stale.clone();
         stale.metadata.resource_version = Some(i64::MAX.to_string());
         store.remove_claim(&ObjectKey::of(&stale));
@@ -414,10 +414,10 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
 /// of the row's objects (shaped as the server stores them): the plan must
 /// come to the row's direct expectation, objects and events, and fail
 /// where the sync must fail. `None` for a row about what the server does
-/// (injected failures, a cache behind the server): the memapi runs
+/// (injected failures, a store behind the server): the memapi runs
 /// alone check it.
 pub(crate) fn run_planned(s: &Scenario) -> Option<Vec<String>> {
-    if !s.errors.is_empty() || s.inject.is_some() || !s.stale_cached_claims.is_empty() {
+    if !s.errors.is_empty() || s.inject.is_some() || !s.stale_stored_claims.is_empty() {
         return None;
     }
     // Only to shape the objects as the server stores them (its admission

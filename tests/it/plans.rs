@@ -19,11 +19,11 @@ fn rehearse_c1(volumes: Vec<PersistentVolume>, claims: Vec<PersistentVolumeClaim
         },
     )
     .unwrap();
-    let cached = binder
+    let stored = binder
         .store()
         .claim(&pv_controller::ObjectKey::new("default", "c1"))
         .unwrap();
-    binder.rehearse_claim(&cached, &Server { volumes, claims })
+    binder.rehearse_claim(&stored, &Server { volumes, claims })
 }
 
 #[tokio::test]
@@ -92,14 +92,14 @@ async fn a_released_volume_of_policy_delete_is_marked_released_then_its_delete_s
         },
     )
     .unwrap();
-    let cached = binder
+    let stored = binder
         .store()
         .volume(&pv_controller::pv::VolumeName::new("pv1"))
         .unwrap();
     // The claim is missing from the store: the decision asks the server,
     // which has none either.
     let rehearsed = binder.rehearse_volume(
-        &cached,
+        &stored,
         &Server {
             volumes: vec![volume],
             claims: vec![],

@@ -96,7 +96,7 @@ impl Controller {
     /// before (or without) its watch event: how a test stages a create
     /// whose watch event has not arrived.
     #[cfg(feature = "testing")]
-    pub fn cache_created(&self, claim: k8s_openapi::api::resource::v1::ResourceClaim) {
+    pub fn store_created(&self, claim: k8s_openapi::api::resource::v1::ResourceClaim) {
         self.known.claims.offer(Arc::new(claim));
     }
 }

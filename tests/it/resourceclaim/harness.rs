@@ -25,11 +25,11 @@ pub(crate) struct Row {
     pub name: &'static str,
     pub key: Option<WorkKey>,
     pub pods: Vec<Pod>,
-    /// Pods created after the controller's caches synced (direct mode).
+    /// Pods created after the controller's stores synced (direct mode).
     pub pods_later: Vec<Pod>,
     pub claims: Vec<ResourceClaim>,
-    /// Claims only in the controller's cache, as just created (direct mode).
-    pub claims_in_cache: Vec<ResourceClaim>,
+    /// Claims only in the controller's store, as just created (direct mode).
+    pub claims_in_store: Vec<ResourceClaim>,
     pub templates: Vec<ResourceClaimTemplate>,
     pub expected_claims: Vec<ResourceClaim>,
     pub expected_statuses: Statuses,
@@ -160,10 +160,10 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     let mut app = App::start(direct_clients(&api), claims_only(row.features))
         .await
         .expect("the process starts");
-    app.start_informers().await.expect("caches");
+    app.start_informers().await.expect("stores");
     let controller = app.controllers().resourceclaim.clone().expect("built");
-    for claim in &row.claims_in_cache {
-        controller.cache_created(claim.clone());
+    for claim in &row.claims_in_store {
+        controller.store_created(claim.clone());
     }
     for pod in &row.pods_later {
         api.create(pod).expect("pod");
@@ -283,7 +283,7 @@ fn compare(api: &MemApi, row: &Row, claims: &[ResourceClaim], statuses: &Statuse
     let seeded: Vec<String> = row
         .claims
         .iter()
-        .chain(&row.claims_in_cache)
+        .chain(&row.claims_in_store)
         .filter_map(|c| c.metadata.name.clone())
         .collect();
     let mut problems = Vec::new();

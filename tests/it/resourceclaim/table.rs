@@ -92,7 +92,7 @@ fn upstream_create_rows() -> Vec<Row> {
         Row {
             name: "find-created-claim-in-cache",
             pods: vec![pod_with_resource()],
-            claims_in_cache: vec![generated_claim()],
+            claims_in_store: vec![generated_claim()],
             key: pod_key(&pod_with_resource()),
             expected_statuses: statuses(POD, &[(ENTRY, Some(GENERATED))]),
             direct_only: Some(

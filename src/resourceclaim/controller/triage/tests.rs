@@ -25,8 +25,8 @@ fn recorded(phase: &str) -> Value {
     json!({ "phase": phase, "resourceClaimStatuses": [ { "name": "gpu", "resourceClaimName": "c" } ] })
 }
 
-fn cache_with(owner_uid: &str, status: &Value) -> ClaimStore {
-    let cache = ClaimStore::default();
+fn store_with(owner_uid: &str, status: &Value) -> ClaimStore {
+    let store = ClaimStore::default();
     let claim: ResourceClaim = serde_json::from_value(json!({
         "metadata": {
             "name": "c", "namespace": "ns", "resourceVersion": "1",
@@ -36,8 +36,8 @@ fn cache_with(owner_uid: &str, status: &Value) -> ClaimStore {
         "status": status.clone(),
     }))
     .unwrap();
-    cache.offer(Arc::new(claim));
-    cache
+    store.offer(Arc::new(claim));
+    store
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn a_template_entry_without_its_claim_needs_work() {
         pod_needs_work(&pod(&recorded("Pending"), None), &empty),
         "the recorded claim is gone"
     );
-    let owned = cache_with("uid-p", &json!({}));
+    let owned = store_with("uid-p", &json!({}));
     assert!(!pod_needs_work(&pod(&recorded("Pending"), None), &owned));
 }
 
@@ -68,13 +68,13 @@ fn done_pods_and_entries_without_claims_need_no_work() {
 
 #[test]
 fn a_recorded_claim_of_someone_else_needs_work() {
-    let foreign = cache_with("uid-other", &json!({}));
+    let foreign = store_with("uid-other", &json!({}));
     assert!(pod_needs_work(&pod(&recorded("Pending"), None), &foreign));
 }
 
 #[test]
 fn a_scheduled_pod_needs_its_allocated_claim_reserved() {
-    let allocated = cache_with("uid-p", &json!({ "allocation": {} }));
+    let allocated = store_with("uid-p", &json!({ "allocation": {} }));
     assert!(pod_needs_work(
         &pod(&recorded("Pending"), Some("node")),
         &allocated
@@ -83,7 +83,7 @@ fn a_scheduled_pod_needs_its_allocated_claim_reserved() {
         !pod_needs_work(&pod(&recorded("Pending"), None), &allocated),
         "the scheduler reserves"
     );
-    let reserved = cache_with(
+    let reserved = store_with(
         "uid-p",
         &json!({ "allocation": {}, "reservedFor": [ { "resource": "pods", "name": "p", "uid": "uid-p" } ] }),
     );
@@ -110,7 +110,7 @@ fn a_done_or_deleted_pod_releases_its_claims() {
 
 #[test]
 fn a_done_pod_releases_the_claims_it_controls_and_its_extended_claim() {
-    let owned = cache_with("uid-p", &json!({}));
+    let owned = store_with("uid-p", &json!({}));
     let unrecorded = json!({
         "phase": "Failed",
         "extendedResourceClaimStatus": { "resourceClaimName": "ext", "requestMappings": [] },
