@@ -161,7 +161,7 @@ impl<L: Send + Sync + 'static> Executor<L> {
     }
 
     /// Takes `plan`'s reservations, now: the next decision passes the
-    /// reserved objects by. Refused, with nothing sent, when one is held
+    /// reserved objects by. Refused, with nothing sent, when one is reserved
     /// for another.
     pub fn start(&self, plan: Plan<L>) -> Result<Started<L>, WriteError> {
         let (steps, reservations, then) = plan.into_parts();
@@ -174,7 +174,7 @@ impl<L: Send + Sync + 'static> Executor<L> {
                 Ok(kept) => taken.push((reservation, kept)),
                 Err(reason) => {
                     return Err(WriteError::Stale {
-                        object: reservation.held.clone(),
+                        object: reservation.reserved.clone(),
                         reason,
                     });
                 }

@@ -211,11 +211,11 @@ impl<L> Step<L> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
     /// The object it is reserved for (the claim).
-    pub holder: ObjectKey,
+    pub for_key: ObjectKey,
     /// The UID of the object it is reserved for.
-    pub holder_uid: String,
+    pub for_uid: String,
     /// The name of the object reserved (the volume).
-    pub held: String,
+    pub reserved: String,
 }
 
 /// Why a key's turn failed, as a plan says it: retried with the key's

@@ -73,6 +73,6 @@ impl Shadow for Comparison {
     }
 
     fn reserve(&self, reservation: Reservation, kept: Box<dyn Any + Send>) {
-        self.keep(&reservation.holder_uid, &reservation.held, kept);
+        self.keep(&reservation.for_uid, &reservation.reserved, kept);
     }
 }

@@ -105,8 +105,8 @@ struct Pending {
 struct State {
     pending: HashMap<Subject, Vec<Pending>>,
     /// Reservations kept for intended binds, by claim UID, with the
-    /// volume each holds.
-    held: HashMap<String, (String, Box<dyn Any + Send>)>,
+    /// volume each reserves.
+    reserved: HashMap<String, (String, Box<dyn Any + Send>)>,
     /// Claims last seen unbound, by UID: a bind of one by someone else is
     /// judged.
     unbound: HashSet<String>,
@@ -262,7 +262,7 @@ impl Comparison {
         state.started.retain(|_, (object, _)| object != key);
         if let Some(uid) = uid {
             state.unbound.remove(uid);
-            state.held.remove(uid);
+            state.reserved.remove(uid);
         }
     }
 
@@ -272,11 +272,11 @@ impl Comparison {
     /// the same volume kept already stays: the new one only repeats it.
     fn keep(&self, claim_uid: &str, volume: &str, reservation: Box<dyn Any + Send>) {
         let mut state = self.lock();
-        match state.held.get(claim_uid) {
-            Some((held, _)) if held == volume => {}
+        match state.reserved.get(claim_uid) {
+            Some((reserved, _)) if reserved == volume => {}
             _ => {
                 state
-                    .held
+                    .reserved
                     .insert(claim_uid.to_string(), (volume.to_string(), reservation));
             }
         }
@@ -358,7 +358,7 @@ impl Comparison {
                     None
                 }
                 Some(volume) => {
-                    state.held.remove(uid);
+                    state.reserved.remove(uid);
                     let was_unbound = state.unbound.remove(uid);
                     let judged_lately = state
                         .judged
@@ -459,11 +459,11 @@ impl Comparison {
         if pending.decision.kind == "bind"
             && let Some(uid) = &pending.decision.uid
         {
-            // A bind the cluster did not carry out keeps its volume held
+            // A bind the cluster did not carry out keeps its volume reserved
             // until the claim is bound or gone: let go, the volume would
             // go to the next claim, and one difference become many.
             if !matches!(verdict, Verdict::Differ(_)) || !state.unbound.contains(uid) {
-                state.held.remove(uid);
+                state.reserved.remove(uid);
             }
             state.judged.insert(uid.clone(), Instant::now());
         }

@@ -73,7 +73,7 @@ impl Shadow for Lines {
     fn reserve(&self, reservation: Reservation, _kept: Box<dyn Any + Send>) {
         self.push(format!(
             "reserve {} for {}",
-            reservation.held, reservation.holder_uid
+            reservation.reserved, reservation.for_uid
         ));
     }
 }
@@ -100,13 +100,13 @@ impl Drop for Release {
 impl Reserver for Names {
     fn reserve(&self, reservation: &Reservation) -> Result<Box<dyn Any + Send>, String> {
         let mut held = self.0.lock().unwrap();
-        match held.get(&reservation.held) {
-            Some(holder) if *holder != reservation.holder_uid => Err("held".to_string()),
+        match held.get(&reservation.reserved) {
+            Some(holder) if *holder != reservation.for_uid => Err("held".to_string()),
             _ => {
-                held.insert(reservation.held.clone(), reservation.holder_uid.clone());
+                held.insert(reservation.reserved.clone(), reservation.for_uid.clone());
                 Ok(Box::new(Release(
                     Arc::clone(&self.0),
-                    reservation.held.clone(),
+                    reservation.reserved.clone(),
                 )))
             }
         }
@@ -184,9 +184,9 @@ fn touch(
 
 fn reservation() -> Reservation {
     Reservation {
-        holder: ObjectKey::new("ns", "c1"),
-        holder_uid: "uid-c".into(),
-        held: "v1".into(),
+        for_key: ObjectKey::new("ns", "c1"),
+        for_uid: "uid-c".into(),
+        reserved: "v1".into(),
     }
 }
 
@@ -323,7 +323,7 @@ async fn reservations_are_taken_before_the_first_write_and_released_at_the_end()
     );
     let mut other = Plan::<String>::default();
     other.reserve(Reservation {
-        holder_uid: "uid-other".into(),
+        for_uid: "uid-other".into(),
         ..reservation()
     });
     let refused = bed.executor.start(other);

@@ -70,9 +70,9 @@ fn create_pod(key: &str) -> Plan<()> {
     pod.metadata.name = Some(key.into());
     plan.create(pod);
     plan.reserve(Reservation {
-        holder: crate::keys::ObjectKey::new("ns", key),
-        holder_uid: key.into(),
-        held: key.into(),
+        for_key: crate::keys::ObjectKey::new("ns", key),
+        for_uid: key.into(),
+        reserved: key.into(),
     });
     plan
 }

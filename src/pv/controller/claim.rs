@@ -270,9 +270,9 @@ impl Binder {
         if let Some(volume) = found {
             tracing::debug!(volume = %VolumeName::of(&volume), "found a matching volume");
             plan.reserve(Reservation {
-                holder: ObjectKey::of(claim.as_ref()),
-                holder_uid: claim.metadata.uid.clone().unwrap_or_default(),
-                held: VolumeName::of(&volume).as_str().to_owned(),
+                for_key: ObjectKey::of(claim.as_ref()),
+                for_uid: claim.metadata.uid.clone().unwrap_or_default(),
+                reserved: VolumeName::of(&volume).as_str().to_owned(),
             });
             return bind(plan, &volume, claim);
         }

@@ -158,11 +158,11 @@ pub(super) struct Reservations(pub(super) Arc<PvStore>);
 
 impl Reserver for Reservations {
     fn reserve(&self, reservation: &Reservation) -> Result<Box<dyn Any + Send>, String> {
-        match self.0.reserve(&reservation.held, &reservation.holder) {
+        match self.0.reserve(&reservation.reserved, &reservation.for_key) {
             Some(reserved) => Ok(Box::new(reserved)),
             None => Err(format!(
                 "volume {} is reserved for another claim",
-                reservation.held
+                reservation.reserved
             )),
         }
     }
