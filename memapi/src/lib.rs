@@ -91,7 +91,9 @@
 mod admission;
 mod apply;
 mod body;
+mod clock;
 mod delete;
+mod digest;
 mod discovery;
 mod error;
 mod handler;
@@ -118,6 +120,8 @@ mod validation;
 mod watch;
 
 pub use body::{ResponseBody, StreamCut};
+pub use clock::{SimulatedClock, simulate_clock};
+pub use digest::Digest;
 pub use error::MemApiError;
 pub use handler::{ConnectionDropped, MAX_BODY_BYTES};
 pub use observe::{Observed, Observer};
@@ -474,6 +478,17 @@ impl MemApi {
     /// A snapshot of the request log and counters.
     pub fn requests(&self) -> RequestStats {
         lock(&self.shared.stats).clone()
+    }
+
+    /// The digest of the run so far: every request in the order it was
+    /// answered, then every object held now (see [`Digest`]).
+    pub fn digest(&self) -> Digest {
+        let mut digest = digest::Fnv::new();
+        for entry in lock(&self.shared.stats).log() {
+            digest.request(entry);
+        }
+        lock(&self.shared.store).digest_objects(&mut digest);
+        digest.finish()
     }
 
     /// Forgets the request log and counters.

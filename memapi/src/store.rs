@@ -194,6 +194,17 @@ impl Store {
         self.objects.get(&res_key(kind)).into_iter().flatten()
     }
 
+    /// Every object of every resource, by resource (group, plural) and
+    /// key, for a run's digest.
+    pub(crate) fn digest_objects(&self, digest: &mut super::digest::Fnv) {
+        for ((group, plural), objects) in &self.objects {
+            let resource = format!("{group}/{plural}");
+            for object in objects.values() {
+                digest.object(&resource, object);
+            }
+        }
+    }
+
     /// The objects of a kind whose key sorts after `after` (all of them
     /// without one), in key order: the rest of a paged list, found without
     /// walking the pages already served.

@@ -109,6 +109,7 @@ impl WatchState {
                 }
             };
             tokio::select! {
+                biased;
                 item = self.rx.recv() => match item {
                     Some(item) => self.pending.push_back(item),
                     None => return None,

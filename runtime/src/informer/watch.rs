@@ -67,7 +67,7 @@ pub(super) fn watch<K: Kind>(
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
     if managers.is_empty() {
         return watcher(Api::<Lean<K>>::all(client.clone()), config)
-            .default_backoff()
+            .backoff(super::watch_backoff())
             .map_ok(|event| match event {
                 Event::Apply(Lean(object)) => Event::Apply(object),
                 Event::Delete(Lean(object)) => Event::Delete(object),
@@ -90,7 +90,7 @@ pub(super) fn watch<K: Kind>(
         }
     };
     watcher(Api::<WithManagers<K>>::all(client.clone()), config)
-        .default_backoff()
+        .backoff(super::watch_backoff())
         .map_ok(move |event| match event {
             Event::Apply(WithManagers(object, written)) => {
                 tell(&object, &written, false);
