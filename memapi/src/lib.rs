@@ -538,6 +538,23 @@ impl MemApi {
         Ok(())
     }
 
+    /// Makes the watches of the API of the resource `plural` (e.g.
+    /// "persistentvolumeclaims") deliver each event `lag` late (zero: at
+    /// once), open watches too, as an API server whose watch cache lags
+    /// behind its storage: the events of one resource keep their order
+    /// (and bookmarks come after the events they follow), while one
+    /// resource's watches may run ahead of another's and the answers to
+    /// writes are never late. A cut stream breaks at once, losing what it
+    /// had not delivered (a watch resumed from its last version gets it).
+    pub fn lag_watches(&self, plural: &str, lag: std::time::Duration) -> Result<(), MemApiError> {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.plural == plural)
+            .ok_or_else(|| ApiError::from_code(404, format!("memapi does not serve {plural}")))?;
+        lock(&self.shared.store).set_lag(kind, lag);
+        Ok(())
+    }
+
     /// The current (latest) resourceVersion.
     pub fn resource_version(&self) -> u64 {
         lock(&self.shared.store).rv()

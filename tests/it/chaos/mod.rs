@@ -16,11 +16,19 @@
 //! The [`model`] test runs random action sequences without faults against
 //! a reference model of the settled state.
 //!
+//! A seed is the run: memapi in-process, one current-thread runtime in
+//! paused time, the clocks and every random choice drawn from the seed
+//! ([`run::run`]), so the same seed and build replay the same requests,
+//! answers and final objects, which a digest of the run sums up.
+//! `chaos::seeds_replay_bit_for_bit` runs seeds twice and compares digests.
+//!
 //! `CHAOS_SEEDS` (default 200) sets how many seeds `chaos::seeds` runs,
-//! from `CHAOS_SEED_START` (default 0); a failing seed is printed with the
-//! command that replays it alone:
+//! from `CHAOS_SEED_START` (default 0), `CHAOS_THREADS` (default 2) at a
+//! time; a failing seed is printed with its replay line and the command
+//! that replays it alone:
 //! `CHAOS_SEED=<n> cargo test --test it chaos::replay -- --nocapture`
-//! (with `RUST_LOG=info` to see the replicas' logs).
+//! (with `RUST_LOG=info` to see the replicas' logs), whose last line is
+//! `seed <n>: ok digest <hex>` or `seed <n>: FAILED <problem> digest <hex>`.
 
 mod claims;
 mod faults;

@@ -1,5 +1,5 @@
 //! One chaos run, from a seed: a small cluster, two replicas, 90 s of
-//! faults, user actions and kills, then up to 15 min (paused time) for the
+//! faults (watches late by a lag per kind among them), user actions and kills, then up to 15 min (paused time) for the
 //! state to settle and keep every invariant.
 
 use std::collections::BTreeSet;
@@ -187,11 +187,19 @@ impl Run {
                     .probability(0.3),
             ),
         ];
+        for resource in WATCHED {
+            self.lag_watches(resource);
+        }
         let requests_before = self.api.requests().total();
         let end = Instant::now() + CHAOS_PHASE;
         while Instant::now() < end {
             self.step(true).await;
             self.chaos_step().await;
+        }
+        for resource in WATCHED {
+            self.api
+                .lag_watches(resource, Duration::ZERO)
+                .expect("a watched resource");
         }
         let fired = faults.remove(&self.api);
         let failed: u64 = fired.iter().map(|(_, n)| n).sum();
@@ -248,6 +256,10 @@ impl Run {
             let cut = self.api.cut_watches();
             self.survived.add("watch streams cut mid-way", cut as u64);
         }
+        if self.rng.chance(0.02) {
+            let resource = *self.rng.pick(&WATCHED);
+            self.lag_watches(resource);
+        }
         if self.rng.chance(0.015) {
             self.api.compact();
             self.survived
@@ -273,6 +285,19 @@ impl Run {
             self.kill_leader("leader killed at a random point");
         } else if self.rng.chance(0.004) {
             self.stop_leader().await;
+        }
+    }
+
+    /// Makes the watches of `resource` late by a lag drawn from the seed
+    /// (none, a little, a second, several): each kind's watch runs ahead
+    /// of or behind the others and the answers to writes.
+    fn lag_watches(&mut self, resource: &str) {
+        let lag = *self.rng.pick(&[0, 200, 1000, 3000]);
+        self.api
+            .lag_watches(resource, Duration::from_millis(lag))
+            .expect("a watched resource");
+        if lag > 0 {
+            self.survived.add("watches made late (kind, lag)", 1);
         }
     }
 
