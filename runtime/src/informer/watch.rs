@@ -53,7 +53,7 @@ pub enum WatchFailure {
 /// before it is trimmed, which at 500 objects of a storm is a few MiB.
 const LIST_PAGE_SIZE: u32 = 500;
 
-/// A watcher of every `K` with the default backoff, so a broken watch is
+/// A watcher of every `K` with the watch backoff (`backoff.rs`), so a broken watch is
 /// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
 /// are decoded without their managedFields ([`Lean`]) and trimmed by the
 /// kind's `shape`, as the store keeps them. With `managers` to tell, each
