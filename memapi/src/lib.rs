@@ -91,7 +91,9 @@
 mod admission;
 mod apply;
 mod body;
+mod clock;
 mod delete;
+mod digest;
 mod discovery;
 mod error;
 mod handler;
@@ -118,6 +120,8 @@ mod validation;
 mod watch;
 
 pub use body::{ResponseBody, StreamCut};
+pub use clock::{SimulatedClock, simulate_clock};
+pub use digest::Digest;
 pub use error::MemApiError;
 pub use handler::{ConnectionDropped, MAX_BODY_BYTES};
 pub use observe::{Observed, Observer};
@@ -476,6 +480,17 @@ impl MemApi {
         lock(&self.shared.stats).clone()
     }
 
+    /// The digest of the run so far: every request in the order it was
+    /// answered, then every object held now (see [`Digest`]).
+    pub fn digest(&self) -> Digest {
+        let mut digest = digest::Fnv::new();
+        for entry in lock(&self.shared.stats).log() {
+            digest.request(entry);
+        }
+        lock(&self.shared.store).digest_objects(&mut digest);
+        digest.finish()
+    }
+
     /// Forgets the request log and counters.
     pub fn reset_requests(&self) {
         *lock(&self.shared.stats) = RequestStats::default();
@@ -520,6 +535,23 @@ impl MemApi {
             .find(|k| k.plural == plural)
             .ok_or_else(|| ApiError::from_code(404, format!("memapi does not serve {plural}")))?;
         lock(&self.shared.store).lose_events(kind, count);
+        Ok(())
+    }
+
+    /// Makes the watches of the API of the resource `plural` (e.g.
+    /// "persistentvolumeclaims") deliver each event `lag` late (zero: at
+    /// once), open watches too, as an API server whose watch cache lags
+    /// behind its storage: the events of one resource keep their order
+    /// (and bookmarks come after the events they follow), while one
+    /// resource's watches may run ahead of another's and the answers to
+    /// writes are never late. A cut stream breaks at once, losing what it
+    /// had not delivered (a watch resumed from its last version gets it).
+    pub fn lag_watches(&self, plural: &str, lag: std::time::Duration) -> Result<(), MemApiError> {
+        let kind = KINDS
+            .iter()
+            .find(|k| k.plural == plural)
+            .ok_or_else(|| ApiError::from_code(404, format!("memapi does not serve {plural}")))?;
+        lock(&self.shared.store).set_lag(kind, lag);
         Ok(())
     }
 

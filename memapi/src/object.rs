@@ -128,7 +128,7 @@ pub(crate) fn labels(obj: &Value) -> Vec<(&str, &str)> {
 
 /// The current wall-clock time in Kubernetes' RFC 3339 seconds format.
 pub(crate) fn now_rfc3339() -> String {
-    rfc3339(Timestamp::now())
+    rfc3339(super::clock::now())
 }
 
 /// A time in Kubernetes' RFC 3339 seconds format.
@@ -138,7 +138,7 @@ fn rfc3339(t: Timestamp) -> String {
 
 /// `secs` seconds from now (earlier when negative), in RFC 3339 seconds format.
 pub(crate) fn rfc3339_in(secs: i64) -> String {
-    shift(Timestamp::now(), secs)
+    shift(super::clock::now(), secs)
 }
 
 /// The RFC 3339 time `secs` seconds after `time` (earlier when negative);

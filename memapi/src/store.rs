@@ -118,6 +118,9 @@ pub(crate) struct Store {
     /// How many of the next changes of each resource the watches of the
     /// API miss (see [`MemApi::lose_events`](super::MemApi::lose_events)).
     lost_events: BTreeMap<ResKey, usize>,
+    /// How late the watches of the API deliver each resource's events
+    /// (see [`MemApi::lag_watches`](super::MemApi::lag_watches)).
+    lags: BTreeMap<ResKey, std::time::Duration>,
 }
 
 fn res_key(kind: &ResourceKind) -> ResKey {
@@ -140,7 +143,23 @@ impl Store {
             rbac: super::rbac::Rbac::default(),
             dropped_fields: BTreeMap::new(),
             lost_events: BTreeMap::new(),
+            lags: BTreeMap::new(),
         }
+    }
+
+    /// Makes the watches of the API deliver each event of `kind` `lag`
+    /// after it reaches them (none: at once).
+    pub(crate) fn set_lag(&mut self, kind: &ResourceKind, lag: std::time::Duration) {
+        if lag.is_zero() {
+            self.lags.remove(&res_key(kind));
+        } else {
+            self.lags.insert(res_key(kind), lag);
+        }
+    }
+
+    /// How late the watches of the API deliver the events of `kind`.
+    pub(crate) fn lag(&self, kind: &ResourceKind) -> std::time::Duration {
+        self.lags.get(&res_key(kind)).copied().unwrap_or_default()
     }
 
     /// Makes the watches of the API miss the next `count` changes of
@@ -192,6 +211,17 @@ impl Store {
     /// All objects of a resource, sorted by (namespace, name).
     pub(crate) fn iter(&self, kind: &ResourceKind) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
         self.objects.get(&res_key(kind)).into_iter().flatten()
+    }
+
+    /// Every object of every resource, by resource (group, plural) and
+    /// key, for a run's digest.
+    pub(crate) fn digest_objects(&self, digest: &mut super::digest::Fnv) {
+        for ((group, plural), objects) in &self.objects {
+            let resource = format!("{group}/{plural}");
+            for object in objects.values() {
+                digest.object(&resource, object);
+            }
+        }
     }
 
     /// The objects of a kind whose key sorts after `after` (all of them

@@ -80,7 +80,7 @@ fn age(obj: &Value) -> String {
     else {
         return "<unknown>".to_string();
     };
-    let secs = Timestamp::now().as_second() - created.as_second();
+    let secs = super::clock::now().as_second() - created.as_second();
     match secs.max(0) {
         s if s < 120 => format!("{s}s"),
         s if s < 600 => format!("{}m{}s", s / 60, s % 60),

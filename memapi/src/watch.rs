@@ -4,8 +4,10 @@
 //! catch-up and live events neither gap nor repeat). The stream also sends
 //! periodic BOOKMARKs when asked, ends after `timeoutSeconds`, ends after
 //! an in-stream ERROR (such as 410 Expired), and fails with [`StreamCut`]
-//! when its connection is cut. All timers are tokio timers, so paused-time
-//! tests work.
+//! when its connection is cut. A resource's events can be made late
+//! ([`MemApi::lag_watches`](super::MemApi::lag_watches)), each by the lag
+//! set when it reached the stream, in order. All timers are tokio timers,
+//! so paused-time tests work.
 
 use super::body::{ResponseBody, StreamCut};
 use super::resources::ResourceKind;
@@ -41,7 +43,11 @@ pub(crate) struct WatchOptions {
 struct WatchState {
     store: Arc<Mutex<Store>>,
     rx: mpsc::UnboundedReceiver<WatchItem>,
-    pending: VecDeque<WatchItem>,
+    /// Whether `rx` may still bring items.
+    rx_open: bool,
+    /// Items to send, each with the time it is due (its kind's lag after
+    /// it reached this stream), in order.
+    pending: VecDeque<(Instant, WatchItem)>,
     deadline: Instant,
     bookmarks: Option<Interval>,
     opts: WatchOptions,
@@ -91,13 +97,16 @@ impl WatchState {
     /// that ends it with an error.
     async fn next_line(&mut self) -> Option<Result<Bytes, StreamCut>> {
         loop {
-            if let Some(item) = self.pending.pop_front() {
+            let due = self.pending.front().map(|(due, _)| *due);
+            if due.is_some_and(|due| due <= Instant::now())
+                && let Some((_, item)) = self.pending.pop_front()
+            {
                 if matches!(item, WatchItem::Error(_) | WatchItem::Cut) {
                     self.done = true;
                 }
                 return Some(render(&self.opts, &item).ok_or(StreamCut));
             }
-            if self.done {
+            if self.done || (!self.rx_open && due.is_none()) {
                 return None;
             }
             let tick = async {
@@ -108,15 +117,40 @@ impl WatchState {
                     None => std::future::pending::<()>().await,
                 }
             };
+            let next_due = async {
+                match due {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending::<()>().await,
+                }
+            };
             tokio::select! {
-                item = self.rx.recv() => match item {
-                    Some(item) => self.pending.push_back(item),
-                    None => return None,
+                biased;
+                item = self.rx.recv(), if self.rx_open => match item {
+                    Some(item) => self.receive(item),
+                    None => self.rx_open = false,
                 },
                 () = tokio::time::sleep_until(self.deadline) => return None,
+                () = next_due => {}
                 () = tick => self.queue_bookmark(),
             }
         }
+    }
+
+    /// Takes an item from the channel: due after the kind's lag, or, for
+    /// a cut, at once and in place of everything not yet sent.
+    fn receive(&mut self, item: WatchItem) {
+        let now = Instant::now();
+        if matches!(item, WatchItem::Cut) {
+            self.pending.clear();
+            self.pending.push_back((now, item));
+            return;
+        }
+        let lag = self
+            .store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .lag(self.opts.kind);
+        self.pending.push_back((now + lag, item));
     }
 
     /// Queues a bookmark at the current version after every event up to it:
@@ -127,11 +161,20 @@ impl WatchState {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rv = store.rv();
+        let lag = store.lag(self.opts.kind);
+        let mut items = Vec::new();
         while let Ok(item) = self.rx.try_recv() {
-            self.pending.push_back(item);
+            items.push(item);
         }
         drop(store);
-        self.pending.push_back(WatchItem::Bookmark(rv, false));
+        for item in items {
+            self.receive(item);
+        }
+        let due = Instant::now() + lag;
+        // Never before the events it follows.
+        let due = self.pending.back().map_or(due, |(last, _)| due.max(*last));
+        self.pending
+            .push_back((due, WatchItem::Bookmark(rv, false)));
     }
 }
 
@@ -146,7 +189,8 @@ pub(crate) fn stream_body(
     let state = WatchState {
         store,
         rx,
-        pending: initial.into(),
+        rx_open: true,
+        pending: initial.into_iter().map(|item| (now, item)).collect(),
         deadline: now + opts.timeout,
         bookmarks: opts
             .bookmarks

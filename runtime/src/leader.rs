@@ -178,7 +178,7 @@ impl LeaderElector {
     }
 
     async fn attempt(&mut self) -> Result<bool, LeaderError> {
-        let now = Timestamp::now();
+        let now = crate::ambient::now();
         let Some(mut lease) = self
             .api
             .get_opt(&self.config.name)
@@ -363,7 +363,7 @@ impl LeaderElector {
         if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
             return Ok(());
         }
-        let now = MicroTime(Timestamp::now());
+        let now = MicroTime(crate::ambient::now());
         lease.spec = Some(LeaseSpec {
             holder_identity: None,
             lease_duration_seconds: Some(1),

@@ -9,6 +9,7 @@
 //! Nothing here knows a controller: the parts take kinds, keys, futures,
 //! objects and references, and a controller wires them to its decisions.
 
+pub mod ambient;
 pub mod api_message;
 pub mod client;
 pub mod events;

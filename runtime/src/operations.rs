@@ -276,11 +276,17 @@ impl OperationTracker {
     /// its operations must not go on acting beside the controller that
     /// replaces it. A cancelled operation counts as failed.
     pub fn abort_all(&self) {
-        for (name, operation) in self.lock().iter() {
-            if let Some(abort) = &operation.abort {
-                tracing::info!(operation = %name, "cancelling operation at shutdown");
-                abort.abort();
-            }
+        let operations = self.lock();
+        // In name order, so the cancelled tasks end in an order that does
+        // not depend on the map's hashing (a simulation replays it).
+        let mut running: Vec<(String, &tokio::task::AbortHandle)> = operations
+            .iter()
+            .filter_map(|(name, operation)| Some((name.to_string(), operation.abort.as_ref()?)))
+            .collect();
+        running.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, abort) in running {
+            tracing::info!(operation = %name, "cancelling operation at shutdown");
+            abort.abort();
         }
     }
 

@@ -228,6 +228,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             match next_due {
                 Some(due) => {
                     tokio::select! {
+                        biased;
                         () = changed => {}
                         () = tokio::time::sleep_until(due) => {}
                     }

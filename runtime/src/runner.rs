@@ -278,6 +278,7 @@ impl Runner {
             let filling = !self.readiness.is_ready();
             let relisting = leading_list.filter(|_| !listed);
             tokio::select! {
+                biased;
                 () = &mut campaign => {}
                 () = &mut shutdown => break End::Shutdown,
                 failure = Watches::failure_of(watches) => break End::Failed(failure.into()),

@@ -478,6 +478,7 @@ impl Workload {
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {
+                        biased;
                         () = stop.cancelled() => return,
                         _ = ticker.tick() => task(),
                     }

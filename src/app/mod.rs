@@ -420,6 +420,7 @@ impl App {
         let mut stopped = None;
         let stop = async {
             tokio::select! {
+                biased;
                 () = shutdown => {}
                 ended = servers.stopped() => stopped = Some(ended),
             }
@@ -458,6 +459,7 @@ pub async fn serve(
         let mut change = None;
         let stop = async {
             tokio::select! {
+                biased;
                 () = &mut shutdown => {}
                 changed = apis::changed(&clients.controller, &apis, config.api_discovery_period) => {
                     change = Some(changed);

@@ -99,7 +99,7 @@ impl ClaimMemory {
         }
         claims.entry(key.clone()).or_default().last_sync = Some(LastSync {
             outcome,
-            at: Timestamp::now(),
+            at: crate::runtime::ambient::now(),
         });
     }
 

@@ -515,7 +515,7 @@ impl Comparison {
                     object,
                     ours: ours.to_string(),
                     upstream,
-                    at: k8s_openapi::jiff::Timestamp::now().to_string(),
+                    at: crate::runtime::ambient::now().to_string(),
                 });
             }
         }

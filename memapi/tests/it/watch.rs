@@ -290,3 +290,48 @@ async fn a_lost_event_reaches_no_open_watch_and_the_next_one_does() {
     assert_eq!(observed, ["lost", "seen"], "observers are told");
     assert!(mem.lose_events("widgets", 1).is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_lagging_watch_delivers_late_in_order_and_a_write_is_answered_at_once() {
+    let mem = MemApi::new();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert!(until_init_done(&mut rx).await.is_empty());
+    mem.lag_watches("persistentvolumes", Duration::from_secs(2))
+        .unwrap();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let started = tokio::time::Instant::now();
+    let created = pvs
+        .create(&PostParams::default(), &pv("a", "1Gi"))
+        .await
+        .unwrap();
+    assert_eq!(created.name_any(), "a", "the answer is not late");
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    mem.create(&pv("b", "1Gi")).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        match rx.recv().await.unwrap() {
+            Ok(Event::Apply(o)) => seen.push((o.name_any(), started.elapsed())),
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            ("a".to_string(), Duration::from_secs(2)),
+            ("b".to_string(), Duration::from_secs(2))
+        ],
+        "both late by the lag, in order"
+    );
+    mem.lag_watches("persistentvolumes", Duration::ZERO)
+        .unwrap();
+    let again = tokio::time::Instant::now();
+    mem.create(&pv("c", "1Gi")).unwrap();
+    match rx.recv().await.unwrap() {
+        Ok(Event::Apply(o)) => assert_eq!(
+            (o.name_any(), again.elapsed()),
+            ("c".into(), Duration::ZERO)
+        ),
+        other => panic!("expected c, got {other:?}"),
+    }
+    assert!(mem.lag_watches("widgets", Duration::ZERO).is_err());
+}

@@ -259,7 +259,7 @@ impl Stamps {
     /// moved on.
     fn next(&self) -> Timestamp {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Timestamp::now();
+        let now = crate::ambient::now();
         let stamp = if now > *last {
             now
         } else {

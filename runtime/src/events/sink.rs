@@ -4,8 +4,8 @@
 //! ends in exactly one [`EventOutcome`], counted and, when the event is
 //! lost, logged with the object, reason and message.
 
+use crate::ambient::random_fraction_of;
 use crate::api_message::ApiMessage;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -261,15 +261,6 @@ fn object_name(event: &Event) -> String {
         Some(namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
         _ => name.to_string(),
     }
-}
-
-/// A random duration in `[0, max)`, from the standard library's randomly
-/// seeded hasher (no random-number crate needed for one jitter).
-fn random_fraction_of(max: Duration) -> Duration {
-    let bits = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
-    // The top 53 bits make a uniform f64 in [0, 1).
-    let fraction = (bits >> 11) as f64 / (1u64 << 53) as f64;
-    max.mul_f64(fraction)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! kube's `watcher` is the primitive underneath: it lists in pages,
 //! watches, resumes and relists; everything above it is here.
 
+mod backoff;
 pub mod store;
 mod watch;
 
@@ -35,6 +36,7 @@ use tokio::task::JoinSet;
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::managers::{Managed, ManagersHandler};
+pub use backoff::{Exponential, WatchBackoff, watch_backoff};
 pub use store::StoreError;
 pub use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::WatchFailure;
@@ -321,17 +323,16 @@ impl Informers {
     /// until its task is dropped; one that fails without a single success
     /// for `failure_limit` (or ends) ends its task with the failure.
     pub fn start(self, client: &Client, failure_limit: Duration) -> Watches {
-        let mut watches = Watches {
-            requests: tokio::sync::watch::Sender::new(FIRST_LIST),
-            ..Watches::default()
-        };
+        let mut watches = Watches::default();
         for slot in self.slots {
             let synced = Synced::default();
             watches.synced.push((slot.name(), synced.clone()));
+            let requests = tokio::sync::watch::Sender::new(FIRST_LIST);
             let lists = Lists {
-                requested: watches.requests.subscribe(),
+                requested: requests.subscribe(),
                 synced,
             };
+            watches.requests.push(requests);
             watches
                 .tasks
                 .spawn(slot.start(client, failure_limit, lists));
@@ -347,8 +348,10 @@ pub struct Watches {
     pub tasks: JoinSet<Result<(), WatchFailure>>,
     /// How far each kind's lists have come.
     pub synced: Vec<(&'static str, Synced)>,
-    /// The latest list request, to every watch.
-    requests: tokio::sync::watch::Sender<u64>,
+    /// The latest list request, to each watch on its own channel, so the
+    /// watches are woken in the order of the kinds (one channel's waiters
+    /// are woken in an order of tokio's choosing, which no seed fixes).
+    requests: Vec<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Watches {
@@ -376,8 +379,10 @@ impl Watches {
     /// or later. A watch that lags (events lost, or slow to resume) can hold an
     /// object long gone; a new leader must not act on that.
     pub fn relist(&self) -> u64 {
-        self.requests.send_modify(|request| *request += 1);
-        *self.requests.borrow()
+        self.requests.iter().fold(FIRST_LIST, |_, kind| {
+            kind.send_modify(|request| *request += 1);
+            *kind.borrow()
+        })
     }
 
     /// The first watch of `tasks` to end: each should run as long as the

@@ -53,7 +53,7 @@ pub enum WatchFailure {
 /// before it is trimmed, which at 500 objects of a storm is a few MiB.
 const LIST_PAGE_SIZE: u32 = 500;
 
-/// A watcher of every `K` with the default backoff, so a broken watch is
+/// A watcher of every `K` with the watch backoff (`backoff.rs`), so a broken watch is
 /// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
 /// are decoded without their managedFields ([`Lean`]) and trimmed by the
 /// kind's `shape`, as the store keeps them. With `managers` to tell, each
@@ -67,7 +67,7 @@ pub(super) fn watch<K: Kind>(
     let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
     if managers.is_empty() {
         return watcher(Api::<Lean<K>>::all(client.clone()), config)
-            .default_backoff()
+            .backoff(super::watch_backoff())
             .map_ok(|event| match event {
                 Event::Apply(Lean(object)) => Event::Apply(object),
                 Event::Delete(Lean(object)) => Event::Delete(object),
@@ -90,7 +90,7 @@ pub(super) fn watch<K: Kind>(
         }
     };
     watcher(Api::<WithManagers<K>>::all(client.clone()), config)
-        .default_backoff()
+        .backoff(super::watch_backoff())
         .map_ok(move |event| match event {
             Event::Apply(WithManagers(object, written)) => {
                 tell(&object, &written, false);

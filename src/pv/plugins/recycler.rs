@@ -38,6 +38,7 @@ use super::{PluginError, RecycleContext, RecycleWrites};
 use crate::kinds::pod::PodPhase;
 use crate::runtime::api_message::ApiMessage;
 use crate::runtime::events::EventType;
+use crate::runtime::informer::watch_backoff;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::write::WriteError;
 
@@ -507,13 +508,15 @@ async fn watch_pod(
     let relay_existing = started.created;
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let by_object = watcher::Config::default().fields(&format!("involvedObject.name={name}"));
-    let mut pod_stream = std::pin::pin!(watcher::watcher(pods.clone(), by_name).default_backoff());
+    let mut pod_stream =
+        std::pin::pin!(watcher::watcher(pods.clone(), by_name).backoff(watch_backoff()));
     let mut event_stream =
-        std::pin::pin!(watcher::watcher(events.clone(), by_object).default_backoff());
+        std::pin::pin!(watcher::watcher(events.clone(), by_object).backoff(watch_backoff()));
     let mut seen_pod = false;
     let mut relayed = std::collections::HashSet::new();
     loop {
         tokio::select! {
+            biased;
             item = pod_stream.next() => match item {
                 None | Some(Ok(Event::Delete(_))) => return PodEnd::Deleted,
                 Some(Err(error)) => tracing::debug!(pod = %name, %error, "recycler pod watch failed, retrying"),

@@ -16,11 +16,19 @@
 //! The [`model`] test runs random action sequences without faults against
 //! a reference model of the settled state.
 //!
+//! A seed is the run: memapi in-process, one current-thread runtime in
+//! paused time, the clocks and every random choice drawn from the seed
+//! ([`run::run`]), so the same seed and build replay the same requests,
+//! answers and final objects, which a digest of the run sums up.
+//! `chaos::seeds_replay_bit_for_bit` runs seeds twice and compares digests.
+//!
 //! `CHAOS_SEEDS` (default 200) sets how many seeds `chaos::seeds` runs,
-//! from `CHAOS_SEED_START` (default 0); a failing seed is printed with the
-//! command that replays it alone:
+//! from `CHAOS_SEED_START` (default 0), `CHAOS_THREADS` (default 2) at a
+//! time; a failing seed is printed with its replay line and the command
+//! that replays it alone:
 //! `CHAOS_SEED=<n> cargo test --test it chaos::replay -- --nocapture`
-//! (with `RUST_LOG=info` to see the replicas' logs).
+//! (with `RUST_LOG=info` to see the replicas' logs), whose last line is
+//! `seed <n>: ok digest <hex>` or `seed <n>: FAILED <problem> digest <hex>`.
 
 mod claims;
 mod faults;
@@ -44,24 +52,70 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// Runs one seed on its own paused-time runtime.
-fn run_seed(seed: u64) -> run::Outcome {
+fn run_seed(seed: u64, keep_requests: bool) -> run::Outcome {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .expect("runtime");
-    runtime.block_on(run::run(seed))
+    runtime.block_on(run::run(seed, keep_requests))
 }
 
-/// The report of failed seeds, each with its replay command.
+/// How many seeds run at once: `CHAOS_THREADS`, by default two (CI's two
+/// cores); each seed is single-threaded and independent of the others.
+fn threads() -> usize {
+    usize::try_from(env_u64("CHAOS_THREADS", 2))
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Runs `seeds` on [`threads`] threads, in seed order in the result;
+/// `shift` moves each seed to another thread than it would run on (the
+/// same seed then replays on another thread).
+fn run_seeds(seeds: &[u64], shift: usize) -> Vec<(u64, run::Outcome)> {
+    let threads = threads();
+    let mut outcomes: Vec<(u64, run::Outcome)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|lane| {
+                scope.spawn(move || {
+                    seeds
+                        .iter()
+                        .enumerate()
+                        .filter(|(at, _)| (at + shift) % threads == lane)
+                        .map(|(_, &seed)| (seed, run_seed(seed, false)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("chaos worker"))
+            .collect()
+    });
+    outcomes.sort_by_key(|(seed, _)| *seed);
+    outcomes
+}
+
+/// The replay line of a run: `seed N: ok digest <hex>`, or `seed N:
+/// FAILED <the first problem> digest <hex>`.
+fn replay_line(seed: u64, outcome: &run::Outcome) -> String {
+    match outcome.problems.first() {
+        None => format!("seed {seed}: ok digest {}", outcome.digest),
+        Some(problem) => format!("seed {seed}: FAILED {problem} digest {}", outcome.digest),
+    }
+}
+
+/// The report of failed seeds, each with its problems, its replay line
+/// and the command that replays it.
 fn failures(outcomes: &[(u64, run::Outcome)]) -> Vec<String> {
     outcomes
         .iter()
         .filter(|(_, o)| !o.problems.is_empty())
         .map(|(seed, o)| {
             format!(
-                "seed {seed} failed:\n    {}\n  replay: CHAOS_SEED={seed} cargo test --test it chaos::replay -- --nocapture",
-                o.problems.join("\n    ")
+                "seed {seed} failed:\n    {}\n  {}\n  replay: CHAOS_SEED={seed} cargo test --test it chaos::replay -- --nocapture",
+                o.problems.join("\n    "),
+                replay_line(*seed, o),
             )
         })
         .collect()
@@ -72,30 +126,17 @@ fn seeds() {
     let count = env_u64("CHAOS_SEEDS", 200);
     let first = env_u64("CHAOS_SEED_START", 0);
     let started = Instant::now();
-    // Two threads: the seeds are independent and each is single-threaded.
-    let outcomes: Vec<(u64, run::Outcome)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|lane| {
-                scope.spawn(move || {
-                    (first..first + count)
-                        .filter(|seed| seed % 2 == lane)
-                        .map(|seed| (seed, run_seed(seed)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("chaos worker"))
-            .collect()
-    });
+    let seeds: Vec<u64> = (first..first + count).collect();
+    let outcomes = run_seeds(&seeds, 0);
     let mut total = Survived::default();
     for (_, outcome) in &outcomes {
         total.merge(&outcome.survived);
     }
+    let took = started.elapsed();
     println!(
-        "chaos: {count} seeds from {first} in {:.1?} (fault rate {:.0}%), survived:\n{}",
-        started.elapsed(),
+        "chaos: {count} seeds from {first} in {took:.1?} ({:.2} seeds/s on {} threads; fault rate {:.0}%), survived:\n{}",
+        count as f64 / took.as_secs_f64(),
+        threads(),
         run::FAULT_RATE * 100.0,
         total.table()
     );
@@ -108,6 +149,59 @@ fn seeds() {
     );
 }
 
+/// Every seed is the run: 20 seeds, each run twice (on the other thread
+/// the second time), must end with the same digest.
+#[test]
+fn seeds_replay_bit_for_bit() {
+    let count = env_u64("CHAOS_REPLAY_SEEDS", 20);
+    let first = env_u64("CHAOS_SEED_START", 0);
+    let seeds: Vec<u64> = (first..first + count).collect();
+    let once = run_seeds(&seeds, 0);
+    let twice = run_seeds(&seeds, 1);
+    let differing: Vec<String> = once
+        .iter()
+        .zip(&twice)
+        .filter(|((_, a), (_, b))| a.digest != b.digest)
+        .map(|((seed, a), (_, b))| {
+            format!(
+                "seed {seed}: digest {} then {}; {}",
+                a.digest,
+                b.digest,
+                parting(*seed)
+            )
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{} of {count} seeds did not replay:\n{}",
+        differing.len(),
+        differing.join("\n")
+    );
+}
+
+/// Where two runs of `seed` part: their first differing request.
+fn parting(seed: u64) -> String {
+    let requests = |outcome: run::Outcome| outcome.requests.unwrap_or_default();
+    let (a, b) = (
+        requests(run_seed(seed, true)),
+        requests(run_seed(seed, true)),
+    );
+    match a.iter().zip(&b).position(|(x, y)| x != y) {
+        Some(at) => format!(
+            "request {at} differs:\n    {:?}\n    {:?}\n  the ten before:\n    {}",
+            a[at],
+            b[at],
+            a[at.saturating_sub(10)..at]
+                .iter()
+                .map(|r| format!("{r:?}"))
+                .collect::<Vec<_>>()
+                .join("\n    ")
+        ),
+        None if a.len() != b.len() => format!("{} requests, then {}", a.len(), b.len()),
+        None => "same requests, different final objects".to_string(),
+    }
+}
+
 #[test]
 fn replay() {
     let seed = env_u64("CHAOS_SEED", 0);
@@ -118,8 +212,12 @@ fn replay() {
             .with_test_writer()
             .try_init();
     }
-    let outcome = run_seed(seed);
+    let outcome = run_seed(seed, false);
     println!("chaos seed {seed} survived:\n{}", outcome.survived.table());
-    let failed = failures(&[(seed, outcome)]);
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    for problem in &outcome.problems {
+        println!("problem: {problem}");
+    }
+    let line = replay_line(seed, &outcome);
+    println!("{line}");
+    assert!(outcome.problems.is_empty(), "{line}");
 }

@@ -1,5 +1,5 @@
 //! One chaos run, from a seed: a small cluster, two replicas, 90 s of
-//! faults, user actions and kills, then up to 15 min (paused time) for the
+//! faults (watches late by a lag per kind among them), user actions and kills, then up to 15 min (paused time) for the
 //! state to settle and keep every invariant.
 
 use std::collections::BTreeSet;
@@ -9,7 +9,8 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use memapi::{MemApi, MemApiConfig, Observer, Reactor, Verb};
+use k8s_openapi::jiff::Timestamp;
+use memapi::{Digest, MemApi, MemApiConfig, Observer, Reactor, RequestLogEntry, Verb};
 use tokio::time::Instant;
 
 use super::claims;
@@ -40,10 +41,23 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(900);
 /// How long the state must stay settled to count.
 const SETTLED_FOR: Duration = Duration::from_secs(30);
 
+/// The wall-clock time a run starts at (2026-01-01T00:00:00Z): the server
+/// and the replicas read a clock that starts here and moves with the run's
+/// paused time, so every timestamp replays.
+const START_SECOND: i64 = 1_767_225_600;
+
+/// Mixed into the seed for the replicas' own random numbers (retry jitter),
+/// so they are not the same draws as the server's.
+const AMBIENT_SEED: u64 = 0xA3B1_95C4_D2E6_F708;
+
 /// What one run found and survived.
 pub(crate) struct Outcome {
     pub(crate) problems: Vec<String>,
     pub(crate) survived: Survived,
+    /// The digest of every request and the final objects.
+    pub(crate) digest: Digest,
+    /// Every request, when the run was asked to keep them.
+    pub(crate) requests: Option<Vec<RequestLogEntry>>,
 }
 
 /// The moving parts of one run.
@@ -63,8 +77,14 @@ struct Run {
     survived: Survived,
 }
 
-/// Runs seed `seed` to the end.
-pub(crate) async fn run(seed: u64) -> Outcome {
+/// Runs seed `seed` to the end, on a deterministic world: memapi
+/// in-process, the current thread's paused runtime, the clock and every
+/// random choice from the seed. `keep_requests` keeps the request log in
+/// the outcome (to tell where two runs parted).
+pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
+    let start = Timestamp::from_second(START_SECOND).unwrap_or(Timestamp::UNIX_EPOCH);
+    let _clock = memapi::simulate_clock(start);
+    let _ambient = pv_controller_runtime::ambient::simulate(seed ^ AMBIENT_SEED, start);
     let api = MemApi::with_config(MemApiConfig {
         seed,
         ..MemApiConfig::default()
@@ -98,6 +118,8 @@ pub(crate) async fn run(seed: u64) -> Outcome {
     Outcome {
         problems,
         survived: run.survived,
+        digest: run.api.digest(),
+        requests: keep_requests.then(|| run.api.requests().log().to_vec()),
     }
 }
 
@@ -165,11 +187,19 @@ impl Run {
                     .probability(0.3),
             ),
         ];
+        for resource in WATCHED {
+            self.lag_watches(resource);
+        }
         let requests_before = self.api.requests().total();
         let end = Instant::now() + CHAOS_PHASE;
         while Instant::now() < end {
             self.step(true).await;
             self.chaos_step().await;
+        }
+        for resource in WATCHED {
+            self.api
+                .lag_watches(resource, Duration::ZERO)
+                .expect("a watched resource");
         }
         let fired = faults.remove(&self.api);
         let failed: u64 = fired.iter().map(|(_, n)| n).sum();
@@ -226,6 +256,10 @@ impl Run {
             let cut = self.api.cut_watches();
             self.survived.add("watch streams cut mid-way", cut as u64);
         }
+        if self.rng.chance(0.02) {
+            let resource = *self.rng.pick(&WATCHED);
+            self.lag_watches(resource);
+        }
         if self.rng.chance(0.015) {
             self.api.compact();
             self.survived
@@ -251,6 +285,19 @@ impl Run {
             self.kill_leader("leader killed at a random point");
         } else if self.rng.chance(0.004) {
             self.stop_leader().await;
+        }
+    }
+
+    /// Makes the watches of `resource` late by a lag drawn from the seed
+    /// (none, a little, a second, several): each kind's watch runs ahead
+    /// of or behind the others and the answers to writes.
+    fn lag_watches(&mut self, resource: &str) {
+        let lag = *self.rng.pick(&[0, 200, 1000, 3000]);
+        self.api
+            .lag_watches(resource, Duration::from_millis(lag))
+            .expect("a watched resource");
+        if lag > 0 {
+            self.survived.add("watches made late (kind, lag)", 1);
         }
     }
 
