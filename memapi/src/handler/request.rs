@@ -75,6 +75,14 @@ impl Req<'_> {
         }
     }
 
+    /// The user and field manager a write is recorded as.
+    pub(super) fn writer(&self) -> ops::Writer<'_> {
+        ops::Writer {
+            user: self.user,
+            manager: Some(self.manager()),
+        }
+    }
+
     pub(super) fn part(&self) -> Part {
         if self.res.subresource.is_some() {
             Part::Status

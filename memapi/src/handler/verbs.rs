@@ -51,10 +51,7 @@ pub(super) fn serve(
                 req.name(),
                 body,
                 req.part(),
-                ops::Writer {
-                    user: req.user,
-                    manager: Some(req.manager()),
-                },
+                req.writer(),
             )?;
             Ok(req.respond_object(200, &obj))
         }
@@ -81,10 +78,7 @@ pub(super) fn serve(
                 req.name(),
                 &request,
                 req.part(),
-                ops::Writer {
-                    user: req.user,
-                    manager: Some(req.manager()),
-                },
+                req.writer(),
             )?;
             Ok(req.respond_object(200, &obj))
         }
