@@ -33,6 +33,7 @@ use crate::runtime::client::{ClientOptions, Clients};
 use crate::runtime::server::{DelegationConfig, SecureServing, ServingCertificate, ServingLimits};
 use crate::runtime::supervisor::{Supervised, TaskStopped};
 use crate::runtime::workload::IdleProbe;
+use crate::table::columns;
 
 /// The user the demo's token stands for.
 const DEMO_USER: &str = "embedded-demo";
@@ -481,30 +482,6 @@ fn storage(
         .and_then(|r| r.get("storage"))
         .map(|q| q.0.clone())
         .unwrap_or_default()
-}
-
-/// Aligns rows into columns three spaces apart, as kubectl does.
-fn columns(rows: &[Vec<String>]) -> String {
-    let count = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..count)
-        .map(|i| {
-            rows.iter()
-                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        out.push_str(line.join("   ").trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

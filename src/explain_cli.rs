@@ -19,6 +19,7 @@ use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
 use crate::runtime::api_message::ApiMessage;
+use crate::table::columns;
 
 pub use crate::options::ExplainArgs;
 
@@ -311,36 +312,21 @@ pub fn table(explanation: &Value) -> String {
         out.push_str("No volumes of its class.\n");
         return out;
     }
-    let mut lines = vec![[
+    let mut lines = vec![vec![
         "VOLUME".to_string(),
         "CLASS".to_string(),
         "CAPACITY".to_string(),
         "VERDICT".to_string(),
     ]];
     for volume in &volumes {
-        lines.push([
+        lines.push(vec![
             text(&volume["name"]),
             text(&volume["class"]),
             text(&volume["capacity"]),
             verdict(&volume["verdict"]),
         ]);
     }
-    let widths: Vec<usize> = (0..3)
-        .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
-        .collect();
-    for line in lines {
-        let _ = writeln!(
-            out,
-            "{:<w0$}   {:<w1$}   {:<w2$}   {}",
-            line[0],
-            line[1],
-            line[2],
-            line[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-        );
-    }
+    out.push_str(&columns(&lines));
     out
 }
 

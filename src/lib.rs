@@ -46,6 +46,7 @@ mod options;
 pub mod pv;
 pub mod resourceclaim;
 mod shadow;
+mod table;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod version;

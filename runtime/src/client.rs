@@ -39,6 +39,7 @@ use http::{Method, Request};
 use kube::Client;
 use kube::client::ClientBuilder;
 use tokio::time::Instant;
+use tower::filter::FilterLayer;
 use tower::util::MapRequestLayer;
 use tower::{BoxError, Layer, Service};
 
@@ -182,7 +183,7 @@ impl Clients {
             .with_layer(&agent)
             .with_layer(&timeout)
             .with_layer(&requests.layer("controller"))
-            .with_layer(&gate)
+            .with_layer(&gate.layer())
             .with_layer(&RateLimitLayer::new(options.qps, options.burst))
             .build();
         let lease = lease
@@ -248,6 +249,25 @@ impl WriteGate {
         }
     }
 
+    /// The layer that refuses writes (see [`is_write`]) while the gate is
+    /// closed, with [`ClientError::NotLeader`].
+    fn layer<B>(
+        &self,
+    ) -> FilterLayer<impl Fn(Request<B>) -> Result<Request<B>, ClientError> + Clone + use<B>> {
+        let gate = self.clone();
+        FilterLayer::new(move |request: Request<B>| {
+            if is_write(request.method(), request.uri().path()) && !gate.is_open() {
+                let error = ClientError::NotLeader {
+                    method: request.method().clone(),
+                    path: request.uri().path().to_string(),
+                };
+                tracing::warn!(%error, "write refused");
+                return Err(error);
+            }
+            Ok(request)
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -292,23 +312,6 @@ pub fn refused_as_follower(error: &kube::Error) -> bool {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 
-impl<S> Layer<S> for WriteGate {
-    type Service = Gated<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Gated {
-            inner,
-            gate: self.clone(),
-        }
-    }
-}
-
-/// The service of [`WriteGate`]: refuses writes while the gate is closed.
-pub struct Gated<S> {
-    inner: S,
-    gate: WriteGate,
-}
-
 /// Whether a request changes what the API server stores. Reviews
 /// (TokenReview, SubjectAccessReview) are created to be answered and store
 /// nothing, so a follower's admin server may ask them.
@@ -324,34 +327,6 @@ fn is_write(method: &Method, path: &str) -> bool {
             *method,
             Method::POST | Method::PUT | Method::PATCH | Method::DELETE
         )
-}
-
-impl<S, B> Service<Request<B>> for Gated<S>
-where
-    S: Service<Request<B>>,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = BoxError;
-    type Future = BoxFuture<S::Response>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        if is_write(request.method(), request.uri().path()) && !self.gate.is_open() {
-            let error = ClientError::NotLeader {
-                method: request.method().clone(),
-                path: request.uri().path().to_string(),
-            };
-            tracing::warn!(%error, "write refused");
-            return Box::pin(async move { Err(error.into()) });
-        }
-        let answer = self.inner.call(request);
-        Box::pin(async move { answer.await.map_err(Into::into) })
-    }
 }
 
 /// Puts a time limit on every request except watches.

@@ -32,32 +32,41 @@ use crate::managers::FieldManager;
 #[derive(Clone, Debug)]
 pub struct Lean<K>(pub K);
 
-impl<K: Resource> Resource for Lean<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
+/// Makes `$wrapper<K>` the resource `K` is, so kube asks for and decodes
+/// it as `K`.
+macro_rules! resource_of_inner {
+    ($wrapper:ident) => {
+        impl<K: Resource> Resource for $wrapper<K> {
+            type DynamicType = K::DynamicType;
+            type Scope = K::Scope;
 
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
-    }
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
-    }
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
-    }
-    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::api_version(dt)
-    }
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        self.0.meta()
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        self.0.meta_mut()
-    }
+            fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+                K::kind(dt)
+            }
+            fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+                K::group(dt)
+            }
+            fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+                K::version(dt)
+            }
+            fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
+                K::api_version(dt)
+            }
+            fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+                K::plural(dt)
+            }
+            fn meta(&self) -> &ObjectMeta {
+                self.0.meta()
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                self.0.meta_mut()
+            }
+        }
+    };
 }
+
+resource_of_inner!(Lean);
+resource_of_inner!(WithManagers);
 
 impl<'de, K: DeserializeOwned> Deserialize<'de> for Lean<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -86,33 +95,6 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for WithManagers<K> {
             sink: Some(&sink),
         })?;
         Ok(WithManagers(object, sink.into_inner()))
-    }
-}
-
-impl<K: Resource> Resource for WithManagers<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
-
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
-    }
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
-    }
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
-    }
-    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::api_version(dt)
-    }
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        self.0.meta()
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        self.0.meta_mut()
     }
 }
 

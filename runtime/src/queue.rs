@@ -195,13 +195,6 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.lock().failures.remove(key);
     }
 
-    /// How many times `key` was re-added by [`add_rate_limited`](Self::add_rate_limited)
-    /// since it was last forgotten.
-    #[cfg(test)]
-    pub(crate) fn num_requeues(&self, key: &K) -> u32 {
-        self.lock().failures.get(key).copied().unwrap_or(0)
-    }
-
     /// Waits for a key to process and marks it as being processed; the
     /// caller must call [`done`](Self::done) with it afterwards.
     ///
@@ -284,12 +277,6 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     pub fn shut_down(&self) {
         self.lock().shut_down();
         self.inner.changed.notify_waiters();
-    }
-
-    /// Whether [`shut_down`](Self::shut_down) was called.
-    #[cfg(test)]
-    pub(crate) fn is_shutting_down(&self) -> bool {
-        self.lock().shutting_down
     }
 
     fn lock(&self) -> MutexGuard<'_, State<K>> {

@@ -142,12 +142,6 @@ impl Door {
             store,
         }
     }
-
-    /// How many objects have a write lock right now (held or waited for).
-    #[cfg(test)]
-    pub(crate) fn locks_in_use(&self) -> usize {
-        self.locks.len()
-    }
 }
 
 /// One controller's writes of one kind. Cheap to clone.

@@ -565,6 +565,4 @@ pub(crate) use explain::human;
 pub(crate) use explain::{Candidate, Verdict};
 
 #[cfg(test)]
-mod brute_force;
-#[cfg(test)]
 mod tests;

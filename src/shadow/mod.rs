@@ -572,17 +572,6 @@ impl Comparison {
             self.sweep();
         }
     }
-
-    /// The kinds of the decisions waiting for the cluster.
-    #[cfg(test)]
-    pub(crate) fn kinds_pending(&self) -> std::collections::BTreeSet<&'static str> {
-        self.lock()
-            .pending
-            .values()
-            .flatten()
-            .map(|p| p.decision.kind)
-            .collect()
-    }
 }
 
 fn gauge_value(state: &State) -> i64 {

@@ -11,6 +11,18 @@ use super::*;
 use crate::runtime::plan::Verb;
 use crate::runtime::shadow::Shadow;
 
+impl Comparison {
+    /// The kinds of the decisions waiting for the cluster.
+    fn kinds_pending(&self) -> std::collections::BTreeSet<&'static str> {
+        self.lock()
+            .pending
+            .values()
+            .flatten()
+            .map(|p| p.decision.kind)
+            .collect()
+    }
+}
+
 fn shadow() -> (Comparison, Metrics) {
     let metrics = Metrics::new().unwrap();
     let shadow = Comparison::new(

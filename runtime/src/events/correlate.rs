@@ -397,11 +397,6 @@ where
         self.0.insert(key, value);
         self.0.run_pending_tasks();
     }
-
-    #[cfg(test)]
-    fn len(&self) -> u64 {
-        self.0.entry_count()
-    }
 }
 
 #[cfg(test)]

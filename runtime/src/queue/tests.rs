@@ -2,6 +2,19 @@
 
 use super::*;
 
+impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
+    /// How many times `key` was re-added by [`WorkQueue::add_rate_limited`]
+    /// since it was last forgotten.
+    fn num_requeues(&self, key: &K) -> u32 {
+        self.lock().failures.get(key).copied().unwrap_or(0)
+    }
+
+    /// Whether [`WorkQueue::shut_down`] was called.
+    fn is_shutting_down(&self) -> bool {
+        self.lock().shutting_down
+    }
+}
+
 /// Whether a worker gets a key without waiting (lets ready tasks run first).
 async fn try_get(queue: &WorkQueue<&'static str>) -> Option<&'static str> {
     tokio::time::timeout(Duration::ZERO, queue.get())

@@ -14,6 +14,13 @@ use super::*;
 use crate::informer::{MemStore, Store};
 use crate::kinds::{drop_managed_fields, metadata_and};
 
+impl Door {
+    /// How many objects have a write lock right now (held or waited for).
+    fn locks_in_use(&self) -> usize {
+        self.locks.len()
+    }
+}
+
 /// Volumes as the process keeps them: a status subresource.
 static VOLUME: Shape<PersistentVolume> = Shape::new(drop_managed_fields)
     .with_status(|volume, part| metadata_and(&volume.metadata, &volume.spec, &volume.status, part));

@@ -11,6 +11,8 @@ use super::search::MAX_LABEL_GROUPS;
 use super::*;
 use crate::pv::objects::{ObjectName, claim_reference};
 
+mod brute_force;
+
 /// A volume the index may offer: testkit's volume, phase Available.
 fn available(name: &str, size: &str) -> VolumeBuilder {
     volume(name, size).phase("Available")

@@ -231,45 +231,27 @@ impl Operations {
             Err(error) => error,
         };
         let key = ObjectKey::of(claim.as_ref());
-        match stored_after_all(executor, claim, &pv_name, &error).await {
-            Stored::Yes => {
-                tell(
-                    executor,
-                    claim,
-                    EventType::Normal,
-                    reasons::PROVISIONING_SUCCEEDED,
-                    succeeded,
-                )
-                .await;
-            }
-            Stored::Unknown(read) => {
-                let message = format!(
-                    "Error creating provisioned PV object for claim {key}: {error}. Keeping the volume: cannot tell whether its object was stored ({read})."
-                );
-                tell(
-                    executor,
-                    claim,
-                    EventType::Warning,
-                    reasons::PROVISIONING_FAILED,
-                    message,
-                )
-                .await;
-            }
+        let failed = |what: String| (EventType::Warning, reasons::PROVISIONING_FAILED, what);
+        let stored = stored_after_all(executor, claim, &pv_name, &error).await;
+        let (event_type, reason, message) = match &stored {
+            Stored::Yes => (
+                EventType::Normal,
+                reasons::PROVISIONING_SUCCEEDED,
+                succeeded,
+            ),
+            Stored::Unknown(read) => failed(format!(
+                "Error creating provisioned PV object for claim {key}: {error}. Keeping the volume: cannot tell whether its object was stored ({read})."
+            )),
             Stored::No => {
-                let message = format!(
-                    "Error creating provisioned PV object for claim {key}: {error}. Deleting the volume."
-                );
                 tracing::warn!(volume = %pv_name, %error, "volume object not created, deleting its storage");
-                tell(
-                    executor,
-                    claim,
-                    EventType::Warning,
-                    reasons::PROVISIONING_FAILED,
-                    message,
-                )
-                .await;
-                self.clean_up_provisioned(executor, claim, volume).await;
+                failed(format!(
+                    "Error creating provisioned PV object for claim {key}: {error}. Deleting the volume."
+                ))
             }
+        };
+        tell(executor, claim, event_type, reason, message).await;
+        if matches!(stored, Stored::No) {
+            self.clean_up_provisioned(executor, claim, volume).await;
         }
     }
 

@@ -6,6 +6,16 @@ use crate::events::EventType;
 use crate::events::object::make_event;
 use k8s_openapi::api::core::v1::ObjectReference;
 
+impl<K, V> Lru<K, V>
+where
+    K: std::hash::Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    fn len(&self) -> u64 {
+        self.0.entry_count()
+    }
+}
+
 fn volume(name: &str) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),

@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use proptest::prelude::*;
 use quantity::Amount;
 
-use super::{Verdict, VolumeIndex};
+use crate::pv::index::{Verdict, VolumeIndex};
 
 const MODES: [&str; 4] = [
     "ReadWriteOnce",
@@ -474,8 +474,8 @@ proptest! {
 /// The nearest misses from the whole explanation: the volumes of the
 /// class (and any that fits) sorted by distance and name, three named and
 /// the rest counted, in the event's words.
-fn misses_of_all(candidates: &[super::Candidate], class: &str) -> Option<String> {
-    let mut in_class: Vec<&super::Candidate> = candidates
+fn misses_of_all(candidates: &[crate::pv::index::Candidate], class: &str) -> Option<String> {
+    let mut in_class: Vec<&crate::pv::index::Candidate> = candidates
         .iter()
         .filter(|c| c.class == class || c.verdict.fits())
         .collect();
@@ -494,7 +494,7 @@ fn misses_of_all(candidates: &[super::Candidate], class: &str) -> Option<String>
             .entry((c.verdict.distance(), c.verdict.tally()))
             .or_default() += 1;
     }
-    Some(super::explain::misses_text(
+    Some(crate::pv::index::explain::misses_text(
         class,
         in_class.len(),
         &named,
