@@ -17,8 +17,8 @@
 //! - either way uid, creationTimestamp, deletionTimestamp and
 //!   deletionGracePeriodSeconds stay as stored, generation is the
 //!   server's (counted only where the kind's strategy counts it, see
-//!   [`ResourceKind::counts_generation`]), and managedFields stay as stored unless the body brings a
-//!   non-empty list.
+//!   [`ResourceKind::counts_generation`]), and managedFields stay as
+//!   stored unless the body brings a non-empty list.
 
 use super::admission;
 use super::apply;

@@ -474,7 +474,9 @@ pub async fn serve(
                 }
             }
         };
-        app.run(stop).await?;
+        // The process's future is large: kept on the heap, not on this
+        // loop's stack.
+        Box::pin(app.run(stop)).await?;
         match change {
             None => return Ok(()),
             Some(Ok(())) => {}
