@@ -1,6 +1,8 @@
-//! One chaos run, from a seed: a small cluster, two replicas, 90 s of
-//! faults (watches late by a lag per kind among them), user actions and kills, then up to 15 min (paused time) for the
-//! state to settle and keep every invariant.
+//! One chaos run, from a seed: a small cluster, two replicas listing in
+//! pages of three, 90 s of faults (watches late by a lag per kind, slow
+//! lists and writes, watch streams cut or ended cleanly among them), user
+//! actions and kills, then up to 15 min (paused time) for the state to
+//! settle and keep every invariant.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
