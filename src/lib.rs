@@ -61,6 +61,7 @@ pub use app::{App, AppConfig, AppError, ControllerSelection, plugin_config, serv
 pub use embedded::{EmbeddedConfig, EmbeddedError, run as run_embedded};
 pub use options::{Command, LoggingFormat, Options};
 pub use runtime::client::{ClientOptions, Clients};
+pub use runtime::informer::LIST_PAGE_SIZE;
 pub use runtime::leader::{LeaseConfig, default_identity};
 pub use runtime::server::parse_bind_address;
 pub use runtime::workload::IdleProbe;

@@ -7,8 +7,8 @@ use clap::Parser;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Config, client::ClientBuilder};
 use pv_controller::{
-    AppConfig, Clients, Command, ControllerSelection, LeaseConfig, Options, default_identity,
-    ephemeral, parse_bind_address, plugin_config, pv, resourceclaim,
+    AppConfig, Clients, Command, ControllerSelection, LIST_PAGE_SIZE, LeaseConfig, Options,
+    default_identity, ephemeral, parse_bind_address, plugin_config, pv, resourceclaim,
 };
 
 /// jemalloc, whose size classes keep the controller's many small long-lived
@@ -137,6 +137,7 @@ fn app_config(options: &Options) -> anyhow::Result<AppConfig> {
     Ok(AppConfig {
         instance: identity,
         watch_failure_limit: options.watch_failure_limit,
+        list_page_size: LIST_PAGE_SIZE,
         api_discovery_period: options.api_discovery_period,
         persistentvolume: pv::Config {
             resync_period: options.resync_period(),

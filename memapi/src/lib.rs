@@ -70,8 +70,10 @@
 //!
 //! Reactors ([`Reactor`]) inject faults and latency, before a request is
 //! served or, for writes, after the change is stored (the answer is lost);
-//! [`MemApi::cut_watches`] breaks open watch streams and [`MemApi::compact`]
-//! expires old versions; [`RequestStats`] counts every request by verb,
+//! [`MemApi::cut_watches`] breaks open watch streams, [`MemApi::end_watches`]
+//! ends them cleanly and [`MemApi::compact`] expires old versions (watches
+//! resumed from them, and the continue tokens of lists paged from them:
+//! a continued page is served from the snapshot of the first); [`RequestStats`] counts every request by verb,
 //! resource and code, and an [`Observer`] records every change of a kind
 //! for a test, beyond the reach of all those faults.
 //!
@@ -80,9 +82,7 @@
 //! objects, and any caller may impersonate; only server-side apply
 //! records field managers (updates and other patches do not, so they never
 //! conflict with an apply), and keyed lists are merged by key only where
-//! `apply.rs` knows the key; `metadata.generation` is counted on spec
-//! changes of every kind (1.20 leaves it unset on PVs, PVCs and pods);
-//! core/v1 and events.k8s.io/v1 events are stored apart; a strategic merge
+//! `apply.rs` knows the key; core/v1 and events.k8s.io/v1 events are stored apart; a strategic merge
 //! patch behaves as a merge patch; `deletecollection` deletes the
 //! matching objects one by one under one lock (no partial progress is
 //! visible to other requests); no kubelet ends a pod's grace period;
@@ -451,6 +451,15 @@ impl MemApi {
     /// how many streams were cut; observers are not affected.
     pub fn cut_watches(&self) -> usize {
         lock(&self.shared.store).cut_watches()
+    }
+
+    /// Ends every open watch stream of the API cleanly, as a server does
+    /// at a watch's `timeoutSeconds` or when it sheds watches: each ends
+    /// without an error (a lag's undelivered events are not sent), and its
+    /// client must watch again from its last version. Returns how many
+    /// streams were ended; observers are not affected.
+    pub fn end_watches(&self) -> usize {
+        lock(&self.shared.store).end_watches()
     }
 
     /// Installs a reactor (consulted after those already installed);

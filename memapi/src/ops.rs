@@ -16,8 +16,9 @@
 //!   `ownerReferences`;
 //! - either way uid, creationTimestamp, deletionTimestamp and
 //!   deletionGracePeriodSeconds stay as stored, generation is the
-//!   server's, and managedFields stay as stored unless the body brings a
-//!   non-empty list.
+//!   server's (counted only where the kind's strategy counts it, see
+//!   [`ResourceKind::counts_generation`]), and managedFields stay as
+//!   stored unless the body brings a non-empty list.
 
 use super::admission;
 use super::apply;
@@ -120,7 +121,7 @@ pub(crate) fn create(
         object::remove_at(&mut obj, "metadata.deletionTimestamp");
         object::remove_at(&mut obj, "metadata.deletionGracePeriodSeconds");
     }
-    if value_at(&obj, "spec").is_some() && value_at(&obj, "metadata.generation").is_none() {
+    if kind.counts_generation() && (!keep || value_at(&obj, "metadata.generation").is_none()) {
         set_at(&mut obj, "metadata.generation", json!(1));
     }
     apply_defaults(kind, &mut obj);
@@ -369,13 +370,19 @@ fn store_over(
     mut new: Value,
 ) -> Arc<Value> {
     apply_defaults(kind, &mut new);
-    if value_at(&new, "spec") != value_at(stored, "spec") {
-        let generation = value_at(stored, "metadata.generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        set_at(&mut new, "metadata.generation", json!(generation + 1));
-    } else if let Some(g) = value_at(stored, "metadata.generation") {
-        set_at(&mut new, "metadata.generation", g.clone());
+    // `BeforeUpdate` keeps the stored generation whatever the request
+    // says; the kinds that count it add one when the spec changes.
+    let generation = value_at(stored, "metadata.generation").and_then(Value::as_i64);
+    if kind.counts_generation() && value_at(&new, "spec") != value_at(stored, "spec") {
+        set_at(
+            &mut new,
+            "metadata.generation",
+            json!(generation.unwrap_or(0) + 1),
+        );
+    } else if let Some(g) = generation {
+        set_at(&mut new, "metadata.generation", json!(g));
+    } else {
+        object::remove_at(&mut new, "metadata.generation");
     }
     // A server without the field (before 1.28, or its feature gate off)
     // never stamps it.

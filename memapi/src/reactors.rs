@@ -151,6 +151,15 @@ impl Reactor {
         }
     }
 
+    /// A reactor for one verb on every resource (e.g. every list). By
+    /// default it answers 500 once.
+    pub fn verb(verb: Verb) -> Self {
+        Self {
+            verb: Some(verb),
+            ..Self::any()
+        }
+    }
+
     /// A reactor for every request. By default it answers 500 once.
     pub fn any() -> Self {
         Self {

@@ -51,6 +51,16 @@ impl ResourceKind {
         }
     }
 
+    /// Whether the server counts `metadata.generation` for this kind: 1 on
+    /// create, one more on every change of the spec. Of the kinds served,
+    /// only DeviceClass and ResourceSlice (their strategies'
+    /// `PrepareForCreate` and `PrepareForUpdate`); PVs, PVCs, pods and the
+    /// other core kinds of 1.20, StorageClasses, ResourceClaims and their
+    /// templates leave it as created (unset) and updates cannot change it.
+    pub fn counts_generation(&self) -> bool {
+        self.group == "resource.k8s.io" && matches!(self.plural, "deviceclasses" | "resourceslices")
+    }
+
     /// Whether this row is the PersistentVolume kind (which has phase-transition timestamps).
     pub fn is_persistent_volume(&self) -> bool {
         self.group.is_empty() && self.plural == "persistentvolumes"

@@ -155,6 +155,20 @@ impl ApiError {
         Self::from_code(410, format!("too old resource version: {rv} ({oldest})"))
     }
 
+    /// 410 Expired for a continue token whose version the history no
+    /// longer reaches, in the API server's words.
+    pub fn continue_expired() -> Self {
+        Self::from_code(
+            410,
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter, or use the continue token \
+             in this response to retrieve the remainder of the results. Continuing with the \
+             provided token results in an inconsistent list - objects that were created, \
+             modified, or deleted between the time the first chunk was returned and now may \
+             show up in the list.",
+        )
+    }
+
     /// 422 Invalid with one cause per field error, message and details as
     /// apimachinery's `NewInvalid` builds them: `Kind "name" is invalid: `
     /// then the errors (one, or several as `[a, b]`, duplicates dropped).

@@ -57,6 +57,8 @@ pub(crate) enum WatchItem {
     Error(ApiError),
     /// The connection breaks: the stream ends with a transport error.
     Cut,
+    /// The server ends the stream cleanly, as at `timeoutSeconds`.
+    End,
 }
 
 /// The sending half of one watch, with what it filters on.
@@ -243,6 +245,68 @@ impl Store {
             .flat_map(move |objects| objects.range((start.clone(), Bound::Unbounded)))
     }
 
+    /// Up to `take` objects of a kind (all without a limit) that `keep`
+    /// accepts and whose key sorts after `after`, in key order, as they
+    /// were at version `at` (`None`: now): a page of a list, served from
+    /// the snapshot of its first page as etcd serves it. The history is
+    /// walked back from now to `at`; a version it no longer reaches (the
+    /// history compacted past it) is 410 Expired, as an etcd compaction
+    /// expires a continue token.
+    pub(crate) fn page_at(
+        &self,
+        kind: &ResourceKind,
+        at: Option<u64>,
+        after: Option<&ObjKey>,
+        take: Option<usize>,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
+        let take = take.unwrap_or(usize::MAX);
+        let at = at.filter(|at| *at < self.rv);
+        let Some(at) = at else {
+            return Ok(self
+                .iter_after(kind, after)
+                .map(|(_, obj)| obj)
+                .filter(|obj| keep(obj))
+                .take(take)
+                .cloned()
+                .collect());
+        };
+        if at < self.compacted {
+            return Err(ApiError::continue_expired());
+        }
+        // Each key changed since `at`, with what it was then (none: it
+        // did not exist); the oldest change's previous state wins.
+        let mut then: BTreeMap<ObjKey, Option<Arc<Value>>> = BTreeMap::new();
+        for change in self.history.iter().rev().take_while(|c| c.rv > at) {
+            if !std::ptr::eq(change.kind, kind) {
+                continue;
+            }
+            let key = (
+                object::namespace(&change.obj).to_string(),
+                object::name(&change.obj).to_string(),
+            );
+            if after.is_some_and(|after| key <= *after) {
+                continue;
+            }
+            then.insert(key, change.prev.clone());
+        }
+        let mut snapshot: BTreeMap<&ObjKey, &Arc<Value>> = self
+            .iter_after(kind, after)
+            .filter(|(key, _)| !then.contains_key(*key))
+            .collect();
+        for (key, obj) in &then {
+            if let Some(obj) = obj {
+                snapshot.insert(key, obj);
+            }
+        }
+        Ok(snapshot
+            .into_values()
+            .filter(|obj| keep(obj))
+            .take(take)
+            .cloned()
+            .collect())
+    }
+
     /// Stores `obj` (created or replaced) under a new resourceVersion and
     /// notifies watchers. Returns the stored object.
     pub(crate) fn commit(&mut self, kind: &'static ResourceKind, mut obj: Value) -> Arc<Value> {
@@ -392,6 +456,24 @@ impl Store {
             false
         });
         cut
+    }
+
+    /// Ends every open watch of the API cleanly (observers stay), as a
+    /// server does at `timeoutSeconds` or when it sheds watches: each
+    /// stream ends without an error, losing what a lag held back. Returns
+    /// how many streams were ended.
+    pub(crate) fn end_watches(&mut self) -> usize {
+        let mut ended = 0;
+        self.watchers.retain(|w| {
+            if !w.cuttable {
+                return true;
+            }
+            if w.tx.send(WatchItem::End).is_ok() {
+                ended += 1;
+            }
+            false
+        });
+        ended
     }
 
     /// Registers an observer of every change of a kind from now on: an

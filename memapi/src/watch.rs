@@ -3,8 +3,9 @@
 //! Events come from the watcher's channel (filled under the store lock, so
 //! catch-up and live events neither gap nor repeat). The stream also sends
 //! periodic BOOKMARKs when asked, ends after `timeoutSeconds`, ends after
-//! an in-stream ERROR (such as 410 Expired), and fails with [`StreamCut`]
-//! when its connection is cut. A resource's events can be made late
+//! an in-stream ERROR (such as 410 Expired) or when the server ends it
+//! ([`MemApi::end_watches`](super::MemApi::end_watches)), and fails with
+//! [`StreamCut`] when its connection is cut. A resource's events can be made late
 //! ([`MemApi::lag_watches`](super::MemApi::lag_watches)), each by the lag
 //! set when it reached the stream, in order. All timers are tokio timers,
 //! so paused-time tests work.
@@ -85,7 +86,7 @@ fn render(opts: &WatchOptions, item: &WatchItem) -> Option<Bytes> {
             })
         }
         WatchItem::Error(err) => json!({ "type": "ERROR", "object": err.to_status() }),
-        WatchItem::Cut => return None,
+        WatchItem::Cut | WatchItem::End => return None,
     };
     let mut line = serde_json::to_vec(&event).unwrap_or_default();
     line.push(b'\n');
@@ -101,6 +102,9 @@ impl WatchState {
             if due.is_some_and(|due| due <= Instant::now())
                 && let Some((_, item)) = self.pending.pop_front()
             {
+                if matches!(item, WatchItem::End) {
+                    return None;
+                }
                 if matches!(item, WatchItem::Error(_) | WatchItem::Cut) {
                     self.done = true;
                 }
@@ -137,10 +141,10 @@ impl WatchState {
     }
 
     /// Takes an item from the channel: due after the kind's lag, or, for
-    /// a cut, at once and in place of everything not yet sent.
+    /// a cut or an end, at once and in place of everything not yet sent.
     fn receive(&mut self, item: WatchItem) {
         let now = Instant::now();
-        if matches!(item, WatchItem::Cut) {
+        if matches!(item, WatchItem::Cut | WatchItem::End) {
             self.pending.clear();
             self.pending.push_back((now, item));
             return;

@@ -38,7 +38,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::EventRecorder;
-use crate::informer::{FIRST_LIST, Informers, WatchFailure, Watches};
+use crate::informer::{FIRST_LIST, Informers, WatchFailure, WatchSettings, Watches};
 use crate::leader::LeaderElector;
 use crate::metrics::Metrics;
 use crate::server::{Liveness, Readiness};
@@ -107,7 +107,7 @@ const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The process's controllers and watches, built and ready to run.
 pub struct Runner {
     client: Client,
-    watch_failure_limit: Duration,
+    watch_settings: WatchSettings,
     informers: Option<Informers>,
     watches: Watches,
     workloads: Vec<Workload>,
@@ -123,8 +123,9 @@ pub struct Runner {
 pub struct RunnerParts {
     /// The controllers' client, for the watches.
     pub client: Client,
-    /// How long a watch may fail without one success.
-    pub watch_failure_limit: Duration,
+    /// How the watches list (objects per page) and how long one may fail
+    /// without one success.
+    pub watch_settings: WatchSettings,
     /// The kinds the controllers asked for.
     pub informers: Informers,
     /// The controllers' work.
@@ -150,7 +151,7 @@ impl Runner {
     pub fn new(parts: RunnerParts) -> Self {
         Self {
             client: parts.client,
-            watch_failure_limit: parts.watch_failure_limit,
+            watch_settings: parts.watch_settings,
             informers: Some(parts.informers),
             watches: Watches::default(),
             workloads: parts.workloads,
@@ -177,7 +178,7 @@ impl Runner {
     fn start_watches(&mut self) {
         if let Some(informers) = self.informers.take() {
             tracing::info!(kinds = ?informers.kinds(), "starting one watch per kind");
-            self.watches = informers.start(&self.client, self.watch_failure_limit);
+            self.watches = informers.start(&self.client, self.watch_settings);
         }
     }
 

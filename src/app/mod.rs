@@ -49,6 +49,10 @@ pub struct AppConfig {
     /// How long a watch may fail without one success before the process
     /// stops with an error (`--watch-failure-limit`).
     pub watch_failure_limit: Duration,
+    /// Objects per page of the informers' lists (client-go's 500 by
+    /// default); a page whose continue token expired starts the list
+    /// again.
+    pub list_page_size: u32,
     /// Where to serve `/metrics` and the health checks (nothing else) over
     /// plain HTTP without authentication (port 0: any free port), within
     /// the secure port's connection limits, if at all
@@ -85,6 +89,7 @@ impl Default for AppConfig {
             controllers: ControllerSelection::default(),
             instance: "pv-controller".to_string(),
             watch_failure_limit: DEFAULT_WATCH_FAILURE_LIMIT,
+            list_page_size: crate::runtime::informer::LIST_PAGE_SIZE,
             insecure_address: Some(([127, 0, 0, 1], 0).into()),
             secure: None,
             election: None,
@@ -309,7 +314,10 @@ impl App {
         let recorder = shared.recorder.clone();
         let runner = Runner::new(RunnerParts {
             client: shared.client,
-            watch_failure_limit: config.watch_failure_limit,
+            watch_settings: crate::runtime::informer::WatchSettings {
+                failure_limit: config.watch_failure_limit,
+                list_page_size: config.list_page_size,
+            },
             informers: shared.informers,
             workloads,
             leading: shared.leading,
@@ -466,7 +474,9 @@ pub async fn serve(
                 }
             }
         };
-        app.run(stop).await?;
+        // The process's future is large: kept on the heap, not on this
+        // loop's stack.
+        Box::pin(app.run(stop)).await?;
         match change {
             None => return Ok(()),
             Some(Ok(())) => {}

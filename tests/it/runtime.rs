@@ -169,6 +169,87 @@ async fn a_big_kind_is_listed_in_pages_of_five_hundred() {
     );
 }
 
+/// A list whose continue token expires between its pages (the history
+/// compacted past the first page's version, 410 Expired) is started again
+/// from the first page, and the store ends with what the server holds.
+#[tokio::test(start_paused = true)]
+async fn a_list_whose_continue_token_expired_is_listed_again() {
+    let api = MemApi::new();
+    for i in 1..=5 {
+        api.create(&volume(&format!("pv-{i}"), "1Gi").build())
+            .expect("volume");
+    }
+    // Every page of volumes answered a second late.
+    api.add_reactor(
+        memapi::Reactor::on(Verb::List, "persistentvolumes")
+            .delay(Duration::from_secs(1))
+            .always(),
+    );
+    let app = App::start(
+        clients(&api),
+        AppConfig {
+            list_page_size: 2,
+            ..AppConfig::default()
+        },
+    )
+    .await
+    .expect("the process starts");
+    let idle = app.idle_probe();
+    let binder = app
+        .controllers()
+        .persistentvolume
+        .clone()
+        .expect("the binder runs");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(app.run(async move {
+        let _ = stopped.await;
+    }));
+    // The first page (pv-1, pv-2) is in; the second is asked for.
+    // Meanwhile a volume of the first page goes, one comes, and the
+    // history is compacted.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(api.remove::<PersistentVolume>(None, "pv-1"));
+    api.create(&volume("pv-6", "1Gi").build()).expect("volume");
+    api.compact();
+    settle(&api, &idle).await;
+    let _ = stop.send(());
+    running.await.expect("join").expect("a clean stop");
+
+    let stats = api.requests();
+    assert_eq!(
+        stats.count_code(Verb::List, "persistentvolumes", None, 410),
+        1,
+        "the second page's token expired"
+    );
+    assert_eq!(
+        stats.count(Verb::List, "persistentvolumes", None),
+        2 + 3,
+        "two pages, the second refused; then the whole list again, in three"
+    );
+    let available: Vec<String> = api
+        .list::<PersistentVolume>()
+        .iter()
+        .filter(|v| v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available"))
+        .filter_map(|v| v.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        available,
+        ["pv-2", "pv-3", "pv-4", "pv-5", "pv-6"],
+        "the relisted store synced every volume the server holds"
+    );
+    let mut stored: Vec<String> = binder
+        .store()
+        .volume_names()
+        .iter()
+        .map(|name| name.as_str().to_string())
+        .collect();
+    stored.sort();
+    assert_eq!(
+        stored, available,
+        "the volume of the refused list's first page is gone from the store"
+    );
+}
+
 /// `pv_controller_api_writes_total` by (controller, resource, verb,
 /// subresource), every result together.
 fn counted_writes(metrics: &Metrics) -> BTreeMap<(String, String, String, String), u64> {

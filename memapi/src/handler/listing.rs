@@ -1,4 +1,7 @@
-//! Lists (pages with continue tokens) and watches.
+//! Lists and watches. A list comes in pages with continue tokens; every
+//! page after the first is served from the snapshot at the first page's
+//! version, as etcd serves it, and a token whose version the history no
+//! longer reaches is 410 Expired.
 
 use super::*;
 
@@ -49,21 +52,23 @@ pub(super) fn list(
     };
     let store = lock(&shared.store);
     let list_rv = after.as_ref().map_or(store.rv(), |(rv, _, _)| *rv);
+    let at = after.as_ref().map(|(rv, _, _)| *rv);
     let after_key = after.map(|(_, ns, name)| (ns, name));
-    let mut matching = store
-        .iter_after(kind, after_key.as_ref())
-        .filter(|(_, obj)| filter.matches(obj))
-        .map(|(_, obj)| obj.clone());
-    let items: Vec<_> = match limit {
-        Some(n) => matching.by_ref().take(n).collect(),
-        None => matching.by_ref().collect(),
-    };
-    // Whether a page follows; `remainingItemCount`, which the API server
-    // may leave out, is left out: counting would walk the whole rest of the
-    // list for every page.
-    let more = matching.next().is_some();
-    drop(matching);
+    // One more than the page, to tell whether a page follows;
+    // `remainingItemCount`, which the API server may leave out, is left
+    // out: counting would walk the whole rest of the list for every page.
+    let mut items = store.page_at(
+        kind,
+        at,
+        after_key.as_ref(),
+        limit.map(|n| n.saturating_add(1)),
+        |obj| filter.matches(obj),
+    )?;
     drop(store);
+    let more = limit.is_some_and(|n| items.len() > n);
+    if let Some(n) = limit {
+        items.truncate(n);
+    }
     let mut metadata = json!({ "resourceVersion": list_rv.to_string() });
     if more && let Some(last) = items.last() {
         metadata["continue"] = json!(encode_continue(

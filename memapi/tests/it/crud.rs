@@ -589,3 +589,76 @@ async fn reviews_answer_from_the_tokens_and_grants_a_test_sets() {
         "a review is answered, not stored"
     );
 }
+
+/// `metadata.generation` as kube-apiserver keeps it: PVs (as every core
+/// kind of 1.20) have none and no write gives them one; a DeviceClass
+/// starts at 1 and counts each change of its spec; no request sets it.
+#[tokio::test]
+async fn generation_is_counted_only_where_the_kinds_strategy_counts_it() {
+    use k8s_openapi::api::resource::v1::DeviceClass;
+    let mem = MemApi::new();
+    let volumes: Api<PersistentVolume> = Api::all(mem.client());
+    let created = volumes
+        .create(&PostParams::default(), &pv("a", "1Gi"))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, None);
+    let mut changed = created.clone();
+    changed.spec.as_mut().unwrap().storage_class_name = Some("gold".into());
+    changed.metadata.generation = Some(7);
+    let updated = volumes
+        .replace("a", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_eq!(
+        updated.metadata.generation, None,
+        "a spec change counts nothing"
+    );
+    let patched = volumes
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassName": "silver"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.metadata.generation, None);
+
+    let classes: Api<DeviceClass> = Api::all(mem.client());
+    let class: DeviceClass = serde_json::from_value(json!({
+        "metadata": {"name": "gpu", "generation": 5},
+        "spec": {},
+    }))
+    .unwrap();
+    let created = classes
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1), "set on create");
+    let relabelled = classes
+        .patch(
+            "gpu",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}, "generation": 9}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        relabelled.metadata.generation,
+        Some(1),
+        "metadata is not the spec"
+    );
+    let respecified = classes
+        .patch(
+            "gpu",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"selectors": [{"cel": {"expression": "true"}}]}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        respecified.metadata.generation,
+        Some(2),
+        "a spec change counts"
+    );
+}

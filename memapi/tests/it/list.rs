@@ -1,7 +1,7 @@
 //! memapi lists: label and field selectors, namespaces, limit/continue,
 //! and YAML seeding.
 
-use crate::support::{code, pv, pvc};
+use crate::support::{code, pv, pvc, reason};
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
@@ -136,18 +136,100 @@ async fn pagination_with_limit_and_continue() {
         pages.push(names(&page.items));
         token = page.metadata.continue_;
     }
+    // Continued pages come from the first page's snapshot: the claim
+    // created after it is not listed.
     assert_eq!(
         pages,
-        vec![
-            vec!["c0", "c2", "c4"],
-            vec!["c6", "c1", "c3"],
-            vec!["c5", "late"],
-        ]
+        vec![vec!["c0", "c2", "c4"], vec!["c6", "c1", "c3"], vec!["c5"],]
     );
     let bad = ListParams::default().continue_token("zz");
     assert_eq!(code(claims.list(&bad).await.unwrap_err()), 400);
     // The typed listing helper sorts by namespace/name.
     assert_eq!(mem.list::<PersistentVolumeClaim>().len(), 8);
+}
+
+/// The rest of a list whose first page was served before the changes: a
+/// changed object as it was, a deleted one still there, a new one absent.
+#[tokio::test]
+async fn continued_pages_are_a_snapshot_at_the_first_pages_version() {
+    let mem = MemApi::new();
+    for name in ["a", "b", "c", "d"] {
+        mem.create(&pv(name, "1Gi")).unwrap();
+    }
+    let volumes: Api<PersistentVolume> = Api::all(mem.client());
+    let first = volumes.list(&ListParams::default().limit(1)).await.unwrap();
+    assert_eq!(names(&first.items), ["a"]);
+    let token = first.metadata.continue_.clone().unwrap();
+    let mut bigger = mem.get::<PersistentVolume>(None, "b").unwrap();
+    bigger.spec.as_mut().unwrap().capacity = Some(BTreeMap::from([(
+        "storage".to_string(),
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity("5Gi".into()),
+    )]));
+    volumes
+        .replace("b", &Default::default(), &bigger)
+        .await
+        .unwrap();
+    volumes.delete("c", &Default::default()).await.unwrap();
+    volumes
+        .create(&Default::default(), &pv("bb", "1Gi"))
+        .await
+        .unwrap();
+    let rest = volumes
+        .list(&ListParams::default().limit(10).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&rest.items), ["b", "c", "d"], "as at the first page");
+    let size = |v: &PersistentVolume| {
+        v.spec.as_ref().unwrap().capacity.as_ref().unwrap()["storage"]
+            .0
+            .clone()
+    };
+    assert_eq!(size(&rest.items[0]), "1Gi", "b as it was");
+    assert_eq!(
+        rest.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    assert_eq!(rest.metadata.continue_, None);
+    // A new list sees the changes.
+    let now = volumes.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names(&now.items), ["a", "b", "bb", "d"]);
+}
+
+/// A continue token whose version the history no longer reaches is 410
+/// Expired, in the API server's words; a new list works.
+#[tokio::test]
+async fn a_continue_token_expires_with_the_history() {
+    let mem = MemApi::new();
+    for name in ["a", "b", "c"] {
+        mem.create(&pv(name, "1Gi")).unwrap();
+    }
+    let volumes: Api<PersistentVolume> = Api::all(mem.client());
+    let first = volumes.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    // Unchanged since, the token still reads the current state.
+    mem.compact();
+    let second = volumes
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&second.items), ["b"]);
+    // A change after the compaction: the snapshot can no longer be made.
+    mem.create(&pv("d", "1Gi")).unwrap();
+    mem.compact();
+    let err = volumes
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "Expired");
+    assert!(
+        err.to_string().contains(
+            "The provided continue parameter is too old to display a consistent list result"
+        ),
+        "{err}"
+    );
+    assert_eq!(code(err), 410);
+    let again = volumes.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names(&again.items), ["a", "b", "c", "d"]);
 }
 
 #[tokio::test]

@@ -212,6 +212,33 @@ async fn a_cut_watch_fails_mid_stream_and_the_watcher_resumes_without_a_relist()
     assert_eq!(stats.count(Verb::Watch, "persistentvolumes", None), 2);
 }
 
+/// A stream the server ends cleanly: no error, the watcher watches again
+/// from its version; events a lag held back come with the new watch.
+#[tokio::test(start_paused = true)]
+async fn a_stream_ended_cleanly_is_watched_again_without_an_error() {
+    let mem = MemApi::new();
+    mem.create(&pv("a", "1Gi")).unwrap();
+    let mut rx = spawn_watcher(&mem, watcher::Config::default().disable_bookmarks());
+    assert_eq!(until_init_done(&mut rx).await, vec!["a".to_string()]);
+    mem.lag_watches("persistentvolumes", Duration::from_secs(5))
+        .unwrap();
+    mem.create(&pv("b", "1Gi")).unwrap();
+    tokio::task::yield_now().await;
+    assert_eq!(mem.end_watches(), 1);
+    mem.lag_watches("persistentvolumes", Duration::ZERO)
+        .unwrap();
+    mem.create(&pv("c", "1Gi")).unwrap();
+    for want in ["b", "c"] {
+        match rx.recv().await.unwrap() {
+            Ok(Event::Apply(o)) => assert_eq!(o.name_any(), want),
+            other => panic!("expected {want}, got {other:?}"),
+        }
+    }
+    let stats = mem.requests();
+    assert_eq!(stats.count(Verb::List, "persistentvolumes", None), 1);
+    assert_eq!(stats.count(Verb::Watch, "persistentvolumes", None), 2);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_cut_after_a_compaction_makes_the_watcher_relist() {
     let mem = MemApi::new();

@@ -39,7 +39,7 @@ use crate::managers::{Managed, ManagersHandler};
 pub use backoff::{Exponential, WatchBackoff, watch_backoff};
 pub use store::StoreError;
 pub use store::{IndexFn, MemStore, Store, StoreRef};
-pub use watch::WatchFailure;
+pub use watch::{LIST_PAGE_SIZE, WatchFailure};
 
 /// What an informer tells the handlers of a kind.
 #[derive(Debug)]
@@ -137,9 +137,20 @@ trait Pending: Send {
     fn start(
         self: Box<Self>,
         client: &Client,
-        failure_limit: Duration,
+        settings: WatchSettings,
         lists: Lists,
     ) -> BoxFuture<'static, Result<(), WatchFailure>>;
+}
+
+/// How every watch of the process lists and gives up.
+#[derive(Clone, Copy, Debug)]
+pub struct WatchSettings {
+    /// How long a watch may fail without one success before its task
+    /// ends with the failure.
+    pub failure_limit: Duration,
+    /// Objects per page of a list ([`LIST_PAGE_SIZE`] unless a smaller
+    /// cluster, or a test of paging, asks for fewer).
+    pub list_page_size: u32,
 }
 
 /// A kind's side of the list requests: the requests it is asked to list
@@ -161,7 +172,7 @@ impl<K: Kind> Pending for Slot<K> {
     fn start(
         mut self: Box<Self>,
         client: &Client,
-        failure_limit: Duration,
+        settings: WatchSettings,
         lists: Lists,
     ) -> BoxFuture<'static, Result<(), WatchFailure>> {
         let mut informer = watch::Informer {
@@ -174,12 +185,12 @@ impl<K: Kind> Pending for Slot<K> {
         let client = client.clone();
         let shape = self.store.shape();
         let managers: Arc<[ManagersHandler<K>]> = std::mem::take(&mut self.managers).into();
-        let streams = move || watch::watch(&client, shape, &managers);
+        let streams = move || watch::watch(&client, shape, &managers, settings.list_page_size);
         Box::pin(watch::pump(
             K::NAME,
             streams,
             lists.requested,
-            failure_limit,
+            settings.failure_limit,
             move |request, event| {
                 informer.request = request;
                 informer.on_event(event);
@@ -321,8 +332,9 @@ impl Informers {
 
     /// Starts one watch per kind asked for, on `client`. Each watch runs
     /// until its task is dropped; one that fails without a single success
-    /// for `failure_limit` (or ends) ends its task with the failure.
-    pub fn start(self, client: &Client, failure_limit: Duration) -> Watches {
+    /// for the settings' `failure_limit` (or ends) ends its task with the
+    /// failure.
+    pub fn start(self, client: &Client, settings: WatchSettings) -> Watches {
         let mut watches = Watches::default();
         for slot in self.slots {
             let synced = Synced::default();
@@ -333,9 +345,7 @@ impl Informers {
                 synced,
             };
             watches.requests.push(requests);
-            watches
-                .tasks
-                .spawn(slot.start(client, failure_limit, lists));
+            watches.tasks.spawn(slot.start(client, settings, lists));
         }
         watches
     }

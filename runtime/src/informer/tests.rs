@@ -258,7 +258,13 @@ async fn field_managers_are_told_before_the_store_takes_the_version_in() {
             ));
         })
         .expect("subscribe");
-    let mut watches = informers.start(&api.client(), std::time::Duration::from_secs(60));
+    let mut watches = informers.start(
+        &api.client(),
+        super::WatchSettings {
+            failure_limit: std::time::Duration::from_secs(60),
+            list_page_size: super::LIST_PAGE_SIZE,
+        },
+    );
     Watches::wait(&watches.synced).await;
     let request = http::Request::patch("/api/v1/persistentvolumes/pv-1/status")
         .header("content-type", "application/merge-patch+json")

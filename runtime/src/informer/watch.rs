@@ -46,15 +46,17 @@ pub enum WatchFailure {
     TaskFailed(String),
 }
 
-/// Objects per page of a list, as client-go lists. The next page is asked
-/// for once the last one is in the store, so every page is a round trip:
-/// 20,000 volumes and 20,000 claims on kube-apiserver 1.20 list in 1.0 s
-/// in pages of 500 against 1.8 s in pages of 100. A page is decoded whole
-/// before it is trimmed, which at 500 objects of a storm is a few MiB.
-const LIST_PAGE_SIZE: u32 = 500;
+/// Objects per page of a list by default, as client-go lists. The next
+/// page is asked for once the last one is in the store, so every page is
+/// a round trip: 20,000 volumes and 20,000 claims on kube-apiserver 1.20
+/// list in 1.0 s in pages of 500 against 1.8 s in pages of 100. A page is
+/// decoded whole before it is trimmed, which at 500 objects of a storm is
+/// a few MiB.
+pub const LIST_PAGE_SIZE: u32 = 500;
 
 /// A watcher of every `K` with the watch backoff (`backoff.rs`), so a broken watch is
-/// retried; its lists come in pages of [`LIST_PAGE_SIZE`], and its objects
+/// retried; its lists come in pages of `page_size` objects (a page whose
+/// continue token expired, 410, starts the list again), and its objects
 /// are decoded without their managedFields ([`Lean`]) and trimmed by the
 /// kind's `shape`, as the store keeps them. With `managers` to tell, each
 /// object's field managers are decoded too ([`WithManagers`]) and handed
@@ -63,8 +65,9 @@ pub(super) fn watch<K: Kind>(
     client: &Client,
     shape: &'static Shape<K>,
     managers: &Arc<[ManagersHandler<K>]>,
+    page_size: u32,
 ) -> BoxStream<'static, Result<Event<K>, watcher::Error>> {
-    let config = watcher::Config::default().page_size(LIST_PAGE_SIZE);
+    let config = watcher::Config::default().page_size(page_size);
     if managers.is_empty() {
         return watcher(Api::<Lean<K>>::all(client.clone()), config)
             .backoff(super::watch_backoff())

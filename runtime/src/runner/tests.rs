@@ -87,7 +87,10 @@ fn runner(workloads: Vec<Workload>, leading: Leading) -> (Runner, Liveness, Arc<
     let runner = Runner::new(RunnerParts {
         report_leader: true,
         client: api.client(),
-        watch_failure_limit: Duration::from_secs(60),
+        watch_settings: crate::informer::WatchSettings {
+            failure_limit: Duration::from_secs(60),
+            list_page_size: crate::informer::LIST_PAGE_SIZE,
+        },
         informers: Informers::default(),
         workloads,
         leading,

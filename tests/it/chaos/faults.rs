@@ -21,6 +21,12 @@ struct Class {
     reactor: fn() -> Reactor,
 }
 
+/// Objects per page of the replicas' lists: small enough that most lists
+/// of the small cluster come in several pages, so continued pages are
+/// served from the first page's snapshot and a compaction between pages
+/// expires the continue token (410, the list starts again).
+pub(crate) const LIST_PAGE_SIZE: u32 = 3;
+
 fn held() -> Duration {
     REQUEST_TIMEOUT * 2
 }

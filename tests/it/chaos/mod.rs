@@ -1,7 +1,10 @@
 //! The chaos suite: seeded runs of two controller replicas against memapi
 //! while a share of all requests fail (409, 429 with Retry-After, 500,
-//! 503, timeouts, connections dropped before and after the commit), watch
-//! streams are cut and the history compacted (in-stream 410 Gone), the
+//! 503, timeouts, connections dropped before and after the commit), lists
+//! and writes are answered late, lists come in pages of three (continued
+//! from the first page's snapshot, their tokens expired by compactions),
+//! watch streams are cut or ended cleanly and the history compacted
+//! (in-stream 410 Gone), the
 //! leader is killed at random points (also between the volume and the
 //! claim write of a bind, and right after it created a recycler pod) or
 //! stopped cleanly, storage fails, and users create, delete and re-create

@@ -17,7 +17,7 @@ use pv_controller::{
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::faults::REQUEST_TIMEOUT;
+use super::faults::{LIST_PAGE_SIZE, REQUEST_TIMEOUT};
 use super::world::{ChaosPlugin, Shared};
 
 /// One running replica.
@@ -65,6 +65,7 @@ impl Replica {
                 k8s_names::RESOURCE_CLAIM_CONTROLLER,
             ]),
             instance: identity.clone(),
+            list_page_size: LIST_PAGE_SIZE,
             election: Some(LeaseConfig::new("kube-system", "pv-controller", &identity)),
             persistentvolume: pv::Config {
                 settings: Settings {

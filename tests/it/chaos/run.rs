@@ -1,6 +1,8 @@
-//! One chaos run, from a seed: a small cluster, two replicas, 90 s of
-//! faults (watches late by a lag per kind among them), user actions and kills, then up to 15 min (paused time) for the
-//! state to settle and keep every invariant.
+//! One chaos run, from a seed: a small cluster, two replicas listing in
+//! pages of three, 90 s of faults (watches late by a lag per kind, slow
+//! lists and writes, watch streams cut or ended cleanly among them), user
+//! actions and kills, then up to 15 min (paused time) for the state to
+//! settle and keep every invariant.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -135,8 +137,10 @@ impl Run {
         }
     }
 
-    /// Lists beyond the first one of each watcher of each replica: the
-    /// relists that expired versions (410 Gone) and failed lists forced.
+    /// List requests beyond the first one of each watcher of each
+    /// replica: the continued pages, and the relists that expired
+    /// versions (410 Gone), expired continue tokens and failed lists
+    /// forced; and the pages refused for an expired continue token.
     fn count_relists(&mut self) {
         let stats = self.api.requests();
         let lists: u64 = WATCHED
@@ -145,8 +149,16 @@ impl Run {
             .sum();
         let first = self.started * WATCHED.len() as u64;
         self.survived.add(
-            "relists (lists after the first of each watcher)",
+            "list pages beyond each watcher's first (relists and continued pages)",
             lists.saturating_sub(first),
+        );
+        let expired: u64 = WATCHED
+            .iter()
+            .map(|resource| stats.count_code(Verb::List, resource, None, 410))
+            .sum();
+        self.survived.add(
+            "continue tokens expired (410 on a list page, listed again)",
+            expired,
         );
     }
 
@@ -173,6 +185,28 @@ impl Run {
                 .delay(Duration::from_secs(1))
                 .probability(0.3),
         );
+        // Lists answered slowly now and then, so that a list's pages
+        // spread over time and compactions fall between them; writes of
+        // any kind answered slowly (within the client's time limit).
+        let slow_requests = [
+            (
+                "list pages answered a second late",
+                self.api.add_reactor(
+                    Reactor::verb(Verb::List)
+                        .delay(Duration::from_secs(1))
+                        .probability(0.3),
+                ),
+            ),
+            (
+                "writes answered two seconds late",
+                self.api.add_reactor(
+                    Reactor::any()
+                        .writes_only()
+                        .delay(Duration::from_secs(2))
+                        .probability(0.05),
+                ),
+            ),
+        ];
         // ResourceClaim deletes and finalizer removals fail often.
         let claim_faults = [
             self.api.add_reactor(
@@ -205,6 +239,10 @@ impl Run {
         let failed: u64 = fired.iter().map(|(_, n)| n).sum();
         self.survived.add_requests(fired);
         self.api.remove_reactor(slow);
+        for (what, id) in slow_requests {
+            let fired = self.api.remove_reactor(id).map_or(0, |r| r.fired());
+            self.survived.add(what, u64::from(fired));
+        }
         for (what, id) in ["claim deletes failed", "claim finalizer updates failed"]
             .into_iter()
             .zip(claim_faults)
@@ -255,6 +293,11 @@ impl Run {
         if self.rng.chance(0.03) {
             let cut = self.api.cut_watches();
             self.survived.add("watch streams cut mid-way", cut as u64);
+        }
+        if self.rng.chance(0.03) {
+            let ended = self.api.end_watches();
+            self.survived
+                .add("watch streams ended cleanly mid-way", ended as u64);
         }
         if self.rng.chance(0.02) {
             let resource = *self.rng.pick(&WATCHED);
