@@ -32,13 +32,16 @@
 
 mod claims;
 mod faults;
+mod fit;
 mod history;
 mod kubelet;
 mod model;
 mod replicas;
 mod run;
 mod settled;
+mod steps;
 mod world;
+mod writes;
 
 use std::time::Instant;
 
