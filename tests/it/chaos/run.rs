@@ -403,11 +403,11 @@ impl Run {
         self.api.create(&volume).expect("create volume");
     }
 
-    /// Makes a quarter of the volumes fit fewer claims: smaller than a
-    /// claim asks, ReadOnlyMany only, of volume mode Block, or labelled
-    /// for the claims that select ([`SELECTED`]).
+    /// Makes some volumes fit fewer claims: smaller than a claim asks,
+    /// ReadOnlyMany only, of volume mode Block, or labelled for the claims
+    /// that select ([`SELECTED`]).
     fn maybe_odd(&mut self, volume: &mut PersistentVolume) {
-        if !self.rng.chance(0.25) {
+        if !self.rng.chance(0.15) {
             return;
         }
         let Some(spec) = volume.spec.as_mut() else {
@@ -427,14 +427,14 @@ impl Run {
         }
     }
 
-    /// A claim; a fifth of the static ones select volumes by label
+    /// A claim; some of the static ones select volumes by label
     /// ([`SELECTED`]).
     fn create_claim(&mut self) {
         let name = self.next_name("c");
         let dynamic = self.rng.chance(0.25);
         let mut claim = user_claim(&name, dynamic);
         if !dynamic
-            && self.rng.chance(0.2)
+            && self.rng.chance(0.1)
             && let Some(spec) = claim.spec.as_mut()
         {
             spec.selector = Some(LabelSelector {
