@@ -129,3 +129,59 @@ pub(crate) fn misfit(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use testkit::{RWO, claim, volume};
+
+    use super::{Chosen, misfit};
+
+    #[test]
+    fn what_a_binding_must_keep_depends_on_who_chose_the_volume() {
+        let asked = claim("c", "u", "1Gi")
+            .modes(&[RWO])
+            .selector(&[("tier", "fast")])
+            .build();
+        let fits = |v: &k8s_openapi::api::core::v1::PersistentVolume| {
+            [
+                Chosen::Matched,
+                Chosen::ByClaim,
+                Chosen::PreBound,
+                Chosen::Both,
+            ]
+            .map(|chosen| misfit(v, &asked, chosen).is_none())
+        };
+        let labelled = volume("v", "1Gi").modes(&[RWO]).labels(&[("tier", "fast")]);
+        assert_eq!(fits(&labelled.clone().build()), [true; 4]);
+        assert_eq!(
+            fits(&volume("v", "1Gi").modes(&[RWO]).build()),
+            [false, true, true, true]
+        );
+        assert_eq!(
+            fits(&labelled.clone().class("gold").build()),
+            [false, false, true, true]
+        );
+        assert_eq!(
+            fits(
+                &volume("v", "512Mi")
+                    .modes(&[RWO])
+                    .labels(&[("tier", "fast")])
+                    .build()
+            ),
+            [false, false, false, true]
+        );
+        assert_eq!(
+            fits(
+                &volume("v", "1Gi")
+                    .modes(&["ReadOnlyMany"])
+                    .labels(&[("tier", "fast")])
+                    .build()
+            ),
+            [false, false, false, true]
+        );
+        assert_eq!(
+            fits(&labelled.volume_mode("Block").build()),
+            [false, false, false, true]
+        );
+    }
+}

@@ -19,7 +19,7 @@ pub(crate) struct Violation {
     /// The resourceVersion of the change that broke it (for a request that
     /// committed nothing, the version the server was at).
     pub(crate) version: u64,
-    /// Where: `request #N (verb)` or `the test world`.
+    /// Where: `request #N: verb resource/name` or `the test world`.
     pub(crate) step: String,
     /// What broke.
     pub(crate) detail: String,
@@ -79,10 +79,10 @@ impl Steps {
     }
 }
 
-/// `request #N (patch persistentvolumes/v1 status)`.
+/// `request #N: patch persistentvolumes/v1 status`.
 pub(crate) fn describe(at: usize, entry: &RequestLogEntry) -> String {
     format!(
-        "request #{at} ({} {}/{}{})",
+        "request #{at}: {} {}/{}{}",
         entry.verb,
         entry.resource,
         entry.name.as_deref().unwrap_or(""),
