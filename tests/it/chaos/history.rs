@@ -511,14 +511,14 @@ impl Walk {
 
     /// `finalizer-lost` for a finalizer a replica removed that is not
     /// its to remove.
-    fn not_ours(&mut self, object: String, removed: &[String], ours: &[&str]) {
+    fn not_ours(&mut self, object: &str, removed: &[String], ours: &[&str]) {
         if !self.by_request {
             return;
         }
         for finalizer in removed.iter().filter(|f| !ours.contains(&f.as_str())) {
             self.violation(
                 "finalizer-lost",
-                object.clone(),
+                object.to_string(),
                 format!("{finalizer} removed by the controller, which does not own it"),
             );
         }
@@ -528,7 +528,7 @@ impl Walk {
         let removed = self.finalizers_removed("volume", ty, &v.metadata);
         let ours = [FINALIZER_PV_CONTROLLER, FINALIZER_EXTERNAL_PROVISIONER];
         let object = format!("volume {}", name(v));
-        self.not_ours(object.clone(), &removed, &ours);
+        self.not_ours(&object, &removed, &ours);
         let holds = policy(v) == "Delete" && !self.storage_deleted.contains(&uid(v));
         for finalizer in removed.iter().filter(|f| ours.contains(&f.as_str())) {
             if holds {
@@ -544,11 +544,7 @@ impl Walk {
     fn resource_claim(&mut self, ty: ChangeType, c: &ResourceClaim) {
         let removed = self.finalizers_removed("resourceclaim", ty, &c.metadata);
         let object = format!("ResourceClaim {}", name(c));
-        self.not_ours(
-            object.clone(),
-            &removed,
-            &[FINALIZER_RESOURCE_DELETE_PROTECTION],
-        );
+        self.not_ours(&object, &removed, &[FINALIZER_RESOURCE_DELETE_PROTECTION]);
         if !removed
             .iter()
             .any(|f| f == FINALIZER_RESOURCE_DELETE_PROTECTION)
@@ -578,7 +574,7 @@ impl Walk {
 
     fn pod(&mut self, ty: ChangeType, p: &Pod) {
         let removed = self.finalizers_removed("pod", ty, &p.metadata);
-        self.not_ours(format!("pod {}", name(p)), &removed, &[]);
+        self.not_ours(&format!("pod {}", name(p)), &removed, &[]);
         let (Some(volume), Some(claim)) = (
             annotation(p, ANN_RECYCLED_VOLUME_UID),
             annotation(p, ANN_RELEASED_CLAIM_UID),
