@@ -128,7 +128,7 @@ pub use observe::{Observed, Observer};
 pub use reactors::{Action, Reactor, ReactorId, Times, Verb};
 pub use resources::{KINDS, ResourceKind};
 pub use service::MemApiService;
-pub use stats::{RequestLogEntry, RequestStats};
+pub use stats::{Preconditions, RequestLogEntry, RequestStats};
 pub use status::{ApiError, Cause, Details};
 pub use store::{ChangeType, DEFAULT_HISTORY};
 

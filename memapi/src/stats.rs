@@ -4,6 +4,21 @@
 
 use super::reactors::Verb;
 use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// What a write names as the state it is conditional on, as the API server
+/// checks it: the `metadata.resourceVersion` and `metadata.uid` of an
+/// update's or a patch's body (the values a JSON patch sets or tests at
+/// those paths), the `preconditions` of a delete's options. A test reads
+/// it to prove a client's writes are conditional where its design says
+/// they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preconditions {
+    /// The resourceVersion the write is conditional on.
+    pub resource_version: Option<String>,
+    /// The UID the write is conditional on.
+    pub uid: Option<String>,
+}
 
 /// One served (or dropped) request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +46,18 @@ pub struct RequestLogEntry {
     /// When an after-commit reactor replaced the answer of a write that was
     /// stored: the code the server had answered (200, 201). `None` otherwise.
     pub lost_answer: Option<u16>,
+    /// What the write named as its preconditions (nothing for reads).
+    pub preconditions: Preconditions,
+    /// Whether the write is a server-side apply (whose body names the
+    /// fields its manager owns, not a copy it read).
+    pub apply: bool,
+    /// The resourceVersions of the changes the request committed, in
+    /// order (empty when it changed nothing): how a test ties a change an
+    /// [`Observer`](crate::Observer) saw to the request that made it.
+    /// Exact when the server serves one request at a time, as on a
+    /// current-thread runtime; on a runtime with several threads it may
+    /// also hold changes other requests committed meanwhile.
+    pub commits: Range<u64>,
 }
 
 /// Counter key: (verb, resource, subresource, code).

@@ -12,7 +12,7 @@ mod verbs;
 
 use access::{user_of, withheld};
 use faults::{after_commit, before_serving};
-use request::{Req, verb_of};
+use request::{Req, preconditions, verb_of};
 use verbs::serve;
 
 use super::body::{ResponseBody, error_response, json_response};
@@ -26,7 +26,7 @@ use super::resources::{Part, ResourceKind};
 use super::reviews;
 use super::route::{self, Query, ResourceRoute, Route};
 use super::selectors::{FieldSelector, Filter, LabelSelector};
-use super::stats::RequestLogEntry;
+use super::stats::{Preconditions, RequestLogEntry};
 use super::status::ApiError;
 use super::store::WatchItem;
 use super::table;
@@ -194,11 +194,15 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         None => before_serving(&shared, &info).await,
     };
     let mut lost_answer = None;
+    let content_type = header(&parts, http::header::CONTENT_TYPE);
+    let conditions = preconditions(verb, &content_type, &body);
+    let apply = verb == Verb::Patch
+        && PatchType::from_content_type(&content_type) == Some(PatchType::Apply);
+    let mut commits = 0..0;
     let outcome = if let Some(o) = injected {
         o
     } else {
         let accept = header(&parts, http::header::ACCEPT);
-        let content_type = header(&parts, http::header::CONTENT_TYPE);
         let agent = header(&parts, http::header::USER_AGENT);
         let req = Req {
             agent: &agent,
@@ -210,10 +214,15 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
             content_type: &content_type,
             body: &body,
         };
+        // Nothing else runs while a request is served (`serve` does not
+        // wait), so on a current-thread runtime the versions between are
+        // exactly this request's commits.
+        let before = lock(&shared.store).rv();
         let resp = match serve(&shared, &req) {
             Ok(resp) => resp,
             Err(e) => error_response(&e),
         };
+        commits = before + 1..lock(&shared.store).rv() + 1;
         let (outcome, lost) = after_commit(&shared, &info, resp).await;
         lost_answer = lost;
         outcome
@@ -246,6 +255,9 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
         lost_answer,
+        preconditions: conditions,
+        apply,
+        commits,
     });
     outcome
 }

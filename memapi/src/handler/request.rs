@@ -154,3 +154,62 @@ impl Req<'_> {
         self.query.get("includeObject") == Some("Object")
     }
 }
+
+/// What a write names as its preconditions (see [`Preconditions`]): read
+/// from the body as sent, before any reactor or the store sees it, so a
+/// write an injected fault failed is described too. A body that does not
+/// parse names none.
+pub(super) fn preconditions(verb: Verb, content_type: &str, body: &Bytes) -> Preconditions {
+    let parsed = || -> Option<Value> {
+        if content_type.contains("yaml") {
+            serde_saphyr::from_slice(body).ok()
+        } else {
+            serde_json::from_slice(body).ok()
+        }
+    };
+    let named = |meta: Option<&Value>, rv: &str, uid: &str| Preconditions {
+        resource_version: meta
+            .and_then(|m| m.get(rv))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        uid: meta
+            .and_then(|m| m.get(uid))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    match verb {
+        Verb::Update => named(
+            parsed().as_ref().and_then(|o| o.get("metadata")),
+            "resourceVersion",
+            "uid",
+        ),
+        Verb::Patch if PatchType::from_content_type(content_type) == Some(PatchType::Json) => {
+            let mut found = Preconditions::default();
+            for op in parsed()
+                .as_ref()
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let value = op.get("value").and_then(Value::as_str).map(str::to_owned);
+                match op.get("path").and_then(Value::as_str) {
+                    Some("/metadata/resourceVersion") => found.resource_version = value,
+                    Some("/metadata/uid") => found.uid = value,
+                    _ => {}
+                }
+            }
+            found
+        }
+        Verb::Patch => named(
+            parsed().as_ref().and_then(|o| o.get("metadata")),
+            "resourceVersion",
+            "uid",
+        ),
+        Verb::Delete | Verb::DeleteCollection => named(
+            parsed().as_ref().and_then(|o| o.get("preconditions")),
+            "resourceVersion",
+            "uid",
+        ),
+        Verb::Get | Verb::List | Verb::Watch | Verb::Create => Preconditions::default(),
+    }
+}

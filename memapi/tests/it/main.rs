@@ -13,6 +13,7 @@ mod levers;
 mod list;
 mod rbac;
 mod reactors;
+mod request_log;
 mod resource;
 mod slices;
 mod strict;

@@ -13,8 +13,11 @@
 //! placed by a scheduler that allocates their claims, run, finish and are
 //! deleted, users delete claims in use, and claim deletes and finalizer
 //! removals fail often.
-//! Then the faults stop and the state must settle, within a bound, to one
-//! that keeps every invariant of the design ([`settled`] and [`history`]).
+//! Every change the run makes must keep the safety invariants at the step
+//! it is made ([`history`], [`writes`]; a violation names its invariant,
+//! object and step, [`steps`]); then the faults stop and the state must
+//! settle, within a bound, to one where every claim that has a fitting
+//! volume ([`fit`]) is bound ([`settled`]).
 //!
 //! The [`model`] test runs random action sequences without faults against
 //! a reference model of the settled state.
@@ -35,13 +38,16 @@
 
 mod claims;
 mod faults;
+mod fit;
 mod history;
 mod kubelet;
 mod model;
 mod replicas;
 mod run;
 mod settled;
+mod steps;
 mod world;
+mod writes;
 
 use std::time::Instant;
 

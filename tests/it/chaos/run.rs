@@ -11,6 +11,8 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::jiff::Timestamp;
 use memapi::{Digest, MemApi, MemApiConfig, Observer, Reactor, RequestLogEntry, Verb};
 use tokio::time::Instant;
@@ -21,6 +23,7 @@ use super::history::History;
 use super::kubelet::Kubelet;
 use super::replicas::Replica;
 use super::settled::unsettled;
+use super::steps::Steps;
 use super::world::{ChaosPlugin, Policy, Rng, chaos_class, pre_binding, static_volume, user_claim};
 
 /// What each replica watches (one list to start each).
@@ -33,6 +36,9 @@ const WATCHED: [&str; 7] = [
     "resourceclaims",
     "resourceclaimtemplates",
 ];
+
+/// The label some volumes carry and some claims select.
+const SELECTED: (&str, &str) = ("tier", "fast");
 
 /// Share of requests that fail while the faults are on.
 pub(crate) const FAULT_RATE: f64 = 0.10;
@@ -110,13 +116,20 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
     run.start_replica();
     run.start_replica();
     run.chaos().await;
-    let mut problems = run.settle().await;
+    let unsettled = run.settle().await;
     for replica in std::mem::take(&mut run.replicas) {
         replica.stop().await;
     }
     run.count_relists();
     let storage = run.storage.calls.lock().expect("plugin lock").clone();
-    problems.extend(run.history.check(&run.user_deleted, &storage));
+    let steps = Steps::new(run.api.requests().log().to_vec());
+    let mut problems: Vec<String> = run
+        .history
+        .check(&run.user_deleted, &storage, &steps)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    problems.extend(unsettled);
     Outcome {
         problems,
         survived: run.survived,
@@ -388,7 +401,7 @@ impl Run {
                 if now - started > SETTLE_LIMIT {
                     return problems
                         .into_iter()
-                        .map(|p| format!("not settled after {SETTLE_LIMIT:?}: {p}"))
+                        .map(|p| format!("not-settled: after {SETTLE_LIMIT:?}: {p}"))
                         .collect();
                 }
                 continue;
@@ -428,17 +441,51 @@ impl Run {
         let policy = *self
             .rng
             .pick(&[Policy::Retain, Policy::Delete, Policy::Recycle]);
-        self.api
-            .create(&static_volume(&name, size, policy))
-            .expect("create volume");
+        let mut volume = static_volume(&name, size, policy);
+        self.maybe_odd(&mut volume);
+        self.api.create(&volume).expect("create volume");
     }
 
+    /// Makes some volumes fit fewer claims: smaller than a claim asks,
+    /// ReadOnlyMany only, of volume mode Block, or labelled for the claims
+    /// that select ([`SELECTED`]).
+    fn maybe_odd(&mut self, volume: &mut PersistentVolume) {
+        if !self.rng.chance(0.15) {
+            return;
+        }
+        let Some(spec) = volume.spec.as_mut() else {
+            return;
+        };
+        match self.rng.below(4) {
+            0 => {
+                spec.capacity =
+                    Some([("storage".to_string(), Quantity("512Mi".to_string()))].into());
+            }
+            1 => spec.access_modes = Some(vec!["ReadOnlyMany".to_string()]),
+            2 => spec.volume_mode = Some("Block".to_string()),
+            _ => {
+                volume.metadata.labels =
+                    Some([(SELECTED.0.to_string(), SELECTED.1.to_string())].into());
+            }
+        }
+    }
+
+    /// A claim; some of the static ones select volumes by label
+    /// ([`SELECTED`]).
     fn create_claim(&mut self) {
         let name = self.next_name("c");
         let dynamic = self.rng.chance(0.25);
-        self.api
-            .create(&user_claim(&name, dynamic))
-            .expect("create claim");
+        let mut claim = user_claim(&name, dynamic);
+        if !dynamic
+            && self.rng.chance(0.1)
+            && let Some(spec) = claim.spec.as_mut()
+        {
+            spec.selector = Some(LabelSelector {
+                match_labels: Some([(SELECTED.0.to_string(), SELECTED.1.to_string())].into()),
+                ..LabelSelector::default()
+            });
+        }
+        self.api.create(&claim).expect("create claim");
     }
 
     /// A claim that asks for one volume by name (`spec.volumeName`): any
@@ -546,6 +593,7 @@ impl Run {
         let name = self.next_name("v");
         let target = self.pre_binding_target();
         let mut volume = static_volume(&name, "1Gi", Policy::Retain);
+        self.maybe_odd(&mut volume);
         if let Some(spec) = volume.spec.as_mut() {
             spec.claim_ref = Some(pre_binding(&target));
         }

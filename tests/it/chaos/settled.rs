@@ -1,12 +1,13 @@
 //! The state a chaos run must settle to once the faults stop: every
 //! binding complete and consistent, every release reclaimed, every claim
-//! that can be bound bound.
+//! that has a fitting volume bound.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 
 use crate::harness::check_invariants;
 
+use super::fit::{Chosen, misfit};
 use super::world::CLASS;
 
 fn volume_phase(v: &PersistentVolume) -> &str {
@@ -34,18 +35,14 @@ fn name<K: kube::Resource>(o: &K) -> &str {
     o.meta().name.as_deref().unwrap_or("")
 }
 
-/// Whether an unclaimed Available volume could take a claim of the chaos
-/// world (all claims ask for 1Gi ReadWriteOnce of class "", and every
-/// static volume offers at least that).
-fn free_static(v: &PersistentVolume) -> bool {
+/// Whether an unclaimed Available volume could take the claim `c`: it
+/// fits it by every rule of a match (size, class, modes, selector).
+fn free_for(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
     let spec = v.spec.as_ref();
     volume_phase(v) == "Available"
         && spec.and_then(|s| s.claim_ref.as_ref()).is_none()
-        && spec
-            .and_then(|s| s.storage_class_name.as_deref())
-            .unwrap_or("")
-            .is_empty()
         && v.metadata.deletion_timestamp.is_none()
+        && misfit(v, c, Chosen::Matched).is_none()
 }
 
 /// Whether the volume's claimRef names a claim other than `c`.
@@ -60,15 +57,10 @@ fn claimed_by_another(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
             .is_some_and(|uid| Some(uid) != c.metadata.uid.as_ref())
 }
 
-/// Whether a volume a claim names can serve it: not being deleted, and of
-/// the claim's class.
+/// Whether a volume a claim names can serve it: not being deleted, and
+/// fitting it as a volume a claim names must (size, class, modes).
 fn can_serve(v: &PersistentVolume, c: &PersistentVolumeClaim) -> bool {
-    let volume_class = v
-        .spec
-        .as_ref()
-        .and_then(|s| s.storage_class_name.as_deref())
-        .unwrap_or("");
-    v.metadata.deletion_timestamp.is_none() && volume_class == claim_class(c)
+    v.metadata.deletion_timestamp.is_none() && misfit(v, c, Chosen::ByClaim).is_none()
 }
 
 /// What keeps the server's state from being settled, if anything.
@@ -76,7 +68,6 @@ pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
     let volumes = api.list::<PersistentVolume>();
     let claims = api.list::<PersistentVolumeClaim>();
     let mut problems = check_invariants(api);
-    let free = volumes.iter().filter(|v| free_static(v)).count();
     for c in claims
         .iter()
         .filter(|c| c.metadata.deletion_timestamp.is_none())
@@ -88,8 +79,7 @@ pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
         let wanted = c.spec.as_ref().and_then(|s| s.volume_name.as_deref());
         if let Some(wanted) = wanted {
             // Pending is right while the volume is another claim's, or
-            // cannot serve this one (upstream's checks; the chaos world's
-            // volumes are all large enough, ReadWriteOnce, Filesystem).
+            // cannot serve this one (upstream's checks).
             let free_for_it = volumes
                 .iter()
                 .find(|v| name(*v) == wanted)
@@ -103,6 +93,7 @@ pub(crate) fn unsettled(api: &MemApi) -> Vec<String> {
             continue;
         }
         let dynamic = claim_class(c) == CLASS;
+        let free = volumes.iter().filter(|v| free_for(v, c)).count();
         if dynamic || free > 0 {
             problems.push(format!(
                 "claim {} is {:?} while {}",
