@@ -218,14 +218,4 @@ pub fn drop_managed_fields<K: Resource>(object: &mut K) {
 }
 
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim};
-
-    use super::*;
-
-    #[test]
-    fn a_kind_is_named_in_lower_case() {
-        assert_eq!(Node::NAME, "node");
-        assert_eq!(PersistentVolumeClaim::NAME, "persistentvolumeclaim");
-    }
-}
+mod tests;
