@@ -204,7 +204,9 @@ fn the_runtime_speaks_no_controllers_words() {
             continue;
         };
         let test_code = relative.ends_with("tests.rs")
-            || relative.components().any(|part| part.as_os_str() == "tests");
+            || relative
+                .components()
+                .any(|part| part.as_os_str() == "tests");
         if test_code {
             continue;
         }
