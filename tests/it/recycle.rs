@@ -799,3 +799,52 @@ async fn the_releases_recycler_pod_is_deleted_after_the_recycle() {
     task.await.expect("join").expect("controller");
     assert!(api.get::<Pod>(Some("default"), POD).is_none());
 }
+
+/// Another sync makes the volume Available on the pod's proof while the
+/// recycle's own last write is on its way (it meets a 409): the recycle
+/// still ends with its pod deleted, as upstream's does once the volume is
+/// free.
+#[tokio::test(start_paused = true)]
+async fn a_recycle_overtaken_by_another_write_still_deletes_its_pod() {
+    let api = MemApi::new();
+    api.create(&host_volume()).expect("seed");
+    let (stop, task) = start(&api, real_controller()).await;
+    let pod = wait_for_pod(&api).await;
+    // The pod's record on the volume is written.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let held = api.add_reactor(
+        memapi::Reactor::on(Verb::Patch, "persistentvolumes")
+            .delay(Duration::from_secs(2))
+            .times(1),
+    );
+    finish_pod(&api, pod, "Succeeded", None);
+    for _ in 0..100 {
+        if api.reactor_fired(held) == Some(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(api.reactor_fired(held), Some(1), "the last write is held");
+    let mut freed = api
+        .get::<PersistentVolume>(None, "host-volume")
+        .expect("volume");
+    if let Some(spec) = freed.spec.as_mut() {
+        spec.claim_ref = None;
+    }
+    freed.status.get_or_insert_with(Default::default).phase = Some("Available".to_string());
+    api.put(&freed).expect("another writer frees the volume");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(phase_of(&api), "Available");
+    assert!(
+        api.requests()
+            .count_code(Verb::Patch, "persistentvolumes", None, 409)
+            >= 1,
+        "the recycle's last write met the other one"
+    );
+    assert!(
+        api.get::<Pod>(Some("default"), POD).is_none(),
+        "the recycler pod is deleted"
+    );
+    let _ = stop.send(());
+    task.await.expect("join").expect("controller");
+}

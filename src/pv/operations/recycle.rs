@@ -17,7 +17,7 @@ use crate::pv::constants::reasons;
 use crate::pv::controller::{PvPlan, changes};
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::{VolumePhase, claim_ref_key, claim_ref_uid};
+use crate::pv::objects::{VolumePhase, claim_ref_key, claim_ref_uid, volume_phase};
 use crate::pv::plugins::{RecycleContext, RecycleWrites};
 use crate::runtime::events::EventType;
 use crate::runtime::keys::ObjectKey;
@@ -93,7 +93,15 @@ impl Operations {
                     "Volume recycled".to_string(),
                 );
                 changes::unbind_volume(&mut plan, &now);
-                carry_out(executor, plan).await?;
+                if let Err(error) = carry_out(executor, plan).await {
+                    // Another write may have freed the volume on this very
+                    // scrub's proof first (a sync of the volume): then the
+                    // recycle is over all the same, and its pod must go.
+                    if !freed_since(executor, &now).await? {
+                        return Err(error);
+                    }
+                    tracing::info!(%error, "volume made Available by another write first");
+                }
                 // Only now: until the volume is Available, the plugin's
                 // proof of the scrub must stay for a retry to find.
                 if let Err(error) = plugin.finish_recycle(&volume, &context).await {
@@ -149,6 +157,17 @@ async fn same_release(
     Ok(now.filter(|now| {
         now.metadata.uid == volume.metadata.uid && claim_ref_uid(now) == claim_ref_uid(volume)
     }))
+}
+
+/// Whether the volume `released`, as the recycle last read it, is now
+/// Available and bound to no claim of that release: freed by another write.
+async fn freed_since(executor: &PvExecutor, released: &PersistentVolume) -> Result<bool> {
+    let Some(now) = read_volume(executor, &VolumeName::of(released)).await? else {
+        return Ok(false);
+    };
+    Ok(now.metadata.uid == released.metadata.uid
+        && claim_ref_uid(&now) != claim_ref_uid(released)
+        && volume_phase(&now) == Some(VolumePhase::Available))
 }
 
 /// Makes the volume Failed with a Warning saying why: the end of a recycle
