@@ -31,6 +31,11 @@
 //! answers and final objects, which a digest of the run sums up.
 //! `chaos::seeds_replay_bit_for_bit` runs seeds twice and compares digests.
 //!
+//! Besides the invariants, a run checks that no replica's client sent a
+//! request while a 429 told it to wait ([`sent`]), and settles only once
+//! every replica's store of volumes and claims agrees with the server.
+//! `CHAOS_WITHOUT` leaves faults out ([`without`]).
+//!
 //! `CHAOS_SEEDS` (default 200) sets how many seeds `chaos::seeds` runs,
 //! from `CHAOS_SEED_START` (default 0), `CHAOS_THREADS` (default 2) at a
 //! time; a failing seed is printed with its replay line and the command
@@ -48,8 +53,10 @@ mod model;
 mod protection;
 mod replicas;
 mod run;
+mod sent;
 mod settled;
 mod steps;
+mod without;
 mod world;
 mod writes;
 
