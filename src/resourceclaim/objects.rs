@@ -101,18 +101,6 @@ fn is_pod_controller(reference: &OwnerReference) -> bool {
     reference.controller == Some(true) && reference.api_version == "v1" && reference.kind == "Pod"
 }
 
-/// The pod UIDs a claim names as its controller (normally at most one):
-/// the keys of the claims-by-owner index.
-pub(crate) fn owner_pod_uids(claim: &ResourceClaim) -> impl Iterator<Item = &str> {
-    claim
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|reference| is_pod_controller(reference))
-        .map(|reference| reference.uid.as_str())
-}
-
 /// The pod (name and UID) that controls the claim, if a pod does.
 pub(crate) fn owning_pod(claim: &ResourceClaim) -> Option<(&str, &str)> {
     claim
