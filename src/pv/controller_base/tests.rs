@@ -4,6 +4,8 @@
 //! decision never checked. The key is decided again from the newest copy
 //! and ends bound correctly, or Pending with its reason.
 
+pub(crate) mod support;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
@@ -24,7 +26,7 @@ fn seeded() -> (
     Arc<PersistentVolumeClaim>,
 ) {
     let api = MemApi::new();
-    let controller = super::testing::controller(&api);
+    let controller = support::controller(&api);
     let v1 = api
         .create(&volume("v1", "10Gi").phase("Available").build())
         .expect("volume");
@@ -233,7 +235,7 @@ async fn a_claim_re_created_after_the_decision_binds_as_itself() {
 #[tokio::test]
 async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_store_holds() {
     let api = MemApi::new();
-    let controller = super::testing::controller(&api);
+    let controller = support::controller(&api);
     let gone = api
         .create(&claim("c", "uid-c", "1Gi").volume_name("v").build())
         .expect("claim");
