@@ -414,7 +414,7 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
     let api = MemApi::new();
     let pending = claim("claim1", "uid1", "1Gi").class("").build();
     api.create(&pending).expect("seed claim");
-    let (_app, controller) = direct_binder(&api, pv::Config::default())
+    let (app, controller) = direct_binder(&api, pv::Config::default())
         .await
         .expect("controller");
     api.add_reactor(
@@ -440,7 +440,7 @@ async fn a_sync_does_not_wait_for_a_slow_event_write() {
         "the event is still on its way"
     );
 
-    controller.recorder().flush().await;
+    app.recorder().flush().await;
     assert!(started.elapsed() >= Duration::from_secs(30));
     assert_eq!(
         recorded_events(&api),

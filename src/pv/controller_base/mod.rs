@@ -102,8 +102,6 @@ pub struct Controller {
     executor: Executor<crate::pv::controller::PvEffect>,
     #[cfg(any(test, feature = "testing"))]
     operations: OperationTracker,
-    #[cfg(any(test, feature = "testing"))]
-    recorder: crate::runtime::events::EventRecorder,
 }
 
 impl std::fmt::Debug for Controller {
@@ -133,12 +131,6 @@ impl Controller {
     #[cfg(any(test, feature = "testing"))]
     pub fn operations(&self) -> &OperationTracker {
         &self.operations
-    }
-
-    /// The event recorder, to flush the events of a sync.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn recorder(&self) -> &crate::runtime::events::EventRecorder {
-        &self.recorder
     }
 
     /// Decides about `claim` and carries the plan out, as a claim's turn
@@ -207,7 +199,6 @@ pub(crate) fn build(
     let volume_queue = WorkQueue::new();
     let claim_queue = WorkQueue::new();
     let waiting = Waiting::new(claim_queue.clone());
-    let recorder = shared.recorder.for_component(CONTROLLER_NAME);
     let runner = Operations {
         binder: binder.clone(),
         client: shared.client.clone(),
@@ -216,7 +207,7 @@ pub(crate) fn build(
     let executor = Executor::new(Parts {
         controller: NAME,
         writers,
-        recorder: recorder.clone(),
+        recorder: shared.recorder.for_component(CONTROLLER_NAME),
         effects: Arc::new(Applier {
             store: Arc::clone(&store),
             memory: Arc::clone(&memory),
@@ -313,8 +304,6 @@ pub(crate) fn build(
         executor,
         #[cfg(any(test, feature = "testing"))]
         operations,
-        #[cfg(any(test, feature = "testing"))]
-        recorder,
     });
     Ok((controller, workload))
 }

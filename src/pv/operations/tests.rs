@@ -74,7 +74,8 @@ fn controller(client: kube::Client, plugin: &Arc<Counting>) -> Controller {
         plugins: VolumePlugins::default().with(Arc::clone(plugin) as Arc<dyn VolumePlugin>),
         ..crate::pv::controller::Settings::default()
     };
-    let controller = crate::pv::controller_base::tests::support::controller_with(client, settings);
+    let controller =
+        crate::pv::controller_base::tests::support::controller_with(client, settings).controller;
     controller
         .binder()
         .classes

@@ -171,7 +171,7 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     }
     let key = row.key.clone().expect("a direct row has a key");
     let result = controller.sync(&key).await;
-    controller.flush_events().await;
+    app.recorder().flush().await;
     let mut problems = Vec::new();
     match (result, row.expect_error) {
         (Ended::Failed(e), false) => problems.push(format!("sync failed: {}", e.reason)),

@@ -22,8 +22,25 @@ use crate::runtime::metrics::Metrics;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::write::{Door, WriterSet};
 
+/// A controller with the recorder of its events, which a test flushes
+/// before it reads them.
+pub(crate) struct Tested {
+    /// The controller.
+    pub(crate) controller: Controller,
+    /// Its events' recorder.
+    pub(crate) recorder: EventRecorder,
+}
+
+impl std::ops::Deref for Tested {
+    type Target = Controller;
+
+    fn deref(&self) -> &Controller {
+        &self.controller
+    }
+}
+
 /// The controller on `api`; the caller fills its store.
-pub(crate) fn controller(api: &MemApi) -> Controller {
+pub(crate) fn controller(api: &MemApi) -> Tested {
     controller_with(api.client(), Settings::default())
 }
 
@@ -36,7 +53,7 @@ fn fixed<K>(shape: &'static Shape<K>, store: Arc<dyn Store<K>>) -> StoreRef<K> {
 
 /// The controller on `client` with `settings`; the caller fills its
 /// store.
-pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
+pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Tested {
     let metrics = Arc::new(Metrics::new().expect("metrics"));
     let pv_metrics = PvMetrics::new(&metrics).expect("pv metrics");
     let store = Arc::new(PvStore::default());
@@ -94,10 +111,12 @@ pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Contr
         operations: Some((operations.clone(), runner)),
         shadow: None,
     });
-    Controller {
-        binder,
-        executor,
-        operations,
+    Tested {
+        controller: Controller {
+            binder,
+            executor,
+            operations,
+        },
         recorder,
     }
 }
