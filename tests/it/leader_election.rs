@@ -281,7 +281,7 @@ fn last_controller_write(api: &MemApi) -> u64 {
 async fn losing_the_lease_stops_every_write_at_once() {
     let api = MemApi::new();
     let clients = clients(&api, ClientOptions::default());
-    let gate = clients.gate().clone();
+    let gate = clients.gate.clone();
     let leader = lead(clients.controller, clients.lease, gate.clone()).await;
     until_holder(&api, "a").await;
 
@@ -353,7 +353,7 @@ async fn a_queue_of_controller_traffic_never_costs_the_lease() {
         ..ClientOptions::default()
     };
     let clients = clients(&api, options);
-    let gate = clients.gate().clone();
+    let gate = clients.gate.clone();
     let leader = lead(clients.controller, clients.lease, gate).await;
     until_holder(&api, "a").await;
     api.reset_requests();

@@ -42,7 +42,7 @@ pub(crate) fn clients(api: &MemApi) -> Clients {
 /// running it: the write gate open from the start.
 pub(crate) fn direct_clients(api: &MemApi) -> Clients {
     let clients = clients(api);
-    clients.gate().open();
+    clients.gate.open();
     clients
 }
 
