@@ -2,7 +2,8 @@
 //! registry `Store.Delete`, `rest.BeforeDelete` and the pod strategy's
 //! `CheckGracefulDelete`).
 //!
-//! - Preconditions (uid, resourceVersion) are checked first.
+//! - Preconditions (uid, resourceVersion) are checked first, in
+//!   `rest.BeforeDelete`'s words.
 //! - Pods are deleted gracefully: the first DELETE sets
 //!   `deletionTimestamp` to now plus the grace period and
 //!   `deletionGracePeriodSeconds` to it. The period is the DeleteOptions'
@@ -82,7 +83,10 @@ pub(crate) fn delete_collection(
         .collect()
 }
 
-/// Fails with 409 when a precondition of the DeleteOptions does not hold.
+/// Fails with 409 when a precondition of the DeleteOptions does not hold,
+/// in the words of `rest.BeforeDelete`, which checks them on the object
+/// read before anything else and names the object by its kind, not its
+/// resource (`Operation cannot be fulfilled on PersistentVolume "v1"`).
 fn check_preconditions(
     kind: &ResourceKind,
     stored: &Value,
@@ -90,23 +94,29 @@ fn check_preconditions(
 ) -> Result<(), ApiError> {
     let pre = options.and_then(|o| value_at(o, "preconditions"));
     let checks = [
-        ("UID", "uid", "metadata.uid"),
+        (
+            "UID",
+            "uid",
+            "metadata.uid",
+            "The object might have been deleted and then recreated",
+        ),
         (
             "ResourceVersion",
             "resourceVersion",
             "metadata.resourceVersion",
+            "The object might have been modified",
         ),
     ];
-    for (field, key, path) in checks {
+    for (field, key, path, why) in checks {
         if let Some(want) = pre.and_then(|p| p.get(key)).and_then(Value::as_str) {
             let have = str_at(stored, path).unwrap_or_default();
             if want != have {
                 return Err(ApiError::conflict(
                     kind.group,
-                    kind.plural,
+                    kind.kind,
                     object::name(stored),
                     &format!(
-                        "Precondition failed: {field} in precondition: {want}, {field} in object meta: {have}"
+                        "the {field} in the precondition ({want}) does not match the {field} in record ({have}). {why}"
                     ),
                 ));
             }

@@ -21,6 +21,14 @@
 //! subresource, finalizers and deletionTimestamp, watches that resume from
 //! a version and get an in-stream 410 when it is compacted, and:
 //!
+//! - the UID as a write names it: an update whose body names another UID
+//!   than the stored object's fails its precondition (409, before the
+//!   resourceVersion is looked at), a patch that would change it changes
+//!   an immutable field (422, once a resourceVersion it names held), a
+//!   delete whose preconditions name another UID or resourceVersion is
+//!   refused (409), each in kube-apiserver 1.20.2's words (see `ops.rs`
+//!   and `delete.rs`);
+//!
 //! - validation of events (core/v1 and events.k8s.io/v1, on create and
 //!   update: an event about a cluster-scoped object must live in "default",
 //!   or in "kube-system" when it has an eventTime; reporter, action, reason

@@ -102,6 +102,11 @@ pub(crate) fn namespace(obj: &Value) -> &str {
     str_at(obj, "metadata.namespace").unwrap_or_default()
 }
 
+/// `metadata.uid`, or "" when absent.
+pub(crate) fn uid(obj: &Value) -> &str {
+    str_at(obj, "metadata.uid").unwrap_or_default()
+}
+
 /// `metadata.resourceVersion`, or "" when absent.
 pub(crate) fn resource_version(obj: &Value) -> &str {
     str_at(obj, "metadata.resourceVersion").unwrap_or_default()

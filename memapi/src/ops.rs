@@ -219,6 +219,69 @@ fn check_rv(kind: &ResourceKind, obj: &Value, stored: &Value) -> Result<(), ApiE
     }
 }
 
+/// Fails with 409 when a PUT's body names a UID other than the stored
+/// object's, in the words of the storage layer's precondition check
+/// (`storage.Preconditions.Check`, its `StorageError` wrapped in a
+/// Conflict by `InterpretUpdateError`), as kube-apiserver 1.20.2 answers.
+fn check_uid_precondition(
+    kind: &ResourceKind,
+    obj: &Value,
+    stored: &Value,
+) -> Result<(), ApiError> {
+    let (wanted, have) = (object::uid(obj), object::uid(stored));
+    if wanted.is_empty() || wanted == have {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        kind.group,
+        kind.plural,
+        object::name(stored),
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, UID in object meta: {have}",
+            storage_key(kind, stored)
+        ),
+    ))
+}
+
+/// The etcd key kube-apiserver stores an object under:
+/// `/registry/<prefix>/[<namespace>/]<name>`, the prefix being the
+/// resource's plural but where the API server's storage names it otherwise.
+fn storage_key(kind: &ResourceKind, obj: &Value) -> String {
+    let prefix = match (kind.group, kind.plural) {
+        ("", "nodes") => "minions",
+        (_, plural) => plural,
+    };
+    let name = object::name(obj);
+    if kind.namespaced {
+        format!("/registry/{prefix}/{}/{name}", object::namespace(obj))
+    } else {
+        format!("/registry/{prefix}/{name}")
+    }
+}
+
+/// Fails with 422 when a write would change the object's UID, as
+/// `ValidateObjectMetaUpdate` refuses it (the common fields' check; a
+/// `/status` write is refused by its strategy's validation of the metadata
+/// too, so the cause comes twice): what a patch naming another UID gets,
+/// once its resourceVersion, if it names one, held.
+fn check_uid_unchanged(
+    kind: &ResourceKind,
+    obj: &Value,
+    stored: &Value,
+    part: Part,
+) -> Result<(), ApiError> {
+    let (new, old) = (object::uid(obj), object::uid(stored));
+    if new.is_empty() || new == old {
+        return Ok(());
+    }
+    let immutable = validation::FieldError::invalid("metadata.uid", new, "field is immutable");
+    let errs = match part {
+        Part::Main => vec![immutable],
+        Part::Status => vec![immutable.clone(), immutable],
+    };
+    validation::check(kind.group, kind.kind, object::name(stored), &errs)
+}
+
 /// Who writes: the user (for RBAC and admission) and the field manager
 /// the write is recorded as (`None`: a server-side apply, whose entry the
 /// apply itself keeps).
@@ -231,6 +294,11 @@ pub(crate) struct Writer<'a> {
 }
 
 /// Replaces an object (PUT). Returns the stored object.
+///
+/// A body that names a UID names it as a precondition
+/// (`rest.defaultUpdatedObjectInfo.Preconditions`), which the storage layer
+/// checks before anything else about the stored object, the
+/// resourceVersion included ([`check_uid_precondition`]).
 pub(crate) fn update(
     store: &mut Store,
     kind: &'static ResourceKind,
@@ -240,6 +308,46 @@ pub(crate) fn update(
     part: Part,
     writer: Writer<'_>,
 ) -> Result<Arc<Value>, ApiError> {
+    write(
+        store,
+        kind,
+        Target { url_ns, name },
+        body,
+        part,
+        writer,
+        Via::Put,
+    )
+}
+
+/// The object a write names: the URL's namespace and name.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    url_ns: Option<&'a str>,
+    name: &'a str,
+}
+
+/// How a write came: a PUT, whose body's UID is a precondition, or a
+/// PATCH (an apply too), whose patched object's UID is a field like any
+/// other, and immutable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Put,
+    Patch,
+}
+
+/// Stores `body` over the object `target` names, as an update does: the
+/// preconditions, the update strategy, validation and admission, then
+/// [`store_over`].
+fn write(
+    store: &mut Store,
+    kind: &'static ResourceKind,
+    target: Target<'_>,
+    body: Value,
+    part: Part,
+    writer: Writer<'_>,
+    via: Via,
+) -> Result<Arc<Value>, ApiError> {
+    let Target { url_ns, name } = target;
     let user = writer.user;
     let mut obj = normalize(kind, body)?;
     let body_name = object::name(&obj);
@@ -254,7 +362,11 @@ pub(crate) fn update(
     let stored = store
         .get(kind, object::namespace(&obj), name)
         .ok_or_else(|| ApiError::not_found(kind.group, kind.plural, name))?;
+    if via == Via::Put {
+        check_uid_precondition(kind, &obj, &stored)?;
+    }
     check_rv(kind, &obj, &stored)?;
+    check_uid_unchanged(kind, &obj, &stored, part)?;
     let mut new = prepare_for_update(kind, obj, &stored, part);
     keep_managed_fields(&mut new, &stored);
     for path in IDENTITY {
@@ -491,7 +603,15 @@ pub(crate) fn patch(
             user: writer.user,
             manager: None,
         };
-        return update(store, kind, url_ns, name, doc, part, applier);
+        return write(
+            store,
+            kind,
+            Target { url_ns, name },
+            doc,
+            part,
+            applier,
+            Via::Patch,
+        );
     }
     let Some(stored) = store.get(kind, ns, name) else {
         return Err(ApiError::not_found(kind.group, kind.plural, name));
@@ -503,7 +623,15 @@ pub(crate) fn patch(
             "a patch may not change metadata.name",
         ));
     }
-    update(store, kind, url_ns, name, doc, part, writer)
+    write(
+        store,
+        kind,
+        Target { url_ns, name },
+        doc,
+        part,
+        writer,
+        Via::Patch,
+    )
 }
 
 /// Test lever: replaces the whole object, status included, or creates it.

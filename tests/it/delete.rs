@@ -382,3 +382,63 @@ async fn a_volume_recreated_under_the_same_name_is_not_deleted() {
         "the new volume is not being deleted"
     );
 }
+
+/// A released Delete volume held by the protection finalizer every volume
+/// gets on a real cluster: when its storage is deleted and recorded but
+/// deleting the object fails, the next run of the operation deletes the
+/// object (the record only keeps the storage from being deleted twice).
+/// Before, the record alone was taken for a volume already being deleted,
+/// and the volume stayed Released, its storage gone, for good.
+#[tokio::test(start_paused = true)]
+async fn a_volume_whose_object_delete_failed_after_its_storage_went_is_still_deleted() {
+    let mock = Arc::new(MockPlugin::new(MockConfig::default().deletes(&[None])));
+    let api = MemApi::new();
+    api.create(
+        &released("volume-x", "uid-x", "claim-x")
+            .phase("Released")
+            .finalizers(&[FINALIZER_PV_PROTECTION])
+            .build(),
+    )
+    .expect("seed");
+    let failed = api.add_reactor(
+        memapi::Reactor::on(memapi::Verb::Delete, "persistentvolumes")
+            .error(500)
+            .times(1),
+    );
+    let config = pv::Config {
+        resync_period: Duration::from_secs(15),
+        settings: Settings {
+            plugins: VolumePlugins::default().with(Arc::clone(&mock) as _),
+            ..Settings::default()
+        },
+        ..pv::Config::default()
+    };
+    let running = Running::binder_with(&api, config).await;
+    running.settle().await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    running.settle().await;
+    running.stop().await;
+    assert_eq!(
+        api.reactor_fired(failed),
+        Some(1),
+        "the first delete failed"
+    );
+    assert_eq!(
+        mock.calls.lock().unwrap().deletes.len(),
+        1,
+        "the storage is deleted once"
+    );
+    let volume = api
+        .get::<PersistentVolume>(None, "volume-x")
+        .expect("held by its protection finalizer");
+    assert!(
+        volume.metadata.deletion_timestamp.is_some(),
+        "the object is being deleted"
+    );
+    assert_eq!(
+        volume.metadata.finalizers,
+        Some(vec![FINALIZER_PV_PROTECTION.to_string()])
+    );
+    let annotations = volume.metadata.annotations.unwrap_or_default();
+    assert!(annotations.contains_key(ANN_STORAGE_DELETED));
+}

@@ -5,7 +5,7 @@
 use crate::harness::{Running, check_invariants, recorded_events};
 use k8s_names::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_BOUND_BY_CONTROLLER, ANN_DYNAMICALLY_PROVISIONED,
-    ANN_STORAGE_PROVISIONER,
+    ANN_STORAGE_PROVISIONER, FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION,
 };
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
@@ -62,6 +62,90 @@ async fn deleting_a_bound_claim_releases_its_volume_and_deleting_a_volume_loses_
             .any(|e| e.starts_with("Warning ClaimLost Bound claim has lost its PersistentVolume")),
         "{events:?}"
     );
+    running.stop().await;
+}
+
+/// Deleted volumes and claims held by their protection finalizers (as on
+/// every real cluster) are treated as upstream's binder treats them: a
+/// Bound volume or claim being deleted stays Bound while the other side
+/// lives, a volume being deleted is offered to no claim, and a claim
+/// named by none gets nothing; once a claim is really gone, its volume is
+/// released. The controller never touches a protection finalizer.
+#[tokio::test(start_paused = true)]
+async fn volumes_and_claims_held_by_their_protection_finalizers_keep_their_bindings() {
+    let api = MemApi::new();
+    for name in ["volume-a", "volume-b"] {
+        api.create(
+            &volume(name, "1Gi")
+                .finalizers(&[FINALIZER_PV_PROTECTION])
+                .build(),
+        )
+        .expect("seed");
+    }
+    for (name, uid) in [("claim-a", "uid-a"), ("claim-b", "uid-b")] {
+        let mut c = claim(name, uid, "1Gi").build();
+        c.metadata.finalizers = Some(vec![FINALIZER_PVC_PROTECTION.to_string()]);
+        api.create(&c).expect("seed");
+    }
+    let running = Running::binder(&api).await;
+    running.settle().await;
+    assert_eq!(claim_phase(&api, "claim-a"), "Bound");
+    assert_eq!(claim_phase(&api, "claim-b"), "Bound");
+    let volume_of = |claim: &str| {
+        api.get::<PersistentVolumeClaim>(Some("default"), claim)
+            .and_then(|c| c.spec?.volume_name)
+            .expect("bound claim names a volume")
+    };
+    let (volume_a, volume_b) = (volume_of("claim-a"), volume_of("claim-b"));
+
+    // A user deletes claim-a's volume and claim-b; both stay, Terminating.
+    api.delete::<PersistentVolume>(None, &volume_a)
+        .expect("delete volume");
+    api.delete::<PersistentVolumeClaim>(Some("default"), "claim-b")
+        .expect("delete claim");
+    // A volume deleted before any claim took it, and a claim that fits it.
+    api.create(
+        &volume("volume-c", "1Gi")
+            .finalizers(&[FINALIZER_PV_PROTECTION])
+            .build(),
+    )
+    .expect("seed");
+    api.delete::<PersistentVolume>(None, "volume-c")
+        .expect("delete volume");
+    api.create(&claim("claim-c", "uid-c", "1Gi").build())
+        .expect("seed");
+    running.settle().await;
+    assert_eq!(volume_phase(&api, &volume_a), "Bound");
+    assert_eq!(claim_phase(&api, "claim-a"), "Bound");
+    assert_eq!(volume_phase(&api, &volume_b), "Bound");
+    assert_eq!(claim_phase(&api, "claim-b"), "Bound");
+    assert_eq!(claim_phase(&api, "claim-c"), "Pending");
+    let offered = api
+        .get::<PersistentVolume>(None, "volume-c")
+        .expect("held by its finalizer");
+    assert!(offered.spec.and_then(|s| s.claim_ref).is_none());
+    for name in [&volume_a, &volume_b, &"volume-c".to_string()] {
+        let v = api.get::<PersistentVolume>(None, name).expect("volume");
+        assert_eq!(
+            v.metadata.finalizers,
+            Some(vec![FINALIZER_PV_PROTECTION.to_string()]),
+            "{name}"
+        );
+    }
+
+    // The pvc-protection controller lets claim-b go: its volume is released.
+    let mut terminating = api
+        .get::<PersistentVolumeClaim>(Some("default"), "claim-b")
+        .expect("held by its finalizer");
+    assert_eq!(
+        terminating.metadata.finalizers,
+        Some(vec![FINALIZER_PVC_PROTECTION.to_string()])
+    );
+    terminating.metadata.finalizers = None;
+    api.put(&terminating).expect("finalizer removed");
+    running.settle().await;
+    assert_eq!(volume_phase(&api, &volume_b), "Released");
+    assert_eq!(claim_phase(&api, "claim-a"), "Bound");
     running.stop().await;
 }
 

@@ -1,7 +1,7 @@
 //! memapi write semantics: conflicts, status subresource, defaults,
 //! finalizers and preconditions, bad requests.
 
-use crate::support::{code, pv, pvc, reason};
+use crate::support::{code, pv, pvc, reason, status};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use memapi::MemApi;
@@ -272,7 +272,22 @@ async fn delete_preconditions() {
         }),
         ..DeleteParams::default()
     };
-    assert_eq!(code(pvs.delete("pv1", &wrong).await.unwrap_err()), 409);
+    let uid = v.metadata.uid.clone().unwrap();
+    let rv = v.metadata.resource_version.clone().unwrap();
+    // kube-apiserver 1.20.2's words (`rest.BeforeDelete`), naming the kind.
+    let refused = status(pvs.delete("pv1", &wrong).await.unwrap_err());
+    assert_eq!((refused.code, refused.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        refused.message,
+        format!(
+            "Operation cannot be fulfilled on PersistentVolume \"pv1\": the UID in the precondition (other) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        )
+    );
+    let details = refused.details.unwrap();
+    assert_eq!(
+        (details.kind.as_str(), details.name.as_str()),
+        ("PersistentVolume", "pv1")
+    );
     let stale = DeleteParams {
         preconditions: Some(Preconditions {
             uid: None,
@@ -280,7 +295,14 @@ async fn delete_preconditions() {
         }),
         ..DeleteParams::default()
     };
-    assert_eq!(code(pvs.delete("pv1", &stale).await.unwrap_err()), 409);
+    let refused = status(pvs.delete("pv1", &stale).await.unwrap_err());
+    assert_eq!(refused.code, 409);
+    assert_eq!(
+        refused.message,
+        format!(
+            "Operation cannot be fulfilled on PersistentVolume \"pv1\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({rv}). The object might have been modified"
+        )
+    );
     let right = DeleteParams {
         preconditions: Some(Preconditions {
             uid: v.metadata.uid.clone(),
@@ -291,6 +313,173 @@ async fn delete_preconditions() {
     let gone = pvs.delete("pv1", &right).await.unwrap().left().unwrap();
     assert_ne!(gone.metadata.resource_version, v.metadata.resource_version);
     assert!(mem.get::<PersistentVolume>(None, "pv1").is_none());
+}
+
+/// An update's body UID is a precondition (kube-apiserver 1.20.2 checks it
+/// in its storage layer before the resourceVersion: 409); a patch that
+/// changes the UID changes an immutable field (422, after a stale
+/// resourceVersion's 409). Nothing is stored either way.
+#[tokio::test]
+async fn an_update_or_patch_naming_another_uid_is_refused() {
+    let mem = MemApi::new();
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let v = pvs
+        .create(&PostParams::default(), &pv("pv1", "1Gi"))
+        .await
+        .unwrap();
+    let uid = v.metadata.uid.clone().unwrap();
+    let other = "11111111-2222-3333-4444-555555555555";
+    let mut body = v.clone();
+    body.metadata.uid = Some(other.into());
+    body.metadata.labels = Some([("a".to_string(), "1".to_string())].into());
+    let precondition = format!(
+        "Operation cannot be fulfilled on persistentvolumes \"pv1\": StorageError: invalid object, Code: 4, Key: /registry/persistentvolumes/pv1, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {other}, UID in object meta: {uid}"
+    );
+    for (what, resource_version) in [
+        (
+            "the stored resourceVersion",
+            v.metadata.resource_version.clone(),
+        ),
+        ("no resourceVersion", None),
+        ("a stale resourceVersion", Some("1".to_string())),
+    ] {
+        body.metadata.resource_version = resource_version;
+        let refused = status(
+            pvs.replace("pv1", &PostParams::default(), &body)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(
+            (refused.code, refused.reason.as_str()),
+            (409, "Conflict"),
+            "{what}"
+        );
+        assert_eq!(refused.message, precondition, "{what}");
+        let refused = status(
+            pvs.replace_status("pv1", &PostParams::default(), &body)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(refused.message, precondition, "status, {what}");
+    }
+
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(mem.client(), "ns1");
+    let c = claims
+        .create(&PostParams::default(), &pvc("ns1", "c1", "1Gi"))
+        .await
+        .unwrap();
+    let mut claim_body = c.clone();
+    claim_body.metadata.uid = Some(other.into());
+    let refused = status(
+        claims
+            .replace("c1", &PostParams::default(), &claim_body)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        refused.message,
+        format!(
+            "Operation cannot be fulfilled on persistentvolumeclaims \"c1\": StorageError: invalid object, Code: 4, Key: /registry/persistentvolumeclaims/ns1/c1, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {other}, UID in object meta: {}",
+            c.metadata.uid.clone().unwrap()
+        )
+    );
+
+    let immutable = format!(
+        "PersistentVolume \"pv1\" is invalid: metadata.uid: Invalid value: \"{other}\": field is immutable"
+    );
+    let rv = v.metadata.resource_version.clone().unwrap();
+    let patches = [
+        (
+            "merge, the stored resourceVersion",
+            Patch::Merge(
+                json!({"metadata": {"uid": other, "resourceVersion": rv, "labels": {"a": "1"}}}),
+            ),
+        ),
+        (
+            "merge, no resourceVersion",
+            Patch::Merge(json!({"metadata": {"uid": other, "labels": {"a": "1"}}})),
+        ),
+        (
+            "strategic",
+            Patch::Strategic(json!({"metadata": {"uid": other}})),
+        ),
+        (
+            "json",
+            Patch::Json(
+                serde_json::from_value(
+                    json!([{"op": "replace", "path": "/metadata/uid", "value": other}]),
+                )
+                .unwrap(),
+            ),
+        ),
+    ];
+    for (what, patch) in &patches {
+        let refused = status(
+            pvs.patch("pv1", &PatchParams::default(), patch)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(
+            (refused.code, refused.reason.as_str()),
+            (422, "Invalid"),
+            "{what}"
+        );
+        assert_eq!(refused.message, immutable, "{what}");
+        let causes = refused.details.unwrap().causes;
+        assert_eq!(causes.len(), 1, "{what}");
+        assert_eq!(causes[0].field, "metadata.uid");
+        assert_eq!(causes[0].reason, "FieldValueInvalid");
+    }
+    // The status strategy validates the metadata a second time: two causes.
+    let refused = status(
+        pvs.patch_status(
+            "pv1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"uid": other}, "status": {"phase": "Available"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(refused.message, immutable);
+    assert_eq!(refused.details.unwrap().causes.len(), 2);
+    // A stale resourceVersion is refused first.
+    let refused = status(
+        pvs.patch(
+            "pv1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"uid": other, "resourceVersion": "1"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(refused.code, 409);
+    assert!(refused.message.ends_with("the object has been modified; please apply your changes to the latest version and try again"), "{}", refused.message);
+    assert_eq!(mem.get::<PersistentVolume>(None, "pv1").unwrap(), v);
+
+    // The stored UID, or none, is taken.
+    let patched = pvs
+        .patch(
+            "pv1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"uid": uid, "resourceVersion": rv, "labels": {"a": "1"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let mut same = patched.clone();
+    same.metadata.labels = None;
+    let mut unnamed = pvs
+        .replace("pv1", &PostParams::default(), &same)
+        .await
+        .unwrap();
+    unnamed.metadata.uid = None;
+    unnamed.metadata.labels = Some([("b".to_string(), "2".to_string())].into());
+    let replaced = pvs
+        .replace("pv1", &PostParams::default(), &unnamed)
+        .await
+        .unwrap();
+    assert_eq!(replaced.metadata.uid.as_deref(), Some(uid.as_str()));
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! storage admission plugins, what a `/status` write keeps, and who
 //! `managedFields` say last changed a field.
 
-use crate::support::{code, pv, pvc, reason};
+use crate::support::{code, pv, pvc, reason, status};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{
     Event as CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod,
@@ -16,14 +16,7 @@ use memapi::{MemApi, MemApiConfig};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-/// The Status of a refused request, or panics.
-fn status(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(s) => *s,
-        other => panic!("not an API error: {other:?}"),
-    }
-}
-
+/// A merge patch of `v`.
 fn merge(v: Value) -> Patch<Value> {
     Patch::Merge(v)
 }

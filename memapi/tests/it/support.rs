@@ -47,3 +47,11 @@ pub(crate) fn reason(err: &kube::Error) -> String {
         other => panic!("not an API error: {other:?}"),
     }
 }
+
+/// The Status of a kube API error, or panics.
+pub(crate) fn status(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(s) => *s,
+        other => panic!("not an API error: {other:?}"),
+    }
+}

@@ -7,7 +7,9 @@
 //! finalizers) is deleted the same way unless the controller recorded that
 //! it deleted the storage already: the absence of the controller's
 //! finalizer proves nothing, since a volume provisioned before the finalizer
-//! existed never had it.
+//! existed never had it. A volume whose storage the controller recorded as
+//! deleted but which is not being deleted (its object's delete failed, or
+//! the record's answer was lost) only has its object deleted.
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
@@ -16,7 +18,7 @@ use crate::pv::constants::reasons;
 use crate::pv::controller::{PvPlan, changes};
 use crate::pv::error::{Error, Result};
 use crate::pv::keys::VolumeName;
-use crate::pv::objects::VolumePhase;
+use crate::pv::objects::{VolumePhase, is_being_deleted};
 use crate::pv::plugins::{Deleter, PluginError, VolumePlugins};
 use crate::runtime::events::EventType;
 use crate::runtime::operations::OperationName;
@@ -50,7 +52,16 @@ impl Operations {
             return Ok(());
         }
         if changes::storage_already_deleted(&volume) {
-            tracing::debug!("storage already deleted, the object waits for other finalizers");
+            if is_being_deleted(&volume.metadata) {
+                tracing::debug!("storage already deleted, the object waits for other finalizers");
+            } else {
+                // The storage went and was recorded, but the object's
+                // delete failed or was never sent (the record's answer
+                // was lost); the record kept the storage from being
+                // deleted twice, the object is deleted now.
+                tracing::info!("storage already deleted, deleting the volume object");
+                delete_object(executor, &volume_name, &volume).await;
+            }
             return Ok(());
         }
         match delete_storage(&self.binder.settings.plugins, &volume).await {
@@ -63,15 +74,7 @@ impl Operations {
                 let mut plan = PvPlan::default();
                 changes::mark_storage_deleted(&mut plan, &volume);
                 carry_out(executor, plan).await?;
-                let mut plan = PvPlan::default();
-                plan.delete::<PersistentVolume>(volume_name.key(), volume.metadata.uid.clone());
-                match carry_out(executor, plan).await {
-                    Ok(_) => tracing::info!("volume object deleted"),
-                    // The next sync runs the (idempotent) delete again; a
-                    // volume re-created under this name meanwhile is another
-                    // object, and the precondition kept it.
-                    Err(error) => tracing::warn!(%error, "deleting the volume object failed"),
-                }
+                delete_object(executor, &volume_name, &volume).await;
                 Ok(())
             }
             Err(error) => {
@@ -106,6 +109,20 @@ impl Operations {
                 })
             }
         }
+    }
+}
+
+/// Deletes the volume object whose storage is deleted (this incarnation
+/// only: its UID is the delete's precondition). A failure is logged: the
+/// next sync runs the operation again, and it deletes the object then.
+async fn delete_object(executor: &PvExecutor, name: &VolumeName, volume: &PersistentVolume) {
+    let mut plan = PvPlan::default();
+    plan.delete::<PersistentVolume>(name.key(), volume.metadata.uid.clone());
+    match carry_out(executor, plan).await {
+        Ok(_) => tracing::info!("volume object deleted"),
+        // A volume re-created under this name meanwhile is another
+        // object, and the precondition kept it.
+        Err(error) => tracing::warn!(%error, "deleting the volume object failed"),
     }
 }
 

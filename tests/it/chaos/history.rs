@@ -20,7 +20,10 @@
 //!   `resource.kubernetes.io/delete-protection` from a ResourceClaim that
 //!   is neither allocated nor reserved, `kubernetes.io/pv-controller` (and
 //!   an external provisioner's) from a volume whose storage was deleted or
-//!   whose policy is not Delete;
+//!   whose policy is not Delete; never a volume's or a claim's protection
+//!   finalizer (`kubernetes.io/pv-protection`, `kubernetes.io/pvc-protection`),
+//!   which only its protection controller removes, from an object being
+//!   deleted (a volume only once it is not Bound);
 //! - `volume-deleted-wrongly`: no volume is deleted unless its policy is
 //!   Delete and its claim was gone (or, provisioned, its claim was bound to
 //!   another volume), or a user deleted it; `storage-deleted-wrongly`: nor
@@ -40,7 +43,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use k8s_names::{
     ANN_DYNAMICALLY_PROVISIONED, ANN_RECYCLED_VOLUME_UID, ANN_RECYCLER_POD_UID,
     ANN_RELEASED_CLAIM_UID, FINALIZER_EXTERNAL_PROVISIONER, FINALIZER_PV_CONTROLLER,
-    FINALIZER_RESOURCE_DELETE_PROTECTION,
+    FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION, FINALIZER_RESOURCE_DELETE_PROTECTION,
 };
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -309,7 +312,11 @@ impl Walk {
 
     fn claim(&mut self, ty: ChangeType, c: &PersistentVolumeClaim) {
         let id = uid(c);
-        self.finalizers_removed("claim", ty, &c.metadata);
+        let removed = self.finalizers_removed("claim", ty, &c.metadata);
+        let object = format!("claim {}", name(c));
+        self.not_ours(&object, &removed, &[]);
+        let deleting = c.metadata.deletion_timestamp.is_some();
+        self.protection_kept(&object, &removed, FINALIZER_PVC_PROTECTION, deleting);
         if ty == ChangeType::Deleted {
             self.live_claims.remove(&id);
             self.claims.remove(&id);
@@ -524,11 +531,34 @@ impl Walk {
         }
     }
 
+    /// `finalizer-lost` for a protection finalizer its protection
+    /// controller (the test world) removed while it still protects: from
+    /// an object not being deleted (`removable` false), or (a volume) one
+    /// still Bound. A replica's removal is [`Walk::not_ours`]'s.
+    fn protection_kept(
+        &mut self,
+        object: &str,
+        removed: &[String],
+        finalizer: &str,
+        removable: bool,
+    ) {
+        if self.by_request || removable || !removed.iter().any(|f| f == finalizer) {
+            return;
+        }
+        self.violation(
+            "finalizer-lost",
+            object.to_string(),
+            format!("{finalizer} removed while it still protects the object"),
+        );
+    }
+
     fn volume_finalizers(&mut self, ty: ChangeType, v: &PersistentVolume) {
         let removed = self.finalizers_removed("volume", ty, &v.metadata);
         let ours = [FINALIZER_PV_CONTROLLER, FINALIZER_EXTERNAL_PROVISIONER];
         let object = format!("volume {}", name(v));
         self.not_ours(&object, &removed, &ours);
+        let removable = v.metadata.deletion_timestamp.is_some() && volume_phase(v) != "Bound";
+        self.protection_kept(&object, &removed, FINALIZER_PV_PROTECTION, removable);
         let holds = policy(v) == "Delete" && !self.storage_deleted.contains(&uid(v));
         for finalizer in removed.iter().filter(|f| ours.contains(&f.as_str())) {
             if holds {

@@ -9,6 +9,9 @@
 //! claim write of a bind, and right after it created a recycler pod) or
 //! stopped cleanly, storage fails, and users create, delete and re-create
 //! claims, delete volumes, pre-bind volumes and let recycler pods linger;
+//! volumes and claims carry their protection finalizers, so deleted ones
+//! stay Terminating until stand-ins for the protection controllers let
+//! them go ([`protection`]);
 //! beside them, pods with ResourceClaims from a template are created,
 //! placed by a scheduler that allocates their claims, run, finish and are
 //! deleted, users delete claims in use, and claim deletes and finalizer
@@ -42,6 +45,7 @@ mod fit;
 mod history;
 mod kubelet;
 mod model;
+mod protection;
 mod replicas;
 mod run;
 mod settled;

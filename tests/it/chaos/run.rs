@@ -4,10 +4,11 @@
 //! actions and kills, then up to 15 min (paused time) for the state to
 //! settle and keep every invariant.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_names::{FINALIZER_PV_PROTECTION, FINALIZER_PVC_PROTECTION};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -21,6 +22,7 @@ use super::claims;
 use super::faults::{RequestFaults, Survived};
 use super::history::History;
 use super::kubelet::Kubelet;
+use super::protection::Protection;
 use super::replicas::Replica;
 use super::settled::unsettled;
 use super::steps::Steps;
@@ -76,6 +78,10 @@ struct Run {
     replicas: Vec<Replica>,
     started: u64,
     kubelet: Kubelet,
+    protection: Protection,
+    /// Claims a user deleted to make again under the same name (and
+    /// whether of the provisioned class), once the old one is gone.
+    recreate: BTreeMap<String, bool>,
     history: History,
     leases: Observer<Lease>,
     holder: Option<String>,
@@ -95,6 +101,7 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
     let _ambient = pv_controller_runtime::ambient::simulate(seed ^ AMBIENT_SEED, start);
     let api = MemApi::with_config(MemApiConfig {
         seed,
+        protection_finalizers: true,
         ..MemApiConfig::default()
     });
     let mut run = Run {
@@ -106,6 +113,8 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
         replicas: Vec::new(),
         started: 0,
         kubelet: Kubelet::new(seed),
+        protection: Protection::new(seed),
+        recreate: BTreeMap::new(),
         holder: None,
         user_deleted: BTreeSet::new(),
         names: 0,
@@ -274,6 +283,14 @@ impl Run {
     async fn step(&mut self, lingering: bool) {
         tokio::time::sleep(STEP).await;
         self.kubelet.step(&self.api, lingering);
+        let protection = self.protection.step(&self.api);
+        self.survived
+            .add("protection finalizers added", protection.added);
+        self.survived.add(
+            "protection finalizers removed (deletions completed)",
+            protection.removed,
+        );
+        self.recreate_claims();
         let placed = claims::schedule(&self.api, &mut self.rng);
         self.survived
             .add("pods with claims placed by the scheduler", placed);
@@ -443,6 +460,8 @@ impl Run {
             .pick(&[Policy::Retain, Policy::Delete, Policy::Recycle]);
         let mut volume = static_volume(&name, size, policy);
         self.maybe_odd(&mut volume);
+        self.protection
+            .mark(&mut volume.metadata, FINALIZER_PV_PROTECTION);
         self.api.create(&volume).expect("create volume");
     }
 
@@ -485,6 +504,8 @@ impl Run {
                 ..LabelSelector::default()
             });
         }
+        self.protection
+            .mark(&mut claim.metadata, FINALIZER_PVC_PROTECTION);
         self.api.create(&claim).expect("create claim");
     }
 
@@ -507,6 +528,8 @@ impl Run {
         let dynamic = self.rng.chance(0.25);
         let mut claim = user_claim(&name, dynamic);
         claim.spec.get_or_insert_with(Default::default).volume_name = Some(wanted);
+        self.protection
+            .mark(&mut claim.metadata, FINALIZER_PVC_PROTECTION);
         self.api
             .create(&claim)
             .expect("create claim naming a volume");
@@ -518,7 +541,9 @@ impl Run {
     }
 
     /// Deletes a claim (maybe while it binds); `recreate` makes a new one
-    /// of the same name at once (a new UID).
+    /// of the same name (a new UID) as soon as the old one is gone: at
+    /// once, or when its protection finalizer is removed (the API server
+    /// refuses a create of a name still held).
     fn delete_claim(&mut self, recreate: bool) {
         let Some(claim) = self.random_claim() else {
             return;
@@ -533,9 +558,30 @@ impl Run {
                 .as_ref()
                 .and_then(|s| s.storage_class_name.as_deref())
                 .is_some();
-            self.api
-                .create(&user_claim(&name, dynamic))
-                .expect("re-create claim");
+            self.recreate.insert(name, dynamic);
+            self.recreate_claims();
+        }
+    }
+
+    /// Makes again each claim a user deleted to re-create whose old
+    /// incarnation is gone.
+    fn recreate_claims(&mut self) {
+        let gone: Vec<(String, bool)> = self
+            .recreate
+            .iter()
+            .filter(|(name, _)| {
+                self.api
+                    .get::<PersistentVolumeClaim>(Some("default"), name)
+                    .is_none()
+            })
+            .map(|(name, dynamic)| (name.clone(), *dynamic))
+            .collect();
+        for (name, dynamic) in gone {
+            self.recreate.remove(&name);
+            let mut claim = user_claim(&name, dynamic);
+            self.protection
+                .mark(&mut claim.metadata, FINALIZER_PVC_PROTECTION);
+            self.api.create(&claim).expect("re-create claim");
         }
     }
 
@@ -594,6 +640,8 @@ impl Run {
         let target = self.pre_binding_target();
         let mut volume = static_volume(&name, "1Gi", Policy::Retain);
         self.maybe_odd(&mut volume);
+        self.protection
+            .mark(&mut volume.metadata, FINALIZER_PV_PROTECTION);
         if let Some(spec) = volume.spec.as_mut() {
             spec.claim_ref = Some(pre_binding(&target));
         }
