@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 use crate::app::{App, AppConfig, AppError};
 use crate::kinds::pod::PodPhase;
 use crate::runtime::client::{ClientOptions, Clients};
+use crate::runtime::keys::ObjectKey;
 use crate::runtime::server::{DelegationConfig, SecureServing, ServingCertificate, ServingLimits};
 use crate::runtime::supervisor::{Supervised, TaskStopped};
 use crate::runtime::workload::IdleProbe;
@@ -344,13 +345,8 @@ pub fn render_table(volumes: &[PersistentVolume], claims: &[PersistentVolumeClai
         let claim = spec
             .claim_ref
             .as_ref()
-            .map(|r| {
-                format!(
-                    "{}/{}",
-                    r.namespace.as_deref().unwrap_or(""),
-                    r.name.as_deref().unwrap_or("")
-                )
-            })
+            .map(ObjectKey::of_reference)
+            .map(|key| format!("{}/{}", key.namespace, key.name))
             .unwrap_or_default();
         volume_rows.push(vec![
             volume.name_any(),

@@ -150,11 +150,6 @@ impl Clients {
             requests: RequestCounts::default(),
         }
     }
-
-    /// The gate the controller's client writes through.
-    pub fn gate(&self) -> &WriteGate {
-        &self.gate
-    }
 }
 
 impl Clients {

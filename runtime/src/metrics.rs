@@ -148,64 +148,10 @@ impl Metrics {
         }
     }
 
-    /// Writes counted so far to `resource`/`subresource`, whatever their
-    /// controller, verb and outcome; lets a test tell which of two
-    /// processes wrote.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn api_writes_to(&self, resource: &str, subresource: &str) -> u64 {
-        self.count_writes(|label| {
-            label("resource") == resource && label("subresource") == subresource
-        })
-    }
-
-    /// Writes counted so far by `controller` to `resource` with `verb`,
-    /// whatever their subresource and outcome.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn api_writes_by(&self, controller: &str, resource: &str, verb: &str) -> u64 {
-        self.count_writes(|label| {
-            label("controller") == controller
-                && label("resource") == resource
-                && label("verb") == verb
-        })
-    }
-
-    /// The sum of the write counters whose labels `keep` keeps (it reads a
-    /// label's value by the label's name).
-    #[cfg(any(test, feature = "testing"))]
-    fn count_writes(&self, keep: impl Fn(&dyn Fn(&str) -> String) -> bool) -> u64 {
-        use prometheus::core::Collector;
-        let families = self.api_writes.collect();
-        let total: f64 = families
-            .iter()
-            .flat_map(prometheus::proto::MetricFamily::get_metric)
-            .filter(|metric| {
-                let label = |name: &str| {
-                    metric
-                        .get_label()
-                        .iter()
-                        .find(|pair| pair.name() == name)
-                        .map(|pair| pair.value().to_string())
-                        .unwrap_or_default()
-                };
-                keep(&label)
-            })
-            .map(|metric| metric.get_counter().get_value())
-            .sum();
-        // Counters hold whole numbers far below 2^53.
-        total as u64
-    }
-
     /// Counts one recorded event by what became of it
     /// (`pv_controller_events_total`).
     pub fn event(&self, outcome: EventOutcome) {
         self.events.with_label_values(&[outcome.as_str()]).inc();
-    }
-
-    /// Events counted so far with `outcome`; lets a test check that an event
-    /// was written, folded or lost as it expects.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn events_with_outcome(&self, outcome: EventOutcome) -> u64 {
-        self.events.with_label_values(&[outcome.as_str()]).get()
     }
 
     /// Sets whether this instance leads.
@@ -297,4 +243,4 @@ impl EventOutcome {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

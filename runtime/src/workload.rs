@@ -44,16 +44,6 @@ pub enum Ended {
     Failed(Failure),
 }
 
-impl Ended {
-    /// The turn as a result: the failure, or how it ended otherwise.
-    pub fn into_result(self) -> Result<Self, Failure> {
-        match self {
-            Self::Failed(failure) => Err(failure),
-            ended => Ok(ended),
-        }
-    }
-}
-
 /// A decision of a controller: the plan for a key, from the stores and
 /// what was read for it.
 pub type Decide<Key, L> = Arc<dyn Fn(&Key, &Reads) -> Plan<L> + Send + Sync>;

@@ -61,8 +61,6 @@ pub struct Controller {
     known: Known,
     #[cfg(feature = "testing")]
     executor: Executor<Counted>,
-    #[cfg(feature = "testing")]
-    recorder: crate::runtime::events::EventRecorder,
 }
 
 impl std::fmt::Debug for Controller {
@@ -77,13 +75,6 @@ impl Controller {
     #[cfg(feature = "testing")]
     pub async fn sync_pod(&self, key: &ObjectKey) -> Ended {
         turn(&self.executor, |_| self.known.decide_pod(key)).await
-    }
-
-    /// Waits until every event recorded so far is written (for callers
-    /// that sync pods themselves and read the events).
-    #[cfg(feature = "testing")]
-    pub async fn flush_events(&self) {
-        self.recorder.flush().await;
     }
 }
 
@@ -153,11 +144,10 @@ pub(crate) fn build(
         pods: Arc::clone(&pods),
         claims: claims.clone(),
     };
-    let recorder = shared.recorder.for_component(COMPONENT);
     let executor = Executor::new(Parts {
         controller: NAME,
         writers: WriterSet::default().with(shared.writes.writer(NAME, claims)),
-        recorder: recorder.clone(),
+        recorder: shared.recorder.for_component(COMPONENT),
         effects: Arc::new(Counter(EphemeralMetrics::new(&shared.metrics)?)),
         reserver: None,
         operations: None,
@@ -193,8 +183,6 @@ pub(crate) fn build(
         known,
         #[cfg(feature = "testing")]
         executor,
-        #[cfg(feature = "testing")]
-        recorder,
     });
     Ok((controller, workload))
 }

@@ -531,12 +531,6 @@ impl VolumeIndex {
         self.volumes.get(name)?.volume.object()
     }
 
-    /// Copies of all volumes, in no particular order.
-    #[cfg(feature = "testing")]
-    pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> {
-        self.volumes.values().filter_map(|e| e.volume.object())
-    }
-
     /// The names of all volumes, in no particular order, each sharing the
     /// index's string.
     pub fn names(&self) -> impl Iterator<Item = VolumeName> + '_ {

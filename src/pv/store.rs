@@ -444,13 +444,6 @@ impl PvStore {
         stored.object()
     }
 
-    /// Every stored claim, in key order, each unpacked only as the iterator
-    /// reaches it, as [`PvStore::volumes`] goes.
-    #[cfg(feature = "testing")]
-    pub fn claims(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
-        self.claims_of(self.claim_keys())
-    }
-
     /// The stored claims with these keys, in the keys' order, each unpacked
     /// only as the iterator reaches it; keys no longer stored are passed by.
     pub fn claims_of(

@@ -101,18 +101,6 @@ fn is_pod_controller(reference: &OwnerReference) -> bool {
     reference.controller == Some(true) && reference.api_version == "v1" && reference.kind == "Pod"
 }
 
-/// The pod UIDs a claim names as its controller (normally at most one):
-/// the keys of the claims-by-owner index.
-pub(crate) fn owner_pod_uids(claim: &ResourceClaim) -> impl Iterator<Item = &str> {
-    claim
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|reference| is_pod_controller(reference))
-        .map(|reference| reference.uid.as_str())
-}
-
 /// The pod (name and UID) that controls the claim, if a pod does.
 pub(crate) fn owning_pod(claim: &ResourceClaim) -> Option<(&str, &str)> {
     claim
@@ -315,47 +303,3 @@ pub(crate) fn claim_from_template(
 
 #[cfg(test)]
 mod tests;
-
-/// A generated claim's `generateName` for any pod and entry name: at most
-/// [`MAX_GENERATE_NAME`] bytes, ending in '-', the same for the same
-/// names; with the API server's random suffix, a valid name.
-#[cfg(test)]
-mod name_properties {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    fn is_dns_subdomain(name: &str) -> bool {
-        let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-        name.len() <= 253
-            && name.split('.').all(|label| {
-                label.starts_with(alphanumeric)
-                    && label.ends_with(alphanumeric)
-                    && label.chars().all(|c| alphanumeric(c) || c == '-')
-            })
-    }
-
-    fn pod_name() -> impl Strategy<Value = String> {
-        prop::collection::vec("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", 1..8)
-            .prop_map(|labels| labels.join("."))
-            .prop_filter("a valid name", |name| name.len() <= 253)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2_000))]
-
-        #[test]
-        fn the_generate_name_is_bounded_and_makes_valid_names(
-            pod in pod_name(),
-            entry in "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-            suffix in "[a-z0-9]{5}",
-        ) {
-            let prefix = generate_name(&pod, &entry);
-            prop_assert!(prefix.len() <= MAX_GENERATE_NAME, "{}", prefix);
-            prop_assert!(prefix.ends_with('-'));
-            prop_assert_eq!(generate_name(&pod, &entry), prefix.clone());
-            let name = format!("{prefix}{suffix}");
-            prop_assert!(is_dns_subdomain(&name), "{}", name);
-        }
-    }
-}

@@ -580,4 +580,4 @@ fn gauge_value(state: &State) -> i64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,10 +6,14 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
 use super::decisions::of_write;
-use super::views::typed;
 use super::*;
 use crate::runtime::plan::Verb;
 use crate::runtime::shadow::Shadow;
+
+/// A typed object from JSON, for tests that write objects as JSON.
+pub(crate) fn typed<K: serde::de::DeserializeOwned>(json: serde_json::Value) -> K {
+    serde_json::from_value(json).unwrap()
+}
 
 impl Comparison {
     /// The kinds of the decisions waiting for the cluster.

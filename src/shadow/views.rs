@@ -193,11 +193,5 @@ impl<'a> View<'a> {
     }
 }
 
-/// A typed object from JSON, for tests that write objects as JSON.
-#[cfg(test)]
-pub(crate) fn typed<K: serde::de::DeserializeOwned>(json: serde_json::Value) -> K {
-    serde_json::from_value(json).unwrap()
-}
-
 #[cfg(test)]
 mod tests;

@@ -350,7 +350,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
         settings: s.settings(),
         ..pv::Config::default()
     };
-    let (_app, controller) = direct_binder(&api, config)
+    let (app, controller) = direct_binder(&api, config)
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     let store = controller.store();
@@ -389,7 +389,7 @@ pub(crate) async fn run_direct(s: &Scenario) -> Vec<String> {
     }
     controller.operations().wait_idle().await;
     // Events are written in the background: wait for every one recorded.
-    controller.recorder().flush().await;
+    app.recorder().flush().await;
     match (s.call, result) {
         (Call::SyncClaimError, Ok(_)) => {
             problems.push("expected the sync to fail, it succeeded".into());

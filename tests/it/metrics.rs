@@ -222,13 +222,13 @@ async fn metrics_parse_and_count_the_objects() {
     let idle = app.idle_probe();
     let metrics = app.metrics();
     let health = app.health();
-    let controller = app.controllers().persistentvolume.clone().unwrap();
+    let recorder = app.recorder();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(app.run(async move {
         let _ = stopped.await;
     }));
     settle(&api, &idle).await;
-    controller.recorder().flush().await;
+    recorder.flush().await;
     assert!(health.readiness.is_ready());
 
     let text = crate::harness::scrape_metrics(metrics, health).await;

@@ -42,7 +42,7 @@ pub(crate) fn clients(api: &MemApi) -> Clients {
 /// running it: the write gate open from the start.
 pub(crate) fn direct_clients(api: &MemApi) -> Clients {
     let clients = clients(api);
-    clients.gate().open();
+    clients.gate.open();
     clients
 }
 
@@ -348,6 +348,23 @@ pub(crate) fn value(metrics: &Metrics, name: &str) -> f64 {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
+}
+
+/// The sum of the series `name` whose labels include every pair of
+/// `labels` in `metrics`.
+pub(crate) fn summed(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> u64 {
+    let text = metrics.render().expect("metrics render");
+    let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    let total: f64 = text
+        .lines()
+        .filter_map(|line| line.strip_prefix(name)?.strip_prefix('{')?.split_once("} "))
+        .filter(|(set, _)| {
+            let set: Vec<&str> = set.split(',').collect();
+            wanted.iter().all(|pair| set.contains(&pair.as_str()))
+        })
+        .map(|(_, value)| value.trim().parse::<f64>().expect("a count"))
+        .sum();
+    total as u64
 }
 
 /// The value of the series `name` with exactly the labels `labels` in

@@ -224,7 +224,7 @@ impl<K> MemStore<K> {
 impl<K: Resource> MemStore<K> {
     /// Stores `object` unless a newer version is held; returns whether it
     /// was stored.
-    fn offer(&self, object: Arc<K>) -> bool {
+    pub fn offer(&self, object: Arc<K>) -> bool {
         let key = ObjectKey::of(object.as_ref());
         let mut inner = self.write();
         let Inner { objects, indexes } = &mut *inner;

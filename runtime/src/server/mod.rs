@@ -39,38 +39,20 @@ use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
 
-/// Whether the controllers' caches have synced; set once by each
-/// controller, read by `/readyz`. A process of several controllers is ready
-/// when all of them are ([`Readiness::all`]). Cheap to clone: clones share
-/// the state.
+/// Whether the controllers' caches have synced; set once by the runner,
+/// read by `/readyz`. Cheap to clone: clones share the state.
 #[derive(Clone, Debug, Default)]
-pub struct Readiness(Arc<ReadinessState>);
-
-#[derive(Debug, Default)]
-struct ReadinessState {
-    ready: AtomicBool,
-    parts: Vec<Readiness>,
-}
+pub struct Readiness(Arc<AtomicBool>);
 
 impl Readiness {
-    /// Ready when every one of `parts` is (and not before there is one).
-    #[cfg(any(test, feature = "testing"))]
-    pub fn all(parts: Vec<Readiness>) -> Self {
-        Self(Arc::new(ReadinessState {
-            ready: AtomicBool::new(false),
-            parts,
-        }))
-    }
-
-    /// Marks the controller ready.
+    /// Marks the process ready.
     pub fn set_ready(&self) {
-        self.0.ready.store(true, Ordering::Release);
+        self.0.store(true, Ordering::Release);
     }
 
-    /// Whether the controller (or every part) is ready.
+    /// Whether the process is ready.
     pub fn is_ready(&self) -> bool {
-        self.0.ready.load(Ordering::Acquire)
-            || !self.0.parts.is_empty() && self.0.parts.iter().all(Readiness::is_ready)
+        self.0.load(Ordering::Acquire)
     }
 }
 

@@ -13,6 +13,7 @@ use memapi::{MemApi, Verb};
 use super::*;
 use crate::informer::{MemStore, Store};
 use crate::kinds::{drop_managed_fields, metadata_and};
+use crate::metrics::tests::writes_by;
 
 impl Door {
     /// How many objects have a write lock right now (held or waited for).
@@ -99,13 +100,10 @@ async fn an_update_is_refused_without_a_request_when_the_store_is_ahead_of_its_b
         .await
         .expect("decided on the newest copy");
     assert_eq!(
-        metrics.api_writes_by("test", "persistentvolumes", "create"),
+        writes_by(&metrics, "test", "persistentvolumes", "create"),
         1
     );
-    assert_eq!(
-        metrics.api_writes_by("test", "persistentvolumes", "patch"),
-        2
-    );
+    assert_eq!(writes_by(&metrics, "test", "persistentvolumes", "patch"), 2);
 }
 
 /// An update names only what its decision changed and is conditional on
@@ -223,7 +221,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
         .await
         .expect("gone already counts as deleted");
     assert_eq!(
-        metrics.api_writes_by("test", "persistentvolumes", "delete"),
+        writes_by(&metrics, "test", "persistentvolumes", "delete"),
         3
     );
 
@@ -252,7 +250,7 @@ async fn deletes_and_patches_are_counted_and_a_gone_object_is_deleted_already() 
         Some("Running")
     );
     assert!(pod_store.get(&ObjectKey::new("ns", "p")).is_some());
-    assert_eq!(metrics.api_writes_by("other", "pods", "patch"), 1);
+    assert_eq!(writes_by(&metrics, "other", "pods", "patch"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,9 +12,9 @@ use crate::pv::constants::reasons;
 use crate::pv::error::Result;
 use crate::pv::keys::VolumeName;
 use crate::pv::objects::{
-    ClaimPhase, claim_access_modes, claim_class, claim_request, claim_vac, claim_volume_mode,
-    has_annotation, is_being_deleted, is_volume_bound_to_claim, volume_access_modes,
-    volume_capacity, volume_class, volume_mode, volume_vac,
+    ClaimPhase, claim_access_modes, claim_class, claim_ref_key, claim_request, claim_vac,
+    claim_volume_mode, has_annotation, is_being_deleted, is_volume_bound_to_claim,
+    volume_access_modes, volume_capacity, volume_class, volume_mode, volume_vac,
 };
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{Failure, Reservation, Then};
@@ -216,17 +216,8 @@ impl Binder {
                 if has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
                     // Only a removed bind-completed annotation gets a claim
                     // here: refuse to guess which side is right.
-                    let owner = volume
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.claim_ref.as_ref())
-                        .map(|r| {
-                            format!(
-                                "{}/{}",
-                                r.namespace.as_deref().unwrap_or(""),
-                                r.name.as_deref().unwrap_or("")
-                            )
-                        })
+                    let owner = claim_ref_key(&volume)
+                        .map(|key| format!("{}/{}", key.namespace, key.name))
                         .unwrap_or_default();
                     plan.then(Then::Fail(Failure {
                         reason: format!(

@@ -102,8 +102,6 @@ pub struct Controller {
     executor: Executor<crate::pv::controller::PvEffect>,
     #[cfg(any(test, feature = "testing"))]
     operations: OperationTracker,
-    #[cfg(any(test, feature = "testing"))]
-    recorder: crate::runtime::events::EventRecorder,
 }
 
 impl std::fmt::Debug for Controller {
@@ -133,18 +131,6 @@ impl Controller {
     #[cfg(any(test, feature = "testing"))]
     pub fn operations(&self) -> &OperationTracker {
         &self.operations
-    }
-
-    /// The executor of the controller's plans.
-    #[cfg(test)]
-    pub(crate) fn executor(&self) -> &Executor<crate::pv::controller::PvEffect> {
-        &self.executor
-    }
-
-    /// The event recorder, to flush the events of a sync.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn recorder(&self) -> &crate::runtime::events::EventRecorder {
-        &self.recorder
     }
 
     /// Decides about `claim` and carries the plan out, as a claim's turn
@@ -213,7 +199,6 @@ pub(crate) fn build(
     let volume_queue = WorkQueue::new();
     let claim_queue = WorkQueue::new();
     let waiting = Waiting::new(claim_queue.clone());
-    let recorder = shared.recorder.for_component(CONTROLLER_NAME);
     let runner = Operations {
         binder: binder.clone(),
         client: shared.client.clone(),
@@ -222,7 +207,7 @@ pub(crate) fn build(
     let executor = Executor::new(Parts {
         controller: NAME,
         writers,
-        recorder: recorder.clone(),
+        recorder: shared.recorder.for_component(CONTROLLER_NAME),
         effects: Arc::new(Applier {
             store: Arc::clone(&store),
             memory: Arc::clone(&memory),
@@ -319,8 +304,6 @@ pub(crate) fn build(
         executor,
         #[cfg(any(test, feature = "testing"))]
         operations,
-        #[cfg(any(test, feature = "testing"))]
-        recorder,
     });
     Ok((controller, workload))
 }
@@ -338,111 +321,5 @@ fn operation_tracker(concurrency: usize, metrics: PvMetrics) -> OperationTracker
     })
 }
 
-/// A controller on an API server of the tests, with empty stores, for unit
-/// tests of its decisions, operations and writes.
 #[cfg(test)]
-pub(crate) mod testing {
-    use std::sync::Arc;
-
-    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-    use memapi::MemApi;
-
-    use super::work::{Applier, Reservations};
-    use super::{Controller, NAME, operation_tracker};
-    use crate::kinds::{NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD};
-    use crate::pv::constants::CONTROLLER_NAME;
-    use crate::pv::controller::{Binder, Settings};
-    use crate::pv::metrics::PvMetrics;
-    use crate::pv::operations::Operations;
-    use crate::pv::store::PvStore;
-    use crate::runtime::events::EventRecorder;
-    use crate::runtime::executor::{Executor, Parts};
-    use crate::runtime::informer::{MemStore, Store, StoreRef};
-    use crate::runtime::kinds::Shape;
-    use crate::runtime::metrics::Metrics;
-    use crate::runtime::queue::WorkQueue;
-    use crate::runtime::write::{Door, WriterSet};
-
-    /// The controller on `api`; the caller fills its store.
-    pub(crate) fn controller(api: &MemApi) -> Controller {
-        controller_with(api.client(), Settings::default())
-    }
-
-    /// A store handle of the kind `shape` describes, fixed to `store`.
-    fn fixed<K>(shape: &'static Shape<K>, store: Arc<dyn Store<K>>) -> StoreRef<K> {
-        let handle = StoreRef::new(shape);
-        handle.fix(store);
-        handle
-    }
-
-    /// The controller on `client` with `settings`; the caller fills its
-    /// store.
-    pub(crate) fn controller_with(client: kube::Client, settings: Settings) -> Controller {
-        let metrics = Arc::new(Metrics::new().expect("metrics"));
-        let pv_metrics = PvMetrics::new(&metrics).expect("pv metrics");
-        let store = Arc::new(PvStore::default());
-        let pods = Arc::new(MemStore::<Pod>::default());
-        let operations = operation_tracker(4, pv_metrics.clone());
-        let binder = Binder {
-            store: Arc::clone(&store),
-            classes: Arc::default(),
-            pods: Arc::clone(&pods),
-            nodes: fixed(&NODE, Arc::new(MemStore::default())),
-            running: operations.running(),
-            memory: Arc::default(),
-            settings,
-        };
-        let door = Door::new(client.clone(), Arc::clone(&metrics));
-        let writers = WriterSet::default()
-            .with(door.writer(
-                NAME,
-                fixed(
-                    &PERSISTENT_VOLUME,
-                    Arc::clone(&store) as Arc<dyn Store<PersistentVolume>>,
-                ),
-            ))
-            .with(door.writer(
-                NAME,
-                fixed(
-                    &PERSISTENT_VOLUME_CLAIM,
-                    Arc::clone(&store) as Arc<dyn Store<PersistentVolumeClaim>>,
-                ),
-            ))
-            .with(door.writer(NAME, fixed(&POD, pods)));
-        let recorder = EventRecorder::new(
-            client.clone(),
-            Arc::clone(&metrics),
-            CONTROLLER_NAME,
-            "test",
-        )
-        .expect("recorder");
-        let runner = Operations {
-            binder: binder.clone(),
-            client,
-        }
-        .runner();
-        let executor = Executor::new(Parts {
-            controller: NAME,
-            writers,
-            recorder: recorder.clone(),
-            effects: Arc::new(Applier {
-                store: Arc::clone(&store),
-                memory: Arc::clone(&binder.memory),
-                claim_queue: WorkQueue::new(),
-                metrics: pv_metrics,
-            }),
-            reserver: Some(Arc::new(Reservations(store))),
-            operations: Some((operations.clone(), runner)),
-            shadow: None,
-        });
-        Controller {
-            binder,
-            executor,
-            operations,
-            recorder,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests;
+pub(crate) mod tests;

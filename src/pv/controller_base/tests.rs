@@ -4,27 +4,29 @@
 //! decision never checked. The key is decided again from the newest copy
 //! and ends bound correctly, or Pending with its reason.
 
+pub(crate) mod support;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
 use memapi::MemApi;
 use testkit::{claim, volume};
 
-use super::Controller;
 use crate::pv::keys::VolumeName;
 use crate::runtime::keys::ObjectKey;
+use support::Tested;
 
 /// A memapi and a controller whose store holds `v1` (10Gi, no class,
 /// ReadWriteOnce, Available) and the claim `default/c1` (5Gi, no class,
 /// ReadWriteOnce, Pending) as the server does.
 fn seeded() -> (
     MemApi,
-    Controller,
+    Tested,
     Arc<PersistentVolume>,
     Arc<PersistentVolumeClaim>,
 ) {
     let api = MemApi::new();
-    let controller = super::testing::controller(&api);
+    let controller = support::controller(&api);
     let v1 = api
         .create(&volume("v1", "10Gi").phase("Available").build())
         .expect("volume");
@@ -39,7 +41,7 @@ fn seeded() -> (
 
 /// Puts `changed` on the server in place of its object, and into the
 /// store as its watch event would.
-fn change_volume(api: &MemApi, controller: &Controller, changed: &PersistentVolume) {
+fn change_volume(api: &MemApi, controller: &Tested, changed: &PersistentVolume) {
     let stored = api.put(changed).expect("change volume");
     controller
         .store()
@@ -49,7 +51,7 @@ fn change_volume(api: &MemApi, controller: &Controller, changed: &PersistentVolu
 
 /// Deletes the volume `name` on the server and creates `again` under its
 /// name (a new UID), the store seeing both.
-fn recreate_volume(api: &MemApi, controller: &Controller, again: &PersistentVolume) {
+fn recreate_volume(api: &MemApi, controller: &Tested, again: &PersistentVolume) {
     let name = again.metadata.name.as_deref().unwrap_or_default();
     assert!(api.remove::<PersistentVolume>(None, name), "volume removed");
     controller.store().remove_volume(&VolumeName::new(name));
@@ -64,7 +66,7 @@ fn recreate_volume(api: &MemApi, controller: &Controller, again: &PersistentVolu
 /// out after the change; then every object synced from the newest copies
 /// until nothing changes (a few rounds).
 async fn decide_change_execute(
-    controller: &Controller,
+    controller: &Tested,
     claim: &Arc<PersistentVolumeClaim>,
     change: impl FnOnce(),
 ) {
@@ -104,7 +106,7 @@ fn server_volume(api: &MemApi) -> PersistentVolume {
 
 /// The claim's events on the server, as (reason, message), once the
 /// recorder has sent what it holds.
-async fn claim_events(api: &MemApi, controller: &Controller) -> Vec<(String, String)> {
+async fn claim_events(api: &MemApi, controller: &Tested) -> Vec<(String, String)> {
     controller.recorder.flush().await;
     api.list::<Event>()
         .into_iter()
@@ -120,7 +122,7 @@ async fn claim_events(api: &MemApi, controller: &Controller) -> Vec<(String, Str
 
 /// The claim is Pending with its reason (a FailedBinding event that ends
 /// with `why`), names no volume, and `v1` names no claim.
-async fn assert_left_pending(api: &MemApi, controller: &Controller, why: &str) {
+async fn assert_left_pending(api: &MemApi, controller: &Tested, why: &str) {
     let events = claim_events(api, controller).await;
     assert!(
         events
@@ -233,7 +235,7 @@ async fn a_claim_re_created_after_the_decision_binds_as_itself() {
 #[tokio::test]
 async fn a_released_volume_is_not_bound_again_to_a_claim_only_the_store_holds() {
     let api = MemApi::new();
-    let controller = super::testing::controller(&api);
+    let controller = support::controller(&api);
     let gone = api
         .create(&claim("c", "uid-c", "1Gi").volume_name("v").build())
         .expect("claim");

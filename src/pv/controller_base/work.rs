@@ -168,16 +168,6 @@ impl Reserver for Reservations {
     }
 }
 
-/// Enqueues every claim, in binding order, then every volume, in name
-/// order (the first time at once, so a replica that starts leading syncs
-/// everything), behind any change that comes in meanwhile. The store holds
-/// exactly the listed objects (deletions are removed as they are seen), in
-/// a stable order, so runs are repeatable. Passed by: a claim or volume
-/// whose binding a sync found complete, with neither object changed since,
-/// whose sync would find nothing to do ([`PvStore::to_resync`]); a key
-/// still waiting in its queue, which keeps its place anyway; and a parked
-/// new volume, queued again when the claims ahead of it had their turn
-/// ([`Parking`]).
 /// The end of a claim's turn: the claim's memory keeps how it ended (what
 /// `explain` shows as its last sync), and the parked volumes whose claims
 /// ahead have all had their turn are queued again.
@@ -197,6 +187,16 @@ pub(super) fn claim_turn_ended(
     parking.release_passed();
 }
 
+/// Enqueues every claim, in binding order, then every volume, in name
+/// order (the first time at once, so a replica that starts leading syncs
+/// everything), behind any change that comes in meanwhile. The store holds
+/// exactly the listed objects (deletions are removed as they are seen), in
+/// a stable order, so runs are repeatable. Passed by: a claim or volume
+/// whose binding a sync found complete, with neither object changed since,
+/// whose sync would find nothing to do ([`PvStore::to_resync`]); a key
+/// still waiting in its queue, which keeps its place anyway; and a parked
+/// new volume, queued again when the claims ahead of it had their turn
+/// ([`Parking`]).
 pub(super) fn resync(
     store: &PvStore,
     volume_queue: &WorkQueue<VolumeName>,

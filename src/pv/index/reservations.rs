@@ -54,10 +54,4 @@ impl VolumeIndex {
     pub fn is_reserved(&self, name: &str) -> bool {
         self.reserved.contains_key(name)
     }
-
-    /// The claim the volume of that name is reserved for, if any.
-    #[cfg(feature = "testing")]
-    pub fn reserved_for(&self, name: &str) -> Option<&ObjectKey> {
-        self.reserved.get(name).map(|reserved| &reserved.claim)
-    }
 }

@@ -694,7 +694,7 @@ fn insert_replaces_and_remove_forgets() {
     assert_eq!(best(&index, &c, false), None);
     assert_eq!(index.len(), 1);
     assert!(!index.is_empty());
-    assert_eq!(index.iter().count(), 1);
+    assert_eq!(index.names().count(), 1);
     index.remove("v1");
     assert!(index.is_empty());
     assert!(index.free.is_empty() && index.claimed.is_empty());

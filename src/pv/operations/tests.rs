@@ -74,7 +74,8 @@ fn controller(client: kube::Client, plugin: &Arc<Counting>) -> Controller {
         plugins: VolumePlugins::default().with(Arc::clone(plugin) as Arc<dyn VolumePlugin>),
         ..crate::pv::controller::Settings::default()
     };
-    let controller = crate::pv::controller_base::testing::controller_with(client, settings);
+    let controller =
+        crate::pv::controller_base::tests::support::controller_with(client, settings).controller;
     controller
         .binder()
         .classes
@@ -91,7 +92,11 @@ async fn provision(controller: &Controller, client: kube::Client) {
     let name = keys::provision("default", "c", "uid-c");
     // A provisioning that finds nothing to do ends well; one refused by
     // the write gate fails, and the test looks at what it left.
-    let _ = Box::pin(operations.provision(&name, controller.executor())).await;
+    let _ = Box::pin(operations.provision(
+        &name,
+        crate::pv::controller_base::tests::support::executor(controller),
+    ))
+    .await;
 }
 
 /// Runs the provisioning of `decided()` with the store holding `now` for

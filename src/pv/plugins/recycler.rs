@@ -319,17 +319,14 @@ fn pod_deadline(pod: &Pod) -> Duration {
 /// (or adopts the pod the volume records, started for this release
 /// earlier), waits until it succeeds, fails or disappears, relaying its
 /// events to the volume; deletes it unless it succeeded.
-pub(crate) async fn run(
+async fn run(
     context: &RecycleContext,
     pod: Pod,
     volume: &PersistentVolume,
 ) -> Result<(), RecyclerError> {
     let (client, writes) = (&context.client, context.writes.as_ref());
-    let namespace = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
+    // build_pod names the pod and its namespace.
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let started = create_or_adopt(context, &pods, &pod, volume).await?;
@@ -365,12 +362,7 @@ pub(crate) async fn finish(
     context: &RecycleContext,
 ) -> Result<(), PluginError> {
     let pod = build_pod(config, volume, Volume::default());
-    let namespace = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
-    let name = pod.metadata.name.clone().unwrap_or_default();
+    let (namespace, name) = pod_key(config, volume);
     let cleanup = |message| PluginError::Failed(RecyclerError::Cleanup(message).to_string());
     let found = Api::<Pod>::namespaced(context.client.clone(), &namespace)
         .get_opt(&name)

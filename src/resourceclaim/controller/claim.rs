@@ -15,6 +15,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReferen
 use super::changes::{self, has_finalizer};
 use super::{ClaimPlan, Known};
 use crate::resourceclaim::objects::{is_allocated, is_pod_done, owning_pod, uid};
+use crate::runtime::informer::Store;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::Reads;
 

@@ -20,6 +20,7 @@ use crate::resourceclaim::objects::{
     requests_prioritized_list, uid,
 };
 use crate::runtime::events::EventType;
+use crate::runtime::informer::Store;
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::plan::{IfFailed, Then, event};
 use k8s_names::ANN_POD_CLAIM_NAME;
@@ -116,17 +117,14 @@ impl Known {
         pod: &Pod,
         pod_claim: &PodResourceClaim,
     ) -> Option<Arc<ResourceClaim>> {
-        self.claims
-            .owned_by(uid(&pod.metadata))
-            .into_iter()
-            .find(|claim| {
-                claim
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(ANN_POD_CLAIM_NAME))
-                    .is_some_and(|entry| *entry == pod_claim.name)
-            })
+        self.claims.owned_by(pod).into_iter().find(|claim| {
+            claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ANN_POD_CLAIM_NAME))
+                .is_some_and(|entry| *entry == pod_claim.name)
+        })
     }
 
     /// Adds the create of the entry's claim from its template, unless the

@@ -9,8 +9,9 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::resourceclaim::claims::ClaimStore;
 use crate::resourceclaim::objects::{
     ClaimName, can_be_reserved, claim_name, extended_claim, is_allocated, is_for_pod, is_pod_done,
-    is_reserved_for_pod, node_name, pod_claims, uid,
+    is_reserved_for_pod, node_name, pod_claims,
 };
+use crate::runtime::informer::Store;
 use crate::runtime::keys::ObjectKey;
 
 /// The claims a pod that will not run (any more) should release, when it
@@ -29,7 +30,7 @@ pub(crate) fn claims_to_release(pod: &Pod, deleted: bool, claims: &ClaimStore) -
         .chain(extended_claim(pod))
         .map(|name| ObjectKey::new(namespace, name));
     let owned = claims
-        .owned_by(uid(&pod.metadata))
+        .owned_by(pod)
         .into_iter()
         .map(|claim| ObjectKey::of(claim.as_ref()));
     named

@@ -15,7 +15,7 @@ use crate::resourceclaim::controller::triage::{claims_to_release, pod_needs_work
 use crate::resourceclaim::deleted::DeletedPods;
 use crate::resourceclaim::keys::WorkKey;
 use crate::resourceclaim::objects::{uid, uses_claims};
-use crate::runtime::informer::{Change, MemStore};
+use crate::runtime::informer::{Change, MemStore, Store};
 use crate::runtime::keys::ObjectKey;
 use crate::runtime::queue::WorkQueue;
 use crate::runtime::runner::Leading;

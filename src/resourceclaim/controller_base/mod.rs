@@ -67,8 +67,6 @@ pub struct Controller {
     known: Known,
     #[cfg(feature = "testing")]
     executor: Executor<Counted>,
-    #[cfg(feature = "testing")]
-    recorder: crate::runtime::events::EventRecorder,
 }
 
 impl std::fmt::Debug for Controller {
@@ -83,13 +81,6 @@ impl Controller {
     #[cfg(feature = "testing")]
     pub async fn sync(&self, key: &WorkKey) -> Ended {
         turn(&self.executor, |reads| self.known.decide(key, reads)).await
-    }
-
-    /// Waits until every event recorded so far has been written (or given
-    /// up on), so a caller can read them.
-    #[cfg(feature = "testing")]
-    pub async fn flush_events(&self) {
-        self.recorder.flush().await;
     }
 
     /// Puts a claim into the claim store as a create's answer does,
@@ -146,7 +137,6 @@ pub(crate) fn build(
         deleted: Arc::clone(&deleted),
         features: config.features,
     };
-    let recorder = shared.recorder.for_component(COMPONENT);
     let writers = WriterSet::default()
         .with(
             shared
@@ -157,7 +147,7 @@ pub(crate) fn build(
     let executor = Executor::new(Parts {
         controller: NAME,
         writers,
-        recorder: recorder.clone(),
+        recorder: shared.recorder.for_component(COMPONENT),
         effects: Arc::new(Counter(claim_metrics)),
         reserver: None,
         operations: None,
@@ -199,8 +189,6 @@ pub(crate) fn build(
         known,
         #[cfg(feature = "testing")]
         executor,
-        #[cfg(feature = "testing")]
-        recorder,
     });
     Ok((controller, workload))
 }

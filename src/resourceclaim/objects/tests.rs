@@ -200,3 +200,5 @@ fn the_source_follows_the_annotations() {
     assert_eq!(ClaimSource::Template.label(), "resource_claim_template");
     assert_eq!(ClaimSource::ExtendedResource.label(), "extended_resource");
 }
+
+mod name_properties;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::shadow::views::typed;
+use crate::shadow::tests::typed;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::shadow::tests::typed;
 use serde_json::json;
 
 #[test]

@@ -95,7 +95,7 @@ impl Replica {
         };
         let controller = Arc::new(OnceLock::new());
         let built = Arc::clone(&controller);
-        let gate = clients.gate().clone();
+        let gate = clients.gate.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let app = App::start(clients, config).await?;

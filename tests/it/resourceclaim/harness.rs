@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
 use memapi::{MemApi, Reactor, Verb};
 use pv_controller::resourceclaim::{self, Features, WorkKey};
+use pv_controller::testing::Ended;
 use pv_controller::{App, AppConfig, Metrics, ObjectKey};
 
 pub(crate) use crate::process::Running;
@@ -170,12 +171,12 @@ pub(crate) async fn run_direct(row: &Row) -> Vec<String> {
     }
     let key = row.key.clone().expect("a direct row has a key");
     let result = controller.sync(&key).await;
-    controller.flush_events().await;
+    app.recorder().flush().await;
     let mut problems = Vec::new();
-    match (result.into_result(), row.expect_error) {
-        (Ok(_), true) => problems.push("expected an error, the sync succeeded".to_string()),
-        (Err(e), false) => problems.push(format!("sync failed: {}", e.reason)),
-        _ => {}
+    match (result, row.expect_error) {
+        (Ended::Failed(e), false) => problems.push(format!("sync failed: {}", e.reason)),
+        (Ended::Failed(_), true) | (_, false) => {}
+        (_, true) => problems.push("expected an error, the sync succeeded".to_string()),
     }
     let creates = creates(&app.metrics());
     if creates != row.creates {
