@@ -225,7 +225,9 @@ impl Run {
         );
         // Lists answered slowly now and then, so that a list's pages
         // spread over time and compactions fall between them; writes of
-        // any kind answered slowly (within the client's time limit).
+        // any kind held before they commit, or answered late after it
+        // (within the client's time limit, so that the watch shows the
+        // write, and maybe a later one, before the writer hears of it).
         let slow_requests = [
             (
                 "list pages answered a second late",
@@ -236,12 +238,22 @@ impl Run {
                 ),
             ),
             (
-                "writes answered two seconds late",
+                "writes held two seconds before they commit",
                 self.api.add_reactor(
                     Reactor::any()
                         .writes_only()
                         .delay(Duration::from_secs(2))
-                        .probability(if self.without.slow_writes { 0.0 } else { 0.05 }),
+                        .probability(if self.without.slow_writes { 0.0 } else { 0.03 }),
+                ),
+            ),
+            (
+                "writes answered two seconds after they commit",
+                self.api.add_reactor(
+                    Reactor::any()
+                        .writes_only()
+                        .delay(Duration::from_secs(2))
+                        .after_commit()
+                        .probability(if self.without.slow_writes { 0.0 } else { 0.03 }),
                 ),
             ),
         ];

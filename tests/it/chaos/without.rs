@@ -16,7 +16,8 @@ pub(crate) struct Without {
     pub(crate) paged_lists: bool,
     /// `ended-watches`: no watch stream ended cleanly.
     pub(crate) ended_watches: bool,
-    /// `slow-writes`: no write answered two seconds late.
+    /// `slow-writes`: no write held two seconds before it commits or
+    /// answered two seconds after.
     pub(crate) slow_writes: bool,
     /// `throttling`: no 429 TooManyRequests with Retry-After.
     pub(crate) throttling: bool,
