@@ -221,7 +221,7 @@ impl Run {
         let slow = self.api.add_reactor(
             Reactor::on(Verb::Patch, "persistentvolumeclaims")
                 .delay(Duration::from_secs(1))
-                .probability(0.3),
+                .probability(if self.without.held_claim_writes { 0.0 } else { 0.3 }),
         );
         // Lists answered slowly now and then, so that a list's pages
         // spread over time and compactions fall between them; writes of

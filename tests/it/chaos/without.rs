@@ -21,16 +21,21 @@ pub(crate) struct Without {
     pub(crate) slow_writes: bool,
     /// `throttling`: no 429 TooManyRequests with Retry-After.
     pub(crate) throttling: bool,
+    /// `held-claim-writes`: no claim write held a second (the window
+    /// between a bind's volume and claim writes that kills aim at), so
+    /// that what the slow writes alone exercise can be told apart.
+    pub(crate) held_claim_writes: bool,
 }
 
 impl Without {
     /// The names `CHAOS_WITHOUT` takes.
-    const NAMES: [&'static str; 5] = [
+    const NAMES: [&'static str; 6] = [
         "late-watches",
         "paged-lists",
         "ended-watches",
         "slow-writes",
         "throttling",
+        "held-claim-writes",
     ];
 
     /// What `CHAOS_WITHOUT` asks to leave out (nothing when unset); an
@@ -45,6 +50,7 @@ impl Without {
                 "ended-watches" => &mut without.ended_watches,
                 "slow-writes" => &mut without.slow_writes,
                 "throttling" => &mut without.throttling,
+                "held-claim-writes" => &mut without.held_claim_writes,
                 other => panic!(
                     "CHAOS_WITHOUT: no fault {other:?}; the faults are {}",
                     Self::NAMES.join(", ")
