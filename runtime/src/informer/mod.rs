@@ -179,6 +179,7 @@ impl<K: Kind> Pending for Slot<K> {
             store: self.fix_store(),
             handlers: std::mem::take(&mut self.handlers),
             listing: None,
+            newest_shown: None,
             request: FIRST_LIST,
             synced: lists.synced,
         };

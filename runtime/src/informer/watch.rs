@@ -24,6 +24,7 @@ use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::lean::{Lean, WithManagers};
 use crate::managers::{FieldManager, Managed, ManagersHandler};
+use crate::version;
 
 /// Why a watch stopped.
 #[derive(Debug, thiserror::Error)]
@@ -171,16 +172,42 @@ where
 }
 
 /// A running informer: the kind's store, its handlers, the keys a list
-/// under way has shown so far, and the list request its watch answers.
+/// under way has shown so far, the newest resourceVersion its watch and
+/// lists have shown, and the list request its watch answers.
 pub(super) struct Informer<K> {
     pub(super) store: Arc<dyn Store<K>>,
     pub(super) handlers: Vec<Handler<K>>,
     pub(super) listing: Option<HashSet<ObjectKey>>,
+    pub(super) newest_shown: Option<u64>,
     pub(super) request: u64,
     pub(super) synced: Synced,
 }
 
 impl<K: Kind> Informer<K> {
+    /// Whether the store's copy of `key`, which a list did not show, is
+    /// newer than every version the watch and the lists have shown: the
+    /// answer to a write of this process that came after the list's
+    /// snapshot was taken (a continued list is served from its first
+    /// page's snapshot, and a page may be answered late), so its absence
+    /// from the list does not mean it is gone. Any version the kind's
+    /// stream showed at or past it proves the snapshot newer, and the
+    /// object gone. A copy of this kind deleted after such a write and
+    /// before the snapshot, with nothing newer listed, is kept until a
+    /// write to it finds it gone or the next list.
+    fn written_after_the_listing(&self, key: &ObjectKey) -> bool {
+        let Some(held) = self.store.get(key) else {
+            return false;
+        };
+        match (
+            version::number(held.meta().resource_version.as_deref()),
+            self.newest_shown,
+        ) {
+            (Some(held), Some(shown)) => held > shown,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
     fn tell(&self, change: &Change<'_, K>) {
         for handler in &self.handlers {
             handler(change);
@@ -191,6 +218,10 @@ impl<K: Kind> Informer<K> {
     /// the end of a list also tells what the list no longer showed as
     /// deleted, and says how far the kind has listed.
     pub(super) fn on_event(&mut self, event: Event<K>) {
+        if let Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) = &event {
+            let shown = version::number(object.meta().resource_version.as_deref());
+            self.newest_shown = self.newest_shown.max(shown);
+        }
         match event {
             Event::Apply(object) => {
                 let object = Arc::new(object);
@@ -224,6 +255,10 @@ impl<K: Kind> Informer<K> {
                 let listed = self.listing.take().unwrap_or_default();
                 for key in self.store.keys() {
                     if !listed.contains(&key) {
+                        if self.written_after_the_listing(&key) {
+                            tracing::debug!(kind = K::NAME, object = %key, "not listed, but written after the list's snapshot: kept");
+                            continue;
+                        }
                         let last = self.store.forget(&key);
                         tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
                         self.tell(&Change::Deleted {

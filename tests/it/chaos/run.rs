@@ -100,8 +100,14 @@ struct Run {
 /// Runs seed `seed` to the end, on a deterministic world: memapi
 /// in-process, the current thread's paused runtime, the clock and every
 /// random choice from the seed. `keep_requests` keeps the request log in
-/// the outcome (to tell where two runs parted).
+/// the outcome (to tell where two runs parted). The faults left out are
+/// `CHAOS_WITHOUT`'s.
 pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
+    run_without(seed, keep_requests, Without::from_env()).await
+}
+
+/// [`run`] with the faults `without` leaves out.
+pub(crate) async fn run_without(seed: u64, keep_requests: bool, without: Without) -> Outcome {
     let start = Timestamp::from_second(START_SECOND).unwrap_or(Timestamp::UNIX_EPOCH);
     let _clock = memapi::simulate_clock(start);
     let _ambient = pv_controller_runtime::ambient::simulate(seed ^ AMBIENT_SEED, start);
@@ -126,7 +132,7 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
         names: 0,
         pods_seen: 0,
         survived: Survived::default(),
-        without: Without::from_env(),
+        without,
         sent: SentLog::new(),
     };
     run.seed_cluster();
@@ -221,7 +227,11 @@ impl Run {
         let slow = self.api.add_reactor(
             Reactor::on(Verb::Patch, "persistentvolumeclaims")
                 .delay(Duration::from_secs(1))
-                .probability(if self.without.held_claim_writes { 0.0 } else { 0.3 }),
+                .probability(if self.without.held_claim_writes {
+                    0.0
+                } else {
+                    0.3
+                }),
         );
         // Lists answered slowly now and then, so that a list's pages
         // spread over time and compactions fall between them; writes of
