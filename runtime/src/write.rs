@@ -223,10 +223,18 @@ impl<K: Kind> Writer<K> {
             .api_write(self.controller, &K::plural(&()), verb, subresource, outcome);
     }
 
-    /// Trims the server's answer as the watch would and stores it.
+    /// Trims the server's answer as the watch would and stores it, unless
+    /// the watch showed that incarnation deleted meanwhile (an answer may
+    /// come after the watch's delete event).
     fn store(&self, mut answer: K) -> Result<Arc<K>, WriteError> {
         self.store.shape().trim(&mut answer);
         let answer = Arc::new(answer);
+        if let Some(uid) = answer.meta().uid.as_deref()
+            && self.store.deletions().contains(uid)
+        {
+            tracing::debug!(object = %describe::<K>(&ObjectKey::of(answer.as_ref())), "an answer about an object since deleted, not stored");
+            return Ok(answer);
+        }
         if let Some(store) = self.store.store() {
             store.written(Arc::clone(&answer))?;
         }
@@ -326,6 +334,9 @@ impl<K: Kind> Writer<K> {
                 self.store(held.clone())?;
             }
             None => {
+                if let Some(uid) = uid {
+                    self.store.deletions().record(uid);
+                }
                 if let Some(store) = self.store.store() {
                     store.deleted_by_write(key, uid);
                 }

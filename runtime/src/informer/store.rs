@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 
 use kube::Resource;
 
+use super::Deletions;
 use crate::keys::ObjectKey;
 use crate::kinds::Shape;
 use crate::version::{Age, age};
@@ -65,6 +66,7 @@ pub trait Store<K>: Send + Sync {
 pub struct StoreRef<K: 'static> {
     shape: &'static Shape<K>,
     store: Arc<OnceLock<Arc<dyn Store<K>>>>,
+    deletions: Deletions,
 }
 
 impl<K> Clone for StoreRef<K> {
@@ -72,6 +74,7 @@ impl<K> Clone for StoreRef<K> {
         Self {
             shape: self.shape,
             store: Arc::clone(&self.store),
+            deletions: self.deletions.clone(),
         }
     }
 }
@@ -82,7 +85,14 @@ impl<K> StoreRef<K> {
         Self {
             shape,
             store: Arc::default(),
+            deletions: Deletions::default(),
         }
+    }
+
+    /// The kind's objects seen deleted lately: the informer records them,
+    /// the writers keep late versions of them out of the store.
+    pub fn deletions(&self) -> &Deletions {
+        &self.deletions
     }
 
     /// The kind's shape.

@@ -60,6 +60,7 @@ fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Told) {
         })],
         listing: None,
         newest_shown: None,
+        deletions: Deletions::default(),
         request: FIRST_LIST,
         synced: Synced::default(),
     };

@@ -19,7 +19,7 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
-use super::{Change, Handler, Store, Synced};
+use super::{Change, Deletions, Handler, Store, Synced};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::lean::{Lean, WithManagers};
@@ -173,12 +173,14 @@ where
 
 /// A running informer: the kind's store, its handlers, the keys a list
 /// under way has shown so far, the newest resourceVersion its watch and
-/// lists have shown, and the list request its watch answers.
+/// lists have shown, the kind's deletions it records, and the list
+/// request its watch answers.
 pub(super) struct Informer<K> {
     pub(super) store: Arc<dyn Store<K>>,
     pub(super) handlers: Vec<Handler<K>>,
     pub(super) listing: Option<HashSet<ObjectKey>>,
     pub(super) newest_shown: Option<u64>,
+    pub(super) deletions: Deletions,
     pub(super) request: u64,
     pub(super) synced: Synced,
 }
@@ -208,6 +210,14 @@ impl<K: Kind> Informer<K> {
         }
     }
 
+    /// Records the incarnation of `last`, an object the watch or a relist
+    /// shows gone, as deleted.
+    fn record_deletion(&self, last: Option<&K>) {
+        if let Some(uid) = last.and_then(|last| last.meta().uid.as_deref()) {
+            self.deletions.record(uid);
+        }
+    }
+
     fn tell(&self, change: &Change<'_, K>) {
         for handler in &self.handlers {
             handler(change);
@@ -233,6 +243,7 @@ impl<K: Kind> Informer<K> {
             }
             Event::Delete(object) => {
                 let key = ObjectKey::of(&object);
+                self.record_deletion(Some(&object));
                 self.store.forget(&key);
                 self.tell(&Change::Deleted {
                     key: &key,
@@ -260,6 +271,7 @@ impl<K: Kind> Informer<K> {
                             continue;
                         }
                         let last = self.store.forget(&key);
+                        self.record_deletion(last.as_deref());
                         tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
                         self.tell(&Change::Deleted {
                             key: &key,
