@@ -230,7 +230,7 @@ impl<K: Kind> Writer<K> {
         self.store.shape().trim(&mut answer);
         let answer = Arc::new(answer);
         if let Some(uid) = answer.meta().uid.as_deref()
-            && self.store.deletions().contains(uid)
+            && self.store.incarnations().is_deleted(uid)
         {
             tracing::debug!(object = %describe::<K>(&ObjectKey::of(answer.as_ref())), "an answer about an object since deleted, not stored");
             return Ok(answer);
@@ -260,7 +260,8 @@ impl<K: Kind> Writer<K> {
         }
     }
 
-    /// Creates `object` and stores the answer.
+    /// Creates `object` and stores the answer; until the watch shows it, a
+    /// relist older than it does not take it for gone.
     pub async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
@@ -281,6 +282,16 @@ impl<K: Kind> Writer<K> {
                 source,
             }
         })?;
+        if let Some(uid) = created.meta().uid.as_deref() {
+            // Unless the watch showed it before the answer came.
+            let shown = self
+                .store
+                .get(&ObjectKey::of(&created))
+                .is_some_and(|held| held.meta().uid.as_deref() == Some(uid));
+            if !shown {
+                self.store.incarnations().created(uid);
+            }
+        }
         self.store(created)
     }
 
@@ -335,7 +346,7 @@ impl<K: Kind> Writer<K> {
             }
             None => {
                 if let Some(uid) = uid {
-                    self.store.deletions().record(uid);
+                    self.store.incarnations().deleted(uid);
                 }
                 if let Some(store) = self.store.store() {
                     store.deleted_by_write(key, uid);

@@ -21,7 +21,7 @@
 //! watches, resumes and relists; everything above it is here.
 
 mod backoff;
-pub mod deletions;
+pub mod incarnations;
 pub mod store;
 mod watch;
 
@@ -38,7 +38,7 @@ use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::managers::{Managed, ManagersHandler};
 pub use backoff::{Exponential, WatchBackoff, watch_backoff};
-pub use deletions::Deletions;
+pub use incarnations::Incarnations;
 pub use store::StoreError;
 pub use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::{LIST_PAGE_SIZE, WatchFailure};
@@ -182,7 +182,7 @@ impl<K: Kind> Pending for Slot<K> {
             handlers: std::mem::take(&mut self.handlers),
             listing: None,
             newest_shown: None,
-            deletions: self.store.deletions().clone(),
+            incarnations: self.store.incarnations().clone(),
             request: FIRST_LIST,
             synced: lists.synced,
         };

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 
 use kube::Resource;
 
-use super::Deletions;
+use super::Incarnations;
 use crate::keys::ObjectKey;
 use crate::kinds::Shape;
 use crate::version::{Age, age};
@@ -66,7 +66,7 @@ pub trait Store<K>: Send + Sync {
 pub struct StoreRef<K: 'static> {
     shape: &'static Shape<K>,
     store: Arc<OnceLock<Arc<dyn Store<K>>>>,
-    deletions: Deletions,
+    incarnations: Incarnations,
 }
 
 impl<K> Clone for StoreRef<K> {
@@ -74,7 +74,7 @@ impl<K> Clone for StoreRef<K> {
         Self {
             shape: self.shape,
             store: Arc::clone(&self.store),
-            deletions: self.deletions.clone(),
+            incarnations: self.incarnations.clone(),
         }
     }
 }
@@ -85,14 +85,16 @@ impl<K> StoreRef<K> {
         Self {
             shape,
             store: Arc::default(),
-            deletions: Deletions::default(),
+            incarnations: Incarnations::default(),
         }
     }
 
-    /// The kind's objects seen deleted lately: the informer records them,
-    /// the writers keep late versions of them out of the store.
-    pub fn deletions(&self) -> &Deletions {
-        &self.deletions
+    /// The kind's incarnations seen deleted lately, or created by this
+    /// process and not yet shown by the watch: the informer and the
+    /// writers record them, and keep late versions of deleted ones out of
+    /// the store and unseen ones in it through a relist.
+    pub fn incarnations(&self) -> &Incarnations {
+        &self.incarnations
     }
 
     /// The kind's shape.

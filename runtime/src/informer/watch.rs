@@ -19,7 +19,7 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
-use super::{Change, Deletions, Handler, Store, Synced};
+use super::{Change, Handler, Incarnations, Store, Synced};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::lean::{Lean, WithManagers};
@@ -173,35 +173,44 @@ where
 
 /// A running informer: the kind's store, its handlers, the keys a list
 /// under way has shown so far, the newest resourceVersion its watch and
-/// lists have shown, the kind's deletions it records, and the list
-/// request its watch answers.
+/// lists have shown, what it knows of the kind's incarnations, and the
+/// list request its watch answers.
 pub(super) struct Informer<K> {
     pub(super) store: Arc<dyn Store<K>>,
     pub(super) handlers: Vec<Handler<K>>,
     pub(super) listing: Option<HashSet<ObjectKey>>,
     pub(super) newest_shown: Option<u64>,
-    pub(super) deletions: Deletions,
+    pub(super) incarnations: Incarnations,
     pub(super) request: u64,
     pub(super) synced: Synced,
 }
 
 impl<K: Kind> Informer<K> {
     /// Whether the store's copy of `key`, which a list did not show, is
-    /// newer than every version the watch and the lists have shown: the
-    /// answer to a write of this process that came after the list's
-    /// snapshot was taken (a continued list is served from its first
-    /// page's snapshot, and a page may be answered late), so its absence
-    /// from the list does not mean it is gone. Any version the kind's
-    /// stream showed at or past it proves the snapshot newer, and the
-    /// object gone. A copy of this kind deleted after such a write and
-    /// before the snapshot, with nothing newer listed, is kept until a
-    /// write to it finds it gone or the next list.
+    /// one this process created after the list's snapshot was taken (a
+    /// continued list is served from its first page's snapshot, and a page
+    /// may be answered late): an incarnation it created that the watch has
+    /// not shown, newer than every version the kind's watch and lists have
+    /// shown. Its absence from the list does not mean it is gone; the watch
+    /// that follows the list brings it. Any version shown at or past it
+    /// proves the snapshot newer, and the object gone; an incarnation the
+    /// watch has shown was there for the snapshot to show. One created and
+    /// deleted while the watch was down, with nothing newer listed, is kept
+    /// until a write to it finds it gone or the next list.
     fn written_after_the_listing(&self, key: &ObjectKey) -> bool {
         let Some(held) = self.store.get(key) else {
             return false;
         };
+        let meta = held.meta();
+        if !meta
+            .uid
+            .as_deref()
+            .is_some_and(|uid| self.incarnations.is_unseen(uid))
+        {
+            return false;
+        }
         match (
-            version::number(held.meta().resource_version.as_deref()),
+            version::number(meta.resource_version.as_deref()),
             self.newest_shown,
         ) {
             (Some(held), Some(shown)) => held > shown,
@@ -214,7 +223,7 @@ impl<K: Kind> Informer<K> {
     /// shows gone, as deleted.
     fn record_deletion(&self, last: Option<&K>) {
         if let Some(uid) = last.and_then(|last| last.meta().uid.as_deref()) {
-            self.deletions.record(uid);
+            self.incarnations.deleted(uid);
         }
     }
 
@@ -231,6 +240,9 @@ impl<K: Kind> Informer<K> {
         if let Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) = &event {
             let shown = version::number(object.meta().resource_version.as_deref());
             self.newest_shown = self.newest_shown.max(shown);
+            if let Some(uid) = object.meta().uid.as_deref() {
+                self.incarnations.shown(uid);
+            }
         }
         match event {
             Event::Apply(object) => {

@@ -305,7 +305,7 @@ async fn an_answer_about_an_object_the_watch_showed_deleted_is_not_stored() {
     // The watch shows v1 deleted (as the informer takes it in) while the
     // update below is on its way.
     let uid = basis.metadata.uid.clone().expect("a UID");
-    writer.store.deletions().record(&uid);
+    writer.store.incarnations().deleted(&uid);
     store.forget(&key);
     let answer = writer
         .update(&basis, &labelled(&basis, "late"), None, Part::Spec)
