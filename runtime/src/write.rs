@@ -340,17 +340,14 @@ impl<K: Kind> Writer<K> {
             action: format!("delete {}", describe::<K>(key)),
             source,
         })?;
-        match &held {
-            Some(held) => {
-                self.store(held.clone())?;
+        if let Some(held) = &held {
+            self.store(held.clone())?;
+        } else {
+            if let Some(uid) = uid {
+                self.store.incarnations().deleted(uid);
             }
-            None => {
-                if let Some(uid) = uid {
-                    self.store.incarnations().deleted(uid);
-                }
-                if let Some(store) = self.store.store() {
-                    store.deleted_by_write(key, uid);
-                }
+            if let Some(store) = self.store.store() {
+                store.deleted_by_write(key, uid);
             }
         }
         Ok(held)
