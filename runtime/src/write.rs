@@ -223,10 +223,18 @@ impl<K: Kind> Writer<K> {
             .api_write(self.controller, &K::plural(&()), verb, subresource, outcome);
     }
 
-    /// Trims the server's answer as the watch would and stores it.
+    /// Trims the server's answer as the watch would and stores it, unless
+    /// the watch showed that incarnation deleted meanwhile (an answer may
+    /// come after the watch's delete event).
     fn store(&self, mut answer: K) -> Result<Arc<K>, WriteError> {
         self.store.shape().trim(&mut answer);
         let answer = Arc::new(answer);
+        if let Some(uid) = answer.meta().uid.as_deref()
+            && self.store.incarnations().is_deleted(uid)
+        {
+            tracing::debug!(object = %describe::<K>(&ObjectKey::of(answer.as_ref())), "an answer about an object since deleted, not stored");
+            return Ok(answer);
+        }
         if let Some(store) = self.store.store() {
             store.written(Arc::clone(&answer))?;
         }
@@ -252,7 +260,8 @@ impl<K: Kind> Writer<K> {
         }
     }
 
-    /// Creates `object` and stores the answer.
+    /// Creates `object` and stores the answer; until the watch shows it, a
+    /// relist older than it does not take it for gone.
     pub async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
@@ -273,6 +282,16 @@ impl<K: Kind> Writer<K> {
                 source,
             }
         })?;
+        if let Some(uid) = created.meta().uid.as_deref() {
+            // Unless the watch showed it before the answer came.
+            let shown = self
+                .store
+                .get(&ObjectKey::of(&created))
+                .is_some_and(|held| held.meta().uid.as_deref() == Some(uid));
+            if !shown {
+                self.store.incarnations().created(uid);
+            }
+        }
         self.store(created)
     }
 
@@ -321,14 +340,14 @@ impl<K: Kind> Writer<K> {
             action: format!("delete {}", describe::<K>(key)),
             source,
         })?;
-        match &held {
-            Some(held) => {
-                self.store(held.clone())?;
+        if let Some(held) = &held {
+            self.store(held.clone())?;
+        } else {
+            if let Some(uid) = uid {
+                self.store.incarnations().deleted(uid);
             }
-            None => {
-                if let Some(store) = self.store.store() {
-                    store.deleted_by_write(key, uid);
-                }
+            if let Some(store) = self.store.store() {
+                store.deleted_by_write(key, uid);
             }
         }
         Ok(held)

@@ -21,6 +21,7 @@
 //! watches, resumes and relists; everything above it is here.
 
 mod backoff;
+pub mod incarnations;
 pub mod store;
 mod watch;
 
@@ -37,6 +38,7 @@ use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::managers::{Managed, ManagersHandler};
 pub use backoff::{Exponential, WatchBackoff, watch_backoff};
+pub use incarnations::Incarnations;
 pub use store::StoreError;
 pub use store::{IndexFn, MemStore, Store, StoreRef};
 pub use watch::{LIST_PAGE_SIZE, WatchFailure};
@@ -179,6 +181,8 @@ impl<K: Kind> Pending for Slot<K> {
             store: self.fix_store(),
             handlers: std::mem::take(&mut self.handlers),
             listing: None,
+            newest_shown: None,
+            incarnations: self.store.incarnations().clone(),
             request: FIRST_LIST,
             synced: lists.synced,
         };

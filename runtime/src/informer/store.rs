@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 
 use kube::Resource;
 
+use super::Incarnations;
 use crate::keys::ObjectKey;
 use crate::kinds::Shape;
 use crate::version::{Age, age};
@@ -65,6 +66,7 @@ pub trait Store<K>: Send + Sync {
 pub struct StoreRef<K: 'static> {
     shape: &'static Shape<K>,
     store: Arc<OnceLock<Arc<dyn Store<K>>>>,
+    incarnations: Incarnations,
 }
 
 impl<K> Clone for StoreRef<K> {
@@ -72,6 +74,7 @@ impl<K> Clone for StoreRef<K> {
         Self {
             shape: self.shape,
             store: Arc::clone(&self.store),
+            incarnations: self.incarnations.clone(),
         }
     }
 }
@@ -82,7 +85,16 @@ impl<K> StoreRef<K> {
         Self {
             shape,
             store: Arc::default(),
+            incarnations: Incarnations::default(),
         }
+    }
+
+    /// The kind's incarnations seen deleted lately, or created by this
+    /// process and not yet shown by the watch: the informer and the
+    /// writers record them, and keep late versions of deleted ones out of
+    /// the store and unseen ones in it through a relist.
+    pub fn incarnations(&self) -> &Incarnations {
+        &self.incarnations
     }
 
     /// The kind's shape.

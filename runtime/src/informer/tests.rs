@@ -59,6 +59,8 @@ fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Told) {
             recorded.lock().expect("seen").push(told(change));
         })],
         listing: None,
+        newest_shown: None,
+        incarnations: Incarnations::default(),
         request: FIRST_LIST,
         synced: Synced::default(),
     };
@@ -108,6 +110,87 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
         [
             "applied ns/a listing=true",
             "deleted ns/b last=true",
+            "listed"
+        ]
+    );
+    assert_eq!(store.keys(), [ObjectKey::new("ns", "a")]);
+}
+
+/// A relist's continued pages come from its first page's snapshot, and a
+/// page may be answered late: an object this process created after the
+/// snapshot is missing from the list without being gone. An incarnation
+/// the watch has shown, missing from a list, is gone, however new the
+/// store's copy.
+#[tokio::test]
+async fn a_relist_keeps_what_this_process_created_after_its_snapshot_and_drops_what_it_proves_gone()
+{
+    let (mut informer, store, seen) = informer();
+    for event in [
+        Event::Init,
+        Event::InitApply(pod("a", "5")),
+        Event::InitDone,
+    ] {
+        informer.on_event(event);
+    }
+    informer.synced.wait_for(FIRST_LIST).await;
+    informer.on_event(Event::Apply(pod("c", "8")));
+    take(&seen);
+    // The watch breaks; the relist's snapshot is taken at version 9 (c
+    // was deleted before it), then "new" is created at 12 by a write of
+    // this process, its answer stored.
+    informer.on_event(Event::Init);
+    informer.incarnations.created("uid-new");
+    store.written(Arc::new(pod("new", "12"))).expect("stored");
+    for event in [Event::InitApply(pod("a", "9")), Event::InitDone] {
+        informer.on_event(event);
+    }
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "deleted ns/c last=true",
+            "listed"
+        ]
+    );
+    assert_eq!(
+        store.keys(),
+        [ObjectKey::new("ns", "a"), ObjectKey::new("ns", "new")],
+        "created after the snapshot: kept"
+    );
+    // The next relist shows a version past it: what it lacks is gone.
+    for event in [
+        Event::Init,
+        Event::InitApply(pod("a", "20")),
+        Event::InitDone,
+    ] {
+        informer.on_event(event);
+    }
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "deleted ns/new last=true",
+            "listed"
+        ]
+    );
+    // "x", shown by the watch, then written by this process (the answer
+    // newer than anything shown) and deleted while the watch was down: a
+    // list without it proves it gone.
+    informer.on_event(Event::Apply(pod("x", "30")));
+    store.written(Arc::new(pod("x", "31"))).expect("stored");
+    take(&seen);
+    for event in [
+        Event::Init,
+        Event::InitApply(pod("a", "20")),
+        Event::InitDone,
+    ] {
+        informer.on_event(event);
+    }
+    assert_eq!(
+        take(&seen),
+        [
+            "applied ns/a listing=true",
+            "deleted ns/x last=true",
             "listed"
         ]
     );

@@ -19,11 +19,12 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client};
 use tokio::time::Instant;
 
-use super::{Change, Handler, Store, Synced};
+use super::{Change, Handler, Incarnations, Store, Synced};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Shape};
 use crate::lean::{Lean, WithManagers};
 use crate::managers::{FieldManager, Managed, ManagersHandler};
+use crate::version;
 
 /// Why a watch stopped.
 #[derive(Debug, thiserror::Error)]
@@ -171,16 +172,61 @@ where
 }
 
 /// A running informer: the kind's store, its handlers, the keys a list
-/// under way has shown so far, and the list request its watch answers.
+/// under way has shown so far, the newest resourceVersion its watch and
+/// lists have shown, what it knows of the kind's incarnations, and the
+/// list request its watch answers.
 pub(super) struct Informer<K> {
     pub(super) store: Arc<dyn Store<K>>,
     pub(super) handlers: Vec<Handler<K>>,
     pub(super) listing: Option<HashSet<ObjectKey>>,
+    pub(super) newest_shown: Option<u64>,
+    pub(super) incarnations: Incarnations,
     pub(super) request: u64,
     pub(super) synced: Synced,
 }
 
 impl<K: Kind> Informer<K> {
+    /// Whether the store's copy of `key`, which a list did not show, is
+    /// one this process created after the list's snapshot was taken (a
+    /// continued list is served from its first page's snapshot, and a page
+    /// may be answered late): an incarnation it created that the watch has
+    /// not shown, newer than every version the kind's watch and lists have
+    /// shown. Its absence from the list does not mean it is gone; the watch
+    /// that follows the list brings it. Any version shown at or past it
+    /// proves the snapshot newer, and the object gone; an incarnation the
+    /// watch has shown was there for the snapshot to show. One created and
+    /// deleted while the watch was down, with nothing newer listed, is kept
+    /// until a write to it finds it gone or the next list.
+    fn written_after_the_listing(&self, key: &ObjectKey) -> bool {
+        let Some(held) = self.store.get(key) else {
+            return false;
+        };
+        let meta = held.meta();
+        if !meta
+            .uid
+            .as_deref()
+            .is_some_and(|uid| self.incarnations.is_unseen(uid))
+        {
+            return false;
+        }
+        match (
+            version::number(meta.resource_version.as_deref()),
+            self.newest_shown,
+        ) {
+            (Some(held), Some(shown)) => held > shown,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// Records the incarnation of `last`, an object the watch or a relist
+    /// shows gone, as deleted.
+    fn record_deletion(&self, last: Option<&K>) {
+        if let Some(uid) = last.and_then(|last| last.meta().uid.as_deref()) {
+            self.incarnations.deleted(uid);
+        }
+    }
+
     fn tell(&self, change: &Change<'_, K>) {
         for handler in &self.handlers {
             handler(change);
@@ -191,6 +237,13 @@ impl<K: Kind> Informer<K> {
     /// the end of a list also tells what the list no longer showed as
     /// deleted, and says how far the kind has listed.
     pub(super) fn on_event(&mut self, event: Event<K>) {
+        if let Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) = &event {
+            let shown = version::number(object.meta().resource_version.as_deref());
+            self.newest_shown = self.newest_shown.max(shown);
+            if let Some(uid) = object.meta().uid.as_deref() {
+                self.incarnations.shown(uid);
+            }
+        }
         match event {
             Event::Apply(object) => {
                 let object = Arc::new(object);
@@ -202,6 +255,7 @@ impl<K: Kind> Informer<K> {
             }
             Event::Delete(object) => {
                 let key = ObjectKey::of(&object);
+                self.record_deletion(Some(&object));
                 self.store.forget(&key);
                 self.tell(&Change::Deleted {
                     key: &key,
@@ -224,7 +278,12 @@ impl<K: Kind> Informer<K> {
                 let listed = self.listing.take().unwrap_or_default();
                 for key in self.store.keys() {
                     if !listed.contains(&key) {
+                        if self.written_after_the_listing(&key) {
+                            tracing::debug!(kind = K::NAME, object = %key, "not listed, but written after the list's snapshot: kept");
+                            continue;
+                        }
                         let last = self.store.forget(&key);
+                        self.record_deletion(last.as_deref());
                         tracing::debug!(kind = K::NAME, object = %key, "gone during a relist");
                         self.tell(&Change::Deleted {
                             key: &key,

@@ -293,3 +293,28 @@ async fn two_writers_of_one_object_never_write_it_at_once() {
         "locks are forgotten after use"
     );
 }
+
+/// The answer to a write may come after the watch's event of the object's
+/// deletion; stored then, it would bring the object back for good.
+#[tokio::test]
+async fn an_answer_about_an_object_the_watch_showed_deleted_is_not_stored() {
+    let api = MemApi::new();
+    let (writer, store, _) = writer(&api);
+    let basis = writer.create(&volume("v1")).await.expect("create");
+    let key = ObjectKey::cluster("v1");
+    // The watch shows v1 deleted (as the informer takes it in) while the
+    // update below is on its way.
+    let uid = basis.metadata.uid.clone().expect("a UID");
+    writer.store.incarnations().deleted(&uid);
+    store.forget(&key);
+    let answer = writer
+        .update(&basis, &labelled(&basis, "late"), None, Part::Spec)
+        .await
+        .expect("the server still had it");
+    assert!(answer.metadata.resource_version.is_some(), "answered");
+    assert!(store.get(&key).is_none(), "not brought back");
+    // Another incarnation under the same name is stored as usual.
+    api.delete::<PersistentVolume>(None, "v1").expect("deleted");
+    writer.create(&volume("v1")).await.expect("re-created");
+    assert!(store.get(&key).is_some(), "the new incarnation is stored");
+}

@@ -41,7 +41,7 @@ const CLASSES: &[Class] = &[
         reactor: || Reactor::any().writes_only().error(409),
     },
     Class {
-        name: "429 TooManyRequests, Retry-After 1",
+        name: THROTTLED,
         weight: 0.15,
         reactor: || Reactor::any().throttle(1),
     },
@@ -87,18 +87,35 @@ const CLASSES: &[Class] = &[
     },
 ];
 
+/// The name of the class of 429s with Retry-After.
+const THROTTLED: &str = "429 TooManyRequests, Retry-After 1";
+
+impl Class {
+    /// Whether this is the class of 429s with Retry-After.
+    fn throttles(&self) -> bool {
+        self.name == THROTTLED
+    }
+}
+
 /// The request faults installed on one server.
 pub(crate) struct RequestFaults {
     installed: Vec<(&'static str, ReactorId)>,
 }
 
 impl RequestFaults {
-    /// Installs every class so that about `rate` of all requests fail.
-    pub(crate) fn install(api: &MemApi, rate: f64) -> Self {
+    /// Installs every class so that about `rate` of all requests fail;
+    /// without `throttling`, the 429s never fire (their reactor still
+    /// draws its numbers, so the other faults hit the same requests).
+    pub(crate) fn install(api: &MemApi, rate: f64, throttling: bool) -> Self {
         let installed = CLASSES
             .iter()
             .map(|c| {
-                let reactor = (c.reactor)().probability(rate * c.weight);
+                let share = if throttling || !c.throttles() {
+                    rate * c.weight
+                } else {
+                    0.0
+                };
+                let reactor = (c.reactor)().probability(share);
                 (c.name, api.add_reactor(reactor))
             })
             .collect();

@@ -24,6 +24,10 @@
 //!   finalizer (`kubernetes.io/pv-protection`, `kubernetes.io/pvc-protection`),
 //!   which only its protection controller removes, from an object being
 //!   deleted (a volume only once it is not Bound);
+//! - `claim-lost-wrongly`: the controller marks a claim Lost only when the
+//!   volume it names is gone or bound to another claim (upstream's
+//!   `ClaimLost` and `ClaimMisbound`, which say the data is lost), never
+//!   while that volume's claimRef still names it;
 //! - `volume-deleted-wrongly`: no volume is deleted unless its policy is
 //!   Delete and its claim was gone (or, provisioned, its claim was bound to
 //!   another volume), or a user deleted it; `storage-deleted-wrongly`: nor
@@ -81,6 +85,13 @@ fn name<K: kube::Resource>(o: &K) -> String {
 
 fn annotation<'a, K: kube::Resource>(o: &'a K, key: &str) -> Option<&'a str> {
     o.meta().annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+fn claim_phase(c: &PersistentVolumeClaim) -> &str {
+    c.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
 }
 
 fn volume_phase(v: &PersistentVolume) -> &str {
@@ -333,6 +344,7 @@ impl Walk {
         if let Some(volume) = named {
             self.named.insert(id.clone(), volume);
         }
+        self.lost(c, &id);
         let bound = bound_volume(c);
         if let Some(volume) = &bound
             && let Some((other, _)) = self
@@ -354,6 +366,31 @@ impl Walk {
         }
         self.live_claims.insert(id.clone(), bound);
         self.claims.insert(id, c.clone());
+    }
+
+    /// `claim-lost-wrongly`: a replica marks a claim Lost while the volume
+    /// it names (as the server holds it at that step) is bound to it.
+    fn lost(&mut self, c: &PersistentVolumeClaim, id: &str) {
+        let was_lost = self
+            .claims
+            .get(id)
+            .is_some_and(|b| claim_phase(b) == "Lost");
+        if !self.by_request || claim_phase(c) != "Lost" || was_lost {
+            return;
+        }
+        let Some(named) = c.spec.as_ref().and_then(|s| s.volume_name.as_deref()) else {
+            return;
+        };
+        let Some(volume) = self.volumes.get(named) else {
+            return;
+        };
+        if claim_uid_of(volume).as_deref() == Some(id) {
+            let detail = format!(
+                "marked Lost while volume {named} ({}) is bound to it",
+                volume_phase(volume)
+            );
+            self.violation("claim-lost-wrongly", format!("claim {}", name(c)), detail);
+        }
     }
 
     fn volume(&mut self, ty: ChangeType, v: &PersistentVolume, user_deleted: &BTreeSet<String>) {

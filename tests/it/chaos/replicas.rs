@@ -2,8 +2,12 @@
 //! time-limited client; the lease's own client; leader election), started,
 //! crashed and stopped at the schedule's will.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use kube::client::ClientBuilder;
 use memapi::MemApi;
@@ -17,7 +21,8 @@ use pv_controller::{
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::faults::{LIST_PAGE_SIZE, REQUEST_TIMEOUT};
+use super::faults::REQUEST_TIMEOUT;
+use super::sent::{LEASE, Recorded, SentLog};
 use super::world::{ChaosPlugin, Shared};
 
 /// One running replica.
@@ -48,12 +53,24 @@ pub(crate) fn plugins(storage: &Arc<ChaosPlugin>) -> VolumePlugins {
 }
 
 impl Replica {
-    /// Starts a replica that competes for the lease.
-    pub(crate) fn start(api: &MemApi, identity: String, storage: &Arc<ChaosPlugin>) -> Self {
+    /// Starts a replica that competes for the lease, its informers
+    /// listing in pages of `list_page_size`, its clients' requests
+    /// recorded in `sent`.
+    pub(crate) fn start(
+        api: &MemApi,
+        identity: String,
+        storage: &Arc<ChaosPlugin>,
+        list_page_size: u32,
+        sent: &SentLog,
+    ) -> Self {
+        let client = |role: &str| {
+            let recorded = Recorded::new(api.service(), sent, format!("{identity} {role}"), api);
+            ClientBuilder::new(recorded, "default")
+        };
         let clients = Clients::build(
-            ClientBuilder::new(api.service(), "default"),
-            ClientBuilder::new(api.service(), "default"),
-            ClientBuilder::new(api.service(), "default"),
+            client("controller"),
+            client(LEASE),
+            client("reviews"),
             ClientOptions {
                 request_timeout: REQUEST_TIMEOUT,
                 ..ClientOptions::default()
@@ -65,7 +82,7 @@ impl Replica {
                 k8s_names::RESOURCE_CLAIM_CONTROLLER,
             ]),
             instance: identity.clone(),
-            list_page_size: LIST_PAGE_SIZE,
+            list_page_size,
             election: Some(LeaseConfig::new("kube-system", "pv-controller", &identity)),
             persistentvolume: pv::Config {
                 settings: Settings {
@@ -97,6 +114,40 @@ impl Replica {
             stop: Some(stop),
             task,
         }
+    }
+
+    /// Where the replica's store of volumes and claims disagrees with the
+    /// server's `volumes` and `claims`: an object held at another
+    /// resourceVersion, held though gone, or not held. Nothing until the
+    /// replica's controller is built.
+    pub(crate) fn store_differences(
+        &self,
+        volumes: &[PersistentVolume],
+        claims: &[PersistentVolumeClaim],
+    ) -> Vec<String> {
+        let Some(controller) = self.controller.get() else {
+            return Vec::new();
+        };
+        let store = controller.store();
+        let held_volumes = versions(store.volumes().map(|v| v.metadata.clone()));
+        let held_claims = versions(
+            store
+                .claims_of(store.claim_keys())
+                .map(|c| c.metadata.clone()),
+        );
+        let mut found = differences(
+            &self.identity,
+            "volume",
+            &versions(volumes.iter().map(|v| v.metadata.clone())),
+            &held_volumes,
+        );
+        found.extend(differences(
+            &self.identity,
+            "claim",
+            &versions(claims.iter().map(|c| c.metadata.clone())),
+            &held_claims,
+        ));
+        found
     }
 
     /// Whether the replica stopped by itself (lost its lease, gave up on a
@@ -136,4 +187,45 @@ impl Replica {
         self.abort_operations();
         self.gate.close();
     }
+}
+
+/// The resourceVersion of each object, by `namespace/name` (`name` for a
+/// volume).
+fn versions(objects: impl Iterator<Item = ObjectMeta>) -> BTreeMap<String, String> {
+    objects
+        .map(|meta| {
+            let name = meta.name.unwrap_or_default();
+            let key = match meta.namespace {
+                Some(namespace) => format!("{namespace}/{name}"),
+                None => name,
+            };
+            (key, meta.resource_version.unwrap_or_default())
+        })
+        .collect()
+}
+
+/// How `identity`'s store (`held`) differs from the server (`server`) for
+/// one kind.
+fn differences(
+    identity: &str,
+    kind: &str,
+    server: &BTreeMap<String, String>,
+    held: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let keys: BTreeSet<&String> = server.keys().chain(held.keys()).collect();
+    keys.into_iter()
+        .filter_map(|key| match (server.get(key), held.get(key)) {
+            (Some(at), Some(kept)) if at == kept => None,
+            (Some(at), Some(kept)) => Some(format!(
+                "{identity}'s store holds {kind} {key} at resourceVersion {kept}, the server at {at}"
+            )),
+            (Some(at), None) => Some(format!(
+                "{identity}'s store misses {kind} {key} (resourceVersion {at})"
+            )),
+            (None, Some(kept)) => Some(format!(
+                "{identity}'s store holds {kind} {key} (resourceVersion {kept}), which is gone"
+            )),
+            (None, None) => None,
+        })
+        .collect()
 }

@@ -19,13 +19,15 @@ use memapi::{Digest, MemApi, MemApiConfig, Observer, Reactor, RequestLogEntry, V
 use tokio::time::Instant;
 
 use super::claims;
-use super::faults::{RequestFaults, Survived};
+use super::faults::{LIST_PAGE_SIZE, RequestFaults, Survived};
 use super::history::History;
 use super::kubelet::Kubelet;
 use super::protection::Protection;
 use super::replicas::Replica;
+use super::sent::SentLog;
 use super::settled::unsettled;
 use super::steps::Steps;
+use super::without::Without;
 use super::world::{ChaosPlugin, Policy, Rng, chaos_class, pre_binding, static_volume, user_claim};
 
 /// What each replica watches (one list to start each).
@@ -89,13 +91,23 @@ struct Run {
     names: u64,
     pods_seen: usize,
     survived: Survived,
+    /// The faults left out (`CHAOS_WITHOUT`).
+    without: Without,
+    /// What the replicas' clients sent.
+    sent: SentLog,
 }
 
 /// Runs seed `seed` to the end, on a deterministic world: memapi
 /// in-process, the current thread's paused runtime, the clock and every
 /// random choice from the seed. `keep_requests` keeps the request log in
-/// the outcome (to tell where two runs parted).
+/// the outcome (to tell where two runs parted). The faults left out are
+/// `CHAOS_WITHOUT`'s.
 pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
+    run_without(seed, keep_requests, Without::from_env()).await
+}
+
+/// [`run`] with the faults `without` leaves out.
+pub(crate) async fn run_without(seed: u64, keep_requests: bool, without: Without) -> Outcome {
     let start = Timestamp::from_second(START_SECOND).unwrap_or(Timestamp::UNIX_EPOCH);
     let _clock = memapi::simulate_clock(start);
     let _ambient = pv_controller_runtime::ambient::simulate(seed ^ AMBIENT_SEED, start);
@@ -120,6 +132,8 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
         names: 0,
         pods_seen: 0,
         survived: Survived::default(),
+        without,
+        sent: SentLog::new(),
     };
     run.seed_cluster();
     run.start_replica();
@@ -132,12 +146,10 @@ pub(crate) async fn run(seed: u64, keep_requests: bool) -> Outcome {
     run.count_relists();
     let storage = run.storage.calls.lock().expect("plugin lock").clone();
     let steps = Steps::new(run.api.requests().log().to_vec());
-    let mut problems: Vec<String> = run
-        .history
-        .check(&run.user_deleted, &storage, &steps)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let mut violations = run.history.check(&run.user_deleted, &storage, &steps);
+    violations.extend(run.sent.ignored_waits());
+    violations.sort_by_key(|v| v.version);
+    let mut problems: Vec<String> = violations.iter().map(ToString::to_string).collect();
     problems.extend(unsettled);
     Outcome {
         problems,
@@ -192,24 +204,40 @@ impl Run {
     fn start_replica(&mut self) {
         self.started += 1;
         let identity = format!("replica-{}", self.started);
-        self.replicas
-            .push(Replica::start(&self.api, identity, &self.storage));
+        let page_size = if self.without.paged_lists {
+            pv_controller::LIST_PAGE_SIZE
+        } else {
+            LIST_PAGE_SIZE
+        };
+        self.replicas.push(Replica::start(
+            &self.api,
+            identity,
+            &self.storage,
+            page_size,
+            &self.sent,
+        ));
     }
 
     /// The faults phase: request faults on, user actions, stream cuts,
     /// compactions, storage failures and kills at random steps.
     async fn chaos(&mut self) {
-        let faults = RequestFaults::install(&self.api, FAULT_RATE);
+        let faults = RequestFaults::install(&self.api, FAULT_RATE, !self.without.throttling);
         // Claim writes held a second now and then: a window in which a
         // bind has reserved its volume but not yet written its claim.
         let slow = self.api.add_reactor(
             Reactor::on(Verb::Patch, "persistentvolumeclaims")
                 .delay(Duration::from_secs(1))
-                .probability(0.3),
+                .probability(if self.without.held_claim_writes {
+                    0.0
+                } else {
+                    0.3
+                }),
         );
         // Lists answered slowly now and then, so that a list's pages
         // spread over time and compactions fall between them; writes of
-        // any kind answered slowly (within the client's time limit).
+        // any kind held before they commit, or answered late after it
+        // (within the client's time limit, so that the watch shows the
+        // write, and maybe a later one, before the writer hears of it).
         let slow_requests = [
             (
                 "list pages answered a second late",
@@ -220,12 +248,22 @@ impl Run {
                 ),
             ),
             (
-                "writes answered two seconds late",
+                "writes held two seconds before they commit",
                 self.api.add_reactor(
                     Reactor::any()
                         .writes_only()
                         .delay(Duration::from_secs(2))
-                        .probability(0.05),
+                        .probability(if self.without.slow_writes { 0.0 } else { 0.03 }),
+                ),
+            ),
+            (
+                "writes answered two seconds after they commit",
+                self.api.add_reactor(
+                    Reactor::any()
+                        .writes_only()
+                        .delay(Duration::from_secs(2))
+                        .after_commit()
+                        .probability(if self.without.slow_writes { 0.0 } else { 0.03 }),
                 ),
             ),
         ];
@@ -324,7 +362,7 @@ impl Run {
             let cut = self.api.cut_watches();
             self.survived.add("watch streams cut mid-way", cut as u64);
         }
-        if self.rng.chance(0.03) {
+        if self.rng.chance(0.03) && !self.without.ended_watches {
             let ended = self.api.end_watches();
             self.survived
                 .add("watch streams ended cleanly mid-way", ended as u64);
@@ -366,6 +404,7 @@ impl Run {
     /// of or behind the others and the answers to writes.
     fn lag_watches(&mut self, resource: &str) {
         let lag = *self.rng.pick(&[0, 200, 1000, 3000]);
+        let lag = if self.without.late_watches { 0 } else { lag };
         self.api
             .lag_watches(resource, Duration::from_millis(lag))
             .expect("a watched resource");
@@ -398,7 +437,8 @@ impl Run {
         self.start_replica();
     }
 
-    /// Faults off: waits until the state is settled and stays so for
+    /// Faults off: waits until the state is settled, and every replica's
+    /// store of volumes and claims agrees with the server, and stays so for
     /// [`SETTLED_FOR`], or until [`SETTLE_LIMIT`]; returns what was still
     /// wrong then.
     async fn settle(&mut self) -> Vec<String> {
@@ -412,6 +452,11 @@ impl Run {
             self.history.collect();
             let mut problems = unsettled(&self.api);
             problems.extend(claims::unsettled(&self.api));
+            let volumes = self.api.list::<PersistentVolume>();
+            let claims = self.api.list::<PersistentVolumeClaim>();
+            for replica in &self.replicas {
+                problems.extend(replica.store_differences(&volumes, &claims));
+            }
             let now = Instant::now();
             if !problems.is_empty() {
                 settled_since = None;
