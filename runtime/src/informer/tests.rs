@@ -67,6 +67,16 @@ fn informer() -> (Informer<Pod>, Arc<MemStore<Pod>>, Told) {
     (informer, store, seen)
 }
 
+/// A whole list of `pods` as the watcher hands it: its start, each
+/// object, its end.
+fn list(informer: &mut Informer<Pod>, pods: impl IntoIterator<Item = Pod>) {
+    informer.on_event(Event::Init);
+    for pod in pods {
+        informer.on_event(Event::InitApply(pod));
+    }
+    informer.on_event(Event::InitDone);
+}
+
 fn take(seen: &Mutex<Vec<String>>) -> Vec<String> {
     std::mem::take(&mut *seen.lock().expect("seen"))
 }
@@ -74,14 +84,7 @@ fn take(seen: &Mutex<Vec<String>>) -> Vec<String> {
 #[tokio::test]
 async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
     let (mut informer, store, seen) = informer();
-    for event in [
-        Event::Init,
-        Event::InitApply(pod("a", "1")),
-        Event::InitApply(pod("b", "1")),
-        Event::InitDone,
-    ] {
-        informer.on_event(event);
-    }
+    list(&mut informer, [pod("a", "1"), pod("b", "1")]);
     assert_eq!(
         take(&seen),
         [
@@ -98,13 +101,7 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
         ["applied ns/a listing=false", "deleted ns/c last=true"]
     );
     // The watch could not resume: "b" was deleted while it was down.
-    for event in [
-        Event::Init,
-        Event::InitApply(pod("a", "2")),
-        Event::InitDone,
-    ] {
-        informer.on_event(event);
-    }
+    list(&mut informer, [pod("a", "2")]);
     assert_eq!(
         take(&seen),
         [
@@ -125,13 +122,7 @@ async fn a_relist_tells_an_object_gone_meanwhile_as_deleted() {
 async fn a_relist_keeps_what_this_process_created_after_its_snapshot_and_drops_what_it_proves_gone()
 {
     let (mut informer, store, seen) = informer();
-    for event in [
-        Event::Init,
-        Event::InitApply(pod("a", "5")),
-        Event::InitDone,
-    ] {
-        informer.on_event(event);
-    }
+    list(&mut informer, [pod("a", "5")]);
     informer.synced.wait_for(FIRST_LIST).await;
     informer.on_event(Event::Apply(pod("c", "8")));
     take(&seen);
@@ -158,13 +149,7 @@ async fn a_relist_keeps_what_this_process_created_after_its_snapshot_and_drops_w
         "created after the snapshot: kept"
     );
     // The next relist shows a version past it: what it lacks is gone.
-    for event in [
-        Event::Init,
-        Event::InitApply(pod("a", "20")),
-        Event::InitDone,
-    ] {
-        informer.on_event(event);
-    }
+    list(&mut informer, [pod("a", "20")]);
     assert_eq!(
         take(&seen),
         [
@@ -179,13 +164,7 @@ async fn a_relist_keeps_what_this_process_created_after_its_snapshot_and_drops_w
     informer.on_event(Event::Apply(pod("x", "30")));
     store.written(Arc::new(pod("x", "31"))).expect("stored");
     take(&seen);
-    for event in [
-        Event::Init,
-        Event::InitApply(pod("a", "20")),
-        Event::InitDone,
-    ] {
-        informer.on_event(event);
-    }
+    list(&mut informer, [pod("a", "20")]);
     assert_eq!(
         take(&seen),
         [
