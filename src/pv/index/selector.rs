@@ -8,8 +8,10 @@
 //!
 //! Compiling such a selector costs as much as a search, so the compiled
 //! selectors are kept ([`SelectorCache`], a moka cache that forgets), by
-//! the claim's UID and resourceVersion: the same version of a claim is
-//! searched for again at every resync, and a new version is compiled anew.
+//! the selector's own text: a claim waiting for a volume is searched for
+//! again at every resync, and claims written from one template (a
+//! StatefulSet's, say) share one compiled selector instead of each
+//! keeping a copy until it expires.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -121,18 +123,15 @@ const CACHE_WEIGHT: u64 = 1_000_000;
 /// resyncs, after which a claim still waiting is compiled again.
 const CACHE_IDLE: Duration = Duration::from_secs(600);
 
-/// The claim a compiled selector belongs to: its UID and resourceVersion.
-type Version = (String, String);
-
-/// Compiled selectors by the claim's UID and resourceVersion.
-pub(super) struct SelectorCache(moka::sync::Cache<Version, Arc<Selector>>);
+/// Compiled selectors by their selector's JSON text.
+pub(super) struct SelectorCache(moka::sync::Cache<String, Arc<Selector>>);
 
 impl Default for SelectorCache {
     fn default() -> Self {
         Self(
             moka::sync::Cache::builder()
                 .max_capacity(CACHE_WEIGHT)
-                .weigher(|_: &Version, selector: &Arc<Selector>| selector.weight())
+                .weigher(|_: &String, selector: &Arc<Selector>| selector.weight())
                 .time_to_idle(CACHE_IDLE)
                 .build(),
         )
@@ -148,10 +147,9 @@ impl std::fmt::Debug for SelectorCache {
 }
 
 impl SelectorCache {
-    /// The claim's label selector, compiled (the kept one for this version
-    /// of the claim, if any); `None` without a selector; an error names
-    /// the claim. A claim without a UID or a resourceVersion (never one
-    /// the API server stored) is compiled each time.
+    /// The claim's label selector, compiled (the kept one of the same
+    /// text, if any); `None` without a selector; an error names the
+    /// claim.
     pub(super) fn of(
         &self,
         claim: &PersistentVolumeClaim,
@@ -164,12 +162,13 @@ impl SelectorCache {
             source,
         };
         let compile = || Selector::compile(selector).map(Arc::new);
-        let meta = &claim.metadata;
-        let (Some(uid), Some(version)) = (&meta.uid, &meta.resource_version) else {
+        // A selector's JSON is always written; were it not, compiling
+        // each time would still be right.
+        let Ok(text) = serde_json::to_string(selector) else {
             return compile().map(Some).map_err(invalid);
         };
         self.0
-            .try_get_with((uid.clone(), version.clone()), compile)
+            .try_get_with(text, compile)
             .map(Some)
             .map_err(|error| invalid(SelectorError::clone(&error)))
     }
