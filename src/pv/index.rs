@@ -133,8 +133,11 @@ struct Reserved {
 pub struct VolumeIndex {
     /// Every volume by name, hashed: a lookup costs the same with ten
     /// volumes or a hundred thousand. Nothing needs the volumes in name
-    /// order but the few callers that sort what they take.
-    volumes: HashMap<Name, Entry>,
+    /// order but the few callers that sort what they take. Each entry is
+    /// boxed: the table then holds two pointers a slot, not the whole
+    /// entry, in every slot of a table kept at most seven-eighths full
+    /// and grown by doubling.
+    volumes: HashMap<Name, Box<Entry>>,
     /// The free volumes of each bucket by capacity, each with its labels:
     /// a search walks them from the requested size on.
     free: HashMap<Arc<Bucket>, FreeBySize>,
@@ -340,10 +343,10 @@ impl VolumeIndex {
         }
         self.volumes.insert(
             Arc::clone(&name),
-            Entry {
+            Box::new(Entry {
                 volume: stored,
                 traits,
-            },
+            }),
         );
         Ok(!was_free && self.is_free(&name) && !self.reserved.contains_key(&*name))
     }
@@ -488,7 +491,7 @@ impl VolumeIndex {
 
     /// Removes the volume of that name and its filing, returning its
     /// shared name and its entry if it was there.
-    fn forget(&mut self, name: &str) -> Option<(Name, Entry)> {
+    fn forget(&mut self, name: &str) -> Option<(Name, Box<Entry>)> {
         let (name, entry) = self.volumes.remove_entry(name)?;
         if let Some(traits) = &entry.traits {
             let bucket = &traits.bucket;
