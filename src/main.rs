@@ -14,7 +14,9 @@ use pv_controller::{
 /// jemalloc, whose size classes keep the controller's many small long-lived
 /// objects apart from a sync's short-lived copies: at 100,000 pairs it
 /// needs 40% less memory than the C library's allocator, and a fifth less
-/// CPU (docs/performance-notes.md, "Allocators").
+/// CPU (docs/performance-notes.md, "Allocators"). The feature
+/// `system-allocator` leaves it out, for heap profilers.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
