@@ -191,7 +191,7 @@ impl<L: Send + Sync + 'static> Executor<L> {
     /// shadow mode, hands those of a plan that went through to the shadow).
     pub async fn finish(&self, started: Started<L>) -> Result<Then, WriteError> {
         let Started {
-            steps,
+            mut steps,
             reservations,
             then,
         } = started;
@@ -209,6 +209,11 @@ impl<L: Send + Sync + 'static> Executor<L> {
         if let Some(error) = outdated {
             tracing::debug!(controller = self.inner.controller, %error, "plan decided on a copy the store has left behind");
             return Err(error);
+        }
+        for step in &mut steps {
+            if let Step::Write(write, _) = step {
+                write.let_go(&self.inner.writers);
+            }
         }
         let mut versions = Versions::new();
         for step in steps {

@@ -26,15 +26,47 @@ use serde::Deserialize;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 
-/// A merge patch, borrowing the encoded objects it was taken from.
+/// A merge patch, borrowing the encoded objects it was taken from until
+/// it is made owned ([`MergePatch::into_owned`]).
 #[derive(Debug)]
 pub enum MergePatch<'a> {
     /// Members to merge into the target's object of the same place.
     Object(Vec<(Cow<'a, str>, MergePatch<'a>)>),
     /// A value that replaces the target's whole.
-    Value(&'a RawValue),
+    Value(Cow<'a, RawValue>),
     /// Removes the member.
     Delete,
+}
+
+impl MergePatch<'_> {
+    /// The same patch owning its names and values, so it outlives the
+    /// encoded objects it was taken from.
+    pub fn into_owned(self) -> MergePatch<'static> {
+        match self {
+            Self::Object(members) => MergePatch::Object(
+                members
+                    .into_iter()
+                    .map(|(name, value)| (Cow::Owned(name.into_owned()), value.into_owned()))
+                    .collect(),
+            ),
+            Self::Value(raw) => MergePatch::Value(Cow::Owned(raw.into_owned())),
+            Self::Delete => MergePatch::Delete,
+        }
+    }
+
+    /// The same patch borrowing this one's names and values.
+    pub fn borrowed(&self) -> MergePatch<'_> {
+        match self {
+            Self::Object(members) => MergePatch::Object(
+                members
+                    .iter()
+                    .map(|(name, value)| (Cow::Borrowed(name.as_ref()), value.borrowed()))
+                    .collect(),
+            ),
+            Self::Value(raw) => MergePatch::Value(Cow::Borrowed(raw.as_ref())),
+            Self::Delete => MergePatch::Delete,
+        }
+    }
 }
 
 impl Serialize for MergePatch<'_> {
@@ -75,7 +107,7 @@ pub fn diff<'a>(before: &'a RawValue, after: &'a RawValue) -> Option<MergePatch<
     }
     let (Some(old), Some(new)) = (members(before), members(after)) else {
         // A scalar, a list, or a value of another type: sent whole.
-        return Some(MergePatch::Value(after));
+        return Some(MergePatch::Value(Cow::Borrowed(after)));
     };
     let mut changes = Vec::new();
     for (name, old_value) in &old {
@@ -90,7 +122,7 @@ pub fn diff<'a>(before: &'a RawValue, after: &'a RawValue) -> Option<MergePatch<
     }
     for (name, new_value) in new {
         if !old.contains_key(&name) && new_value.get() != "null" {
-            changes.push((name.0, MergePatch::Value(new_value)));
+            changes.push((name.0, MergePatch::Value(Cow::Borrowed(new_value))));
         }
     }
     (!changes.is_empty()).then_some(MergePatch::Object(changes))

@@ -330,13 +330,13 @@ impl<L> Plan<L> {
         let object = target::<K>(ObjectKey::of(basis.as_ref()));
         let chained = self.made.get(&object) == Some(&address(basis));
         self.made.insert(object, address(&changed));
-        self.push_write(Written::Update {
-            basis: Arc::clone(basis),
-            changed: Arc::clone(&changed),
+        self.push_write(Written::update(
+            Arc::clone(basis),
+            Arc::clone(&changed),
             part,
-            label: label.to_string(),
+            label.to_string(),
             chained,
-        });
+        ));
         changed
     }
 

@@ -28,6 +28,7 @@
 //!    controller, and the next writer, sees it.
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,8 +39,8 @@ use tokio::sync::OwnedMutexGuard;
 
 use crate::informer::StoreRef;
 use crate::keys::ObjectKey;
+use crate::kinds::Kind;
 pub use crate::kinds::Part;
-use crate::kinds::{Kind, Shape};
 use crate::lean::Lean;
 use crate::merge_patch::{self, MergePatch};
 use crate::metrics::{Metrics, WriteOutcome};
@@ -402,13 +403,41 @@ impl<K: Kind> Writer<K> {
         self.store(applied)
     }
 
+    /// What `changed` changes of `part` of `basis` (`changed` being the
+    /// basis as a decision left it), as a write of this kind encodes the
+    /// two; `None` when it changes nothing the server keeps in that part.
+    pub fn change(&self, basis: &K, changed: &K, part: Part) -> Result<Option<Change>, WriteError> {
+        let encoding_failed = |error| WriteError::Api {
+            action: format!("encode {}", describe::<K>(&ObjectKey::of(basis))),
+            source: kube::Error::SerdeError(error),
+        };
+        let shape = self.store.shape();
+        let before = shape.encode(basis, part).map_err(encoding_failed)?;
+        let after = shape.encode(changed, part).map_err(encoding_failed)?;
+        let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
+            return Ok(None);
+        };
+        // The server ignores the other part of a write to one part: a kind
+        // whose encoding holds both leaves it out of the request.
+        let other = match part {
+            Part::Spec => "status",
+            Part::Status => "spec",
+        };
+        members.retain(|(name, _)| name != other);
+        if members.is_empty() {
+            return Ok(None);
+        }
+        match MergePatch::Object(members).into_owned() {
+            MergePatch::Object(members) => Ok(Some(Change { members })),
+            MergePatch::Value(_) | MergePatch::Delete => Ok(None),
+        }
+    }
+
     /// Sends what the decision changed of `part` of `basis` (`changed` is
-    /// the basis as the decision left it) as a merge patch conditional on
-    /// the resourceVersion `version` (the basis's own when `None`) and the
-    /// basis's UID: refused without a request when the store holds a newer
-    /// copy of the object, and by the server (409) when the object changed
-    /// or was re-created since. Fields the decision did not touch stay as
-    /// the server has them. Returns the object as the server answered it.
+    /// the basis as the decision left it), as [`Writer::send_change`] sends
+    /// it, conditional on the resourceVersion `version` (the basis's own
+    /// when `None`) and the basis's UID. Returns the object as the server
+    /// answered it, or `changed` when nothing was sent.
     pub async fn update(
         &self,
         basis: &K,
@@ -416,47 +445,71 @@ impl<K: Kind> Writer<K> {
         version: Option<&str>,
         part: Part,
     ) -> Result<Arc<K>, WriteError> {
-        let key = ObjectKey::of(basis);
+        let change = self.change(basis, changed, part)?;
+        let condition = Condition {
+            version: version.or(basis.meta().resource_version.as_deref()),
+            uid: basis.meta().uid.as_deref(),
+        };
+        let answer = self
+            .send_change(&ObjectKey::of(basis), condition, part, change.as_ref())
+            .await?;
+        Ok(answer.unwrap_or_else(|| Arc::new(changed.clone())))
+    }
+
+    /// Sends `change` to `part` of the object `key` as a merge patch
+    /// carrying `condition`: refused without a request when the store holds
+    /// a newer copy of the object than the condition's version, and by the
+    /// server (409) when the object changed or was re-created since. Fields
+    /// the change does not name stay as the server has them. Returns the
+    /// object as the server answered it; `None`, with nothing sent, when
+    /// there is no change.
+    pub async fn send_change(
+        &self,
+        key: &ObjectKey,
+        condition: Condition<'_>,
+        part: Part,
+        change: Option<&Change>,
+    ) -> Result<Option<Arc<K>>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let version = version.or(basis.meta().resource_version.as_deref());
-        if let Some(held) = self.store.get(&key) {
-            let ahead = age_of_versions(version, held.meta().resource_version.as_deref());
+        if let Some(held) = self.store.get(key) {
+            let ahead = age_of_versions(condition.version, held.meta().resource_version.as_deref());
             if ahead == Age::Newer {
                 return Err(WriteError::Stale {
-                    object: describe::<K>(&key),
+                    object: describe::<K>(key),
                     reason: format!(
                         "the store holds version {} where the decision read {}",
                         held.meta().resource_version.as_deref().unwrap_or("-"),
-                        version.unwrap_or("-")
+                        condition.version.unwrap_or("-")
                     ),
                 });
             }
         }
-        let shape = self.store.shape();
-        let condition = Condition {
-            version,
-            uid: basis.meta().uid.as_deref(),
-        };
-        let Some(patch) = conditional_patch(shape, basis, changed, part, condition)? else {
+        let Some(change) = change else {
             // The decision changed nothing the server keeps in this part.
-            return Ok(Arc::new(changed.clone()));
+            return Ok(None);
         };
+        let patch = change
+            .conditional(condition)
+            .map_err(|error| WriteError::Api {
+                action: format!("encode {}", describe::<K>(key)),
+                source: kube::Error::SerdeError(error),
+            })?;
         let api = K::api(&self.door.client, &key.namespace);
         let result = send_patch(&self.door.client, &api, &key.name, part, &patch).await;
         self.count("patch", part.subresource(), outcome(&result));
         let source = match result {
-            Ok(written) => return self.store(written),
+            Ok(written) => return self.store(written).map(Some),
             Err(source) => source,
         };
         if let kube::Error::Api(status) = &source
             && status.is_conflict()
         {
-            self.reread(&api, &key).await;
+            self.reread(&api, key).await;
         }
         Err(WriteError::Api {
             action: match part {
-                Part::Spec => format!("update {}", describe::<K>(&key)),
-                Part::Status => format!("update status of {}", describe::<K>(&key)),
+                Part::Spec => format!("update {}", describe::<K>(key)),
+                Part::Status => format!("update status of {}", describe::<K>(key)),
             },
             source,
         })
@@ -465,68 +518,71 @@ impl<K: Kind> Writer<K> {
 
 /// What a write is conditional on: the resourceVersion and UID of the copy
 /// its decision read.
-#[derive(Clone, Copy)]
-struct Condition<'a> {
-    version: Option<&'a str>,
-    uid: Option<&'a str>,
+#[derive(Clone, Copy, Debug)]
+pub struct Condition<'a> {
+    /// The resourceVersion the object must still be at.
+    pub version: Option<&'a str>,
+    /// The UID the object must still have (not re-created).
+    pub uid: Option<&'a str>,
 }
 
-/// The merge patch that makes `part` of `basis` into that of `changed`
-/// (both encoded as `shape` encodes a write of `part`), carrying the
-/// `condition` so the server refuses it (409) when the object changed or
-/// was re-created since; `None` when that part did not change. Only what
-/// the decision changed is named, so every field the compiled types do not
-/// know (a newer server's) stays as the server holds it.
-fn conditional_patch<K: Kind>(
-    shape: &Shape<K>,
-    basis: &K,
-    changed: &K,
-    part: Part,
-    condition: Condition<'_>,
-) -> Result<Option<Box<RawValue>>, WriteError> {
-    let encoding_failed = |error| WriteError::Api {
-        action: format!("encode {}", describe::<K>(&ObjectKey::of(basis))),
-        source: kube::Error::SerdeError(error),
-    };
-    let before = shape.encode(basis, part).map_err(encoding_failed)?;
-    let after = shape.encode(changed, part).map_err(encoding_failed)?;
-    let Some(MergePatch::Object(mut members)) = merge_patch::diff(&before, &after) else {
-        return Ok(None);
-    };
-    // The server ignores the other part of a write to one part: a kind
-    // whose encoding holds both leaves it out of the request.
-    let other = match part {
-        Part::Spec => "status",
-        Part::Status => "spec",
-    };
-    members.retain(|(name, _)| name != other);
-    if members.is_empty() {
-        return Ok(None);
-    }
-    let stamps = [
-        ("resourceVersion", condition.version),
-        ("uid", condition.uid),
-    ];
-    let mut values = Vec::new();
-    for (field, value) in stamps {
-        if let Some(value) = value {
-            values.push((
-                field,
-                serde_json::value::to_raw_value(value).map_err(encoding_failed)?,
-            ));
+/// What an update changes of one part of an object: the merge patch that
+/// makes the copy its decision read into the copy it made, holding its
+/// own names and values and not yet the condition it is sent under. Only
+/// what the decision changed is named, so every field the compiled types
+/// do not know (a newer server's) stays as the server holds it. A plan
+/// about to send its updates holds these instead of the copies they were
+/// taken from.
+#[derive(Debug)]
+pub struct Change {
+    /// The members of the patch's top-level object.
+    members: Vec<(Cow<'static, str>, MergePatch<'static>)>,
+}
+
+impl Change {
+    /// The patch carrying `condition` in its metadata, so the server
+    /// refuses it (409) when the object changed or was re-created since.
+    fn conditional(&self, condition: Condition<'_>) -> serde_json::Result<Box<RawValue>> {
+        let mut members = self.borrowed();
+        let stamps = [
+            ("resourceVersion", condition.version),
+            ("uid", condition.uid),
+        ];
+        let mut values = Vec::new();
+        for (field, value) in stamps {
+            if let Some(value) = value {
+                values.push((field, serde_json::value::to_raw_value(value)?));
+            }
         }
-    }
-    for (field, value) in &values {
-        let stamp = ((*field).into(), MergePatch::Value(value));
-        match members.iter_mut().find(|(name, _)| name == "metadata") {
-            Some((_, MergePatch::Object(metadata))) => metadata.push(stamp),
-            Some(_) => {}
-            None => members.push(("metadata".into(), MergePatch::Object(vec![stamp]))),
+        for (field, value) in &values {
+            let stamp = (
+                (*field).into(),
+                MergePatch::Value(Cow::Borrowed(value.as_ref())),
+            );
+            match members.iter_mut().find(|(name, _)| name == "metadata") {
+                Some((_, MergePatch::Object(metadata))) => metadata.push(stamp),
+                Some(_) => {}
+                None => members.push(("metadata".into(), MergePatch::Object(vec![stamp]))),
+            }
         }
+        serde_json::value::to_raw_value(&MergePatch::Object(members))
     }
-    serde_json::value::to_raw_value(&MergePatch::Object(members))
-        .map(Some)
-        .map_err(encoding_failed)
+
+    /// The members, borrowed.
+    fn borrowed(&self) -> Vec<(Cow<'_, str>, MergePatch<'_>)> {
+        self.members
+            .iter()
+            .map(|(name, value)| (Cow::Borrowed(name.as_ref()), value.borrowed()))
+            .collect()
+    }
+
+    /// `object` with the change merged in, as the server merges it.
+    pub fn merged<K: Kind>(&self, object: &K) -> serde_json::Result<K> {
+        let mut merged = serde_json::to_value(object)?;
+        let patch = serde_json::to_value(MergePatch::Object(self.borrowed()))?;
+        json_patch::merge(&mut merged, &patch);
+        serde_json::from_value(merged)
+    }
 }
 
 /// Sends `patch` as a JSON merge patch to the object `name` of `api`, or to

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 use memapi::{MemApi, Verb};
@@ -285,6 +286,76 @@ async fn a_plan_writes_conditional_on_what_it_decided_and_on_its_own_answers() {
     );
     assert_eq!(bed.api.requests().log().len(), 0, "nothing was sent");
     assert!(bed.lines.take().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plan_waiting_on_the_server_holds_no_copies_of_what_it_writes() {
+    let bed = bed(false);
+    bed.api.add_reactor(
+        memapi::Reactor::on(Verb::Patch, "persistentvolumes")
+            .delay(Duration::from_secs(10))
+            .always(),
+    );
+    let mut plan = Plan::<String>::default();
+    let made_once = touch(&mut plan, &bed.stored, "first");
+    let made_twice = touch(&mut plan, &made_once, "second");
+    let (once, twice) = (Arc::downgrade(&made_once), Arc::downgrade(&made_twice));
+    drop((made_once, made_twice));
+    let held_before = Arc::strong_count(&bed.stored);
+    let executor = bed.executor.clone();
+    let running = tokio::spawn(async move { executor.execute(plan).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!running.is_finished(), "the first write is in flight");
+    assert!(
+        once.upgrade().is_none() && twice.upgrade().is_none(),
+        "the copies the decision made are let go of once the plan sends"
+    );
+    assert_eq!(
+        Arc::strong_count(&bed.stored),
+        held_before - 1,
+        "nor is the copy the decision read held by the plan"
+    );
+    running.await.expect("ran").expect("both writes go");
+    let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
+    assert_eq!(
+        stored
+            .metadata
+            .labels
+            .and_then(|l| l.get("touched").cloned()),
+        Some("second".to_string()),
+        "the merge patches kept carry what the copies said"
+    );
+    assert_eq!(bed.api.requests().log().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_that_changes_nothing_sent_leaves_the_next_conditional_on_the_last_answer() {
+    let bed = bed(false);
+    let mut plan = Plan::<String>::default();
+    let once = touch(&mut plan, &bed.stored, "first");
+    // Edits only the status in an update of the spec: nothing to send.
+    let unsent = plan.update(&once, Part::Spec, "status only", |volume| {
+        volume.status.get_or_insert_with(Default::default).phase = Some("Available".into());
+        true
+    });
+    touch(&mut plan, &unsent, "second");
+    bed.executor
+        .execute(plan)
+        .await
+        .expect("the third write is conditional on the first one's answer");
+    let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
+    assert_eq!(
+        stored
+            .metadata
+            .labels
+            .and_then(|l| l.get("touched").cloned()),
+        Some("second".to_string())
+    );
+    assert_eq!(
+        bed.api.requests().log().len(),
+        2,
+        "two patches, no conflict"
+    );
 }
 
 #[tokio::test(start_paused = true)]

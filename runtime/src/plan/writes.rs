@@ -14,8 +14,8 @@ use super::{Answer, Target, Verb, target};
 use crate::keys::ObjectKey;
 use crate::kinds::{Kind, Part};
 use crate::plan::Copies;
-use crate::version::{Age, age};
-use crate::write::{WriteError, WriterSet};
+use crate::version::{Age, age, age_of_versions};
+use crate::write::{Change, Condition, WriteError, WriterSet};
 
 /// A write step of any kind, as a plan holds it: shown in the plan's
 /// lines, sent by the writer of its kind, or made on copies.
@@ -38,6 +38,12 @@ pub trait Write: fmt::Display + Send + Sync {
     /// a plan whose decision read a copy of any of its objects that is
     /// gone by now sends nothing at all.
     fn outdated(&self, writers: &WriterSet) -> Option<WriteError>;
+
+    /// Lets go of the copies the write was made on once it is about to be
+    /// sent: an update keeps only the merge patch of what its decision
+    /// changed, so a plan waiting on the server holds a few hundred bytes
+    /// a write instead of whole objects.
+    fn let_go(&mut self, writers: &WriterSet);
 
     /// Sends the write through the writer of its kind among `writers`;
     /// `answered` is the resourceVersion of this plan's own last answer
@@ -81,15 +87,18 @@ pub trait Applied: fmt::Display + Send + Sync + 'static {
 
 /// A write of one object of kind `K`.
 pub(super) enum Written<K> {
-    /// An update: the copy the decision read and the copy it made of it.
+    /// An update of the object `key`, decided on its copy at `version`
+    /// with UID `uid`.
     Update {
-        basis: Arc<K>,
-        changed: Arc<K>,
+        key: ObjectKey,
+        version: Option<String>,
+        uid: Option<String>,
+        held: Held<K>,
         part: Part,
         label: String,
-        /// Whether `basis` is what an earlier update of this plan made of
-        /// the object: then the write is conditional on that update's
-        /// answer, and otherwise on `basis`'s own resourceVersion.
+        /// Whether the basis is what an earlier update of this plan made
+        /// of the object: then the write is conditional on that update's
+        /// answer, and otherwise on `version`.
         chained: bool,
     },
     /// A create; the answer tells what the server made of it.
@@ -109,12 +118,43 @@ pub(super) enum Written<K> {
     },
 }
 
+/// What an update holds of its object: the two copies while the plan is
+/// made (and on copies, where the write is made), the merge patch between
+/// them once the executor is about to send it.
+pub(super) enum Held<K> {
+    /// The copy the decision read and the copy it made of it.
+    Copies { basis: Arc<K>, changed: Arc<K> },
+    /// What the decision changed (`None`: nothing the server keeps).
+    Change(Option<Change>),
+}
+
 impl<K: Kind> Written<K> {
+    /// An update of `basis` into `changed`.
+    pub(super) fn update(
+        basis: Arc<K>,
+        changed: Arc<K>,
+        part: Part,
+        label: String,
+        chained: bool,
+    ) -> Self {
+        let meta = basis.meta();
+        Self::Update {
+            key: ObjectKey::of(basis.as_ref()),
+            version: meta.resource_version.clone(),
+            uid: meta.uid.clone(),
+            held: Held::Copies { basis, changed },
+            part,
+            label,
+            chained,
+        }
+    }
+
     fn key(&self) -> ObjectKey {
         match self {
-            Self::Update { basis, .. } => ObjectKey::of(basis.as_ref()),
+            Self::Update { key, .. } | Self::Delete { key, .. } | Self::Apply { key, .. } => {
+                key.clone()
+            }
             Self::Create { object, .. } => ObjectKey::of(object),
-            Self::Delete { key, .. } | Self::Apply { key, .. } => key.clone(),
         }
     }
 
@@ -128,11 +168,11 @@ impl<K: Kind> Written<K> {
     fn condition<'a>(&'a self, answered: Option<&'a str>) -> Option<&'a str> {
         match self {
             Self::Update {
-                basis,
+                version,
                 chained: true,
                 ..
-            } => answered.or(basis.meta().resource_version.as_deref()),
-            Self::Update { basis, .. } => basis.meta().resource_version.as_deref(),
+            } => answered.or(version.as_deref()),
+            Self::Update { version, .. } => version.as_deref(),
             _ => None,
         }
     }
@@ -173,21 +213,40 @@ impl<K: Kind> Write for Written<K> {
 
     fn outdated(&self, writers: &WriterSet) -> Option<WriteError> {
         let Self::Update {
-            basis,
+            key,
+            version,
             chained: false,
             ..
         } = self
         else {
             return None;
         };
-        let held = writers.get::<K>().ok()?.stored(&self.key())?;
-        (age(basis.meta(), held.meta()) == Age::Newer).then(|| {
+        let held = writers.get::<K>().ok()?.stored(key)?;
+        let stored = held.meta().resource_version.as_deref();
+        (age_of_versions(version.as_deref(), stored) == Age::Newer).then(|| {
             self.stale(format!(
                 "the store holds version {} where the decision read {}",
-                held.meta().resource_version.as_deref().unwrap_or("-"),
-                basis.meta().resource_version.as_deref().unwrap_or("-")
+                stored.unwrap_or("-"),
+                version.as_deref().unwrap_or("-")
             ))
         })
+    }
+
+    fn let_go(&mut self, writers: &WriterSet) {
+        let Self::Update { held, part, .. } = self else {
+            return;
+        };
+        let Held::Copies { basis, changed } = &*held else {
+            return;
+        };
+        // A change that cannot be taken keeps its copies: the step fails
+        // with the same error when it is sent.
+        if let Ok(change) = writers
+            .get::<K>()
+            .and_then(|writer| writer.change(basis, changed, *part))
+        {
+            *held = Held::Change(change);
+        }
     }
 
     fn send<'a>(
@@ -200,14 +259,27 @@ impl<K: Kind> Write for Written<K> {
             let version = |object: &K| object.meta().resource_version.clone();
             match self {
                 Self::Update {
-                    basis,
-                    changed,
+                    key,
+                    uid,
+                    held,
                     part,
                     ..
                 } => {
-                    let condition = self.condition(answered);
-                    let written = writer?.update(basis, changed, condition, *part).await?;
-                    Ok(version(&written))
+                    let writer = writer?;
+                    let taken;
+                    let change = match held {
+                        Held::Copies { basis, changed } => {
+                            taken = writer.change(basis, changed, *part)?;
+                            taken.as_ref()
+                        }
+                        Held::Change(change) => change.as_ref(),
+                    };
+                    let condition = Condition {
+                        version: self.condition(answered),
+                        uid: uid.as_deref(),
+                    };
+                    let written = writer.send_change(key, condition, *part, change).await?;
+                    Ok(written.and_then(|written| version(&written)))
                 }
                 Self::Create { object, answer } => {
                     let result = match writer {
@@ -247,13 +319,22 @@ impl<K: Kind> Write for Written<K> {
     ) -> Result<Option<String>, WriteError> {
         let key = self.key();
         match self {
-            Self::Update { changed, .. } => {
+            Self::Update { held: change, .. } => {
                 let held = copies.get::<K>(&key);
                 let held_version = held.and_then(|held| held.meta().resource_version.as_deref());
-                if held.is_none() || held_version != self.condition(answered) {
+                let Some(held) = held.filter(|_| held_version == self.condition(answered)) else {
                     return Err(self.stale("its copy is not the one decided on"));
-                }
-                let mut changed = K::clone(changed);
+                };
+                let mut changed = match change {
+                    Held::Copies { changed, .. } => K::clone(changed),
+                    Held::Change(None) => held.clone(),
+                    Held::Change(Some(change)) => {
+                        change.merged(held).map_err(|error| WriteError::Api {
+                            action: format!("update {}", self.describe()),
+                            source: kube::Error::SerdeError(error),
+                        })?
+                    }
+                };
                 let version = copies.next_version();
                 changed.meta_mut().resource_version = Some(version.clone());
                 copies.put(changed);
@@ -331,7 +412,10 @@ impl<K: Kind> Write for Written<K> {
         };
         if copies.get::<K>(&key).is_none() {
             let basis = match self {
-                Self::Update { basis, .. } => Some(basis),
+                Self::Update {
+                    held: Held::Copies { basis, .. },
+                    ..
+                } => Some(basis),
                 _ => None,
             };
             let start = match (basis, &shown) {
@@ -357,13 +441,16 @@ impl<K: Kind> fmt::Display for Written<K> {
         let key = self.key();
         match self {
             Self::Update {
-                basis, part, label, ..
+                version,
+                part,
+                label,
+                ..
             } => {
                 let part = match part {
                     Part::Spec => "",
                     Part::Status => " status",
                 };
-                let at = basis.meta().resource_version.as_deref().unwrap_or("-");
+                let at = version.as_deref().unwrap_or("-");
                 write!(f, "update {kind} {key}{part} at {at}: {label}")
             }
             Self::Create { object, .. } => {

@@ -12,7 +12,7 @@ use memapi::{MemApi, Verb};
 
 use super::*;
 use crate::informer::{MemStore, Store};
-use crate::kinds::{drop_managed_fields, metadata_and};
+use crate::kinds::{Shape, drop_managed_fields, metadata_and};
 use crate::metrics::tests::writes_by;
 
 impl Door {
