@@ -69,8 +69,8 @@ pub struct Config {
 /// another, each a round trip to the API server, and a busy server takes
 /// the most writes a second, spending the least CPU on each, with well
 /// over a hundred in flight (its writes to etcd are batched); each plan
-/// executing holds its objects and a connection, about 100 KB, and this
-/// many keep 100,000 pairs under 1 KB an object (docs/performance-notes.md,
+/// executing holds a connection and the patches it sends, which is what
+/// this many cost at the peak of a storm (docs/performance-notes.md,
 /// "Claim workers"). A slot not in use costs nothing.
 pub const DEFAULT_CLAIM_WORKERS: usize = 256;
 
