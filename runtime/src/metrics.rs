@@ -35,6 +35,7 @@ pub struct Metrics {
     events: IntCounterVec,
     leader: IntGauge,
     controller_running: IntGaugeVec,
+    writes_in_flight: IntGaugeVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -94,8 +95,16 @@ impl Metrics {
             ),
             &["controller"],
         )?;
+        let writes_in_flight = IntGaugeVec::new(
+            Opts::new(
+                "pv_controller_api_writes_in_flight",
+                "Writes sent to the API server and not yet answered, by controller",
+            ),
+            &["controller"],
+        )?;
         registry.register(Box::new(leader.clone()))?;
         registry.register(Box::new(controller_running.clone()))?;
+        registry.register(Box::new(writes_in_flight.clone()))?;
         Ok(Self {
             registry,
             sync_seconds,
@@ -104,6 +113,7 @@ impl Metrics {
             events,
             leader,
             controller_running,
+            writes_in_flight,
         })
     }
 
@@ -148,6 +158,14 @@ impl Metrics {
         }
     }
 
+    /// Counts a write of `controller` in flight until the returned guard is
+    /// dropped (`pv_controller_api_writes_in_flight`).
+    pub fn write_in_flight(&self, controller: &str) -> InFlight {
+        let gauge = self.writes_in_flight.with_label_values(&[controller]);
+        gauge.inc();
+        InFlight(gauge)
+    }
+
     /// Counts one recorded event by what became of it
     /// (`pv_controller_events_total`).
     pub fn event(&self, outcome: EventOutcome) {
@@ -165,6 +183,17 @@ impl Metrics {
         self.controller_running
             .with_label_values(&[controller])
             .set(i64::from(running));
+    }
+}
+
+/// A write sent and not yet answered: counted in
+/// `pv_controller_api_writes_in_flight` while it lives.
+#[derive(Debug)]
+pub struct InFlight(IntGauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

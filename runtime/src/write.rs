@@ -218,6 +218,13 @@ impl<K: Kind> Writer<K> {
         self.store.get(key)
     }
 
+    /// Awaits `request`, a write sent to the API server, counted in flight
+    /// until it is answered.
+    async fn in_flight<T>(&self, request: impl Future<Output = T>) -> T {
+        let _counted = self.door.metrics.write_in_flight(self.controller);
+        request.await
+    }
+
     fn count(&self, verb: &str, subresource: &str, outcome: WriteOutcome) {
         self.door
             .metrics
@@ -266,8 +273,9 @@ impl<K: Kind> Writer<K> {
     pub async fn create(&self, object: &K) -> Result<Arc<K>, WriteError> {
         let key = ObjectKey::of(object);
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let result = K::api(&self.door.client, &key.namespace)
-            .create(&PostParams::default(), object)
+        let api = K::api(&self.door.client, &key.namespace);
+        let result = self
+            .in_flight(api.create(&PostParams::default(), object))
             .await;
         self.count("create", "", outcome(&result));
         let created = result.map_err(|source| {
@@ -318,10 +326,8 @@ impl<K: Kind> Writer<K> {
             }),
             ..DeleteParams::default()
         };
-        let result = match K::api(&self.door.client, &key.namespace)
-            .delete(&key.name, &params)
-            .await
-        {
+        let api = K::api(&self.door.client, &key.namespace);
+        let result = match self.in_flight(api.delete(&key.name, &params)).await {
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
             Ok(answer) => Ok(answer
                 .left()
@@ -388,12 +394,10 @@ impl<K: Kind> Writer<K> {
         applied: &serde_json::Value,
     ) -> Result<Arc<K>, WriteError> {
         let _guard = self.door.locks.lock(K::NAME, key.clone()).await;
-        let result = K::api(&self.door.client, &key.namespace)
-            .patch_status(
-                &key.name,
-                &PatchParams::apply(manager).force(),
-                &Patch::Apply(applied),
-            )
+        let api = K::api(&self.door.client, &key.namespace);
+        let params = PatchParams::apply(manager).force();
+        let result = self
+            .in_flight(api.patch_status(&key.name, &params, &Patch::Apply(applied)))
             .await;
         self.count("patch", "status", outcome(&result));
         let applied = result.map_err(|source| WriteError::Api {
@@ -495,7 +499,9 @@ impl<K: Kind> Writer<K> {
                 source: kube::Error::SerdeError(error),
             })?;
         let api = K::api(&self.door.client, &key.namespace);
-        let result = send_patch(&self.door.client, &api, &key.name, part, &patch).await;
+        let result = self
+            .in_flight(send_patch(&self.door.client, &api, &key.name, part, &patch))
+            .await;
         self.count("patch", part.subresource(), outcome(&result));
         let source = match result {
             Ok(written) => return self.store(written).map(Some),

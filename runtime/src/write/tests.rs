@@ -318,3 +318,40 @@ async fn an_answer_about_an_object_the_watch_showed_deleted_is_not_stored() {
     writer.create(&volume("v1")).await.expect("re-created");
     assert!(store.get(&key).is_some(), "the new incarnation is stored");
 }
+
+/// Writes of every verb are counted in flight from when they are sent to
+/// their answer, by controller.
+#[tokio::test(start_paused = true)]
+async fn writes_are_counted_in_flight_until_answered() {
+    let api = MemApi::new();
+    let (writer, _, metrics) = writer(&api);
+    let in_flight = || {
+        crate::metrics::tests::summed(
+            &metrics,
+            "pv_controller_api_writes_in_flight",
+            &[("controller", "test")],
+        )
+    };
+    let basis = writer.create(&volume("v1")).await.expect("create");
+    assert_eq!(in_flight(), 0, "a create answered is no longer in flight");
+    api.add_reactor(
+        memapi::Reactor::on(Verb::Patch, "persistentvolumes")
+            .delay(std::time::Duration::from_secs(10))
+            .times(1),
+    );
+    let changed = labelled(&basis, "slow");
+    let slow = writer.update(&basis, &changed, None, Part::Spec);
+    let quick = async {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let sent = in_flight();
+        writer
+            .delete(&ObjectKey::cluster("other"), None)
+            .await
+            .expect("an object already gone is deleted");
+        sent
+    };
+    let (updated, during) = tokio::join!(slow, quick);
+    updated.expect("the update is answered");
+    assert_eq!(during, 1, "the update is in flight while the server holds it");
+    assert_eq!(in_flight(), 0, "and no longer once answered");
+}
