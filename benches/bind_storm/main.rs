@@ -12,6 +12,7 @@
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
 //!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace|protobuf-replace] [--cold-start]
+//!     [--neighbour-writes-per-second N] [--as-service-accounts]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot docs/performance-results.jsonl docs/
 //! ```
@@ -23,6 +24,8 @@
 mod ceiling;
 mod cluster;
 mod cold;
+mod identity;
+mod neighbour;
 mod plot;
 mod process;
 mod proto;
@@ -76,6 +79,13 @@ struct Args {
     /// Whether to start a second controller on the settled cluster after
     /// the storm (`--cold-start`).
     cold_start: bool,
+    /// A second client's steady writes a second beside the storm
+    /// (`--neighbour-writes-per-second`).
+    neighbour: Option<f64>,
+    /// Whether the controller and the neighbour send as ServiceAccounts of
+    /// their own rather than as the kubeconfig's user
+    /// (`--as-service-accounts`, a real server only).
+    as_service_accounts: bool,
 }
 
 impl Args {
@@ -97,6 +107,8 @@ impl Args {
             ceiling: None,
             wire_form: ceiling::WireForm::MergePatch,
             cold_start: false,
+            neighbour: None,
+            as_service_accounts: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -114,6 +126,12 @@ impl Args {
                 "--ceiling" => args.probe_ceiling = true,
                 "--wire-form" => args.wire_form = ceiling::WireForm::parse(&value()),
                 "--cold-start" => args.cold_start = true,
+                "--neighbour-writes-per-second" => {
+                    let rate: f64 = value().parse().expect("writes a second");
+                    assert!(rate > 0.0, "--neighbour-writes-per-second: more than 0");
+                    args.neighbour = Some(rate);
+                }
+                "--as-service-accounts" => args.as_service_accounts = true,
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
                 "--repeat" => args.repeat = value().parse().expect("runs per N"),
@@ -378,10 +396,25 @@ async fn run(args: &Args, n: usize) -> Value {
     };
     let log = dir.join(format!("{}.log", args.which.label()));
     server.clean_up().await;
+    let accounts = match (args.as_service_accounts, server.is_real()) {
+        (true, true) => {
+            let client = server.client();
+            Some((
+                identity::account(&client, server.kubeconfig(), &dir, "pv-controller").await,
+                identity::account(&client, server.kubeconfig(), &dir, "neighbour").await,
+            ))
+        }
+        (true, false) => panic!("--as-service-accounts needs a real API server (--kubeconfig)"),
+        (false, _) => None,
+    };
+    let controller_kubeconfig = accounts.as_ref().map_or_else(
+        || server.kubeconfig().to_path_buf(),
+        |(controller, _)| controller.kubeconfig.clone(),
+    );
     // The empty-cluster baseline: the controller started on a cluster
     // without the bench's objects, measured after it settled.
     let baseline = {
-        let controller = Controller::start(args.which, server.kubeconfig(), &args.extra, &log);
+        let controller = Controller::start(args.which, &controller_kubeconfig, &args.extra, &log);
         tokio::time::sleep(Duration::from_secs(5)).await;
         controller.peak_rss_mib()
     };
@@ -410,8 +443,21 @@ async fn run(args: &Args, n: usize) -> Value {
     let tracker = Tracker::start(server.client()).await;
     server.start_counting().await;
 
-    let mut controller = Controller::start(args.which, server.kubeconfig(), &args.extra, &log);
+    let neighbour = match args.neighbour {
+        Some(rate) => {
+            let client = accounts.as_ref().map_or_else(
+                || server.client(),
+                |(_, neighbour)| neighbour.client.clone(),
+            );
+            let neighbour = neighbour::Neighbour::start(client, rate).await;
+            tokio::time::sleep(neighbour::ALONE).await;
+            Some(neighbour)
+        }
+        None => None,
+    };
+    let mut controller = Controller::start(args.which, &controller_kubeconfig, &args.extra, &log);
     let start = Instant::now();
+    let storm_from = neighbour.as_ref().map(neighbour::Neighbour::now);
     let bench_cpu = process::cpu_seconds("self");
     // Until every claim is Bound, or nothing was bound for `stall` (a
     // controller that leaves claims Pending for good), or the time is up.
@@ -427,6 +473,11 @@ async fn run(args: &Args, n: usize) -> Value {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let neighbour = neighbour
+        .zip(storm_from)
+        .map_or(Value::Null, |(neighbour, from)| {
+            neighbour.report(from, neighbour.now())
+        });
     let all_bound = last_count >= n;
     let seconds = last_progress.duration_since(start).as_secs_f64();
     let cpu = controller.cpu_seconds();
@@ -522,6 +573,8 @@ async fn run(args: &Args, n: usize) -> Value {
         "baseline_rss_mib": baseline,
         "bytes_per_object": (rss - baseline) * 1_048_576.0 / (2.0 * n as f64),
         "cold_start": cold_start,
+        "identity": if accounts.is_some() { "service-accounts" } else { "kubeconfig" },
+        "neighbour": neighbour,
         "latency_ms": {
             "tries": latencies.len(),
             "median": percentile(&latencies, 0.5),

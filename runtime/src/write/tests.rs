@@ -352,6 +352,9 @@ async fn writes_are_counted_in_flight_until_answered() {
     };
     let (updated, during) = tokio::join!(slow, quick);
     updated.expect("the update is answered");
-    assert_eq!(during, 1, "the update is in flight while the server holds it");
+    assert_eq!(
+        during, 1,
+        "the update is in flight while the server holds it"
+    );
     assert_eq!(in_flight(), 0, "and no longer once answered");
 }
