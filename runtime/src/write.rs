@@ -431,10 +431,11 @@ impl<K: Kind> Writer<K> {
         if members.is_empty() {
             return Ok(None);
         }
-        match MergePatch::Object(members).into_owned() {
-            MergePatch::Object(members) => Ok(Some(Change { members })),
-            MergePatch::Value(_) | MergePatch::Delete => Ok(None),
-        }
+        let members = members
+            .into_iter()
+            .map(|(name, value)| (Cow::Owned(name.into_owned()), value.into_owned()))
+            .collect();
+        Ok(Some(Change { members }))
     }
 
     /// Sends what the decision changed of `part` of `basis` (`changed` is
@@ -580,14 +581,6 @@ impl Change {
             .iter()
             .map(|(name, value)| (Cow::Borrowed(name.as_ref()), value.borrowed()))
             .collect()
-    }
-
-    /// `object` with the change merged in, as the server merges it.
-    pub fn merged<K: Kind>(&self, object: &K) -> serde_json::Result<K> {
-        let mut merged = serde_json::to_value(object)?;
-        let patch = serde_json::to_value(MergePatch::Object(self.borrowed()))?;
-        json_patch::merge(&mut merged, &patch);
-        serde_json::from_value(merged)
     }
 }
 

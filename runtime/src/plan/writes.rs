@@ -322,19 +322,14 @@ impl<K: Kind> Write for Written<K> {
             Self::Update { held: change, .. } => {
                 let held = copies.get::<K>(&key);
                 let held_version = held.and_then(|held| held.meta().resource_version.as_deref());
-                let Some(held) = held.filter(|_| held_version == self.condition(answered)) else {
+                if held.is_none() || held_version != self.condition(answered) {
                     return Err(self.stale("its copy is not the one decided on"));
+                }
+                // Only a plan being sent lets go of its copies.
+                let Held::Copies { changed, .. } = change else {
+                    return Err(self.stale("its copies were let go of to be sent"));
                 };
-                let mut changed = match change {
-                    Held::Copies { changed, .. } => K::clone(changed),
-                    Held::Change(None) => held.clone(),
-                    Held::Change(Some(change)) => {
-                        change.merged(held).map_err(|error| WriteError::Api {
-                            action: format!("update {}", self.describe()),
-                            source: kube::Error::SerdeError(error),
-                        })?
-                    }
-                };
+                let mut changed = K::clone(changed);
                 let version = copies.next_version();
                 changed.meta_mut().resource_version = Some(version.clone());
                 copies.put(changed);
