@@ -53,6 +53,15 @@ fn touched(object: Option<&(dyn Any + Send + Sync)>) -> String {
         .unwrap_or_else(|| "none".to_string())
 }
 
+/// The label `touched` of the volume `v1` as the server holds it.
+fn touched_on_server(api: &MemApi) -> Option<String> {
+    let stored = api.get::<PersistentVolume>(None, "v1").expect("stored");
+    stored
+        .metadata
+        .labels
+        .and_then(|l| l.get("touched").cloned())
+}
+
 impl Shadow for Lines {
     fn write(&self, intended: &Intended<'_>) {
         self.push(format!(
@@ -263,14 +272,7 @@ async fn a_plan_writes_conditional_on_what_it_decided_and_on_its_own_answers() {
     plan.local("done".into());
     bed.executor.execute(plan).await.expect("both writes go");
     assert_eq!(bed.lines.take(), ["effect done"]);
-    let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
-    assert_eq!(
-        stored
-            .metadata
-            .labels
-            .and_then(|l| l.get("touched").cloned()),
-        Some("second".to_string())
-    );
+    assert_eq!(touched_on_server(&bed.api), Some("second".to_string()));
 
     // A decision made on the first copy again: the store holds a newer
     // one, so the plan ends before anything is sent, and its effects are
@@ -316,12 +318,8 @@ async fn a_plan_waiting_on_the_server_holds_no_copies_of_what_it_writes() {
         "nor is the copy the decision read held by the plan"
     );
     running.await.expect("ran").expect("both writes go");
-    let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
     assert_eq!(
-        stored
-            .metadata
-            .labels
-            .and_then(|l| l.get("touched").cloned()),
+        touched_on_server(&bed.api),
         Some("second".to_string()),
         "the merge patches kept carry what the copies said"
     );
@@ -343,14 +341,7 @@ async fn an_update_that_changes_nothing_sent_leaves_the_next_conditional_on_the_
         .execute(plan)
         .await
         .expect("the third write is conditional on the first one's answer");
-    let stored = bed.api.get::<PersistentVolume>(None, "v1").expect("stored");
-    assert_eq!(
-        stored
-            .metadata
-            .labels
-            .and_then(|l| l.get("touched").cloned()),
-        Some("second".to_string())
-    );
+    assert_eq!(touched_on_server(&bed.api), Some("second".to_string()));
     assert_eq!(
         bed.api.requests().log().len(),
         2,
