@@ -438,29 +438,6 @@ impl<K: Kind> Writer<K> {
         Ok(Some(Change { members }))
     }
 
-    /// Sends what the decision changed of `part` of `basis` (`changed` is
-    /// the basis as the decision left it), as [`Writer::send_change`] sends
-    /// it, conditional on the resourceVersion `version` (the basis's own
-    /// when `None`) and the basis's UID. Returns the object as the server
-    /// answered it, or `changed` when nothing was sent.
-    pub async fn update(
-        &self,
-        basis: &K,
-        changed: &K,
-        version: Option<&str>,
-        part: Part,
-    ) -> Result<Arc<K>, WriteError> {
-        let change = self.change(basis, changed, part)?;
-        let condition = Condition {
-            version: version.or(basis.meta().resource_version.as_deref()),
-            uid: basis.meta().uid.as_deref(),
-        };
-        let answer = self
-            .send_change(&ObjectKey::of(basis), condition, part, change.as_ref())
-            .await?;
-        Ok(answer.unwrap_or_else(|| Arc::new(changed.clone())))
-    }
-
     /// Sends `change` to `part` of the object `key` as a merge patch
     /// carrying `condition`: refused without a request when the store holds
     /// a newer copy of the object than the condition's version, and by the

@@ -15,6 +15,30 @@ use crate::informer::{MemStore, Store};
 use crate::kinds::{Shape, drop_managed_fields, metadata_and};
 use crate::metrics::tests::writes_by;
 
+impl<K: Kind> Writer<K> {
+    /// Sends what `changed` changes of `part` of `basis`, conditional on
+    /// `version` (the basis's own when `None`) and the basis's UID, as the
+    /// executor sends an update; returns the answer, or `changed` when
+    /// nothing was sent.
+    async fn update(
+        &self,
+        basis: &K,
+        changed: &K,
+        version: Option<&str>,
+        part: Part,
+    ) -> Result<Arc<K>, WriteError> {
+        let change = self.change(basis, changed, part)?;
+        let condition = Condition {
+            version: version.or(basis.meta().resource_version.as_deref()),
+            uid: basis.meta().uid.as_deref(),
+        };
+        let answer = self
+            .send_change(&ObjectKey::of(basis), condition, part, change.as_ref())
+            .await?;
+        Ok(answer.unwrap_or_else(|| Arc::new(changed.clone())))
+    }
+}
+
 impl Door {
     /// How many objects have a write lock right now (held or waited for).
     fn locks_in_use(&self) -> usize {
