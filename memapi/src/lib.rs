@@ -161,6 +161,10 @@ pub(crate) struct Shared {
     access: Mutex<reviews::Access>,
     /// The named group versions (`group/version`) not served now.
     withheld: Mutex<std::collections::BTreeSet<String>>,
+    /// The writes being served, against [`MemApiConfig::max_mutating_in_flight`].
+    mutating_in_flight: std::sync::atomic::AtomicUsize,
+    /// [`MemApiConfig::max_mutating_in_flight`].
+    max_mutating_in_flight: Option<usize>,
 }
 
 /// How to build a [`MemApi`].
@@ -186,6 +190,13 @@ pub struct MemApiConfig {
     /// changes an existing object's ownerReferences needs `delete` on it
     /// (see `admission.rs`). Off by default, as on a default server.
     pub owner_references_permission_enforcement: bool,
+    /// The most writes (create, update, patch, delete) served at once, as
+    /// kube-apiserver's `--max-mutating-requests-inflight` with API
+    /// Priority and Fairness off: a write past it is answered 429 Too Many
+    /// Requests with `Retry-After: 1` and not served. A write counts while
+    /// it is served, its reactors' delays included. `None` (the default):
+    /// no limit.
+    pub max_mutating_in_flight: Option<usize>,
 }
 
 impl Default for MemApiConfig {
@@ -195,6 +206,7 @@ impl Default for MemApiConfig {
             history_limit: DEFAULT_HISTORY,
             protection_finalizers: false,
             owner_references_permission_enforcement: false,
+            max_mutating_in_flight: None,
         }
     }
 }
@@ -256,6 +268,8 @@ impl MemApi {
                 stats: Mutex::new(RequestStats::default()),
                 access: Mutex::new(reviews::Access::default()),
                 withheld: Mutex::new(std::collections::BTreeSet::new()),
+                mutating_in_flight: std::sync::atomic::AtomicUsize::new(0),
+                max_mutating_in_flight: config.max_mutating_in_flight,
             }),
         }
     }

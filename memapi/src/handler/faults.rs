@@ -61,7 +61,7 @@ pub(super) async fn after_commit(
 
 /// The answer of a reactor's error: a `Status`, with a `Retry-After`
 /// header and `details.retryAfterSeconds` when the reactor gives one.
-fn injected_error(
+pub(super) fn injected_error(
     code: u16,
     message: String,
     retry_after: Option<u32>,

@@ -6,6 +6,7 @@
 
 mod access;
 mod faults;
+mod in_flight;
 mod listing;
 mod request;
 mod verbs;
@@ -177,6 +178,7 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         Ok(user) => user,
         Err(e) => return Outcome::Respond(error_response(&e)),
     };
+    let seat = in_flight::seat(&shared, verb);
     let denied = user.as_ref().and_then(|user| {
         let verb = verb.to_string();
         let attributes = Attributes {
@@ -189,9 +191,10 @@ async fn handle(shared: Arc<Shared>, parts: http::request::Parts, body: Bytes) -
         };
         lock(&shared.store).rbac.authorize(user, &attributes).err()
     });
-    let injected = match denied {
-        Some(e) => Some(Outcome::Respond(error_response(&e))),
-        None => before_serving(&shared, &info).await,
+    let injected = match (seat.refusal(), denied) {
+        (Some(refused), _) => Some(refused),
+        (None, Some(e)) => Some(Outcome::Respond(error_response(&e))),
+        (None, None) => before_serving(&shared, &info).await,
     };
     let mut lost_answer = None;
     let content_type = header(&parts, http::header::CONTENT_TYPE);

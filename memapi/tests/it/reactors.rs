@@ -523,3 +523,55 @@ async fn writes_only_reactors_leave_reads_alone_and_ids_count_and_remove() {
         .await
         .unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn writes_past_the_in_flight_limit_are_answered_429_and_not_served() {
+    let mem = MemApi::with_config(MemApiConfig {
+        max_mutating_in_flight: Some(2),
+        ..MemApiConfig::default()
+    });
+    for name in ["pv1", "pv2", "pv3"] {
+        mem.create(&pv(name, "1Gi")).unwrap();
+    }
+    // Each write takes a second to serve, so three sent together overlap.
+    mem.add_reactor(
+        Reactor::any()
+            .writes_only()
+            .delay(Duration::from_secs(1))
+            .always(),
+    );
+    let pvs: Api<PersistentVolume> = Api::all(mem.client());
+    let label = |name: &'static str| {
+        let pvs = pvs.clone();
+        async move {
+            let patch = json!({"metadata": {"labels": {"touched": "yes"}}});
+            pvs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    let answers = tokio::join!(label("pv1"), label("pv2"), label("pv3"));
+    let answers = [answers.0, answers.1, answers.2];
+    let refused: Vec<u16> = answers
+        .into_iter()
+        .filter_map(|answer| answer.err().map(code))
+        .collect();
+    assert_eq!(
+        refused,
+        vec![429],
+        "one of three writes past a limit of two"
+    );
+    let touched = ["pv1", "pv2", "pv3"]
+        .iter()
+        .filter(|name| {
+            let stored = mem.get::<PersistentVolume>(None, name).unwrap();
+            stored.labels().contains_key("touched")
+        })
+        .count();
+    assert_eq!(touched, 2, "the refused write is not served");
+    // Reads are not limited, and a write is served once a seat is free.
+    let (read, fourth, fifth) = tokio::join!(pvs.get("pv1"), label("pv3"), label("pv1"));
+    read.unwrap();
+    fourth.unwrap();
+    fifth.unwrap();
+    assert_eq!(mem.requests().total_with_code(429), 1);
+}
