@@ -200,11 +200,21 @@ async fn connect(options: &Options) -> anyhow::Result<Clients> {
             .parse()
             .with_context(|| format!("parsing --master {master:?}"))?;
     }
-    let builder = || ClientBuilder::try_from(config.clone()).context("building the API client");
+    // kube's client retries a 429, 503 or 504 by itself, out of sight of
+    // the layers that handle them: the pause a `Retry-After` asks of the
+    // whole client, the request counts by code, the write door's limit and
+    // the sync's backoff. The controllers' and the reviews' clients leave
+    // those answers to them; the Lease's, which no layer of ours paces,
+    // keeps kube's retries.
+    let builder = |kube_retries: bool| {
+        let mut config = config.clone();
+        config.default_retry = kube_retries;
+        ClientBuilder::try_from(config).context("building the API client")
+    };
     Ok(Clients::build(
-        builder()?,
-        builder()?,
-        builder()?,
+        builder(false)?,
+        builder(true)?,
+        builder(false)?,
         options.client_options(),
     ))
 }

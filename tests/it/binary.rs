@@ -19,26 +19,49 @@ fn kubeconfig(server: &str) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
+/// memapi with a fitting volume and claim (`claim-1`), served on a
+/// loopback port, and a directory named after `test` holding a kubeconfig
+/// that points at it.
+async fn served_pair(test: &str) -> (MemApi, tokio::task::JoinHandle<()>, std::path::PathBuf) {
     let api = MemApi::new();
     api.create(&volume("volume-1", "1Gi").phase("Available").build())
         .expect("seed");
     api.create(&claim("claim-1", "uid-1", "1Gi").build())
         .expect("seed");
-    let (addr, _server) = api
+    let (addr, server) = api
         .serve("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("serve");
-    let dir =
-        std::env::temp_dir().join(format!("pv-controller-binary-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("pv-controller-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let config = dir.join("kubeconfig");
-    std::fs::write(&config, kubeconfig(&format!("http://{addr}"))).expect("kubeconfig");
+    std::fs::write(
+        dir.join("kubeconfig"),
+        kubeconfig(&format!("http://{addr}")),
+    )
+    .expect("kubeconfig");
+    (api, server, dir)
+}
 
+/// Whether `claim-1` turned Bound within `deadline`.
+async fn bound_by(api: &MemApi, deadline: Instant) -> bool {
+    loop {
+        let phase = api
+            .get::<PersistentVolumeClaim>(Some("default"), "claim-1")
+            .and_then(|c| c.status?.phase)
+            .unwrap_or_default();
+        if phase == "Bound" || Instant::now() > deadline {
+            return phase == "Bound";
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
+    let (api, _server, dir) = served_pair("binary-test").await;
     let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
         .arg("--kubeconfig")
-        .arg(&config)
+        .arg(dir.join("kubeconfig"))
         .arg("--pvclaimbinder-sync-period=1s")
         .arg("--secure-port=0")
         .stdout(Stdio::null())
@@ -47,19 +70,7 @@ async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
         .expect("start the binary");
 
     let deadline = Instant::now() + Duration::from_secs(30);
-    let bound = loop {
-        let phase = api
-            .get::<PersistentVolumeClaim>(Some("default"), "claim-1")
-            .and_then(|c| c.status?.phase)
-            .unwrap_or_default();
-        if phase == "Bound" {
-            break true;
-        }
-        if Instant::now() > deadline {
-            break false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let bound = bound_by(&api, deadline).await;
     let killed = Command::new("kill")
         .arg("-TERM")
         .arg(child.id().to_string())
@@ -80,6 +91,40 @@ async fn binary_binds_through_a_kubeconfig_and_stops_on_sigterm() {
     assert!(
         exit.is_some_and(|s| s.success()),
         "clean exit on SIGTERM: {exit:?}"
+    );
+}
+
+/// A write the server turns away with 429 reaches the controller's own
+/// layers, not a retry hidden inside kube's client: the client pauses for
+/// the `Retry-After`, the write door limits the writes in flight, and the
+/// sync retried binds the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_reaches_the_controllers_layers_and_the_claim_is_bound() {
+    let (api, _server, dir) = served_pair("binary-429").await;
+    api.add_reactor(memapi::Reactor::on(memapi::Verb::Patch, "persistentvolumes").throttle(1));
+    let log = dir.join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .arg("--secure-port=0")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start the binary");
+    let bound = bound_by(&api, Instant::now() + Duration::from_secs(30)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(bound, "the claim is bound after the 429: {stderr}");
+    assert_eq!(api.requests().total_with_code(429), 1);
+    assert!(
+        stderr.contains("the API server asked to slow down (429), pausing requests"),
+        "the client paused: {stderr}"
+    );
+    assert!(
+        stderr.contains("writes in flight limited"),
+        "the write door limited its writes: {stderr}"
     );
 }
 
