@@ -36,6 +36,7 @@ pub struct Metrics {
     leader: IntGauge,
     controller_running: IntGaugeVec,
     writes_in_flight: IntGaugeVec,
+    write_limit: IntGauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -102,9 +103,14 @@ impl Metrics {
             ),
             &["controller"],
         )?;
+        let write_limit = IntGauge::new(
+            "pv_controller_api_write_limit",
+            "The most writes the process lets be in flight at once: the limit in force since the API server turned a write away as overloaded, or the most in flight at once so far while none is",
+        )?;
         registry.register(Box::new(leader.clone()))?;
         registry.register(Box::new(controller_running.clone()))?;
         registry.register(Box::new(writes_in_flight.clone()))?;
+        registry.register(Box::new(write_limit.clone()))?;
         Ok(Self {
             registry,
             sync_seconds,
@@ -114,6 +120,7 @@ impl Metrics {
             leader,
             controller_running,
             writes_in_flight,
+            write_limit,
         })
     }
 
@@ -164,6 +171,12 @@ impl Metrics {
         let gauge = self.writes_in_flight.with_label_values(&[controller]);
         gauge.inc();
         InFlight(gauge)
+    }
+
+    /// The gauge of the write door's limit (`pv_controller_api_write_limit`,
+    /// [`crate::write::WriteLimit`]).
+    pub fn write_limit(&self) -> IntGauge {
+        self.write_limit.clone()
     }
 
     /// Counts one recorded event by what became of it

@@ -26,6 +26,10 @@
 //! 5. puts the server's answer, trimmed as the kind's watch trims it, into
 //!    the kind's store before the lock is released, so the next sync of any
 //!    controller, and the next writer, sees it.
+//!
+//! Once the API server turns a write away as overloaded, the door lets only
+//! as many writes be in flight at once as it learns the server takes
+//! ([`limit`]).
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -113,12 +117,14 @@ pub struct Door {
     client: Client,
     metrics: Arc<Metrics>,
     locks: WriteLocks,
+    limit: WriteLimit,
 }
 
 impl fmt::Debug for Door {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Door")
             .field("locks", &self.locks.len())
+            .field("limit", &self.limit.allowed())
             .finish_non_exhaustive()
     }
 }
@@ -127,10 +133,12 @@ impl Door {
     /// The door of the process: writes through `client`, counted in
     /// `metrics`.
     pub fn new(client: Client, metrics: Arc<Metrics>) -> Self {
+        let limit = WriteLimit::new(metrics.write_limit());
         Self {
             client,
             metrics,
             locks: WriteLocks::default(),
+            limit,
         }
     }
 
@@ -218,11 +226,19 @@ impl<K: Kind> Writer<K> {
         self.store.get(key)
     }
 
-    /// Awaits `request`, a write sent to the API server, counted in flight
-    /// until it is answered.
-    async fn in_flight<T>(&self, request: impl Future<Output = T>) -> T {
-        let _counted = self.door.metrics.write_in_flight(self.controller);
-        request.await
+    /// Sends `request`, a write, once the door's limit lets it be in flight
+    /// ([`WriteLimit`]), and awaits it, counted in flight until it is
+    /// answered; the limit learns from its answer.
+    async fn in_flight<T>(
+        &self,
+        request: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, kube::Error> {
+        let admitted = self.door.limit.admit().await;
+        let counted = self.door.metrics.write_in_flight(self.controller);
+        let result = request.await;
+        drop(counted);
+        admitted.ended(Ended::of(&result));
+        result
     }
 
     fn count(&self, verb: &str, subresource: &str, outcome: WriteOutcome) {
@@ -587,7 +603,9 @@ async fn send_patch<K: Kind>(
 
 mod error;
 pub use error::WriteError;
+mod limit;
 use error::outcome;
+pub use limit::{Admitted, Ended, WriteLimit};
 
 #[cfg(test)]
 mod tests;

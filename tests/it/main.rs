@@ -55,3 +55,4 @@ mod runtime;
 mod shadow;
 mod supervision;
 mod unknown_fields;
+mod write_limit;
