@@ -57,13 +57,14 @@ pub(crate) async fn measure(server: &mut Server, n: usize, extra: &[String], log
     })
 }
 
-/// The admin endpoints' address, from the controller's log.
-async fn admin_address(log: &Path, start: Instant) -> Option<String> {
+/// The admin endpoints' address (`/metrics` and the health checks over
+/// plain HTTP, as the bench starts the controller), from its log.
+pub(crate) async fn admin_address(log: &Path, start: Instant) -> Option<String> {
     while start.elapsed() < LIMIT {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let found = text
             .lines()
-            .find(|l| l.contains("serving the admin endpoints"))
+            .find(|l| l.contains("serving the admin endpoints") || l.contains("serving /metrics"))
             .and_then(|l| l.split("address=").nth(1))
             .map(|a| a.trim().to_string());
         if found.is_some() {
@@ -75,7 +76,7 @@ async fn admin_address(log: &Path, start: Instant) -> Option<String> {
 }
 
 /// The answer to a plain HTTP GET of `path`, head and body.
-async fn get(address: &str, path: &str) -> Option<String> {
+pub(crate) async fn get(address: &str, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(address).await.ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;

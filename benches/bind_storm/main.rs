@@ -12,9 +12,10 @@
 //! cargo bench --bench bind_storm -- --pairs 1000,10000 [--kubeconfig FILE]
 //!     [--upstream] [--plain] [--latency 100] [--out results.jsonl] [--repeat 3]
 //!     [--stall 90] [--timeout 1800] [--ceiling] [--wire-form merge-patch|replace|protobuf-replace] [--cold-start]
-//!     [--neighbour-writes-per-second N] [--as-service-accounts]
+//!     [--neighbour-writes-per-second N] [--as-service-accounts] [--limit-path]
 //!     [-- controller flags, e.g. --kube-api-qps 20 --kube-api-burst 30]
 //! cargo bench --bench bind_storm -- --plot docs/performance-results.jsonl docs/
+//! cargo bench --bench bind_storm -- --plot-limit-path results.jsonl docs/performance-limit-path.svg
 //! ```
 
 // A test or benchmark reports a failure by panicking: unwrap and expect
@@ -25,6 +26,7 @@ mod ceiling;
 mod cluster;
 mod cold;
 mod identity;
+mod limit_path;
 mod neighbour;
 mod plot;
 mod process;
@@ -64,6 +66,9 @@ struct Args {
     latency: usize,
     out: Option<PathBuf>,
     plot: Option<(PathBuf, PathBuf)>,
+    /// Draw the limit's path of the newest run that recorded one
+    /// (`--plot-limit-path results.jsonl OUT.svg`).
+    plot_limit_path: Option<(PathBuf, PathBuf)>,
     extra: Vec<String>,
     timeout: Duration,
     stall: Duration,
@@ -86,6 +91,9 @@ struct Args {
     /// their own rather than as the kubeconfig's user
     /// (`--as-service-accounts`, a real server only).
     as_service_accounts: bool,
+    /// Whether to record the write limit's path through the storm
+    /// (`--limit-path`).
+    limit_path: bool,
 }
 
 impl Args {
@@ -98,6 +106,7 @@ impl Args {
             latency: 100,
             out: None,
             plot: None,
+            plot_limit_path: None,
             extra: Vec::new(),
             timeout: Duration::from_secs(1800),
             stall: Duration::from_secs(90),
@@ -109,6 +118,7 @@ impl Args {
             cold_start: false,
             neighbour: None,
             as_service_accounts: false,
+            limit_path: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -132,6 +142,11 @@ impl Args {
                     args.neighbour = Some(rate);
                 }
                 "--as-service-accounts" => args.as_service_accounts = true,
+                "--limit-path" => args.limit_path = true,
+                "--plot-limit-path" => {
+                    let input = value().into();
+                    args.plot_limit_path = Some((input, value().into()));
+                }
                 "--latency" => args.latency = value().parse().expect("tries"),
                 "--out" => args.out = Some(value().into()),
                 "--repeat" => args.repeat = value().parse().expect("runs per N"),
@@ -457,6 +472,9 @@ async fn run(args: &Args, n: usize) -> Value {
     };
     let mut controller = Controller::start(args.which, &controller_kubeconfig, &args.extra, &log);
     let start = Instant::now();
+    let limit_path = args
+        .limit_path
+        .then(|| limit_path::LimitPath::start(log.clone(), start));
     let storm_from = neighbour.as_ref().map(neighbour::Neighbour::now);
     let bench_cpu = process::cpu_seconds("self");
     // Until every claim is Bound, or nothing was bound for `stall` (a
@@ -486,6 +504,7 @@ async fn run(args: &Args, n: usize) -> Value {
     let bench_cpu = process::cpu_seconds("self") - bench_cpu;
     let rss = controller.peak_rss_mib();
     let timeline = tracker.storm_timeline(start);
+    let limit_path = limit_path.map_or(Value::Null, |path| path.points());
     // Writes that follow the last Bound (phase writes of spare volumes,
     // say) count too.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -534,7 +553,7 @@ async fn run(args: &Args, n: usize) -> Value {
             Value::Null
         }
     };
-    json!({
+    let mut result = json!({
         "commit": args.commit,
         "controller": args.which.label(),
         "server": if server.is_real() { "kube-apiserver" } else { "memapi" },
@@ -581,7 +600,9 @@ async fn run(args: &Args, n: usize) -> Value {
             "p99": percentile(&latencies, 0.99),
             "max": latencies.last().copied().unwrap_or(f64::NAN),
         },
-    })
+    });
+    result["limit_path"] = limit_path;
+    result
 }
 
 /// The commit the bench runs on (with `+` when the tree has changes other
@@ -681,6 +702,11 @@ async fn main() {
     let mut args = Args::parse();
     if let Some((input, dir)) = &args.plot {
         plot::draw(input, dir).expect("draw the plots");
+        return;
+    }
+    if let Some((input, out)) = &args.plot_limit_path {
+        plot::draw_limit_path(input, out).expect("draw the limit's path");
+        println!("plot written to {}", out.display());
         return;
     }
     args.commit = commit(args.out.as_deref());

@@ -5,7 +5,10 @@
 //!
 //! - `performance-scale.svg`: time and CPU per pair against N on memapi;
 //! - `performance-upstream.svg`: pv-controller beside kube-controller-manager
-//!   on a real API server (seconds, CPU, memory).
+//!   on a real API server (seconds, CPU, memory);
+//! - the write limit's path through the newest storm that recorded it
+//!   (`--plot-limit-path results.jsonl OUT.svg`): the limit and the writes
+//!   in flight, writes and 429s a second, and the writes' latency, over time.
 //!
 //! Each point or bar is the median of the runs of the version that ran it
 //! last (the file keeps every run of every version, oldest first; runs
@@ -419,5 +422,103 @@ fn draw_bars(
             TextStyle::from((FONT, 16).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom)),
         )))?;
     }
+    Ok(())
+}
+
+/// One line of a limit path's panel: the point's figure, its label, its
+/// colour.
+type PathLine = (&'static str, &'static str, RGBColor);
+
+/// Draws the limit's path of the newest run of `input` that recorded one
+/// (`--limit-path`) into `out`.
+pub(crate) fn draw_limit_path(input: &Path, out: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(input)?;
+    let run = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["limit_path"].as_array().is_some_and(|p| !p.is_empty()))
+        .ok_or("no run with a limit path")?;
+    let points = run["limit_path"].as_array().ok_or("no limit path")?;
+    let series = |figure: &str| -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .filter_map(|p| Some((p["t"].as_f64()?, p[figure].as_f64()?)))
+            .collect()
+    };
+    let end = points
+        .iter()
+        .filter_map(|p| p["t"].as_f64())
+        .fold(0.0, f64::max);
+    let root = SVGBackend::new(out, (1000, 900)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!(
+        "The write limit through a storm of {} pairs ({} pairs/s)",
+        thousands(run["pairs"].as_f64().unwrap_or(0.0)),
+        run["pairs_per_second"]
+            .as_f64()
+            .map_or_else(|| "-".to_string(), |r| format!("{r:.0}")),
+    );
+    let root = root.titled(&title, (FONT, 24))?;
+    let panels = root.split_evenly((3, 1));
+    let panel_specs: [(&str, Vec<PathLine>); 3] = [
+        (
+            "writes at once",
+            vec![
+                ("limit", "limit", RED),
+                ("in_flight", "writes in flight", BLUE),
+            ],
+        ),
+        (
+            "a second",
+            vec![
+                ("writes_per_second", "writes answered", GREEN),
+                ("refused_per_second", "429 answers", ORANGE),
+            ],
+        ),
+        (
+            "ms",
+            vec![(
+                "latency_ms",
+                "write latency (in flight ÷ writes a second)",
+                BLUE,
+            )],
+        ),
+    ];
+    for (panel, (unit, lines)) in panels.iter().zip(panel_specs) {
+        let top = lines
+            .iter()
+            .flat_map(|(figure, ..)| series(figure).into_iter().map(|p| p.1))
+            .fold(0.0, f64::max)
+            * 1.15;
+        let mut chart = ChartBuilder::on(panel)
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..end.max(1.0), 0f64..top.max(1.0))?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the controller started")
+            .y_desc(unit)
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 14))
+            .draw()?;
+        for (figure, label, color) in lines {
+            chart
+                .draw_series(LineSeries::new(series(figure), color.stroke_width(2)))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    root.present()?;
     Ok(())
 }
