@@ -87,10 +87,30 @@ pub(crate) async fn get(address: &str, path: &str) -> Option<String> {
 
 /// Syncs of claims and volumes that ended, by the controller's metrics.
 fn syncs(metrics: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("pv_controller_sync_duration_seconds_count"))
-        .filter(|l| l.contains("kind=\"claim\"") || l.contains("kind=\"volume\""))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+    ["kind=\"claim\"", "kind=\"volume\""]
+        .iter()
+        .filter_map(|kind| series(metrics, "pv_controller_sync_duration_seconds_count", kind))
         .sum()
+}
+
+/// The sum of the series `name` whose labels contain `with` (all of them
+/// when `with` is empty) in a Prometheus text exposition; `None` when
+/// there is none.
+pub(crate) fn series(metrics: &str, name: &str, with: &str) -> Option<f64> {
+    let mut found = None;
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix(name) else {
+            continue;
+        };
+        if !(rest.starts_with(' ') || rest.starts_with('{')) || !rest.contains(with) {
+            continue;
+        }
+        if let Some(value) = line
+            .rsplit_once(' ')
+            .and_then(|(_, v)| v.parse::<f64>().ok())
+        {
+            *found.get_or_insert(0.0) += value;
+        }
+    }
+    found
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cold::{admin_address, get};
+use crate::cold::{admin_address, get, series};
 
 /// How often the controller's metrics are read.
 pub(crate) const PERIOD: Duration = Duration::from_millis(250);
@@ -27,28 +27,6 @@ impl Drop for LimitPath {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// The sum of the series `name` whose labels contain `with` (all of them
-/// when `with` is empty) in a Prometheus text exposition; `None` when
-/// there is none.
-fn series(metrics: &str, name: &str, with: &str) -> Option<f64> {
-    let mut found = None;
-    for line in metrics.lines() {
-        let Some(rest) = line.strip_prefix(name) else {
-            continue;
-        };
-        if !(rest.starts_with(' ') || rest.starts_with('{')) || !rest.contains(with) {
-            continue;
-        }
-        if let Some(value) = line
-            .rsplit_once(' ')
-            .and_then(|(_, v)| v.parse::<f64>().ok())
-        {
-            *found.get_or_insert(0.0) += value;
-        }
-    }
-    found
 }
 
 impl LimitPath {
